@@ -1,0 +1,48 @@
+# kop: two commands matter — `make run` and `make test`. Everything else is a step of those.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: setup run serve test unit integration lint bench pulsar-fetch pulsar-start pulsar-stop pulsar-status clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+setup: $(STAMP)
+
+pulsar-fetch: setup
+	$(BIN)/python tools/pulsar.py fetch
+
+pulsar-start: setup
+	$(BIN)/python tools/pulsar.py start
+
+pulsar-stop:
+	$(PYTHON) tools/pulsar.py stop
+
+pulsar-status:
+	$(PYTHON) tools/pulsar.py status
+
+## make run: venv + kop, a local Pulsar standalone, then Kafka on localhost:9092 in the foreground.
+run: pulsar-fetch
+	$(BIN)/kop standalone
+
+## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar).
+test: setup pulsar-fetch lint
+	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
+
+unit: setup
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check kop tests bench tools
+	$(BIN)/mypy kop
+
+bench: pulsar-fetch
+	$(BIN)/python tools/run_tests.py --bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,91 @@
+"""What handlers share: the services below them and the connection's identity."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kop.log.manager import LogManager
+from kop.log.topics import TopicCatalog, TopicView
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.pulsar.admin import PulsarAdminError, PulsarUnavailable
+from kop.pulsar.client import PulsarError
+from kop.pulsar.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
+
+Response = dict[str, Any]
+# A handler runs its ordered part, then returns either the response or an
+# awaitable of it (the part that may overlap with the connection's next requests).
+HandlerResult = Response | Awaitable[Response | None] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    node_id: int
+    host: str
+    port: int
+    cluster_id: str
+
+
+class ProducerIds:
+    """Producer ids unique across restarts without coordination: milliseconds
+    since the epoch shifted left 12 bits, plus a counter within the millisecond."""
+
+    def __init__(self) -> None:
+        self._last = 0
+
+    def next(self) -> int:
+        candidate = int(time.time() * 1000) << 12
+        self._last = max(candidate, self._last + 1)
+        return self._last
+
+
+@dataclass
+class Services:
+    broker: Broker
+    catalog: TopicCatalog
+    logs: LogManager
+    auto_create_topics: bool
+    fetch_max_wait_cap_ms: int
+    producer_ids: ProducerIds = field(default_factory=ProducerIds)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    namespace: Namespace
+    client_id: str | None
+    api_version: int
+
+
+def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
+    try:
+        return resolve(name, ctx.namespace)
+    except InvalidTopicName as exc:
+        raise KafkaError(ErrorCode.invalid_topic_exception, str(exc)) from exc
+
+
+async def existing_topic(services: Services, ctx: RequestContext, name: str) -> TopicView:
+    view = await services.catalog.describe(topic_for(ctx, name))
+    if view is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
+    return view
+
+
+def error_of(exc: BaseException) -> tuple[ErrorCode, str]:
+    """Map what can go wrong below a handler to a Kafka error code and message."""
+    if isinstance(exc, KafkaError):
+        return exc.code, exc.message or exc.code.name
+    if isinstance(exc, PulsarUnavailable):
+        return ErrorCode.request_timed_out, str(exc)
+    if isinstance(exc, PulsarError):
+        return ErrorCode.request_timed_out, str(exc)
+    if isinstance(exc, PulsarAdminError):
+        if exc.status in (401, 403):
+            return ErrorCode.topic_authorization_failed, str(exc)
+        if exc.status == 404:
+            return ErrorCode.unknown_topic_or_partition, str(exc)
+        if exc.status == 409:
+            return ErrorCode.topic_already_exists, str(exc)
+        return ErrorCode.unknown_server_error, str(exc)
+    return ErrorCode.unknown_server_error, f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,105 @@
+"""Fetch: read from offsets; long-poll on new data instead of busy polling.
+
+Sessions: kop answers every fetch in full and returns session id 0, which
+tells clients that no incremental session was created (KIP-227), so they keep
+sending full requests; that is the correct session-less behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.log.partition_log import PartitionLog
+from kop.protocol.errors import ErrorCode, KafkaError
+
+
+async def handle(services: Services, ctx: RequestContext, request: Any) -> Awaitable[Response]:
+    return _fetch(services, ctx, request)
+
+
+async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Response:
+    wait_ms = min(int(request.max_wait.total_seconds() * 1000), services.fetch_max_wait_cap_ms)
+    deadline = time.monotonic() + max(0, wait_ms) / 1000
+    min_bytes = max(0, request.min_bytes)
+    max_bytes = request.max_bytes if request.max_bytes > 0 else 50 * 1024 * 1024
+    wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
+    logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
+    while True:
+        changed = [plog.data_changed() for plog in logs if isinstance(plog, PartitionLog)]
+        parts: list[tuple[str, dict[str, Any]]] = []
+        total = 0
+        errors = False
+        for (name, p), plog in zip(wanted, logs, strict=True):
+            budget = min(p.partition_max_bytes, max(0, max_bytes - total))
+            part = await _read_partition(plog, p.partition, p.fetch_offset, budget, total == 0)
+            total += len(part["records"] or b"")
+            errors = errors or part["error_code"] != ErrorCode.none
+            parts.append((name, part))
+        remaining = deadline - time.monotonic()
+        if total >= min_bytes or errors or remaining <= 0 or not changed:
+            for fut in changed:
+                fut.cancel()
+            return _response(parts)
+        done, not_done = await asyncio.wait(changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        for fut in not_done:
+            fut.cancel()
+        if not done:
+            for fut in changed:
+                fut.cancel()
+            return _response(parts)
+
+
+async def _log(services: Services, ctx: RequestContext, name: str, index: int) -> PartitionLog | BaseException:
+    try:
+        view = await existing_topic(services, ctx, name)
+        if not 0 <= index < view.partitions:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+        return await services.logs.partition(view.partition_topic(index))
+    except Exception as exc:
+        return exc
+
+
+async def _read_partition(
+    plog: PartitionLog | BaseException, index: int, offset: int, budget: int, first: bool
+) -> dict[str, Any]:
+    if isinstance(plog, BaseException):
+        code, _ = error_of(plog)
+        return _part(index, code, -1, -1, b"")
+    try:
+        records = b""
+        if budget > 0 or first:
+            # KIP-74: the first partition returns at least one batch even if larger.
+            records = await plog.read(offset, max(budget, 1))
+        return _part(index, ErrorCode.none, plog.high_watermark, plog.log_start, records)
+    except Exception as exc:
+        code, _ = error_of(exc)
+        return _part(index, code, plog.high_watermark, plog.log_start, b"")
+
+
+def _part(index: int, code: ErrorCode, hw: int, start: int, records: bytes) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": hw,
+        "last_stable_offset": hw,
+        "log_start_offset": start,
+        "aborted_transactions": (),
+        "preferred_read_replica": -1,
+        "records": records,
+    }
+
+
+def _response(parts: list[tuple[str, dict[str, Any]]]) -> Response:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for name, part in parts:
+        by_topic.setdefault(name, []).append(part)
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "session_id": 0,
+        "responses": [{"topic": n, "partitions": ps} for n, ps in by_topic.items()],
+    }

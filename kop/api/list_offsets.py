@@ -1,0 +1,58 @@
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3), or by timestamp."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.protocol.errors import ErrorCode, KafkaError
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+
+
+async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+    topics = []
+    for t in request.topics:
+        parts = await asyncio.gather(
+            *(_lookup(services, ctx, t.name, p.partition_index, p.timestamp) for p in t.partitions)
+        )
+        topics.append({"name": t.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}
+
+
+async def _lookup(
+    services: Services, ctx: RequestContext, name: str, index: int, timestamp: int
+) -> dict[str, Any]:
+    try:
+        view = await existing_topic(services, ctx, name)
+        if not 0 <= index < view.partitions:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+        plog = await services.logs.partition(view.partition_topic(index))
+        if timestamp == LATEST:
+            found: tuple[int, int] | None = (plog.high_watermark, -1)
+        elif timestamp == EARLIEST:
+            found = (plog.log_start, -1)
+        elif timestamp == MAX_TIMESTAMP:
+            found = await plog.offset_for_time(plog.index.max_timestamp)
+        elif timestamp < 0:
+            raise KafkaError(ErrorCode.invalid_request, f"unknown special timestamp {timestamp}")
+        else:
+            found = await plog.offset_for_time(timestamp)
+        offset, ts = found if found is not None else (-1, -1)
+        return _part(index, ErrorCode.none, offset, ts)
+    except Exception as exc:
+        code, _ = error_of(exc)
+        return _part(index, code, -1, -1)
+
+
+def _part(index: int, code: ErrorCode, offset: int, timestamp: int) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "timestamp": timestamp,
+        "offset": offset,
+        "leader_epoch": 0 if code == ErrorCode.none else -1,
+    }

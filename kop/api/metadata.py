@@ -1,0 +1,83 @@
+"""Metadata: Kafka topics are Pulsar partitioned topics; kop leads every partition."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.log.topics import TopicView
+from kop.protocol.errors import ErrorCode, KafkaError
+
+ZERO_UUID = uuid.UUID(int=0)
+UNKNOWN_OPERATIONS = -(2**31)
+
+
+async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+    b = services.broker
+    if request.topics is None:
+        names = await services.catalog.names(ctx.namespace)
+        topics = await asyncio.gather(*(_describe(services, ctx, n, False) for n in names))
+    else:
+        allow = services.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
+        topics = await asyncio.gather(
+            *(_describe(services, ctx, t.name, allow) for t in request.topics if t.name)
+        )
+    return {
+        "throttle_time": 0,
+        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": None}],
+        "cluster_id": b.cluster_id,
+        "controller_id": b.node_id,
+        "topics": [t for t in topics if t is not None],
+        "cluster_authorized_operations": UNKNOWN_OPERATIONS,
+    }
+
+
+async def _describe(
+    services: Services, ctx: RequestContext, name: str, auto_create: bool
+) -> dict[str, Any] | None:
+    try:
+        topic = topic_for(ctx, name)
+        view = await services.catalog.describe(topic)
+        if view is None and auto_create:
+            try:
+                view = await services.catalog.create(topic, -1, {})
+            except KafkaError as exc:
+                if exc.code != ErrorCode.topic_already_exists:
+                    raise
+                services.catalog.invalidate(topic)
+                view = await services.catalog.describe(topic)
+        if view is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
+    except Exception as exc:
+        code, _ = error_of(exc)
+        return _topic(name, code, [])
+    return _topic(name, ErrorCode.none, _partitions(services, view))
+
+
+def _topic(name: str, code: ErrorCode, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": ZERO_UUID,
+        "is_internal": False,
+        "partitions": partitions,
+        "topic_authorized_operations": UNKNOWN_OPERATIONS,
+    }
+
+
+def _partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
+    node = services.broker.node_id
+    return [
+        {
+            "error_code": ErrorCode.none,
+            "partition_index": i,
+            "leader_id": node,
+            "leader_epoch": 0,
+            "replica_nodes": (node,),
+            "isr_nodes": (node,),
+            "offline_replicas": (),
+        }
+        for i in range(view.partitions)
+    ]

@@ -1,0 +1,96 @@
+"""CreateTopics, DeleteTopics, CreatePartitions over Pulsar partitioned topics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.api.metadata import ZERO_UUID
+from kop.protocol.errors import ErrorCode, KafkaError
+
+
+async def create_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
+    results = []
+    seen: set[str] = set()
+    for t in request.topics:
+        result: dict[str, Any] = {
+            "name": t.name,
+            "topic_id": ZERO_UUID,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": (),
+        }
+        try:
+            if t.name in seen:
+                raise KafkaError(ErrorCode.invalid_request, f"topic {t.name!r} is listed twice")
+            seen.add(t.name)
+            if t.assignments:
+                raise KafkaError(
+                    ErrorCode.invalid_request, "manual replica assignment is not supported"
+                )
+            if t.num_partitions == 0 or t.num_partitions < -1:
+                raise KafkaError(ErrorCode.invalid_partitions, "num_partitions must be > 0 or -1")
+            if t.replication_factor == 0 or t.replication_factor < -1:
+                raise KafkaError(
+                    ErrorCode.invalid_replication_factor, "replication_factor must be > 0 or -1"
+                )
+            configs = {c.name: c.value for c in t.configs}
+            view = await services.catalog.create(
+                topic_for(ctx, t.name), t.num_partitions, configs, request.validate_only
+            )
+            result["num_partitions"] = view.partitions
+            result["replication_factor"] = 1
+            result["configs"] = [
+                {
+                    "name": k,
+                    "value": v,
+                    "read_only": False,
+                    "config_source": 5,
+                    "is_sensitive": False,
+                }
+                for k, v in sorted(view.configs.items())
+            ]
+        except Exception as exc:
+            result["error_code"], result["error_message"] = error_of(exc)
+        results.append(result)
+    return {"throttle_time": 0, "topics": results}
+
+
+async def delete_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
+    names = (
+        list(request.topic_names)
+        if hasattr(request, "topic_names")
+        else [t.name for t in request.topics]
+    )
+    responses = []
+    for name in names:
+        code, message = ErrorCode.none, None
+        try:
+            if name is None:
+                raise KafkaError(ErrorCode.unknown_topic_id, "deleting by topic id is not supported")
+            topic = topic_for(ctx, name)
+            view = await services.catalog.delete(topic)
+            for i in range(view.partitions):
+                await services.logs.drop(view.partition_topic(i))
+        except Exception as exc:
+            code, message = error_of(exc)
+        responses.append(
+            {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message}
+        )
+    return {"throttle_time": 0, "responses": responses}
+
+
+async def create_partitions(services: Services, ctx: RequestContext, request: Any) -> Response:
+    results = []
+    for t in request.topics:
+        code, message = ErrorCode.none, None
+        try:
+            if t.assignments:
+                raise KafkaError(ErrorCode.invalid_request, "manual assignment is not supported")
+            await services.catalog.add_partitions(topic_for(ctx, t.name), t.count, request.validate_only)
+        except Exception as exc:
+            code, message = error_of(exc)
+        results.append({"name": t.name, "error_code": code, "error_message": message})
+    return {"throttle_time": 0, "results": results}

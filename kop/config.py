@@ -1,0 +1,118 @@
+"""One typed configuration: defaults < TOML file < environment (`KOP_*`) < flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class ConfigError(Exception):
+    """A bad configuration; the message names the setting and what is wrong."""
+
+
+class KopConfig(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KOP_", extra="forbid")
+
+    # Kafka listener
+    listen_host: str = "0.0.0.0"
+    port: int = Field(9092, ge=1, le=65535)
+    advertised_host: str = "localhost"
+    advertised_port: int | None = Field(None, ge=1, le=65535)
+    node_id: int = 0
+    cluster_id: str = "kop-cluster"
+    # Admin HTTP (/healthz, /readyz, /metrics)
+    admin_host: str = "0.0.0.0"
+    admin_port: int = Field(9094, ge=0, le=65535)
+    # Pulsar
+    pulsar_service_url: str = "pulsar://localhost:6650"
+    pulsar_http_url: str = "http://localhost:8080"
+    tenant: str = "public"
+    namespace: str = "default"
+    system_namespace: str = "public/__kop"
+    # Topics
+    default_entry_format: Literal["pulsar", "kafka"] = "pulsar"
+    auto_create_topics: bool = True
+    default_partitions: int = Field(1, ge=1, le=10000)
+    retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=-1)
+    retention_bytes: int = Field(-1, ge=-1)
+    max_message_bytes: int = Field(1048588, ge=1024)
+    # Limits and timing
+    max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024)
+    max_inflight_requests: int = Field(32, ge=1, le=10000)
+    idle_timeout_s: float = Field(600.0, gt=0)
+    write_timeout_s: float = Field(30.0, gt=0)
+    fetch_max_wait_cap_ms: int = Field(30000, ge=0)
+    # Offset index
+    checkpoint_interval: int = Field(1000, ge=1)
+    tail_buffer_bytes: int = Field(16 * 1024 * 1024, ge=0)
+    pulsar_batching_delay_ms: int = Field(1, ge=0)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    config_file: Path | None = None
+
+    @field_validator("pulsar_service_url")
+    @classmethod
+    def _pulsar_url(cls, v: str) -> str:
+        if not v.startswith(("pulsar://", "pulsar+ssl://")):
+            raise ValueError("must start with pulsar:// or pulsar+ssl://")
+        return v
+
+    @field_validator("pulsar_http_url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return v
+
+    @field_validator("system_namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        if v.count("/") != 1 or not all(v.split("/")):
+            raise ValueError("must be tenant/namespace")
+        return v
+
+    @property
+    def kafka_advertised_port(self) -> int:
+        return self.advertised_port or self.port
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml = _CONFIG_FILE.get("path")
+        if toml is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
+
+_CONFIG_FILE: dict[str, Path] = {}
+
+
+def load_config(config_file: Path | None = None, **flags: Any) -> KopConfig:
+    """Build the config; raises ConfigError with one readable line per problem."""
+    _CONFIG_FILE.clear()
+    if config_file is not None:
+        if not config_file.is_file():
+            raise ConfigError(f"config file {config_file} does not exist")
+        _CONFIG_FILE["path"] = config_file
+    try:
+        return KopConfig(config_file=config_file, **{k: v for k, v in flags.items() if v is not None})
+    except ValidationError as exc:
+        lines = [
+            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
+        ]
+        raise ConfigError("invalid configuration: " + "; ".join(lines)) from None

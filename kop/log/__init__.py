@@ -1,0 +1,1 @@
+"""The partition log: append batches, read from offsets, the offset index, ownership."""

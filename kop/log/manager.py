@@ -1,0 +1,98 @@
+"""Partition ownership: opens partition logs on first use and persists their checkpoints.
+
+One kop instance owns every partition it is asked about (single-owner
+deployment); the checkpoint flusher is what lets the next owner resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from kop.log.checkpoint_store import CheckpointStore
+from kop.log.partition_log import LogSettings, PartitionLog
+from kop.pulsar.client import PulsarSession
+
+log = logging.getLogger(__name__)
+
+
+class LogManager:
+    def __init__(
+        self,
+        session: PulsarSession,
+        store: CheckpointStore,
+        settings: LogSettings,
+        flush_interval_s: float = 1.0,
+    ) -> None:
+        self._session = session
+        self._store = store
+        self._settings = settings
+        self._flush_interval = flush_interval_s
+        self._logs: dict[str, PartitionLog] = {}
+        self._opening: dict[str, asyncio.Task[PartitionLog]] = {}
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._store.load()
+        self._flusher = asyncio.create_task(self._flush_forever(), name="checkpoint-flusher")
+
+    def owned(self) -> dict[str, PartitionLog]:
+        return dict(self._logs)
+
+    async def partition(self, topic: str) -> PartitionLog:
+        existing = self._logs.get(topic)
+        if existing is not None:
+            return existing
+        task = self._opening.get(topic)
+        if task is None:
+            task = asyncio.create_task(self._open(topic))
+            self._opening[topic] = task
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._opening.pop(topic, None)
+
+    async def _open(self, topic: str) -> PartitionLog:
+        plog = PartitionLog(self._session, self._store, topic, self._settings)
+        try:
+            await plog.open()
+        except BaseException:
+            await plog.close()
+            raise
+        self._logs[topic] = plog
+        return plog
+
+    async def drop(self, topic: str) -> None:
+        """The Pulsar partition was deleted: stop following it and forget its index."""
+        plog = self._logs.pop(topic, None)
+        if plog is not None:
+            await plog.close()
+        await self._store.forget(topic)
+
+    async def flush(self) -> None:
+        for topic, plog in list(self._logs.items()):
+            checkpoints = plog.take_unpersisted()
+            if not checkpoints:
+                continue
+            try:
+                await self._store.save(topic, checkpoints)
+            except Exception as exc:
+                log.warning("persisting %d checkpoints of %s failed: %s", len(checkpoints), topic, exc)
+                plog.return_unpersisted(checkpoints)
+
+    async def _flush_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._flush_interval)
+            await self.flush()
+
+    async def close(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        await self.flush()
+        for plog in list(self._logs.values()):
+            await plog.close()
+        self._logs.clear()

@@ -1,0 +1,1 @@
+"""Operations: admin HTTP (health, readiness, metrics) and metric definitions."""

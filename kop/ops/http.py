@@ -1,0 +1,63 @@
+"""Admin HTTP: /healthz (process alive), /readyz (Pulsar reachable), /metrics, /v1/topics."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from kop.log.manager import LogManager
+from kop.ops.metrics import Metrics
+
+ReadyCheck = Callable[[], Awaitable[bool]]
+
+
+class AdminServer:
+    def __init__(self, metrics: Metrics, logs: LogManager, ready: ReadyCheck) -> None:
+        self._metrics = metrics
+        self._logs = logs
+        self._ready = ready
+        self._runner: web.AppRunner | None = None
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics_page)
+        app.router.add_get("/v1/topics", self._topics)
+        self._app = app
+
+    async def start(self, host: str, port: int) -> None:
+        self._runner = web.AppRunner(self._app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port).start()
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        if await self._ready():
+            return web.json_response({"status": "ready"})
+        return web.json_response({"status": "pulsar unreachable"}, status=503)
+
+    async def _metrics_page(self, _request: web.Request) -> web.Response:
+        self._metrics.partitions.set(len(self._logs.owned()))
+        return web.Response(
+            body=generate_latest(self._metrics.registry),
+            headers={"Content-Type": CONTENT_TYPE_LATEST},
+        )
+
+    async def _topics(self, _request: web.Request) -> web.Response:
+        owned = {
+            topic: {
+                "log_start_offset": plog.log_start,
+                "high_watermark": plog.high_watermark,
+                "checkpoints": len(plog.index.checkpoints),
+                "last_error": plog.last_error,
+            }
+            for topic, plog in sorted(self._logs.owned().items())
+        }
+        return web.json_response({"partitions": owned})

@@ -1,0 +1,227 @@
+"""Typed Kafka requests and responses on top of kio's generated schemas.
+
+kio gives one frozen dataclass per API version. Handlers are written once for
+all versions: they read requests duck-typed and describe responses as plain
+mappings, which `build` turns into the dataclass of the negotiated version
+(fields that version lacks are dropped, nested entities built recursively).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.protocol import Entity
+
+from kop.protocol.errors import ErrorCode
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
+
+
+# Exactly the versions kop implements. Lower bounds follow kio (Kafka 4.x's
+# baseline); upper bounds stop before features kop does not implement yet
+# (topic ids in Fetch v13, KIP-951 leader hints in Produce v10).
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+}
+
+_HEAD = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    body: Any
+
+
+class UnsupportedVersion(Exception):
+    """The API key or version is not one kop implements."""
+
+    def __init__(self, header: RequestHeader) -> None:
+        super().__init__(f"api {header.api_key} v{header.api_version} not supported")
+        self.header = header
+
+
+class MalformedRequest(Exception):
+    """The frame does not decode; `header` is set when at least the header parsed."""
+
+    def __init__(self, reason: str, header: RequestHeader | None = None) -> None:
+        super().__init__(reason)
+        self.header = header
+
+
+def is_supported(api_key: int, version: int) -> bool:
+    try:
+        low, high = SUPPORTED_VERSIONS[ApiKey(api_key)]
+    except ValueError:
+        return False
+    return low <= version <= high
+
+
+def peek_header(frame: bytes) -> RequestHeader:
+    """Read key, version and correlation id without trusting the rest of the frame."""
+    if len(frame) < _HEAD.size:
+        raise MalformedRequest(f"frame of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _HEAD.unpack_from(frame, 0)
+    return RequestHeader(api_key, api_version, correlation_id, None)
+
+
+def decode_request(frame: bytes) -> Request:
+    head = peek_header(frame)
+    if not is_supported(head.api_key, head.api_version):
+        raise UnsupportedVersion(head)
+    schema = load_request_schema(head.api_key, head.api_version)
+    try:
+        header, used = _reader(schema.__header_schema__)(frame, 0)
+        body, body_used = _reader(schema)(frame, used)
+    except Exception as exc:  # kio raises several types for truncated or invalid input
+        raise MalformedRequest(f"cannot decode {schema.__name__}: {exc!r}", head) from exc
+    if used + body_used != len(frame):
+        raise MalformedRequest(
+            f"{schema.__name__} has {len(frame) - used - body_used} trailing bytes", head
+        )
+    return Request(
+        RequestHeader(head.api_key, head.api_version, head.correlation_id, header.client_id),
+        body,
+    )
+
+
+def response_schema(api_key: int, version: int) -> type[Entity]:
+    return typing.cast(type[Entity], load_response_schema(api_key, version))
+
+
+def encode_response(header: RequestHeader, response: Entity) -> bytes:
+    out = io.BytesIO()
+    header_schema = type(response).__header_schema__  # type: ignore[attr-defined]
+    _writer(header_schema)(out, header_schema(correlation_id=header.correlation_id))
+    _writer(type(response))(out, response)
+    return out.getvalue()
+
+
+def build(cls: type[Entity], data: Mapping[str, Any]) -> Any:
+    """Build entity `cls` from a version-agnostic mapping (see module docstring)."""
+    kwargs: dict[str, Any] = {}
+    for name, (kind, sub) in _field_plan(cls).items():
+        if name not in data:
+            continue
+        value = data[name]
+        if kind == "entities":
+            value = tuple(build(sub, v) if isinstance(v, Mapping) else v for v in value)
+        elif kind == "entity":
+            value = build(sub, value) if isinstance(value, Mapping) else value
+        elif kind == "timedelta" and isinstance(value, int):
+            value = datetime.timedelta(milliseconds=value)
+        elif kind == "datetime" and isinstance(value, int):
+            value = (
+                None
+                if value < 0
+                else datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
+            )
+        elif kind == "tuple" and not isinstance(value, tuple):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Entity:
+    return typing.cast(Entity, build(response_schema(api_key, version), data))
+
+
+def has_field(cls: type[Entity], name: str) -> bool:
+    return name in _field_plan(cls)
+
+
+@cache
+def _field_plan(cls: type[Entity]) -> dict[str, tuple[str, Any]]:
+    hints = typing.get_type_hints(cls)
+    plan: dict[str, tuple[str, Any]] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        hint = hints[f.name]
+        kafka_type = f.metadata.get("kafka_type", "")
+        optional = [a for a in typing.get_args(hint) if a is not type(None)]
+        if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(optional) == 1:
+            hint = optional[0]
+        args = typing.get_args(hint)
+        origin = typing.get_origin(hint)
+        if origin is tuple and args and dataclasses.is_dataclass(args[0]):
+            plan[f.name] = ("entities", args[0])
+        elif origin is tuple:
+            plan[f.name] = ("tuple", None)
+        elif dataclasses.is_dataclass(hint):
+            plan[f.name] = ("entity", hint)
+        elif kafka_type.startswith("timedelta"):
+            plan[f.name] = ("timedelta", None)
+        elif kafka_type.startswith("datetime"):
+            plan[f.name] = ("datetime", None)
+        else:
+            plan[f.name] = ("plain", None)
+    return plan
+
+
+@cache
+def _reader(cls: type[Entity]) -> Any:
+    return entity_reader(cls)
+
+
+@cache
+def _writer(cls: type[Entity]) -> Any:
+    return entity_writer(cls)
+
+
+def top_level_error_response(header: RequestHeader, code: ErrorCode) -> Entity | None:
+    """An error reply for a request whose body could not be used, if the API has a
+    top-level error code; None means the only honest answer is closing the connection."""
+    cls = response_schema(header.api_key, header.api_version)
+    if not has_field(cls, "error_code"):
+        return None
+    data: dict[str, Any] = {"error_code": code, "throttle_time": 0}
+    for name, (kind, _sub) in _field_plan(cls).items():
+        if kind in ("entities", "tuple"):
+            data[name] = ()
+    for name in ("producer_id", "producer_epoch", "node_id", "port"):
+        data.setdefault(name, -1)
+    data.setdefault("host", "")
+    data.setdefault("session_id", 0)
+    try:
+        return typing.cast(Entity, build(cls, data))
+    except TypeError:
+        return None

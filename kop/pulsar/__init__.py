@@ -1,0 +1,1 @@
+"""The only code that talks to Pulsar: client session, admin REST, naming."""

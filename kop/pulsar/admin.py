@@ -1,0 +1,164 @@
+"""Pulsar admin REST (v2) over aiohttp: topics, partitions, properties, retention."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from kop.pulsar.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
+
+
+class PulsarAdminError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"pulsar admin HTTP {status}: {message}")
+        self.status = status
+
+
+class PulsarUnavailable(Exception):
+    """Pulsar's admin endpoint cannot be reached; callers answer with a retriable error."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    partitions: int  # 0 = a non-partitioned topic (one Kafka partition)
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kafka_partitions(self) -> int:
+        return max(1, self.partitions)
+
+    @property
+    def partitioned(self) -> bool:
+        return self.partitions > 0
+
+
+class PulsarAdmin:
+    def __init__(self, http_url: str, timeout_s: float = 30.0) -> None:
+        self._base = http_url.rstrip("/") + "/admin/v2"
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, ok_missing: bool = False
+    ) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        data = None if body is None else json.dumps(body)
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        try:
+            async with self._session.request(
+                method, f"{self._base}/{path}", data=data, headers=headers
+            ) as resp:
+                text = await resp.text()
+                if resp.status == 404 and ok_missing:
+                    return None
+                if resp.status >= 300:
+                    raise PulsarAdminError(resp.status, _reason(text))
+                if not text:
+                    return None
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError:
+                    return text
+        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+            raise PulsarUnavailable(f"Pulsar admin at {self._base} unreachable: {exc}") from exc
+
+    async def healthy(self) -> bool:
+        try:
+            return (await self._request("GET", "brokers/health")) == "ok"
+        except (PulsarUnavailable, PulsarAdminError):
+            return False
+
+    async def broker_config(self) -> dict[str, str]:
+        result = await self._request("GET", "brokers/configuration/runtime")
+        return dict(result or {})
+
+    async def ensure_namespace(self, ns: Namespace) -> None:
+        tenants = await self._request("GET", "tenants")
+        if ns.tenant not in tenants:
+            clusters = await self._request("GET", "clusters")
+            await self._request("PUT", f"tenants/{ns.tenant}", {"allowedClusters": clusters})
+        namespaces = await self._request("GET", f"namespaces/{ns.tenant}")
+        if ns.path not in namespaces:
+            await self._request("PUT", f"namespaces/{ns.path}", {})
+
+    async def configure_system_namespace(self, ns: Namespace, compaction_bytes: int) -> None:
+        """kop's own compacted topics: keep everything, compact often."""
+        await self.ensure_namespace(ns)
+        await self._request(
+            "POST",
+            f"namespaces/{ns.path}/retention",
+            {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1},
+        )
+        await self._request("PUT", f"namespaces/{ns.path}/compactionThreshold", compaction_bytes)
+
+    async def topic_info(self, topic: PulsarTopic) -> TopicInfo | None:
+        meta = await self._request("GET", f"{topic.rest_path}/partitions", ok_missing=True)
+        partitions = int((meta or {}).get("partitions", 0))
+        if partitions > 0:
+            return TopicInfo(partitions, dict((meta or {}).get("properties") or {}))
+        listed = await self.list_topics(topic.namespace)
+        return listed.get(topic.local)
+
+    async def list_topics(self, ns: Namespace) -> dict[str, TopicInfo]:
+        """Kafka-visible topics of a namespace: partitioned ones and plain ones."""
+        out: dict[str, TopicInfo] = {}
+        for name in await self._request("GET", f"persistent/{ns.path}/partitioned") or []:
+            local = name.rsplit("/", 1)[-1]
+            if not _is_system(local):
+                out[local] = TopicInfo(1)  # count filled lazily by topic_info
+        for name in await self._request("GET", f"persistent/{ns.path}") or []:
+            local = name.rsplit("/", 1)[-1]
+            if PARTITION_SUFFIX in local or _is_system(local) or local in out:
+                continue
+            out[local] = TopicInfo(0)
+        return out
+
+    async def create_partitioned(
+        self, topic: PulsarTopic, partitions: int, properties: dict[str, str]
+    ) -> None:
+        await self._request("PUT", f"{topic.rest_path}/partitions", partitions)
+        if properties:
+            await self._request("PUT", f"{topic.rest_path}/properties", properties)
+
+    async def set_properties(self, topic: PulsarTopic, properties: dict[str, str]) -> None:
+        await self._request("PUT", f"{topic.rest_path}/properties", properties)
+
+    async def properties(self, topic: PulsarTopic) -> dict[str, str]:
+        result = await self._request("GET", f"{topic.rest_path}/properties", ok_missing=True)
+        return dict(result or {})
+
+    async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None:
+        await self._request("POST", f"{topic.rest_path}/partitions", partitions)
+
+    async def delete(self, topic: PulsarTopic, partitioned: bool) -> None:
+        suffix = "/partitions" if partitioned else ""
+        await self._request("DELETE", f"{topic.rest_path}{suffix}?force=true")
+
+    async def set_retention(self, topic: PulsarTopic, retention_ms: int, retention_bytes: int) -> None:
+        minutes = -1 if retention_ms < 0 else max(1, retention_ms // 60000)
+        megabytes = -1 if retention_bytes < 0 else max(1, retention_bytes // (1 << 20))
+        await self._request(
+            "POST",
+            f"{topic.rest_path}/retention",
+            {"retentionTimeInMinutes": minutes, "retentionSizeInMB": megabytes},
+        )
+
+
+def _is_system(local: str) -> bool:
+    return local.startswith("__")
+
+
+def _reason(text: str) -> str:
+    try:
+        return str(json.loads(text).get("reason", text))
+    except (json.JSONDecodeError, AttributeError):
+        return text[:300]

@@ -1,0 +1,72 @@
+"""Kafka topic names <-> Pulsar topic names.
+
+A Kafka topic `t` is `persistent://{tenant}/{namespace}/t`; a full Pulsar name
+is accepted as a Kafka topic name as it is. Partition p of a partitioned topic
+is Pulsar's `...-partition-p`; a non-partitioned Pulsar topic is a one-partition
+Kafka topic whose partition 0 is the topic itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PREFIX = "persistent://"
+_KAFKA_LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_PULSAR_LOCAL_LEGAL = re.compile(r"^[a-zA-Z0-9._=:-]{1,249}$")
+PARTITION_SUFFIX = "-partition-"
+
+
+class InvalidTopicName(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    tenant: str
+    namespace: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.tenant}/{self.namespace}"
+
+
+@dataclass(frozen=True, slots=True)
+class PulsarTopic:
+    """A Pulsar topic as seen from Kafka: `kafka_name` is what the client called it."""
+
+    namespace: Namespace
+    local: str
+    kafka_name: str
+
+    @property
+    def full(self) -> str:
+        return f"{_PREFIX}{self.namespace.path}/{self.local}"
+
+    @property
+    def rest_path(self) -> str:
+        return f"persistent/{self.namespace.path}/{self.local}"
+
+    def partition(self, index: int, partitioned: bool = True) -> str:
+        return f"{self.full}{PARTITION_SUFFIX}{index}" if partitioned else self.full
+
+
+def resolve(kafka_name: str, default: Namespace) -> PulsarTopic:
+    if kafka_name.startswith(_PREFIX):
+        parts = kafka_name[len(_PREFIX) :].split("/")
+        if len(parts) != 3 or not all(parts) or not _PULSAR_LOCAL_LEGAL.match(parts[2]):
+            raise InvalidTopicName(f"{kafka_name!r} is not persistent://tenant/namespace/topic")
+        return PulsarTopic(Namespace(parts[0], parts[1]), parts[2], kafka_name)
+    if not _KAFKA_LEGAL.match(kafka_name) or kafka_name in (".", ".."):
+        raise InvalidTopicName(f"{kafka_name!r} is not a legal Kafka topic name")
+    if PARTITION_SUFFIX in kafka_name:
+        raise InvalidTopicName(f"{kafka_name!r} contains Pulsar's reserved '{PARTITION_SUFFIX}'")
+    return PulsarTopic(default, kafka_name, kafka_name)
+
+
+def kafka_name_for(namespace: Namespace, full_or_local: str, default: Namespace) -> str:
+    """The name a client in `default` sees for a topic listed in `namespace`."""
+    local = full_or_local.rsplit("/", 1)[-1]
+    if namespace == default:
+        return local
+    return f"{_PREFIX}{namespace.path}/{local}"

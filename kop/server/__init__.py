@@ -1,0 +1,1 @@
+"""asyncio transport: listeners and one Connection per socket."""

@@ -1,0 +1,177 @@
+"""One Kafka client connection: framing, in-order pipelining, limits.
+
+Requests are read and their ordered part handled one after another (so
+writes from one connection reach Pulsar in the order sent); their slow parts
+(Pulsar acknowledgements, long-poll fetches) overlap, up to
+`max_inflight` of them, and responses are written strictly in request order.
+A full in-flight queue stops reading from the socket: that is back-pressure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kop.api.api_versions import unsupported_version_response
+from kop.api.context import RequestContext, Services
+from kop.api.dispatch import HANDLERS
+from kop.protocol.errors import ErrorCode
+from kop.protocol.frames import FrameDecoder, FrameTooLarge, encode_frame
+from kop.protocol.messages import (
+    ApiKey,
+    MalformedRequest,
+    RequestHeader,
+    UnsupportedVersion,
+    build_response,
+    decode_request,
+    encode_response,
+    is_supported,
+    top_level_error_response,
+)
+from kop.pulsar.naming import Namespace
+
+log = logging.getLogger(__name__)
+
+
+class RequestObserver(Protocol):
+    """Told about every request; the ops layer implements it with metrics."""
+
+    def request_done(self, api_key: int, seconds: float, ok: bool) -> None: ...
+
+    def connection_change(self, delta: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_request_bytes: int
+    max_inflight: int
+    idle_timeout_s: float
+
+
+class _Close(Exception):
+    """The request cannot be answered within the protocol; drop the connection."""
+
+
+_Item = tuple[RequestHeader, float, Any]
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        services: Services,
+        namespace: Namespace,
+        limits: Limits,
+        observer: RequestObserver,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._services = services
+        self._namespace = namespace
+        self._limits = limits
+        self._observer = observer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    def stop_reading(self) -> None:
+        """Shutdown: read no further requests; those in flight still get answers."""
+        self._reader.feed_eof()
+
+    async def run(self) -> None:
+        self._observer.connection_change(1)
+        queue: asyncio.Queue[_Item | None] = asyncio.Queue(self._limits.max_inflight)
+        writer_task = asyncio.create_task(self._write_loop(queue))
+        decoder = FrameDecoder(self._limits.max_request_bytes)
+        try:
+            while not writer_task.done():
+                try:
+                    data = await asyncio.wait_for(self._reader.read(1 << 16), self._limits.idle_timeout_s)
+                except TimeoutError:
+                    log.info("closing idle connection %s", self.peer)
+                    break
+                if not data:
+                    break
+                for frame in decoder.feed(data):
+                    await queue.put(await self._dispatch(frame))
+        except FrameTooLarge as exc:
+            log.warning("closing %s: %s", self.peer, exc)
+        except _Close as exc:
+            log.warning("closing %s: %s", self.peer, exc)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            if not writer_task.done():
+                await queue.put(None)
+                with contextlib.suppress(Exception):
+                    await writer_task
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()
+            self._observer.connection_change(-1)
+
+    async def _dispatch(self, frame: bytes) -> _Item:
+        started = time.monotonic()
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersion as exc:
+            head = exc.header
+            if head.api_key == ApiKey.API_VERSIONS:
+                v0 = RequestHeader(head.api_key, 0, head.correlation_id, None)
+                return v0, started, unsupported_version_response()
+            raise _Close(str(exc)) from exc
+        except MalformedRequest as exc:
+            head = exc.header
+            if head is not None and is_supported(head.api_key, head.api_version):
+                reply = top_level_error_response(head, ErrorCode.invalid_request)
+                if reply is not None:
+                    log.warning("invalid request from %s: %s", self.peer, exc)
+                    return head, started, reply
+            raise _Close(f"malformed request: {exc}") from exc
+        ctx = RequestContext(self._namespace, request.header.client_id, request.header.api_version)
+        handler = HANDLERS[ApiKey(request.header.api_key)]
+        try:
+            result = await handler(self._services, ctx, request.body)
+        except Exception as exc:
+            log.exception("handler for api %d failed", request.header.api_key)
+            reply = top_level_error_response(request.header, ErrorCode.unknown_server_error)
+            if reply is None:
+                raise _Close(f"handler failed: {exc}") from exc
+            return request.header, started, reply
+        return request.header, started, result
+
+    async def _write_loop(self, queue: asyncio.Queue[_Item | None]) -> None:
+        while (item := await queue.get()) is not None:
+            header, started, result = item
+            ok = True
+            try:
+                if inspect.isawaitable(result):
+                    result = await _resolve(result)
+                if result is None:  # acks=0 produce: Kafka sends no response
+                    continue
+                body = result if not isinstance(result, dict) else build_response(
+                    header.api_key, header.api_version, result
+                )
+                payload = encode_response(header, body)
+            except Exception:
+                ok = False
+                log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
+                self._writer.close()
+                return
+            finally:
+                self._observer.request_done(header.api_key, time.monotonic() - started, ok)
+            self._writer.write(encode_frame(payload))
+            try:
+                await self._writer.drain()
+            except ConnectionError:
+                return
+
+
+async def _resolve(result: Awaitable[Any]) -> Any:
+    return await result

@@ -1,0 +1,55 @@
+"""The Kafka listener: accepts sockets and runs a Connection for each."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kop.api.context import Services
+from kop.pulsar.naming import Namespace
+from kop.server.connection import Connection, Limits, RequestObserver
+
+log = logging.getLogger(__name__)
+
+
+class KafkaListener:
+    def __init__(
+        self,
+        services: Services,
+        namespace: Namespace,
+        limits: Limits,
+        observer: RequestObserver,
+    ) -> None:
+        self._services = services
+        self._namespace = namespace
+        self._limits = limits
+        self._observer = observer
+        self._server: asyncio.Server | None = None
+        self._connections: dict[asyncio.Task[None], Connection] = {}
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
+        log.info("serving Kafka on %s:%d", host, port)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Connection(reader, writer, self._services, self._namespace, self._limits, self._observer)
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[task] = conn
+        try:
+            await conn.run()
+        except Exception:
+            log.exception("connection %s failed", conn.peer)
+        finally:
+            self._connections.pop(task, None)
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Stop accepting, let in-flight requests finish for up to `grace_s`, then close."""
+        if self._server is not None:
+            self._server.close()
+        for conn in self._connections.values():
+            conn.stop_reading()
+        if self._connections:
+            _done, pending = await asyncio.wait(list(self._connections), timeout=grace_s)
+            for task in pending:
+                task.cancel()

@@ -1,0 +1,67 @@
+"""Framing survives any chunking; oversized frames and bad configs fail clearly."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kop.config import ConfigError, load_config
+from kop.protocol.frames import FrameDecoder, FrameTooLarge, encode_frame
+
+
+@given(payloads=st.lists(st.binary(max_size=300), max_size=10), cuts=st.lists(st.integers(1, 50), max_size=40))
+def test_frames_reassemble_whatever_the_chunking(payloads: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(encode_frame(p) for p in payloads)
+    decoder = FrameDecoder(1024)
+    got: list[bytes] = []
+    pos = 0
+    for cut in cuts:
+        got += decoder.feed(stream[pos : pos + cut])
+        pos += cut
+    got += decoder.feed(stream[pos:])
+    assert got == payloads
+    assert decoder.buffered == 0
+
+
+@pytest.mark.parametrize("size", [2049, -1])
+def test_frame_size_outside_limit_is_refused_before_buffering(size: int) -> None:
+    with pytest.raises(FrameTooLarge):
+        FrameDecoder(2048).feed(struct.pack(">i", size))
+
+
+def test_precedence_is_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "kop.toml"
+    cfg.write_text('port = 9100\nnamespace = "from-file"\ntenant = "t-file"\n')
+    monkeypatch.setenv("KOP_NAMESPACE", "from-env")
+    monkeypatch.setenv("KOP_TENANT", "t-env")
+    config = load_config(cfg, tenant="t-flag")
+    assert config.port == 9100
+    assert config.namespace == "from-env"
+    assert config.tenant == "t-flag"
+
+
+def test_bad_values_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KOP_PORT", "70000")
+    with pytest.raises(ConfigError, match="port"):
+        load_config()
+
+
+def test_bad_pulsar_url_is_explained() -> None:
+    with pytest.raises(ConfigError, match="pulsar_service_url.*pulsar://"):
+        load_config(pulsar_service_url="http://nope")
+
+
+def test_unknown_setting_in_file_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "kop.toml"
+    cfg.write_text("no_such_thing = 1\n")
+    with pytest.raises(ConfigError, match="no_such_thing"):
+        load_config(cfg)
+
+
+def test_missing_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "absent.toml")

@@ -1,0 +1,34 @@
+"""Run the test suite (or the bench) with a healthy local Pulsar.
+
+Reuses a Pulsar already answering on the configured ports; otherwise starts
+one with tools/pulsar.py and stops it afterwards, keeping the exit code.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+TOOLS = Path(__file__).resolve().parent
+PULSAR = [sys.executable, str(TOOLS / "pulsar.py")]
+
+
+def main(argv: list[str]) -> int:
+    bench = argv[:1] == ["--bench"]
+    args = argv[1:] if bench else argv
+    already = subprocess.run([*PULSAR, "status"], capture_output=True).returncode == 0
+    if not already and subprocess.run([*PULSAR, "start", "--fresh"]).returncode != 0:
+        return 2
+    try:
+        command = [sys.executable, "-m", "bench", *args] if bench else [
+            sys.executable, "-m", "pytest", *args
+        ]
+        return subprocess.run(command, cwd=TOOLS.parent).returncode
+    finally:
+        if not already:
+            subprocess.run([*PULSAR, "stop"])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
