@@ -1,0 +1,115 @@
+"""Integration fixtures: a real Pulsar (started by tools/pulsar.py when none is
+healthy) and kop gateways run as real subprocesses, as users run them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PULSAR_TOOL = [sys.executable, str(REPO / "tools" / "pulsar.py")]
+PULSAR_URL = os.environ.get("KOP_PULSAR_SERVICE_URL", "pulsar://localhost:6650")
+PULSAR_HTTP = os.environ.get("KOP_PULSAR_HTTP_URL", "http://localhost:8080")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class KopProcess:
+    """One kop gateway subprocess (`kop serve`), restartable and killable."""
+
+    def __init__(self, log_dir: Path, **env: str) -> None:
+        self.port = free_port()
+        self.admin_port = free_port()
+        self.env = {
+            **os.environ,
+            "KOP_PORT": str(self.port),
+            "KOP_ADMIN_PORT": str(self.admin_port),
+            "KOP_PULSAR_SERVICE_URL": PULSAR_URL,
+            "KOP_PULSAR_HTTP_URL": PULSAR_HTTP,
+            **env,
+        }
+        self.log_path = log_dir / f"kop-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"localhost:{self.port}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kop.cli", "serve"], env=self.env, stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kop exited early:\n{self.log_path.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"kop did not listen in {timeout}s:\n{self.log_path.read_text()[-3000:]}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture(scope="session")
+def pulsar() -> Iterator[str]:
+    healthy = subprocess.run([*PULSAR_TOOL, "status"], capture_output=True).returncode == 0
+    if not healthy:
+        subprocess.run([*PULSAR_TOOL, "start"], check=True)
+    yield PULSAR_URL
+    if not healthy:
+        subprocess.run([*PULSAR_TOOL, "stop"], check=False)
+
+
+@pytest.fixture(scope="session")
+def kop(pulsar: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KopProcess]:
+    gateway = KopProcess(tmp_path_factory.mktemp("kop"))
+    gateway.start()
+    yield gateway
+    gateway.stop()
+
+
+@pytest.fixture
+def fresh_kop(pulsar: str, tmp_path: Path) -> Iterator[KopProcess]:
+    """A gateway of the test's own, for tests that kill or restart it."""
+    gateway = KopProcess(tmp_path)
+    gateway.start()
+    yield gateway
+    gateway.stop()
+
+
+@pytest.fixture
+def topic() -> str:
+    return f"it-{uuid.uuid4().hex[:12]}"
