@@ -1,0 +1,69 @@
+"""A bare Kafka protocol client for tests that need exact requests (retries with
+the same sequence, malformed frames, unknown versions). Encodes with kio,
+independently of kop's own codec module."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+
+class RawClient:
+    def __init__(self, port: int, timeout: float = 30.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self._correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_frame(self, payload: bytes) -> None:
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+    def recv_frame(self) -> bytes:
+        size = struct.unpack(">i", self._recv_exact(4))[0]
+        return self._recv_exact(size)
+
+    def _recv_exact(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("connection closed by kop")
+            buf += chunk
+        return buf
+
+    def encode(self, api_key: int, version: int, **fields: Any) -> tuple[int, bytes]:
+        schema = load_request_schema(api_key, version)
+        self._correlation += 1
+        out = io.BytesIO()
+        header = schema.__header_schema__(
+            request_api_key=api_key, request_api_version=version,
+            correlation_id=self._correlation, client_id="raw-test",
+        )
+        entity_writer(schema.__header_schema__)(out, header)
+        entity_writer(schema)(out, schema(**fields))
+        return self._correlation, out.getvalue()
+
+    def request(self, api_key: int, version: int, **fields: Any) -> Any:
+        correlation, payload = self.encode(api_key, version, **fields)
+        self.send_frame(payload)
+        return self.decode(api_key, version, correlation, self.recv_frame())
+
+    @staticmethod
+    def decode(api_key: int, version: int, correlation: int, frame: bytes) -> Any:
+        schema = load_response_schema(api_key, version)
+        header, used = entity_reader(schema.__header_schema__)(frame, 0)
+        assert header.correlation_id == correlation
+        body, _ = entity_reader(schema)(frame, used)
+        return body
+
+    def is_closed_by_peer(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except (ConnectionResetError, TimeoutError, OSError):
+            return True

@@ -1,0 +1,80 @@
+"""The Kafka view and the Pulsar view of one topic agree, in both directions."""
+
+from __future__ import annotations
+
+import base64
+
+import pulsar
+
+from tests.integration.admin import create_topic
+from tests.integration.clients import PRODUCERS, Rec, cf_consume, kp_consume
+from tests.integration.conftest import PULSAR_URL, KopProcess
+
+
+def _partition0(topic: str) -> str:
+    return f"persistent://public/default/{topic}-partition-0"
+
+
+def test_pulsar_consumer_reads_what_kafka_wrote(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic, entry_format="pulsar")
+    recs = [
+        Rec(b"user-1", b"hello", (("trace", b"abc"),), 1_700_000_000_123),
+        Rec(b"\xff\xfe", b"binary key", (), 1_700_000_000_124),
+        Rec(b"user-2", None, (("a", b"1"), ("a", b"2")), 1_700_000_000_125),
+    ]
+    assert PRODUCERS["kafka-python"](kop.bootstrap, topic, recs, None) == [0, 1, 2]
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        reader = client.create_reader(_partition0(topic), pulsar.MessageId.earliest)
+        msgs = [reader.read_next(10_000) for _ in recs]
+    finally:
+        client.close()
+    first, second, third = msgs
+    assert first.partition_key() == "user-1" and first.data() == b"hello"
+    # Besides the documented, reserved __kafka.* properties, headers are plain properties.
+    assert {k: v for k, v in first.properties().items() if not k.startswith("__kafka.")} == {
+        "trace": "abc"
+    }
+    assert first.event_timestamp() == 1_700_000_000_123
+    assert base64.b64decode(second.partition_key()) == b"\xff\xfe"
+    assert third.has_null_value() and third.properties()["a"] == "1"
+
+
+def test_kafka_consumer_reads_what_pulsar_wrote_with_dense_offsets(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic)
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        batched = client.create_producer(_partition0(topic), batching_enabled=True,
+                                         batching_max_publish_delay_ms=50)
+        for i in range(25):
+            batched.send_async(f"b{i}".encode(), None, partition_key=f"k{i}",
+                               properties={"n": str(i)}, event_timestamp=1000 + i)
+        batched.flush()
+        single = client.create_producer(_partition0(topic), batching_enabled=False)
+        for i in range(5):
+            single.send(f"s{i}".encode())
+    finally:
+        client.close()
+    got = kp_consume(kop.bootstrap, topic, 30)
+    assert [r.offset for r in got] == list(range(30))
+    assert [r.value for r in got] == [f"b{i}".encode() for i in range(25)] + [f"s{i}".encode() for i in range(5)]
+    assert got[3].key == b"k3" and got[3].headers == (("n", b"3"),) and got[3].timestamp == 1003
+    assert got[27].key is None and got[27].timestamp > 1_600_000_000_000  # publish time
+
+
+def test_mixed_formats_and_writers_share_one_offset_sequence(kop: KopProcess, topic: str) -> None:
+    """kafka-format batches count their records, Pulsar messages count one each."""
+    create_topic(kop.bootstrap, topic, entry_format="kafka")
+    recs = [Rec(None, f"k{i}".encode(), (), 5000 + i) for i in range(7)]
+    assert PRODUCERS["confluent-kafka"](kop.bootstrap, topic, recs, "snappy") == list(range(7))
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        producer = client.create_producer(_partition0(topic))
+        producer.send(b"native")
+    finally:
+        client.close()
+    more = [Rec(b"x", f"m{i}".encode(), (), 6000 + i) for i in range(3)]
+    assert PRODUCERS["kafka-python"](kop.bootstrap, topic, more, None) == [8, 9, 10]
+    got = cf_consume(kop.bootstrap, topic, 11)
+    assert [r.offset for r in got] == list(range(11))
+    assert [r.value for r in got][6:9] == [b"k6", b"native", b"m0"]
