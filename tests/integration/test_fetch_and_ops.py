@@ -1,0 +1,73 @@
+"""Long-poll fetches wake on new data instead of busy polling; ops endpoints answer."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+import urllib.request
+
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
+
+from tests.integration.admin import create_topic
+from tests.integration.clients import PRODUCERS, Rec
+from tests.integration.conftest import KopProcess
+from tests.integration.raw import RawClient
+
+
+def _fetch(client: RawClient, topic: str, offset: int, wait_ms: int, min_bytes: int = 1):  # type: ignore[no-untyped-def]
+    return client.request(
+        1, 12, max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=min_bytes,
+        max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+        topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
+            partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),)),),
+        forgotten_topics_data=(), rack_id="",
+    )
+
+
+def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic)
+    client = RawClient(kop.port)
+    timer = threading.Timer(0.5, lambda: PRODUCERS["kafka-python"](
+        kop.bootstrap, topic, [Rec(None, b"wake", (), 1_700_000_000_000)], None))
+    timer.start()
+    resp = _fetch(client, topic, 0, wait_ms=20_000)
+    part = resp.responses[0].partitions[0]
+    assert resp.session_id == 0 and part.error_code == ErrorCode.none
+    assert part.high_watermark == 1 and part.records and b"wake" in part.records
+    timer.join()
+    client.close()
+
+
+def test_fetch_with_nothing_new_returns_empty_after_wait(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic)
+    client = RawClient(kop.port)
+    resp = _fetch(client, topic, 0, wait_ms=200)
+    part = resp.responses[0].partitions[0]
+    assert part.error_code == ErrorCode.none and part.high_watermark == 0 and not part.records
+    client.close()
+
+
+def test_fetch_beyond_the_end_is_offset_out_of_range(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic)
+    client = RawClient(kop.port)
+    resp = _fetch(client, topic, 5, wait_ms=0)
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+    client.close()
+
+
+def test_health_ready_and_metrics(kop: KopProcess, topic: str) -> None:
+    PRODUCERS["kafka-python"](kop.bootstrap, topic, [Rec(None, b"m", (), 1_700_000_000_000)], None)
+    base = f"http://127.0.0.1:{kop.admin_port}"
+    with urllib.request.urlopen(f"{base}/healthz") as resp:
+        assert resp.status == 200
+    with urllib.request.urlopen(f"{base}/readyz") as resp:
+        assert resp.status == 200
+    deadline = time.monotonic() + 5
+    text = ""
+    while time.monotonic() < deadline and 'api="produce"' not in text:
+        with urllib.request.urlopen(f"{base}/metrics") as resp:
+            text = resp.read().decode()
+    assert 'kop_requests_total{api="produce",outcome="ok"}' in text
+    assert "kop_connections" in text

@@ -1,0 +1,89 @@
+"""Kafka's admin API over Pulsar topics: create, describe, grow, delete."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
+from kafka.errors import InvalidConfigurationError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+from tests.integration.clients import PRODUCERS, Rec, kp_consume
+from tests.integration.conftest import PULSAR_HTTP, KopProcess
+
+
+def _admin(kop: KopProcess) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=kop.bootstrap)
+
+
+def _pulsar_partitions(topic: str) -> int:
+    url = f"{PULSAR_HTTP}/admin/v2/persistent/public/default/{topic}/partitions"
+    with urllib.request.urlopen(url) as resp:
+        return int(json.load(resp)["partitions"])
+
+
+def test_create_describe_grow_delete(kop: KopProcess, topic: str) -> None:
+    admin = _admin(kop)
+    try:
+        admin.create_topics([NewTopic(topic, 3, 1, topic_configs={"retention.ms": "3600000"})])
+        assert _pulsar_partitions(topic) == 3
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic(topic, 3, 1)])
+        described = admin.describe_topics([topic])
+        assert len(described[0]["partitions"]) == 3
+        resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+        modified = admin.describe_configs([resource])["topic"][topic]
+        assert {k: v["value"] for k, v in modified.items()} == {"retention.ms": "3600000"}
+        entries = admin.describe_configs([resource], config_filter="all")["topic"][topic]
+        assert entries["cleanup.policy"]["value"] == "delete"
+        assert entries["kop.entry.format"]["value"] == "pulsar"
+        assert entries["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+        admin.create_partitions({topic: NewPartitions(5)})
+        assert _pulsar_partitions(topic) == 5
+        assert topic in admin.list_topics()
+        admin.delete_topics([topic])
+        assert topic not in admin.list_topics()
+        with pytest.raises(UnknownTopicOrPartitionError):
+            admin.delete_topics([topic])
+    finally:
+        admin.close()
+
+
+def test_recreated_topic_starts_again_at_offset_zero(kop: KopProcess, topic: str) -> None:
+    admin = _admin(kop)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        recs = [Rec(None, f"old{i}".encode(), (), 1_700_000_000_000) for i in range(5)]
+        assert PRODUCERS["kafka-python"](kop.bootstrap, topic, recs, None) == list(range(5))
+        admin.delete_topics([topic])
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        recs = [Rec(None, b"new", (), 1_700_000_000_000)]
+        assert PRODUCERS["kafka-python"](kop.bootstrap, topic, recs, None) == [0]
+        assert [r.value for r in kp_consume(kop.bootstrap, topic, 1)] == [b"new"]
+    finally:
+        admin.close()
+
+
+def test_unsupported_config_is_invalid_config(kop: KopProcess, topic: str) -> None:
+    admin = _admin(kop)
+    try:
+        with pytest.raises(InvalidConfigurationError):
+            admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])
+        with pytest.raises(InvalidConfigurationError):
+            admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"no.such.config": "1"})])
+        assert topic not in admin.list_topics()
+    finally:
+        admin.close()
+
+
+def test_pulsar_retention_follows_kafka_retention(kop: KopProcess, topic: str) -> None:
+    admin = _admin(kop)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"retention.ms": "7200000"})])
+    finally:
+        admin.close()
+    url = f"{PULSAR_HTTP}/admin/v2/persistent/public/default/{topic}/retention"
+    with urllib.request.urlopen(url) as resp:
+        policy = json.load(resp)
+    assert policy == {"retentionTimeInMinutes": 120, "retentionSizeInMB": -1}
