@@ -54,7 +54,9 @@ class Gateway:
         system_tenant, system_name = c.system_namespace.split("/")
         await self._admin.ensure_namespace(default_ns)
         await self._admin.configure_system_namespace(Namespace(system_tenant, system_name), 1 << 20)
-        self._session = PulsarSession(c.pulsar_service_url, batching_delay_ms=c.pulsar_batching_delay_ms)
+        self._session = PulsarSession(
+            c.pulsar_service_url, batching_delay_ms=c.pulsar_batching_delay_ms
+        )
         store = CheckpointStore(self._session, f"persistent://{c.system_namespace}/offset-index")
         settings = LogSettings(
             checkpoint_interval=c.checkpoint_interval,
@@ -82,18 +84,26 @@ class Gateway:
         try:
             await self._listener.start(c.listen_host, c.port)
         except OSError as exc:
-            raise StartupError(f"cannot listen on {c.listen_host}:{c.port}: {exc.strerror}; "
-                               "stop what uses the port or set KOP_PORT") from exc
+            raise StartupError(
+                f"cannot listen on {c.listen_host}:{c.port}: {exc.strerror}; "
+                "stop what uses the port or set KOP_PORT"
+            ) from exc
         if c.admin_port:
             self._http = AdminServer(self.metrics, self._logs, self._admin.healthy)
             try:
                 await self._http.start(c.admin_host, c.admin_port)
             except OSError as exc:
-                raise StartupError(f"cannot listen on admin port {c.admin_port}: {exc.strerror}; "
-                                   "set KOP_ADMIN_PORT") from exc
+                raise StartupError(
+                    f"cannot listen on admin port {c.admin_port}: {exc.strerror}; "
+                    "set KOP_ADMIN_PORT"
+                ) from exc
         log.info(
             "kop ready: Kafka on %s:%d (advertised %s:%d), admin HTTP on %d, Pulsar %s",
-            c.listen_host, c.port, c.advertised_host, c.kafka_advertised_port, c.admin_port,
+            c.listen_host,
+            c.port,
+            c.advertised_host,
+            c.kafka_advertised_port,
+            c.admin_port,
             c.pulsar_service_url,
         )
 
@@ -113,7 +123,9 @@ class Gateway:
         for name, (wanted, why) in REQUIRED_BROKER_SETTINGS.items():
             actual = str(runtime.get(name, "")).lower()
             if actual and actual != wanted:
-                raise StartupError(f"Pulsar broker setting {name}={actual}, kop needs {wanted}: {why}")
+                raise StartupError(
+                    f"Pulsar broker setting {name}={actual}, kop needs {wanted}: {why}"
+                )
 
     async def stop(self) -> None:
         """In-flight requests finish, checkpoints are flushed, then Pulsar is let go."""

@@ -25,7 +25,9 @@ _REPO = Path(__file__).resolve().parent.parent
 
 def _options(fn: Any) -> Any:
     opts = [
-        click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML config file"),
+        click.option(
+            "--config", "config_file", type=click.Path(path_type=Path), help="TOML config file"
+        ),
         click.option("--port", type=int, help="Kafka listener port [9092]"),
         click.option("--advertised-host", help="host name clients are told to connect to"),
         click.option("--admin-port", type=int, help="admin HTTP port [9094]; 0 disables"),
@@ -90,8 +92,12 @@ def standalone(config_file: Path | None, **flags: Any) -> None:
     config = _load(config_file, flags)
     tool = Path(os.environ.get("KOP_PULSAR_TOOL", _REPO / "tools" / "pulsar.py"))
     if not tool.is_file():
-        raise click.ClickException(f"{tool} not found: run from a kop checkout or set KOP_PULSAR_TOOL")
-    already = subprocess.run([sys.executable, str(tool), "status"], capture_output=True).returncode == 0
+        raise click.ClickException(
+            f"{tool} not found: run from a kop checkout or set KOP_PULSAR_TOOL"
+        )
+    already = (
+        subprocess.run([sys.executable, str(tool), "status"], capture_output=True).returncode == 0
+    )
     if not already and subprocess.run([sys.executable, str(tool), "start"]).returncode != 0:
         raise click.ClickException("local Pulsar did not start (see the line above)")
     try:

@@ -110,9 +110,12 @@ def load_config(config_file: Path | None = None, **flags: Any) -> KopConfig:
             raise ConfigError(f"config file {config_file} does not exist")
         _CONFIG_FILE["path"] = config_file
     try:
-        return KopConfig(config_file=config_file, **{k: v for k, v in flags.items() if v is not None})
+        return KopConfig(
+            config_file=config_file, **{k: v for k, v in flags.items() if v is not None}
+        )
     except ValidationError as exc:
         lines = [
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
+            for err in exc.errors()
         ]
         raise ConfigError("invalid configuration: " + "; ".join(lines)) from None

@@ -21,9 +21,11 @@ def main(argv: list[str]) -> int:
     if not already and subprocess.run([*PULSAR, "start", "--fresh"]).returncode != 0:
         return 2
     try:
-        command = [sys.executable, "-m", "bench", *args] if bench else [
-            sys.executable, "-m", "pytest", *args
-        ]
+        command = (
+            [sys.executable, "-m", "bench", *args]
+            if bench
+            else [sys.executable, "-m", "pytest", *args]
+        )
         return subprocess.run(command, cwd=TOOLS.parent).returncode
     finally:
         if not already:

@@ -33,19 +33,29 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
                 view = await existing_topic(services, ctx, res.resource_name)
                 values = view.configs
                 defaults = services.catalog.defaults.configs()
-                sources = {k: SOURCE_DEFAULT if defaults.get(k) == v else SOURCE_DYNAMIC_TOPIC for k, v in values.items()}
+                sources = {
+                    k: SOURCE_DEFAULT if defaults.get(k) == v else SOURCE_DYNAMIC_TOPIC
+                    for k, v in values.items()
+                }
             elif res.resource_type == BROKER:
                 values = {
                     "broker.id": str(services.broker.node_id),
                     "auto.create.topics.enable": str(services.auto_create_topics).lower(),
-                    **{f"log.{k}" if k.startswith("retention") else k: v for k, v in services.catalog.defaults.configs().items()},
+                    **{
+                        f"log.{k}" if k.startswith("retention") else k: v
+                        for k, v in services.catalog.defaults.configs().items()
+                    },
                 }
                 sources = dict.fromkeys(values, SOURCE_STATIC_BROKER)
             else:
-                raise KafkaError(ErrorCode.invalid_request, f"resource type {res.resource_type} is not supported")
+                raise KafkaError(
+                    ErrorCode.invalid_request, f"resource type {res.resource_type} is not supported"
+                )
             keys = res.configuration_keys
             result["configs"] = [
-                _entry(k, v, sources[k]) for k, v in sorted(values.items()) if keys is None or k in keys
+                _entry(k, v, sources[k])
+                for k, v in sorted(values.items())
+                if keys is None or k in keys
             ]
         except Exception as exc:
             result["error_code"], result["error_message"] = error_of(exc)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kop.api import api_versions, configs, fetch, list_offsets, metadata, produce, producer_ids, topics_admin
+from kop.api import (
+    api_versions,
+    configs,
+    fetch,
+    list_offsets,
+    metadata,
+    produce,
+    producer_ids,
+    topics_admin,
+)
 from kop.api.context import HandlerResult, RequestContext, Services
 from kop.protocol.messages import ApiKey
 

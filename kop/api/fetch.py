@@ -44,7 +44,9 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
             for fut in changed:
                 fut.cancel()
             return _response(parts)
-        done, not_done = await asyncio.wait(changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        done, not_done = await asyncio.wait(
+            changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+        )
         for fut in not_done:
             fut.cancel()
         if not done:
@@ -53,11 +55,15 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
             return _response(parts)
 
 
-async def _log(services: Services, ctx: RequestContext, name: str, index: int) -> PartitionLog | BaseException:
+async def _log(
+    services: Services, ctx: RequestContext, name: str, index: int
+) -> PartitionLog | BaseException:
     try:
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
+            )
         return await services.logs.partition(view.partition_topic(index))
     except Exception as exc:
         return exc

@@ -29,7 +29,9 @@ async def _lookup(
     try:
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
+            )
         plog = await services.logs.partition(view.partition_topic(index))
         if timestamp == LATEST:
             found: tuple[int, int] | None = (plog.high_watermark, -1)

@@ -16,7 +16,9 @@ from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import split_batches
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Awaitable[Response | None]:
+async def handle(
+    services: Services, ctx: RequestContext, request: Any
+) -> Awaitable[Response | None]:
     if request.transactional_id is not None:
         return _finish(request, [], error=ErrorCode.transactional_id_authorization_failed)
     if request.acks not in (0, 1, -1):
@@ -24,7 +26,9 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Await
     pending: list[tuple[str, int, Coroutine[Any, Any, int] | BaseException]] = []
     for t in request.topic_data:
         for p in t.partition_data:
-            pending.append((t.name, p.index, await _begin(services, ctx, t.name, p.index, p.records)))
+            pending.append(
+                (t.name, p.index, await _begin(services, ctx, t.name, p.index, p.records))
+            )
     return _finish(request, pending)
 
 
@@ -34,7 +38,9 @@ async def _begin(
     try:
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
+            )
         if not records:
             raise KafkaError(ErrorCode.corrupt_message, "produce without records")
         batches = split_batches(records, max_batch_bytes=view.max_message_bytes)
@@ -55,9 +61,7 @@ async def _finish(
     pending: list[tuple[str, int, Coroutine[Any, Any, int] | BaseException]],
     error: ErrorCode | None = None,
 ) -> Response | None:
-    results = await asyncio.gather(
-        *(_settle(work) for _, _, work in pending)
-    )
+    results = await asyncio.gather(*(_settle(work) for _, _, work in pending))
     if request.acks == 0:
         return None
     by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -65,14 +69,18 @@ async def _finish(
         by_topic.setdefault(name, []).append(_partition(index, code, offset, message))
     if error is not None:
         for t in request.topic_data:
-            by_topic[t.name] = [_partition(p.index, error, -1, error.name) for p in t.partition_data]
+            by_topic[t.name] = [
+                _partition(p.index, error, -1, error.name) for p in t.partition_data
+            ]
     return {
         "responses": [{"name": n, "partition_responses": ps} for n, ps in by_topic.items()],
         "throttle_time": 0,
     }
 
 
-async def _settle(work: Coroutine[Any, Any, int] | BaseException) -> tuple[int, ErrorCode, str | None]:
+async def _settle(
+    work: Coroutine[Any, Any, int] | BaseException,
+) -> tuple[int, ErrorCode, str | None]:
     if isinstance(work, BaseException):
         code, message = error_of(work)
         return -1, code, message

@@ -22,7 +22,12 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     epoch = getattr(request, "producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < _MAX_EPOCH:
         # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-        return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": pid, "producer_epoch": epoch + 1}
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "producer_id": pid,
+            "producer_epoch": epoch + 1,
+        }
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

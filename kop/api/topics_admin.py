@@ -69,7 +69,9 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
         code, message = ErrorCode.none, None
         try:
             if name is None:
-                raise KafkaError(ErrorCode.unknown_topic_id, "deleting by topic id is not supported")
+                raise KafkaError(
+                    ErrorCode.unknown_topic_id, "deleting by topic id is not supported"
+                )
             topic = topic_for(ctx, name)
             view = await services.catalog.delete(topic)
             for i in range(view.partitions):
@@ -89,7 +91,9 @@ async def create_partitions(services: Services, ctx: RequestContext, request: An
         try:
             if t.assignments:
                 raise KafkaError(ErrorCode.invalid_request, "manual assignment is not supported")
-            await services.catalog.add_partitions(topic_for(ctx, t.name), t.count, request.validate_only)
+            await services.catalog.add_partitions(
+                topic_for(ctx, t.name), t.count, request.validate_only
+            )
         except Exception as exc:
             code, message = error_of(exc)
         results.append({"name": t.name, "error_code": code, "error_message": message})

@@ -51,7 +51,12 @@ class CheckpointStore:
         producer = await self._session.producer(self.topic)
         futures = []
         for c in checkpoints:
-            body = {"l": c.position[0], "e": c.position[1], "b": c.position[2], "t": c.max_ts_before}
+            body = {
+                "l": c.position[0],
+                "e": c.position[1],
+                "b": c.position[2],
+                "t": c.max_ts_before,
+            }
             futures.append(
                 producer.send(
                     OutgoingMessage(json.dumps(body).encode(), {}, _key(partition, c.offset), None)

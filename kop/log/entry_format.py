@@ -122,7 +122,10 @@ def encode_record(record: Record) -> OutgoingMessage:
         props.update(plain)
         if not exact:
             props[P_HEADERS] = json.dumps(
-                [[k, None if v is None else base64.b64encode(v).decode()] for k, v in record.headers]
+                [
+                    [k, None if v is None else base64.b64encode(v).decode()]
+                    for k, v in record.headers
+                ]
             )
     event_time: int | None = record.timestamp
     if record.timestamp <= 0:

@@ -79,7 +79,9 @@ class LogManager:
             try:
                 await self._store.save(topic, checkpoints)
             except Exception as exc:
-                log.warning("persisting %d checkpoints of %s failed: %s", len(checkpoints), topic, exc)
+                log.warning(
+                    "persisting %d checkpoints of %s failed: %s", len(checkpoints), topic, exc
+                )
                 plog.return_unpersisted(checkpoints)
 
     async def _flush_forever(self) -> None:

@@ -51,7 +51,9 @@ class OffsetIndex:
     def log_start(self) -> int:
         return self._checkpoints[0].offset if self._checkpoints else self.next_offset
 
-    def observe(self, position: Position, count: int, max_timestamp: int) -> tuple[int, Checkpoint | None]:
+    def observe(
+        self, position: Position, count: int, max_timestamp: int
+    ) -> tuple[int, Checkpoint | None]:
         """Assign the base offset of the next message in log order.
 
         Returns the base offset and the checkpoint it created, if any. A message

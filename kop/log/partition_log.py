@@ -152,7 +152,9 @@ class PartitionLog:
                 raise
             except Exception as exc:  # keep following whatever one message did
                 self.last_error = str(exc)
-                log.warning("tail reader of %s failed (%s); retrying in %.1fs", self.topic, exc, backoff)
+                log.warning(
+                    "tail reader of %s failed (%s); retrying in %.1fs", self.topic, exc, backoff
+                )
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
             finally:
@@ -236,7 +238,10 @@ class PartitionLog:
                 stamp: ProducerStamp | None = None
                 if head.producer_id >= 0 and head.base_sequence >= 0:
                     dup = self.producers.check(
-                        head.producer_id, head.producer_epoch, head.base_sequence, head.last_sequence
+                        head.producer_id,
+                        head.producer_epoch,
+                        head.base_sequence,
+                        head.last_sequence,
                     )
                     if dup is not None:
                         duplicates.append(dup.result)
@@ -283,8 +288,10 @@ class PartitionLog:
                     handle.set_exception(KafkaError(ErrorCode.request_timed_out, str(exc)))
                 if isinstance(exc, PulsarError) and not exc.retriable:
                     raise KafkaError(ErrorCode.message_too_large, str(exc)) from exc
-                code = ErrorCode.request_timed_out if isinstance(exc, TimeoutError) else (
-                    ErrorCode.not_enough_replicas
+                code = (
+                    ErrorCode.request_timed_out
+                    if isinstance(exc, TimeoutError)
+                    else (ErrorCode.not_enough_replicas)
                 )
                 raise KafkaError(code, f"write to {self.topic} failed: {exc}") from exc
             if handle is not None and not handle.done():
@@ -369,8 +376,10 @@ class PartitionLog:
         (or `hw`) takes over. The reader is kept for the next sequential fetch."""
         cursor = self._cursor
         self._cursor = None
-        if cursor is None or cursor.next_offset > offset or offset - cursor.next_offset > (
-            self._settings.checkpoint_interval
+        if (
+            cursor is None
+            or cursor.next_offset > offset
+            or offset - cursor.next_offset > (self._settings.checkpoint_interval)
         ):
             if cursor is not None:
                 await cursor.reader.close()

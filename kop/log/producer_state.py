@@ -46,7 +46,9 @@ class ProducerStates(Generic[T]):
     def __init__(self) -> None:
         self._producers: dict[int, _Producer[T]] = {}
 
-    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> Duplicate[T] | None:
+    def check(
+        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
+    ) -> Duplicate[T] | None:
         """None: the batch is new and in order. Duplicate: answer with its result.
         Raises KafkaError for a fenced epoch or a sequence gap."""
         state = self._producers.get(producer_id)
@@ -75,7 +77,9 @@ class ProducerStates(Generic[T]):
             )
         return None
 
-    def record(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, result: T) -> None:
+    def record(
+        self, producer_id: int, epoch: int, first_seq: int, last_seq: int, result: T
+    ) -> None:
         """Remember a batch; recording a batch already known replaces its result
         (a pending handle becomes the final base offset once the log shows it)."""
         state = self._producers.get(producer_id)

@@ -94,7 +94,9 @@ def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
             try:
                 int(value)
             except ValueError:
-                raise KafkaError(ErrorCode.invalid_config, f"{name}={value!r} is not a number") from None
+                raise KafkaError(
+                    ErrorCode.invalid_config, f"{name}={value!r} is not a number"
+                ) from None
         out[name] = value
     return out
 
@@ -120,7 +122,11 @@ class TopicCatalog:
             props = info.properties
             configs = self.defaults.configs()
             configs.update(
-                {k[len(PROPERTY_PREFIX) :]: v for k, v in props.items() if k.startswith(PROPERTY_PREFIX)}
+                {
+                    k[len(PROPERTY_PREFIX) :]: v
+                    for k, v in props.items()
+                    if k.startswith(PROPERTY_PREFIX)
+                }
             )
             view = TopicView(topic, info, configs)
         self._cache[topic.full] = (time.monotonic(), view)
@@ -138,7 +144,9 @@ class TopicCatalog:
         async with self._lock:
             self.invalidate(topic)
             if await self.describe(topic) is not None:
-                raise KafkaError(ErrorCode.topic_already_exists, f"topic {topic.kafka_name!r} exists")
+                raise KafkaError(
+                    ErrorCode.topic_already_exists, f"topic {topic.kafka_name!r} exists"
+                )
             if validate_only:
                 return TopicView(topic, TopicInfo(count), {**self.defaults.configs(), **chosen})
             await self._admin.ensure_namespace(topic.namespace)
@@ -157,7 +165,9 @@ class TopicCatalog:
             self.invalidate(topic)
         view = await self.describe(topic)
         if view is None:
-            raise KafkaError(ErrorCode.unknown_server_error, f"{topic.full} vanished after creation")
+            raise KafkaError(
+                ErrorCode.unknown_server_error, f"{topic.full} vanished after creation"
+            )
         return view
 
     async def delete(self, topic: PulsarTopic) -> TopicView:

@@ -27,7 +27,9 @@ class Metrics:
             buckets=(0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
             registry=self.registry,
         )
-        self.connections = Gauge("kop_connections", "Open Kafka connections", registry=self.registry)
+        self.connections = Gauge(
+            "kop_connections", "Open Kafka connections", registry=self.registry
+        )
         self.partitions = Gauge(
             "kop_owned_partitions", "Partitions this kop follows", registry=self.registry
         )

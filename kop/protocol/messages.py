@@ -111,7 +111,7 @@ def decode_request(frame: bytes) -> Request:
         raise UnsupportedVersion(head)
     schema = load_request_schema(head.api_key, head.api_version)
     try:
-        header, used = _reader(schema.__header_schema__)(frame, 0)
+        header, used = _reader(typing.cast(type[Entity], schema.__header_schema__))(frame, 0)
         body, body_used = _reader(schema)(frame, used)
     except Exception as exc:  # kio raises several types for truncated or invalid input
         raise MalformedRequest(f"cannot decode {schema.__name__}: {exc!r}", head) from exc
@@ -174,7 +174,7 @@ def has_field(cls: type[Entity], name: str) -> bool:
 def _field_plan(cls: type[Entity]) -> dict[str, tuple[str, Any]]:
     hints = typing.get_type_hints(cls)
     plan: dict[str, tuple[str, Any]] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         hint = hints[f.name]
         kafka_type = f.metadata.get("kafka_type", "")
         optional = [a for a in typing.get_args(hint) if a is not type(None)]

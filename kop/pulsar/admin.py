@@ -73,7 +73,7 @@ class PulsarAdmin:
 
     async def healthy(self) -> bool:
         try:
-            return (await self._request("GET", "brokers/health")) == "ok"
+            return bool(await self._request("GET", "brokers/health") == "ok")
         except (PulsarUnavailable, PulsarAdminError):
             return False
 
@@ -143,7 +143,9 @@ class PulsarAdmin:
         suffix = "/partitions" if partitioned else ""
         await self._request("DELETE", f"{topic.rest_path}{suffix}?force=true")
 
-    async def set_retention(self, topic: PulsarTopic, retention_ms: int, retention_bytes: int) -> None:
+    async def set_retention(
+        self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
+    ) -> None:
         minutes = -1 if retention_ms < 0 else max(1, retention_ms // 60000)
         megabytes = -1 if retention_bytes < 0 else max(1, retention_bytes // (1 << 20))
         await self._request(

@@ -8,6 +8,7 @@ builder and complete an asyncio future from the client's callback thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from dataclasses import dataclass
@@ -91,10 +92,8 @@ class Reader:
             raise PulsarError(f"has_message_available failed: {exc}") from exc
 
     async def close(self) -> None:
-        try:
+        with contextlib.suppress(pulsar_asyncio.PulsarException):
             await self._reader.close()
-        except pulsar_asyncio.PulsarException:
-            pass
 
 
 class Producer:
@@ -121,10 +120,8 @@ class Producer:
     async def close(self) -> None:
         future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
         self._producer.close_async(functools.partial(_complete, future))
-        try:
+        with contextlib.suppress(PulsarError):
             await future
-        except PulsarError:
-            pass
 
 
 def _complete(future: asyncio.Future[Position], result: Any, value: Any = None) -> None:
@@ -201,7 +198,9 @@ class PulsarSession:
         compacted: bool = False,
     ) -> Reader:
         """A reader from serialized message id `start` (None = earliest)."""
-        start_id = pulsar.MessageId.earliest if start is None else pulsar.MessageId.deserialize(start)
+        start_id = (
+            pulsar.MessageId.earliest if start is None else pulsar.MessageId.deserialize(start)
+        )
         try:
             raw = await self._client.create_reader(
                 topic,

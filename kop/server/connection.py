@@ -92,7 +92,9 @@ class Connection:
         try:
             while not writer_task.done():
                 try:
-                    data = await asyncio.wait_for(self._reader.read(1 << 16), self._limits.idle_timeout_s)
+                    data = await asyncio.wait_for(
+                        self._reader.read(1 << 16), self._limits.idle_timeout_s
+                    )
                 except TimeoutError:
                     log.info("closing idle connection %s", self.peer)
                     break
@@ -127,12 +129,12 @@ class Connection:
                 return v0, started, unsupported_version_response()
             raise _Close(str(exc)) from exc
         except MalformedRequest as exc:
-            head = exc.header
-            if head is not None and is_supported(head.api_key, head.api_version):
-                reply = top_level_error_response(head, ErrorCode.invalid_request)
+            known = exc.header
+            if known is not None and is_supported(known.api_key, known.api_version):
+                reply = top_level_error_response(known, ErrorCode.invalid_request)
                 if reply is not None:
                     log.warning("invalid request from %s: %s", self.peer, exc)
-                    return head, started, reply
+                    return known, started, reply
             raise _Close(f"malformed request: {exc}") from exc
         ctx = RequestContext(self._namespace, request.header.client_id, request.header.api_version)
         handler = HANDLERS[ApiKey(request.header.api_key)]
@@ -155,8 +157,10 @@ class Connection:
                     result = await _resolve(result)
                 if result is None:  # acks=0 produce: Kafka sends no response
                     continue
-                body = result if not isinstance(result, dict) else build_response(
-                    header.api_key, header.api_version, result
+                body = (
+                    result
+                    if not isinstance(result, dict)
+                    else build_response(header.api_key, header.api_version, result)
                 )
                 payload = encode_response(header, body)
             except Exception:

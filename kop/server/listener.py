@@ -32,7 +32,9 @@ class KafkaListener:
         log.info("serving Kafka on %s:%d", host, port)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection(reader, writer, self._services, self._namespace, self._limits, self._observer)
+        conn = Connection(
+            reader, writer, self._services, self._namespace, self._limits, self._observer
+        )
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = conn

@@ -5,7 +5,9 @@ from __future__ import annotations
 from kafka.admin import KafkaAdminClient, NewTopic
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1, entry_format: str | None = None) -> None:
+def create_topic(
+    bootstrap: str, name: str, partitions: int = 1, entry_format: str | None = None
+) -> None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         configs = {"kop.entry.format": entry_format} if entry_format else {}

@@ -45,11 +45,18 @@ def sample_records(n: int, base_ts: int = 1_700_000_000_000) -> list[Rec]:
 
 # -- kafka-python -------------------------------------------------------------
 
+
 def kp_produce(bootstrap: str, topic: str, recs: list[Rec], compression: str | None) -> list[int]:
     producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression, linger_ms=5)
     futures = [
-        producer.send(topic, key=r.key, value=r.value, headers=list(r.headers),
-                      timestamp_ms=r.timestamp, partition=0)
+        producer.send(
+            topic,
+            key=r.key,
+            value=r.value,
+            headers=list(r.headers),
+            timestamp_ms=r.timestamp,
+            partition=0,
+        )
         for r in recs
     ]
     offsets = [f.get(timeout=30).offset for f in futures]
@@ -73,9 +80,15 @@ def kp_consume(bootstrap: str, topic: str, n: int, start: int = 0) -> list[Rec]:
 
 # -- confluent-kafka (librdkafka) ---------------------------------------------
 
-def cf_produce(bootstrap: str, topic: str, recs: list[Rec], compression: str | None,
-               **extra: object) -> list[int]:
-    conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": compression or "none"}
+
+def cf_produce(
+    bootstrap: str, topic: str, recs: list[Rec], compression: str | None, **extra: object
+) -> list[int]:
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "linger.ms": 5,
+        "compression.type": compression or "none",
+    }
     conf.update(extra)
     producer = CfProducer(conf)
     offsets: dict[int, int] = {}
@@ -87,11 +100,19 @@ def cf_produce(bootstrap: str, topic: str, recs: list[Rec], compression: str | N
                 errors.append(err)
             else:
                 offsets[i] = msg.offset()
+
         return cb
 
     for i, r in enumerate(recs):
-        producer.produce(topic, value=r.value, key=r.key, headers=list(r.headers),
-                         timestamp=r.timestamp, partition=0, on_delivery=done(i))
+        producer.produce(
+            topic,
+            value=r.value,
+            key=r.key,
+            headers=list(r.headers),
+            timestamp=r.timestamp,
+            partition=0,
+            on_delivery=done(i),
+        )
         producer.poll(0)
     assert producer.flush(30) == 0
     assert not errors, errors
@@ -99,8 +120,9 @@ def cf_produce(bootstrap: str, topic: str, recs: list[Rec], compression: str | N
 
 
 def cf_consume(bootstrap: str, topic: str, n: int, start: int = 0) -> list[Rec]:
-    consumer = CfConsumer({"bootstrap.servers": bootstrap, "group.id": "it-unused",
-                           "enable.auto.commit": False})
+    consumer = CfConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": "it-unused", "enable.auto.commit": False}
+    )
     consumer.assign([CfTP(topic, 0, start)])
     got: list[Rec] = []
     deadline = time.monotonic() + 30
@@ -116,15 +138,23 @@ def cf_consume(bootstrap: str, topic: str, n: int, start: int = 0) -> list[Rec]:
 
 # -- aiokafka -------------------------------------------------------------------
 
+
 def aio_produce(bootstrap: str, topic: str, recs: list[Rec], compression: str | None) -> list[int]:
     async def run() -> list[int]:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=compression,
-                                    linger_ms=5)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, compression_type=compression, linger_ms=5
+        )
         await producer.start()
         try:
             futures = [
-                await producer.send(topic, key=r.key, value=r.value, headers=list(r.headers),
-                                    timestamp_ms=r.timestamp, partition=0)
+                await producer.send(
+                    topic,
+                    key=r.key,
+                    value=r.value,
+                    headers=list(r.headers),
+                    timestamp_ms=r.timestamp,
+                    partition=0,
+                )
                 for r in recs
             ]
             return [(await f).offset for f in futures]
@@ -147,7 +177,9 @@ def aio_consume(bootstrap: str, topic: str, n: int, start: int = 0) -> list[Rec]
             while len(got) < n and time.monotonic() < deadline:
                 batches = await consumer.getmany(timeout_ms=500)
                 for msgs in batches.values():
-                    got += [Rec(m.key, m.value, tuple(m.headers), m.timestamp, m.offset) for m in msgs]
+                    got += [
+                        Rec(m.key, m.value, tuple(m.headers), m.timestamp, m.offset) for m in msgs
+                    ]
             return got
         finally:
             await consumer.stop()

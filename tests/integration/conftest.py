@@ -62,7 +62,9 @@ class KopProcess:
                     return
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError(f"kop did not listen in {timeout}s:\n{self.log_path.read_text()[-3000:]}")
+        raise RuntimeError(
+            f"kop did not listen in {timeout}s:\n{self.log_path.read_text()[-3000:]}"
+        )
 
     def kill9(self) -> None:
         assert self.proc is not None

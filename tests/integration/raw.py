@@ -42,8 +42,10 @@ class RawClient:
         self._correlation += 1
         out = io.BytesIO()
         header = schema.__header_schema__(
-            request_api_key=api_key, request_api_version=version,
-            correlation_id=self._correlation, client_id="raw-test",
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=self._correlation,
+            client_id="raw-test",
         )
         entity_writer(schema.__header_schema__)(out, header)
         entity_writer(schema)(out, schema(**fields))

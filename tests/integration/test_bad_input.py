@@ -24,8 +24,16 @@ def _still_serving(kop: KopProcess, topic: str) -> None:
 
 def _produce(client: RawClient, topic: str, records: bytes) -> ErrorCode:
     resp = client.request(
-        0, 9, transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30),
-        topic_data=(TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=records),)),),
+        0,
+        9,
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name=topic, partition_data=(PartitionProduceData(index=0, records=records),)
+            ),
+        ),
     )
     return resp.responses[0].partition_responses[0].error_code
 
@@ -52,7 +60,9 @@ def test_too_new_api_versions_gets_unsupported_version_and_the_ranges(kop: KopPr
     ],
     ids=["old-version", "unknown-api", "short", "garbage-body"],
 )
-def test_undecodable_requests_close_only_that_connection(kop: KopProcess, topic: str, frame: bytes) -> None:
+def test_undecodable_requests_close_only_that_connection(
+    kop: KopProcess, topic: str, frame: bytes
+) -> None:
     client = RawClient(kop.port, timeout=10)
     client.send_frame(frame)
     assert client.is_closed_by_peer()
@@ -93,8 +103,16 @@ def test_unknown_topic_and_partition_are_reported(kop: KopProcess, topic: str) -
     batch = build_batch([Record(0, 1, None, b"v")])
     assert _produce(client, f"{topic}-never-created", batch) == ErrorCode.unknown_topic_or_partition
     resp = client.request(
-        0, 9, transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=30),
-        topic_data=(TopicProduceData(name="bad/name", partition_data=(PartitionProduceData(index=0, records=batch),)),),
+        0,
+        9,
+        transactional_id=None,
+        acks=1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name="bad/name", partition_data=(PartitionProduceData(index=0, records=batch),)
+            ),
+        ),
     )
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.invalid_topic_exception
     client.close()
@@ -107,8 +125,16 @@ def test_pipelined_requests_are_answered_in_order(kop: KopProcess, topic: str) -
     for i in range(20):
         batch = build_batch([Record(0, 1, None, f"p{i}".encode())])
         correlation, payload = client.encode(
-            0, 9, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
-            topic_data=(TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)),),
+            0,
+            9,
+            transactional_id=None,
+            acks=-1,
+            timeout=datetime.timedelta(seconds=30),
+            topic_data=(
+                TopicProduceData(
+                    name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
+                ),
+            ),
         )
         client.send_frame(payload)
         sent.append(correlation)

@@ -18,19 +18,36 @@ from tests.integration.raw import RawClient
 
 def _fetch(client: RawClient, topic: str, offset: int, wait_ms: int, min_bytes: int = 1):  # type: ignore[no-untyped-def]
     return client.request(
-        1, 12, max_wait=datetime.timedelta(milliseconds=wait_ms), min_bytes=min_bytes,
-        max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
-        topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
-            partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),)),),
-        forgotten_topics_data=(), rack_id="",
+        1,
+        12,
+        max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=min_bytes,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            FetchTopic(
+                topic=topic,
+                partitions=(
+                    FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
     )
 
 
 def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> None:
     create_topic(kop.bootstrap, topic)
     client = RawClient(kop.port)
-    timer = threading.Timer(0.5, lambda: PRODUCERS["kafka-python"](
-        kop.bootstrap, topic, [Rec(None, b"wake", (), 1_700_000_000_000)], None))
+    timer = threading.Timer(
+        0.5,
+        lambda: PRODUCERS["kafka-python"](
+            kop.bootstrap, topic, [Rec(None, b"wake", (), 1_700_000_000_000)], None
+        ),
+    )
     timer.start()
     resp = _fetch(client, topic, 0, wait_ms=20_000)
     part = resp.responses[0].partitions[0]

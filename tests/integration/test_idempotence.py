@@ -19,8 +19,16 @@ from tests.integration.raw import RawClient
 
 def _produce(client: RawClient, topic: str, batch: bytes) -> tuple[ErrorCode, int]:
     resp = client.request(
-        0, 9, transactional_id=None, acks=-1, timeout=datetime.timedelta(seconds=30),
-        topic_data=(TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)),),
+        0,
+        9,
+        transactional_id=None,
+        acks=-1,
+        timeout=datetime.timedelta(seconds=30),
+        topic_data=(
+            TopicProduceData(
+                name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
+            ),
+        ),
     )
     part = resp.responses[0].partition_responses[0]
     return part.error_code, part.base_offset
@@ -32,8 +40,14 @@ def _batch(pid: int, epoch: int, seq: int, n: int, tag: str) -> bytes:
 
 
 def _init_pid(client: RawClient) -> tuple[int, int]:
-    resp = client.request(22, 4, transactional_id=None, transaction_timeout=datetime.timedelta(0),
-                          producer_id=-1, producer_epoch=-1)
+    resp = client.request(
+        22,
+        4,
+        transactional_id=None,
+        transaction_timeout=datetime.timedelta(0),
+        producer_id=-1,
+        producer_epoch=-1,
+    )
     assert resp.error_code == ErrorCode.none
     return resp.producer_id, resp.producer_epoch
 
@@ -62,8 +76,14 @@ def test_sequence_gap_and_fenced_epoch_are_refused(kop: KopProcess, topic: str) 
     assert _produce(client, topic, _batch(pid, epoch, 0, 2, "a")) == (ErrorCode.none, 0)
     code, _ = _produce(client, topic, _batch(pid, epoch, 5, 1, "gap"))
     assert code == ErrorCode.out_of_order_sequence_number
-    bumped = client.request(22, 4, transactional_id=None, transaction_timeout=datetime.timedelta(0),
-                            producer_id=pid, producer_epoch=epoch)
+    bumped = client.request(
+        22,
+        4,
+        transactional_id=None,
+        transaction_timeout=datetime.timedelta(0),
+        producer_id=pid,
+        producer_epoch=epoch,
+    )
     assert (bumped.producer_id, bumped.producer_epoch) == (pid, epoch + 1)
     assert _produce(client, topic, _batch(pid, epoch + 1, 0, 1, "new"))[0] == ErrorCode.none
     code, _ = _produce(client, topic, _batch(pid, epoch, 2, 1, "old"))
@@ -75,6 +95,7 @@ def test_sequence_gap_and_fenced_epoch_are_refused(kop: KopProcess, topic: str) 
 
 def test_librdkafka_idempotent_producer_is_accepted(kop: KopProcess, topic: str) -> None:
     recs = sample_records(200)
-    offsets = cf_produce(kop.bootstrap, topic, recs, "zstd", **{"enable.idempotence": True,
-                                                               "max.in.flight": 5})
+    offsets = cf_produce(
+        kop.bootstrap, topic, recs, "zstd", **{"enable.idempotence": True, "max.in.flight": 5}
+    )
     assert offsets == list(range(200))

@@ -43,7 +43,9 @@ def test_offsets_for_times_librdkafka_across_checkpoints(pulsar: str, tmp_path, 
         consumer = Consumer({"bootstrap.servers": gateway.bootstrap, "group.id": "x"})
         try:
             for wanted in (0, 37, 64, 119):
-                [tp] = consumer.offsets_for_times([TopicPartition(topic, 0, 5_000_000 + wanted * 100 - 50)], 10)
+                [tp] = consumer.offsets_for_times(
+                    [TopicPartition(topic, 0, 5_000_000 + wanted * 100 - 50)], 10
+                )
                 assert tp.offset == wanted
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), 10)
             assert (low, high) == (0, 120)

@@ -40,15 +40,23 @@ def test_pulsar_consumer_reads_what_kafka_wrote(kop: KopProcess, topic: str) -> 
     assert third.has_null_value() and third.properties()["a"] == "1"
 
 
-def test_kafka_consumer_reads_what_pulsar_wrote_with_dense_offsets(kop: KopProcess, topic: str) -> None:
+def test_kafka_consumer_reads_what_pulsar_wrote_with_dense_offsets(
+    kop: KopProcess, topic: str
+) -> None:
     create_topic(kop.bootstrap, topic)
     client = pulsar.Client(PULSAR_URL)
     try:
-        batched = client.create_producer(_partition0(topic), batching_enabled=True,
-                                         batching_max_publish_delay_ms=50)
+        batched = client.create_producer(
+            _partition0(topic), batching_enabled=True, batching_max_publish_delay_ms=50
+        )
         for i in range(25):
-            batched.send_async(f"b{i}".encode(), None, partition_key=f"k{i}",
-                               properties={"n": str(i)}, event_timestamp=1000 + i)
+            batched.send_async(
+                f"b{i}".encode(),
+                None,
+                partition_key=f"k{i}",
+                properties={"n": str(i)},
+                event_timestamp=1000 + i,
+            )
         batched.flush()
         single = client.create_producer(_partition0(topic), batching_enabled=False)
         for i in range(5):
@@ -57,7 +65,9 @@ def test_kafka_consumer_reads_what_pulsar_wrote_with_dense_offsets(kop: KopProce
         client.close()
     got = kp_consume(kop.bootstrap, topic, 30)
     assert [r.offset for r in got] == list(range(30))
-    assert [r.value for r in got] == [f"b{i}".encode() for i in range(25)] + [f"s{i}".encode() for i in range(5)]
+    assert [r.value for r in got] == [f"b{i}".encode() for i in range(25)] + [
+        f"s{i}".encode() for i in range(5)
+    ]
     assert got[3].key == b"k3" and got[3].headers == (("n", b"3"),) and got[3].timestamp == 1003
     assert got[27].key is None and got[27].timestamp > 1_600_000_000_000  # publish time
 

@@ -27,20 +27,28 @@ def test_kill9_between_writes_keeps_offsets(pulsar: str, tmp_path: Path, topic: 
     try:
         create_topic(gateway.bootstrap, topic, entry_format="pulsar")
         first = sample_records(120)
-        assert PRODUCERS["kafka-python"](gateway.bootstrap, topic, first, "zstd") == list(range(120))
+        assert PRODUCERS["kafka-python"](gateway.bootstrap, topic, first, "zstd") == list(
+            range(120)
+        )
         time.sleep(1.5)  # lets some checkpoints reach the index topic, not necessarily all
         gateway.kill9()
         gateway.start()
         second = sample_records(30, base_ts=1_800_000_000_000)
-        assert PRODUCERS["aiokafka"](gateway.bootstrap, topic, second, None) == list(range(120, 150))
+        assert PRODUCERS["aiokafka"](gateway.bootstrap, topic, second, None) == list(
+            range(120, 150)
+        )
         got = cf_consume(gateway.bootstrap, topic, 150)
         assert [r.offset for r in got] == list(range(150))
-        assert [(r.key, r.value, r.headers) for r in got] == [(r.key, r.value, r.headers) for r in first + second]
+        assert [(r.key, r.value, r.headers) for r in got] == [
+            (r.key, r.value, r.headers) for r in first + second
+        ]
     finally:
         gateway.stop()
 
 
-def test_kill9_during_production_loses_nothing_acknowledged(pulsar: str, tmp_path: Path, topic: str) -> None:
+def test_kill9_during_production_loses_nothing_acknowledged(
+    pulsar: str, tmp_path: Path, topic: str
+) -> None:
     gateway = _small_index(tmp_path)
     try:
         create_topic(gateway.bootstrap, topic, entry_format="kafka")
@@ -55,11 +63,19 @@ def test_kill9_during_production_loses_nothing_acknowledged(pulsar: str, tmp_pat
                 failed.append(err)
 
         def produce() -> None:
-            producer = Producer({"bootstrap.servers": gateway.bootstrap, "linger.ms": 2,
-                                 "acks": "all", "message.timeout.ms": 60000})
+            producer = Producer(
+                {
+                    "bootstrap.servers": gateway.bootstrap,
+                    "linger.ms": 2,
+                    "acks": "all",
+                    "message.timeout.ms": 60000,
+                }
+            )
             i = 0
             while not stop.is_set():
-                producer.produce(topic, value=f"r{i}".encode(), partition=0, on_delivery=on_delivery)
+                producer.produce(
+                    topic, value=f"r{i}".encode(), partition=0, on_delivery=on_delivery
+                )
                 producer.poll(0)
                 i += 1
                 time.sleep(0.001)

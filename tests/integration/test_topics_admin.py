@@ -6,8 +6,18 @@ import json
 import urllib.request
 
 import pytest
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
-from kafka.errors import InvalidConfigurationError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from kafka.admin import (
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    NewPartitions,
+    NewTopic,
+)
+from kafka.errors import (
+    InvalidConfigurationError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
 
 from tests.integration.clients import PRODUCERS, Rec, kp_consume
 from tests.integration.conftest import PULSAR_HTTP, KopProcess
@@ -69,7 +79,9 @@ def test_unsupported_config_is_invalid_config(kop: KopProcess, topic: str) -> No
     admin = _admin(kop)
     try:
         with pytest.raises(InvalidConfigurationError):
-            admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])
+            admin.create_topics(
+                [NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})]
+            )
         with pytest.raises(InvalidConfigurationError):
             admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"no.such.config": "1"})])
         assert topic not in admin.list_topics()

@@ -33,8 +33,12 @@ def _client_frame(api_key: int, version: int, correlation_id: int, body: object)
     schema = load_request_schema(api_key, version)
     header_cls = schema.__header_schema__
     out = io.BytesIO()
-    fields = {"request_api_key": api_key, "request_api_version": version,
-              "correlation_id": correlation_id, "client_id": "test-client"}
+    fields = {
+        "request_api_key": api_key,
+        "request_api_version": version,
+        "correlation_id": correlation_id,
+        "client_id": "test-client",
+    }
     entity_writer(header_cls)(out, header_cls(**fields))
     entity_writer(schema)(out, body)
     return out.getvalue()
@@ -43,7 +47,9 @@ def _client_frame(api_key: int, version: int, correlation_id: int, body: object)
 @pytest.mark.parametrize(("api_key", "version"), CASES)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
-def test_request_roundtrip(api_key: int, version: int, correlation_id: int, data: st.DataObject) -> None:
+def test_request_roundtrip(
+    api_key: int, version: int, correlation_id: int, data: st.DataObject
+) -> None:
     body = data.draw(st.from_type(load_request_schema(api_key, version)))
     request = decode_request(_client_frame(api_key, version, correlation_id, body))
     assert request.header.api_key == api_key
@@ -56,7 +62,9 @@ def test_request_roundtrip(api_key: int, version: int, correlation_id: int, data
 @pytest.mark.parametrize(("api_key", "version"), CASES)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
-def test_response_roundtrip(api_key: int, version: int, correlation_id: int, data: st.DataObject) -> None:
+def test_response_roundtrip(
+    api_key: int, version: int, correlation_id: int, data: st.DataObject
+) -> None:
     schema = load_response_schema(api_key, version)
     body = data.draw(st.from_type(schema))
     payload = encode_response(RequestHeader(api_key, version, correlation_id, None), body)
@@ -86,8 +94,9 @@ def test_short_frames_are_malformed(garbage: bytes) -> None:
 
 
 def test_truncated_body_is_malformed_but_header_known() -> None:
-    body = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=True,
-                                      include_topic_authorized_operations=False)
+    body = load_request_schema(3, 12)(
+        topics=None, allow_auto_topic_creation=True, include_topic_authorized_operations=False
+    )
     frame = _client_frame(3, 12, 5, body)
     with pytest.raises(MalformedRequest) as info:
         decode_request(frame[:-2])

@@ -17,7 +17,9 @@ from kop.pulsar.client import OutgoingMessage, PulsarMessage
 PUBLISH_TIME = 1_700_000_000_000
 
 
-def through_pulsar(msg: OutgoingMessage, position: tuple[int, int, int] = (1, 1, -1)) -> PulsarMessage:
+def through_pulsar(
+    msg: OutgoingMessage, position: tuple[int, int, int] = (1, 1, -1)
+) -> PulsarMessage:
     """What a reader gets back: Pulsar's C++ client hands properties back as a
     sorted map, an absent partition key as "", and unset event time as 0."""
     return PulsarMessage(
@@ -82,14 +84,20 @@ def test_null_value_is_pulsar_null() -> None:
 
 
 def test_pulsar_native_message_becomes_a_record() -> None:
-    native = PulsarMessage((3, 4, 0), b"", b"payload", False, {"trace": "abc"}, "key-1", 0, PUBLISH_TIME)
+    native = PulsarMessage(
+        (3, 4, 0), b"", b"payload", False, {"trace": "abc"}, "key-1", 0, PUBLISH_TIME
+    )
     record = entry_format.decode_record(native)
     assert record == Record(0, PUBLISH_TIME, b"key-1", b"payload", (("trace", b"abc"),))
 
 
 def test_kafka_format_is_the_batch_verbatim_and_counts_its_records() -> None:
-    batch = build_batch([Record(0, 10, b"k", b"v"), Record(1, 20, None, b"w")], producer_id=9,
-                        producer_epoch=1, base_sequence=4)
+    batch = build_batch(
+        [Record(0, 10, b"k", b"v"), Record(1, 20, None, b"w")],
+        producer_id=9,
+        producer_epoch=1,
+        base_sequence=4,
+    )
     msg = entry_format.encode_batch(batch, read_header(batch))
     entry = entry_format.decode(through_pulsar(msg))
     assert entry.batch == batch and entry.count == 2 and entry.max_timestamp == 20

@@ -13,7 +13,10 @@ from kop.config import ConfigError, load_config
 from kop.protocol.frames import FrameDecoder, FrameTooLarge, encode_frame
 
 
-@given(payloads=st.lists(st.binary(max_size=300), max_size=10), cuts=st.lists(st.integers(1, 50), max_size=40))
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=10),
+    cuts=st.lists(st.integers(1, 50), max_size=40),
+)
 def test_frames_reassemble_whatever_the_chunking(payloads: list[bytes], cuts: list[int]) -> None:
     stream = b"".join(encode_frame(p) for p in payloads)
     decoder = FrameDecoder(1024)
@@ -33,7 +36,9 @@ def test_frame_size_outside_limit_is_refused_before_buffering(size: int) -> None
         FrameDecoder(2048).feed(struct.pack(">i", size))
 
 
-def test_precedence_is_file_then_env_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_precedence_is_file_then_env_then_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cfg = tmp_path / "kop.toml"
     cfg.write_text('port = 9100\nnamespace = "from-file"\ntenant = "t-file"\n')
     monkeypatch.setenv("KOP_NAMESPACE", "from-env")
@@ -51,7 +56,7 @@ def test_bad_values_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bad_pulsar_url_is_explained() -> None:
-    with pytest.raises(ConfigError, match="pulsar_service_url.*pulsar://"):
+    with pytest.raises(ConfigError, match=r"pulsar_service_url.*pulsar://"):
         load_config(pulsar_service_url="http://nope")
 
 

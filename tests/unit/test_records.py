@@ -20,7 +20,9 @@ from kop.protocol.records import (
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
-headers = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16))), max_size=3)
+headers = st.lists(
+    st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16))), max_size=3
+)
 records = st.lists(
     st.tuples(
         st.one_of(st.none(), st.binary(max_size=32)),
@@ -33,7 +35,9 @@ records = st.lists(
 )
 
 
-def _records(raw: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]], base: int = 0) -> list[Record]:
+def _records(
+    raw: list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]], base: int = 0
+) -> list[Record]:
     return [Record(base + i, ts, k, v, tuple(h)) for i, (k, v, ts, h) in enumerate(raw)]
 
 
@@ -42,7 +46,9 @@ def _records(raw: list[tuple[bytes | None, bytes | None, int, list[tuple[str, by
 @given(raw=records, base=st.integers(0, 2**40))
 def test_batch_roundtrip_every_codec(codec: str, raw: list, base: int) -> None:  # type: ignore[type-arg]
     recs = _records(raw, base)
-    batch = build_batch(recs, compression=CODECS[codec], producer_id=42, producer_epoch=3, base_sequence=7)
+    batch = build_batch(
+        recs, compression=CODECS[codec], producer_id=42, producer_epoch=3, base_sequence=7
+    )
     [(head, stored)] = split_batches(batch, max_batch_bytes=1 << 30)
     assert stored == batch
     assert head.base_offset == base
