@@ -14,6 +14,8 @@ from kop.pulsar.admin import PulsarAdminError, PulsarUnavailable
 from kop.pulsar.client import PulsarError
 from kop.pulsar.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 
+__all__ = ["Namespace"]  # the server names a connection's namespace through this layer
+
 Response = dict[str, Any]
 # A handler runs its ordered part, then returns either the response or an
 # awaitable of it (the part that may overlap with the connection's next requests).

@@ -11,8 +11,8 @@ are never shown to Kafka clients as headers:
   headers are not all UTF-8, repeat a key, are not in key order, or use the
   reserved prefix; it then wins over the plain properties.
 - `__kafka.ts`: the Kafka timestamp when event time cannot hold it (<= 0).
-- `__kafka.pid`/`__kafka.epoch`/`__kafka.seq`/`__kafka.n`: on the first message
-  of an idempotent batch, so producer state can be rebuilt from the log.
+- `__kafka.producer`: `pid/epoch/first-sequence/count`, on the first message of
+  an idempotent batch only, so producer state can be rebuilt from the log.
 
 `kafka` format: the producer's record batch verbatim as one message, marked
 `__kafka.entry=batch`.
@@ -34,10 +34,7 @@ P_ENTRY = "__kafka.entry"
 P_KEY = "__kafka.key"
 P_HEADERS = "__kafka.headers"
 P_TS = "__kafka.ts"
-P_PID = "__kafka.pid"
-P_EPOCH = "__kafka.epoch"
-P_SEQ = "__kafka.seq"
-P_COUNT = "__kafka.n"
+P_PRODUCER = "__kafka.producer"
 
 
 class EntryFormat(StrEnum):
@@ -83,14 +80,7 @@ def encode_records(
     if stamp is not None and out:
         first = out[0]
         props = dict(first.properties)
-        props.update(
-            {
-                P_PID: str(stamp.producer_id),
-                P_EPOCH: str(stamp.epoch),
-                P_SEQ: str(stamp.first_seq),
-                P_COUNT: str(stamp.count),
-            }
-        )
+        props[P_PRODUCER] = f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}"
         out[0] = OutgoingMessage(first.payload, props, first.partition_key, first.event_time)
     return out
 
@@ -148,10 +138,9 @@ def decode(msg: PulsarMessage) -> Entry:
         )
     record = decode_record(msg)
     stamp = None
-    if P_PID in props:
-        stamp = ProducerStamp(
-            int(props[P_PID]), int(props[P_EPOCH]), int(props[P_SEQ]), int(props[P_COUNT])
-        )
+    if P_PRODUCER in props:
+        pid, epoch, seq, count = (int(x) for x in props[P_PRODUCER].split("/"))
+        stamp = ProducerStamp(pid, epoch, seq, count)
     size = 21 + len(record.value or b"") + len(record.key or b"")
     size += sum(len(k) + len(v or b"") + 2 for k, v in record.headers)
     return Entry(1, record.timestamp, size, None, record, stamp)

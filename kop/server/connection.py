@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kop.api.api_versions import unsupported_version_response
-from kop.api.context import RequestContext, Services
+from kop.api.context import Namespace, RequestContext, Services
 from kop.api.dispatch import HANDLERS
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameDecoder, FrameTooLarge, encode_frame
@@ -34,7 +34,6 @@ from kop.protocol.messages import (
     is_supported,
     top_level_error_response,
 )
-from kop.pulsar.naming import Namespace
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kop.api.context import Services
-from kop.pulsar.naming import Namespace
+from kop.api.context import Namespace, Services
 from kop.server.connection import Connection, Limits, RequestObserver
 
 log = logging.getLogger(__name__)
