@@ -69,6 +69,7 @@ class LogManager:
         plog = self._logs.pop(topic, None)
         if plog is not None:
             await plog.close()
+        await self._session.close_producer(topic)
         await self._store.forget(topic)
 
     async def flush(self) -> None:

@@ -140,12 +140,23 @@ class PartitionLog:
                     resume = self.index.resume_point
                     start = serialize_at(resume.position) if resume else None
                 reader = await self._session.reader(self.topic, start)
+                expect = self.index.resume_point if skip_through is None else None
                 while True:
                     if not self._ready.is_set() and not await reader.has_more():
                         self._ready.set()
                     msg = await reader.read()
                     if skip_through is not None and msg.position <= skip_through:
                         continue
+                    if expect is not None and msg.position[:2] != expect.position[:2]:
+                        log.warning(
+                            "%s: checkpoint entry %s is gone from Pulsar (found %s); "
+                            "counting on from offset %d so offsets never go backwards",
+                            self.topic,
+                            expect.position,
+                            msg.position,
+                            expect.offset,
+                        )
+                    expect = None
                     self._observe(msg)
                     backoff = 0.2
             except asyncio.CancelledError:
@@ -200,6 +211,8 @@ class PartitionLog:
     def data_changed(self) -> asyncio.Future[None]:
         """A future resolved when the next message is observed (for long-poll fetches)."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if len(self._data_waiters) >= 64:  # fetches that gave up on an idle partition
+            self._data_waiters = [w for w in self._data_waiters if not w.done()]
         self._data_waiters.append(fut)
         return fut
 
