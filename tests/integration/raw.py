@@ -4,12 +4,15 @@ independently of kop's own codec module."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import socket
 import struct
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 from kio.serial import entity_reader, entity_writer
 
 
@@ -55,6 +58,21 @@ class RawClient:
         correlation, payload = self.encode(api_key, version, **fields)
         self.send_frame(payload)
         return self.decode(api_key, version, correlation, self.recv_frame())
+
+    def produce_fields(self, topic: str, records: bytes, acks: int = -1) -> dict[str, Any]:
+        partition = PartitionProduceData(index=0, records=records)
+        return {
+            "transactional_id": None,
+            "acks": acks,
+            "timeout": datetime.timedelta(seconds=30),
+            "topic_data": (TopicProduceData(name=topic, partition_data=(partition,)),),
+        }
+
+    def produce(self, topic: str, records: bytes, acks: int = -1) -> tuple[ErrorCode, int]:
+        """Produce v9 to partition 0: (error code, base offset)."""
+        resp = self.request(0, 9, **self.produce_fields(topic, records, acks))
+        part = resp.responses[0].partition_responses[0]
+        return part.error_code, part.base_offset
 
     @staticmethod
     def decode(api_key: int, version: int, correlation: int, frame: bytes) -> Any:

@@ -3,12 +3,10 @@ answer or a closed connection — never a crash, and other clients never notice.
 
 from __future__ import annotations
 
-import datetime
 import struct
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from kop.protocol.records import Record, build_batch
 from tests.integration.clients import PRODUCERS, Rec, kp_consume
@@ -23,19 +21,7 @@ def _still_serving(kop: KopProcess, topic: str) -> None:
 
 
 def _produce(client: RawClient, topic: str, records: bytes) -> ErrorCode:
-    resp = client.request(
-        0,
-        9,
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=30),
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=0, records=records),)
-            ),
-        ),
-    )
-    return resp.responses[0].partition_responses[0].error_code
+    return client.produce(topic, records, acks=1)[0]
 
 
 def test_too_new_api_versions_gets_unsupported_version_and_the_ranges(kop: KopProcess) -> None:
@@ -102,19 +88,7 @@ def test_unknown_topic_and_partition_are_reported(kop: KopProcess, topic: str) -
     client = RawClient(kop.port)
     batch = build_batch([Record(0, 1, None, b"v")])
     assert _produce(client, f"{topic}-never-created", batch) == ErrorCode.unknown_topic_or_partition
-    resp = client.request(
-        0,
-        9,
-        transactional_id=None,
-        acks=1,
-        timeout=datetime.timedelta(seconds=30),
-        topic_data=(
-            TopicProduceData(
-                name="bad/name", partition_data=(PartitionProduceData(index=0, records=batch),)
-            ),
-        ),
-    )
-    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.invalid_topic_exception
+    assert _produce(client, "bad/name", batch) == ErrorCode.invalid_topic_exception
     client.close()
 
 
@@ -124,18 +98,7 @@ def test_pipelined_requests_are_answered_in_order(kop: KopProcess, topic: str) -
     sent = []
     for i in range(20):
         batch = build_batch([Record(0, 1, None, f"p{i}".encode())])
-        correlation, payload = client.encode(
-            0,
-            9,
-            transactional_id=None,
-            acks=-1,
-            timeout=datetime.timedelta(seconds=30),
-            topic_data=(
-                TopicProduceData(
-                    name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
-                ),
-            ),
-        )
+        correlation, payload = client.encode(0, 9, **client.produce_fields(topic, batch))
         client.send_frame(payload)
         sent.append(correlation)
     offsets = []

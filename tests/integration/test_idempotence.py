@@ -8,7 +8,6 @@ import datetime
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from kop.protocol.records import Record, build_batch
 from tests.integration.admin import create_topic
@@ -18,20 +17,7 @@ from tests.integration.raw import RawClient
 
 
 def _produce(client: RawClient, topic: str, batch: bytes) -> tuple[ErrorCode, int]:
-    resp = client.request(
-        0,
-        9,
-        transactional_id=None,
-        acks=-1,
-        timeout=datetime.timedelta(seconds=30),
-        topic_data=(
-            TopicProduceData(
-                name=topic, partition_data=(PartitionProduceData(index=0, records=batch),)
-            ),
-        ),
-    )
-    part = resp.responses[0].partition_responses[0]
-    return part.error_code, part.base_offset
+    return client.produce(topic, batch)
 
 
 def _batch(pid: int, epoch: int, seq: int, n: int, tag: str) -> bytes:
