@@ -12,6 +12,7 @@ import logging
 
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.partition_log import LogSettings, PartitionLog
+from kop.protocol.errors import ErrorCode, KafkaError
 from kop.pulsar.client import PulsarSession
 
 log = logging.getLogger(__name__)
@@ -41,18 +42,24 @@ class LogManager:
         return dict(self._logs)
 
     async def partition(self, topic: str) -> PartitionLog:
+        """The partition's log, opened on first use. Opening (catching up from the
+        last checkpoint) goes on in the background past `open_timeout_s`; callers
+        meanwhile get a retriable LEADER_NOT_AVAILABLE, as from a Kafka broker
+        still loading a partition."""
         existing = self._logs.get(topic)
         if existing is not None:
             return existing
         task = self._opening.get(topic)
         if task is None:
-            task = asyncio.create_task(self._open(topic))
+            task = asyncio.create_task(self._open(topic), name=f"open:{topic}")
             self._opening[topic] = task
+            task.add_done_callback(lambda _t: self._opening.pop(topic, None))
         try:
-            return await asyncio.shield(task)
-        finally:
-            if task.done():
-                self._opening.pop(topic, None)
+            return await asyncio.wait_for(asyncio.shield(task), self._settings.open_timeout_s)
+        except TimeoutError:
+            raise KafkaError(
+                ErrorCode.leader_not_available, f"{topic} is still catching up with Pulsar"
+            ) from None
 
     async def _open(self, topic: str) -> PartitionLog:
         plog = PartitionLog(self._session, self._store, topic, self._settings)
@@ -91,6 +98,8 @@ class LogManager:
             await self.flush()
 
     async def close(self) -> None:
+        for task in list(self._opening.values()):
+            task.cancel()
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

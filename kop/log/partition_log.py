@@ -91,14 +91,9 @@ class PartitionLog:
     # -- lifecycle ---------------------------------------------------------
 
     async def open(self) -> None:
+        """Start following the partition; returns once caught up with its end."""
         self._task = asyncio.create_task(self._follow(), name=f"tail:{self.topic}")
-        try:
-            await asyncio.wait_for(self._ready.wait(), self._settings.open_timeout_s)
-        except TimeoutError as exc:
-            raise KafkaError(
-                ErrorCode.leader_not_available,
-                f"partition {self.topic} not caught up: {self.last_error or 'timed out'}",
-            ) from exc
+        await self._ready.wait()
 
     async def close(self) -> None:
         self._closed = True
