@@ -7,13 +7,12 @@ loads them and resumes counting from the last one instead of rescanning.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections import defaultdict
 
 from kop.log.offset_index import Checkpoint
-from kop.pulsar.client import OutgoingMessage, PulsarSession
+from kop.pulsar.client import IDLE, OutgoingMessage, PulsarSession
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +26,10 @@ class CheckpointStore:
     async def load(self) -> None:
         found: dict[str, dict[int, Checkpoint]] = defaultdict(dict)
         reader = await self._session.reader(self.topic, None, compacted=True)
+        reader.report_idle()
         count = 0
         try:
-            while await reader.has_more():
-                msg = await reader.read()
+            while (msg := await reader.read()) is not IDLE:
                 partition, _, offset_text = msg.partition_key.rpartition("|")
                 offset = int(offset_text)
                 count += 1
@@ -49,7 +48,7 @@ class CheckpointStore:
 
     async def save(self, partition: str, checkpoints: list[Checkpoint]) -> None:
         producer = await self._session.producer(self.topic)
-        futures = []
+        messages = []
         for c in checkpoints:
             body = {
                 "l": c.position[0],
@@ -57,12 +56,10 @@ class CheckpointStore:
                 "b": c.position[2],
                 "t": c.max_ts_before,
             }
-            futures.append(
-                producer.send(
-                    OutgoingMessage(json.dumps(body).encode(), {}, _key(partition, c.offset), None)
-                )
+            messages.append(
+                OutgoingMessage(json.dumps(body).encode(), {}, _key(partition, c.offset), None)
             )
-        await asyncio.gather(*futures)
+        await producer.send_all(messages)
         self._loaded.setdefault(partition, []).extend(checkpoints)
 
     async def forget(self, partition: str) -> None:
@@ -71,11 +68,8 @@ class CheckpointStore:
         if not stale:
             return
         producer = await self._session.producer(self.topic)
-        await asyncio.gather(
-            *(
-                producer.send(OutgoingMessage(None, {}, _key(partition, c.offset), None))
-                for c in stale
-            )
+        await producer.send_all(
+            [OutgoingMessage(None, {}, _key(partition, c.offset), None) for c in stale]
         )
 
 

@@ -33,6 +33,7 @@ class LogManager:
         self._logs: dict[str, PartitionLog] = {}
         self._opening: dict[str, asyncio.Task[PartitionLog]] = {}
         self._flusher: asyncio.Task[None] | None = None
+        self._flush_lock = asyncio.Lock()
 
     async def start(self) -> None:
         await self._store.load()
@@ -73,13 +74,18 @@ class LogManager:
 
     async def drop(self, topic: str) -> None:
         """The Pulsar partition was deleted: stop following it and forget its index."""
-        plog = self._logs.pop(topic, None)
-        if plog is not None:
-            await plog.close()
-        await self._session.close_producer(topic)
-        await self._store.forget(topic)
+        async with self._flush_lock:  # a flush in flight must not re-add its checkpoints
+            plog = self._logs.pop(topic, None)
+            if plog is not None:
+                await plog.close()
+            await self._session.close_producer(topic)
+            await self._store.forget(topic)
 
     async def flush(self) -> None:
+        async with self._flush_lock:
+            await self._flush()
+
+    async def _flush(self) -> None:
         for topic, plog in list(self._logs.items()):
             checkpoints = plog.take_unpersisted()
             if not checkpoints:

@@ -26,7 +26,14 @@ from kop.log.offset_index import Checkpoint, OffsetIndex, Position
 from kop.log.producer_state import ProducerStates
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, Record, build_batch, iter_records, with_base_offset
-from kop.pulsar.client import PulsarError, PulsarMessage, PulsarSession, Reader, serialize_at
+from kop.pulsar.client import (
+    IDLE,
+    PulsarError,
+    PulsarMessage,
+    PulsarSession,
+    Reader,
+    serialize_at,
+)
 
 log = logging.getLogger(__name__)
 
@@ -135,11 +142,14 @@ class PartitionLog:
                     resume = self.index.resume_point
                     start = serialize_at(resume.position) if resume else None
                 reader = await self._session.reader(self.topic, start)
+                if not self._ready.is_set():
+                    reader.report_idle()
                 expect = self.index.resume_point if skip_through is None else None
                 while True:
-                    if not self._ready.is_set() and not await reader.has_more():
-                        self._ready.set()
                     msg = await reader.read()
+                    if msg is IDLE:
+                        self._ready.set()
+                        continue
                     if skip_through is not None and msg.position <= skip_through:
                         continue
                     if expect is not None and msg.position[:2] != expect.position[:2]:
@@ -238,7 +248,7 @@ class PartitionLog:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self.topic} is closed")
         producer = await self._session.producer(self.topic)
         loop = asyncio.get_running_loop()
-        planned: list[tuple[BatchHeader, asyncio.Future[int] | None, list[Any]]] = []
+        planned: list[tuple[BatchHeader, asyncio.Future[int] | None, asyncio.Future[Position]]] = []
         duplicates: list[PendingOffset] = []
         async with self._append_lock:
             for head, batch in batches:
@@ -270,12 +280,12 @@ class PartitionLog:
                     messages = [entry_format.encode_batch(batch, head)]
                 else:
                     messages = entry_format.encode_records(list(iter_records(batch)), stamp)
-                planned.append((head, handle, [producer.send(m) for m in messages]))
+                planned.append((head, handle, producer.send_all(messages)))
         return self._finish_append(planned, duplicates)
 
     async def _finish_append(
         self,
-        planned: list[tuple[BatchHeader, asyncio.Future[int] | None, list[Any]]],
+        planned: list[tuple[BatchHeader, asyncio.Future[int] | None, asyncio.Future[Position]]],
         duplicates: list[PendingOffset],
     ) -> int:
         base: int | None = None
@@ -284,12 +294,8 @@ class PartitionLog:
             base = offset if base is None else base
         for head, handle, sends in planned:
             try:
-                positions = await asyncio.wait_for(
-                    asyncio.gather(*sends), self._settings.write_timeout_s
-                )
-                offset = await asyncio.wait_for(
-                    self._offset_of(positions[0]), self._settings.write_timeout_s
-                )
+                async with asyncio.timeout(self._settings.write_timeout_s):
+                    offset = await self._offset_of(await sends)
             except (TimeoutError, PulsarError) as exc:
                 if handle is not None:
                     self.producers.forget_from(head.producer_id, head.base_sequence)
@@ -401,16 +407,17 @@ class PartitionLog:
         out: list[LogEntry] = []
         size = 0
         try:
-            while cursor.next_offset < hw and not (out and size >= max_bytes):
-                if self._tail_offsets and cursor.next_offset >= self._tail_offsets[0]:
-                    break
-                msg = await asyncio.wait_for(cursor.reader.read(), self._settings.write_timeout_s)
-                entry = entry_format.decode(msg)
-                item = LogEntry(cursor.next_offset, entry)
-                cursor.next_offset += entry.count
-                if item.last_offset >= offset:
-                    out.append(item)
-                    size += entry.size
+            async with asyncio.timeout(self._settings.write_timeout_s):
+                while cursor.next_offset < hw and not (out and size >= max_bytes):
+                    if self._tail_offsets and cursor.next_offset >= self._tail_offsets[0]:
+                        break
+                    msg = await cursor.reader.read()
+                    entry = entry_format.decode(msg)
+                    item = LogEntry(cursor.next_offset, entry)
+                    cursor.next_offset += entry.count
+                    if item.last_offset >= offset:
+                        out.append(item)
+                        size += entry.size
         except (TimeoutError, PulsarError) as exc:
             await cursor.reader.close()
             raise KafkaError(ErrorCode.kafka_storage_error, f"reading {self.topic}: {exc}") from exc

@@ -8,9 +8,13 @@ builder and complete an asyncio future from the client's callback thread.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
+import queue
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,39 +65,110 @@ def message_id_at(position: Position, partition: int = -1) -> pulsar.MessageId:
     return pulsar.MessageId(partition, ledger, entry, -1)
 
 
+IDLE = object()  # a pump's marker: everything before it was all the topic had
+
+
 class Reader:
-    """An in-order reader of one topic (partition), non-durable: it pins no data."""
+    """An in-order, non-durable reader of one topic (partition): it pins no data.
 
-    def __init__(self, reader: pulsar_asyncio.Reader) -> None:
-        self._reader = reader
+    A pump thread drains the C++ reader in blocking calls (they release the GIL)
+    and hands messages to the event loop in batches, one loop wake-up per batch
+    instead of one future per message. A bounded hand-off queue keeps a reader
+    nobody consumes from buffering more than a few batches.
+    """
 
-    async def read(self) -> PulsarMessage:
-        try:
-            msg = await self._reader.read_next()
-        except pulsar_asyncio.PulsarException as exc:
-            raise PulsarError(f"read failed: {exc}") from exc
-        raw = msg._message
-        mid = raw.message_id()
-        return PulsarMessage(
-            position=position_of(mid),
-            message_id=mid.serialize(),
-            payload=raw.data(),
-            null_value=raw.has_null_value(),
-            properties=raw.properties(),
-            partition_key=raw.partition_key(),
-            event_time=raw.event_timestamp(),
-            publish_time=raw.publish_timestamp(),
-        )
+    _BATCH = 500
+    _POLL_MS = 100
 
-    async def has_more(self) -> bool:
-        try:
-            return bool(await self._reader.has_message_available())
-        except pulsar_asyncio.PulsarException as exc:
-            raise PulsarError(f"has_message_available failed: {exc}") from exc
+    def __init__(self, reader: Any, topic: str) -> None:
+        self._raw = reader
+        self.topic = topic
+        self._loop = asyncio.get_running_loop()
+        self._handoff: queue.Queue[list[Any] | BaseException] = queue.Queue(maxsize=4)
+        self._wakeup = asyncio.Event()
+        self._pending: collections.deque[Any] = collections.deque()
+        self._closed = threading.Event()
+        self._report_idle = False
+        self._thread = threading.Thread(target=self._pump, name=f"reader:{topic}", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        while not self._closed.is_set():
+            try:
+                batch: list[Any] = [_convert(self._raw.read_next(self._POLL_MS))]
+                while len(batch) < self._BATCH:
+                    try:
+                        batch.append(_convert(self._raw.read_next(0)))
+                    except _pulsar.Timeout:
+                        if self._caught_up():
+                            batch.append(IDLE)
+                        break
+            except _pulsar.Timeout:
+                if not self._caught_up():
+                    continue
+                batch = [IDLE]
+            except Exception as exc:
+                if not self._closed.is_set():
+                    self._put(PulsarError(f"read from {self.topic} failed: {exc}"))
+                return
+            self._put(batch)
+
+    def _caught_up(self) -> bool:
+        """Once asked (report_idle), true when nothing more is in the topic now."""
+        if self._report_idle and not self._raw.has_message_available():
+            self._report_idle = False
+            return True
+        return False
+
+    def _put(self, item: list[Any] | BaseException) -> None:
+        while not self._closed.is_set():
+            try:
+                self._handoff.put(item, timeout=0.2)
+            except queue.Full:
+                continue
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                self._loop.call_soon_threadsafe(self._wakeup.set)
+            return
+
+    async def read(self) -> Any:
+        """The next message, or IDLE once after `report_idle()` when the reader has
+        delivered everything the topic held."""
+        while not self._pending:
+            try:
+                item = self._handoff.get_nowait()
+            except queue.Empty:
+                self._wakeup.clear()
+                if self._handoff.empty():
+                    await self._wakeup.wait()
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            self._pending.extend(item)
+        return self._pending.popleft()
+
+    def report_idle(self) -> None:
+        """Ask for one IDLE marker when the reader has caught up with the topic."""
+        self._report_idle = True
 
     async def close(self) -> None:
-        with contextlib.suppress(pulsar_asyncio.PulsarException):
-            await self._reader.close()
+        self._closed.set()
+        await asyncio.to_thread(self._thread.join, 2.0)
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(self._raw.close)
+
+
+def _convert(raw: Any) -> PulsarMessage:
+    mid = raw.message_id()
+    return PulsarMessage(
+        position=(mid.ledger_id(), mid.entry_id(), mid.batch_index()),
+        message_id=mid.serialize(),
+        payload=raw.data(),
+        null_value=raw.has_null_value(),
+        properties=raw.properties(),
+        partition_key=raw.partition_key(),
+        event_time=raw.event_timestamp(),
+        publish_time=raw.publish_timestamp(),
+    )
 
 
 class Producer:
@@ -101,20 +176,17 @@ class Producer:
         self._producer = producer._producer  # the C++ producer, for null values
 
     def send(self, message: OutgoingMessage) -> asyncio.Future[Position]:
-        """Enqueue a send (order is enqueue order) and return a future for its position."""
-        builder = _pulsar.MessageBuilder()
-        if message.payload is None:
-            builder.set_null_value()
-        else:
-            builder.content(message.payload)
-        for k, v in message.properties.items():
-            builder.property(k, v)
-        if message.partition_key is not None:
-            builder.partition_key(message.partition_key)
-        if message.event_time is not None and message.event_time > 0:
-            builder.event_timestamp(message.event_time)
+        """Enqueue one send (order is enqueue order); the future gets its position."""
+        return self.send_all([message])
+
+    def send_all(self, messages: Sequence[OutgoingMessage]) -> asyncio.Future[Position]:
+        """Enqueue sends in order; the future gets the first message's position once
+        Pulsar has acknowledged all of them (or the first failure). Acknowledgements
+        are counted in the client's thread, so the event loop wakes once per call."""
         future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
-        self._producer.send_async(builder.build(), functools.partial(_complete, future))
+        tracker = _AckTracker(future, len(messages))
+        for i, message in enumerate(messages):
+            self._producer.send_async(_build(message), functools.partial(tracker.done, i))
         return future
 
     async def close(self) -> None:
@@ -122,6 +194,53 @@ class Producer:
         self._producer.close_async(functools.partial(_complete, future))
         with contextlib.suppress(PulsarError):
             await future
+
+
+def _build(message: OutgoingMessage) -> Any:
+    builder = _pulsar.MessageBuilder()
+    if message.payload is None:
+        builder.set_null_value()
+    else:
+        builder.content(message.payload)
+    for k, v in message.properties.items():
+        builder.property(k, v)
+    if message.partition_key is not None:
+        builder.partition_key(message.partition_key)
+    if message.event_time is not None and message.event_time > 0:
+        builder.event_timestamp(message.event_time)
+    return builder.build()
+
+
+class _AckTracker:
+    """Counts a group's acknowledgements in the Pulsar client's thread."""
+
+    def __init__(self, future: asyncio.Future[Position], count: int) -> None:
+        self._future = future
+        self._left = count
+        self._first: Position | None = None
+        self._failed = False
+        self._lock = threading.Lock()
+
+    def done(self, index: int, result: Any, msg_id: Any = None) -> None:
+        with self._lock:
+            if self._failed:
+                return
+            if result != _pulsar.Result.Ok:
+                self._failed = True
+                _complete(self._future, result)
+                return
+            if index == 0:
+                self._first = position_of(msg_id)
+            self._left -= 1
+            if self._left:
+                return
+        future, first = self._future, self._first
+        future.get_loop().call_soon_threadsafe(_resolve, future, first)
+
+
+def _resolve(future: asyncio.Future[Position], position: Position | None) -> None:
+    if not future.done() and position is not None:
+        future.set_result(position)
 
 
 def _complete(future: asyncio.Future[Position], result: Any, value: Any = None) -> None:
@@ -194,7 +313,7 @@ class PulsarSession:
         start: bytes | None,
         *,
         inclusive: bool = True,
-        queue: int = 1000,
+        prefetch: int = 1000,
         compacted: bool = False,
     ) -> Reader:
         """A reader from serialized message id `start` (None = earliest)."""
@@ -205,13 +324,13 @@ class PulsarSession:
             raw = await self._client.create_reader(
                 topic,
                 start_id,
-                receiver_queue_size=queue,
+                receiver_queue_size=prefetch,
                 start_message_id_inclusive=inclusive,
                 is_read_compacted=compacted,
             )
         except pulsar_asyncio.PulsarException as exc:
             raise PulsarError(f"cannot create reader on {topic}: {exc}") from exc
-        return Reader(raw)
+        return Reader(raw._reader, topic)
 
     async def close(self) -> None:
         for topic in list(self._producers):
