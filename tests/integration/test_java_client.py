@@ -24,8 +24,15 @@ def java_classpath() -> str:
         staging = CACHE.with_suffix(".partial")
         shutil.rmtree(staging, ignore_errors=True)
         subprocess.run(
-            ["mvn", "-B", "-q", "-f", str(JAVA_DIR / "pom.xml"), "dependency:copy-dependencies",
-             f"-DoutputDirectory={staging}"],
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "-f",
+                str(JAVA_DIR / "pom.xml"),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging}",
+            ],
             check=True,
         )
         shutil.rmtree(CACHE, ignore_errors=True)
@@ -35,13 +42,26 @@ def java_classpath() -> str:
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_java_client_roundtrip(kop: KopProcess, topic: str, java_classpath: str, codec: str) -> None:
+def test_java_client_roundtrip(
+    kop: KopProcess, topic: str, java_classpath: str, codec: str
+) -> None:
     fmt = "kafka" if codec in ("lz4", "zstd") else "pulsar"
     n = 40
     out = subprocess.run(
-        ["java", "-cp", java_classpath, str(JAVA_DIR / "KafkaRoundTrip.java"),
-         kop.bootstrap, topic, codec, fmt, str(n)],
-        capture_output=True, text=True, timeout=180,
+        [
+            "java",
+            "-cp",
+            java_classpath,
+            str(JAVA_DIR / "KafkaRoundTrip.java"),
+            kop.bootstrap,
+            topic,
+            codec,
+            fmt,
+            str(n),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
