@@ -64,6 +64,7 @@ class _Cursor:
     def __init__(self, reader: Reader, next_offset: int) -> None:
         self.reader = reader
         self.next_offset = next_offset
+        self.last_position: Position | None = None
 
 
 PendingOffset = int | asyncio.Future[int]
@@ -150,8 +151,9 @@ class PartitionLog:
                     if msg is IDLE:
                         self._ready.set()
                         continue
-                    if skip_through is not None and msg.position <= skip_through:
-                        continue
+                    last = self._last_position
+                    if last is not None and msg.position <= last:
+                        continue  # re-delivered after a reconnect: counted already
                     if expect is not None and msg.position[:2] != expect.position[:2]:
                         log.warning(
                             "%s: checkpoint entry %s is gone from Pulsar (found %s); "
@@ -412,6 +414,9 @@ class PartitionLog:
                     if self._tail_offsets and cursor.next_offset >= self._tail_offsets[0]:
                         break
                     msg = await cursor.reader.read()
+                    if cursor.last_position is not None and msg.position <= cursor.last_position:
+                        continue  # re-delivered after a reconnect: counted already
+                    cursor.last_position = msg.position
                     entry = entry_format.decode(msg)
                     item = LogEntry(cursor.next_offset, entry)
                     cursor.next_offset += entry.count
