@@ -1,0 +1,177 @@
+"""Shared pieces: the workload, progress lines, phase results, CPU accounting."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MB = 1_000_000  # throughput is reported in MB/s = 10^6 bytes of key+value per second
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Workload:
+    records: int  # per throughput phase
+    value_bytes: int = 1024
+    key_bytes: int = 16
+    latency_records: int = 2000
+    warmup_records: int = 10_000
+    max_phase_s: float = 60.0  # a throughput phase stops producing after this long
+    linger_ms: int = 5
+    batch_bytes: int = 256 * 1024
+
+    def key(self, i: int) -> str:
+        return f"{i:0{self.key_bytes}d}"
+
+    @property
+    def record_bytes(self) -> int:
+        return self.value_bytes + self.key_bytes
+
+
+class Values:
+    """A pool of incompressible values; record i carries values[i % len]."""
+
+    def __init__(self, size: int, count: int = 257, seed: int = 7) -> None:
+        rnd = random.Random(seed)
+        self.pool = [rnd.randbytes(size) for _ in range(count)]
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.pool[i % len(self.pool)]
+
+
+def log(line: str) -> None:
+    """Progress goes to stderr so stdout holds the report."""
+    print(line, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """Prints `label  t  done/total  MB/s  rec/s` at most every `every` seconds."""
+
+    def __init__(self, label: str, total: int, record_bytes: int, every: float = 2.0) -> None:
+        self.label = label
+        self.total = total
+        self.record_bytes = record_bytes
+        self.every = every
+        self.start = time.perf_counter()
+        self._last_t = self.start
+        self._last_n = 0
+
+    def tick(self, done: int, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self._last_t < self.every:
+            return
+        dt = max(now - self._last_t, 1e-9)
+        rate = (done - self._last_n) / dt
+        log(
+            f"  {self.label:<28} {now - self.start:6.1f}s {done:>9}/{self.total:<9} "
+            f"{rate * self.record_bytes / MB:7.1f} MB/s {rate:9.0f} rec/s"
+        )
+        self._last_t, self._last_n = now, done
+
+
+@dataclass
+class CpuSample:
+    wall: float
+    ticks: dict[str, int]
+
+
+class CpuMeter:
+    """CPU seconds used per process (client = this process, kop, pulsar JVM) over a phase."""
+
+    def __init__(self) -> None:
+        self.pids: dict[str, int] = {}
+
+    def sample(self) -> CpuSample:
+        ticks = {"client": _self_ticks()}
+        for name, pid in self.pids.items():
+            t = _proc_ticks(pid)
+            if t is not None:
+                ticks[name] = t
+        return CpuSample(time.perf_counter(), ticks)
+
+    @staticmethod
+    def usage(a: CpuSample, b: CpuSample) -> dict[str, float]:
+        """Average cores used by each process between two samples (1.0 = one core)."""
+        wall = max(b.wall - a.wall, 1e-9)
+        return {
+            k: round((b.ticks[k] - a.ticks[k]) / _TICK / wall, 2) for k in b.ticks if k in a.ticks
+        }
+
+
+def _self_ticks() -> int:
+    t = os.times()  # children: the Java client, once reaped (it runs inside one phase)
+    return round((t.user + t.system + t.children_user + t.children_system) * _TICK)
+
+
+def _proc_ticks(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def find_pulsar_pid() -> int | None:
+    """The standalone broker's JVM, found by its main class (read-only /proc scan)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"PulsarStandaloneStarter" in cmd and b"java" in cmd:
+            return int(entry.name)
+    return None
+
+
+@dataclass
+class PhaseResult:
+    target: str  # "kop(kafka)", "kop(pulsar)", "native"
+    phase: str  # "produce", "consume", "latency"
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    errors: int = 0
+    latencies_ms: list[float] = field(default_factory=list, repr=False)
+    cpu: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def mb_s(self) -> float:
+        return self.bytes / MB / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rec_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        data = sorted(self.latencies_ms)
+        return data[max(0, math.ceil(q / 100 * len(data)) - 1)]  # nearest rank
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("latencies_ms")
+        if self.phase == "latency":
+            lat = self.latencies_ms
+            out["latency_ms"] = {
+                "p50": round(self.percentile(50), 3),
+                "p99": round(self.percentile(99), 3),
+                "max": round(max(lat), 3) if lat else None,
+                "mean": round(statistics.fmean(lat), 3) if lat else None,
+            }
+        else:
+            out["mb_s"] = round(self.mb_s, 2)
+            out["records_s"] = round(self.rec_s, 1)
+        out["seconds"] = round(self.seconds, 3)
+        return out

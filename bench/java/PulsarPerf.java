@@ -1,0 +1,118 @@
+// Reference Pulsar client for the kop bench (Java, pulsar-client-original from the
+// broker's own classpath): the same workload as bench/native_side.py without the
+// Python client's per-message overhead. Run by bench/java_side.py:
+//   java -cp '<pulsar>/lib/*' PulsarPerf.java produce|consume|latency URL TOPIC N
+//        VALUE_BYTES KEY_BYTES LINGER_MS BATCH_BYTES MAX_SECONDS [WARM_TOPIC WARM_N]
+// (produce/consume first write/read WARM_N records of WARM_TOPIC, unmeasured, to warm the JIT)
+// Progress lines go to stderr; the last stdout line is
+//   RESULT <records> <seconds> <errors> [latencies in ms, comma separated]
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pulsar.client.api.CompressionType;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Reader;
+
+public class PulsarPerf {
+    public static void main(String[] a) throws Exception {
+        String mode = a[0], url = a[1], topic = a[2];
+        int n = Integer.parseInt(a[3]), valueBytes = Integer.parseInt(a[4]);
+        int keyBytes = Integer.parseInt(a[5]), lingerMs = Integer.parseInt(a[6]);
+        int batchBytes = Integer.parseInt(a[7]);
+        double maxSeconds = Double.parseDouble(a[8]);
+        Random rnd = new Random(7);
+        byte[][] values = new byte[257][valueBytes];
+        for (byte[] v : values) rnd.nextBytes(v);
+        String fmt = "%0" + keyBytes + "d";
+        try (PulsarClient client = PulsarClient.builder().serviceUrl(url)
+                .ioThreads(1).listenerThreads(1).build()) {
+            switch (mode) {
+                case "produce" -> {
+                    if (a.length > 10) {
+                        produce(client, a[9], Integer.parseInt(a[10]), values, fmt, lingerMs, batchBytes,
+                                maxSeconds, true);
+                    }
+                    produce(client, topic, n, values, fmt, lingerMs, batchBytes, maxSeconds, false);
+                }
+                case "consume" -> {
+                    if (a.length > 10) consume(client, a[9], Integer.parseInt(a[10]), fmt, true);
+                    consume(client, topic, n, fmt, false);
+                }
+                case "latency" -> latency(client, topic, n, values, fmt);
+                default -> throw new IllegalArgumentException(mode);
+            }
+        }
+    }
+
+    static void produce(PulsarClient client, String topic, int n, byte[][] values, String fmt,
+                        int lingerMs, int batchBytes, double maxSeconds, boolean warm) throws Exception {
+        Producer<byte[]> p = client.newProducer().topic(topic)
+                .enableBatching(true).batchingMaxPublishDelay(lingerMs, TimeUnit.MILLISECONDS)
+                .batchingMaxBytes(batchBytes).batchingMaxMessages(100_000)
+                .blockIfQueueFull(true).maxPendingMessages(10_000)
+                .compressionType(CompressionType.NONE).sendTimeout(120, TimeUnit.SECONDS).create();
+        AtomicLong acked = new AtomicLong(), errors = new AtomicLong();
+        long start = System.nanoTime(), lastPrint = start;
+        int sent = 0;
+        for (int i = 0; i < n; i++) {
+            p.newMessage().key(String.format(fmt, i)).value(values[i % values.length]).sendAsync()
+                    .whenComplete((id, ex) -> { if (ex == null) acked.incrementAndGet(); else errors.incrementAndGet(); });
+            sent++;
+            if ((i & 1023) == 0) {
+                long now = System.nanoTime();
+                if (now - lastPrint > 2_000_000_000L && !warm) {
+                    System.err.println("PROGRESS " + acked.get());
+                    lastPrint = now;
+                }
+                if ((now - start) / 1e9 > maxSeconds) break;
+            }
+        }
+        p.flush();
+        double secs = (System.nanoTime() - start) / 1e9;
+        p.close();
+        if (!warm) System.out.println("RESULT " + sent + " " + secs + " " + errors.get());
+    }
+
+    static void consume(PulsarClient client, String topic, int n, String fmt, boolean warm) throws Exception {
+        long start = System.nanoTime(), lastPrint = start;
+        Reader<byte[]> r = client.newReader().topic(topic).startMessageId(MessageId.earliest)
+                .receiverQueueSize(1000).create();
+        int got = 0, errors = 0;
+        while (got < n) {
+            Message<byte[]> m = r.readNext(30, TimeUnit.SECONDS);
+            if (m == null) break;
+            if (!m.getKey().equals(String.format(fmt, got))) errors++;
+            got++;
+            if ((got & 1023) == 0) {
+                long now = System.nanoTime();
+                if (now - lastPrint > 2_000_000_000L && !warm) {
+                    System.err.println("PROGRESS " + got);
+                    lastPrint = now;
+                }
+            }
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        r.close();
+        if (!warm) System.out.println("RESULT " + got + " " + secs + " " + errors);
+    }
+
+    static void latency(PulsarClient client, String topic, int n, byte[][] values, String fmt) throws Exception {
+        Producer<byte[]> p = client.newProducer().topic(topic).enableBatching(false).create();
+        ArrayList<String> out = new ArrayList<>();
+        int errors = 0;
+        for (int i = 0; i < n + 20; i++) {
+            long t0 = System.nanoTime();
+            try {
+                p.newMessage().key(String.format(fmt, i)).value(values[i % values.length]).send();
+            } catch (Exception e) { errors++; continue; }
+            if (i >= 20) out.add(String.valueOf((System.nanoTime() - t0) / 1e6));
+        }
+        p.close();
+        System.out.println("RESULT " + out.size() + " 0 " + errors + " " + String.join(",", out));
+    }
+}

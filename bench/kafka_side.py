@@ -1,0 +1,209 @@
+"""The Kafka-client side of the bench (confluent-kafka / librdkafka) against kop."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench.common import Progress, Values, Workload
+
+client_log = logging.getLogger("bench.librdkafka")
+
+
+def _base(bootstrap: str) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "logger": client_log}
+
+
+def create_topics(bootstrap: str, topics: dict[str, str]) -> None:
+    """Create 1-partition topics; `topics` maps name -> kop.entry.format."""
+    admin = AdminClient(_base(bootstrap))
+    new = [NewTopic(name, 1, 1, config={"kop.entry.format": fmt}) for name, fmt in topics.items()]
+    for name, fut in admin.create_topics(new, operation_timeout=30, request_timeout=60).items():
+        try:
+            fut.result(60)
+        except KafkaException as exc:
+            raise RuntimeError(f"create topic {name}: {exc}") from exc
+
+
+def delete_topics(bootstrap: str, names: list[str]) -> list[str]:
+    """Delete topics; returns the errors (names with reasons) instead of raising."""
+    admin = AdminClient(_base(bootstrap))
+    failed = []
+    for name, fut in admin.delete_topics(names, operation_timeout=30, request_timeout=60).items():
+        try:
+            fut.result(60)
+        except KafkaException as exc:
+            failed.append(f"{name}: {exc}")
+    return failed
+
+
+def producer_config(bootstrap: str, w: Workload) -> dict[str, Any]:
+    return {
+        **_base(bootstrap),
+        "acks": "all",
+        "linger.ms": w.linger_ms,
+        "batch.size": w.batch_bytes,
+        "compression.type": "none",
+        "enable.idempotence": False,
+        # ~20 MB queued: plenty for throughput, and a time-capped phase drains in seconds
+        "queue.buffering.max.messages": 20_000,
+        "message.timeout.ms": 120_000,
+    }
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    w: Workload,
+    values: Values,
+    count: int,
+    label: str,
+    quiet: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> tuple[int, float, int]:
+    """Produce `count` records as fast as the client goes; (records, seconds, errors).
+    Stops early (fewer records) once the phase has run `w.max_phase_s`."""
+    errors: list[Any] = []
+
+    def on_error(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+
+    p = Producer(
+        {
+            **producer_config(bootstrap, w),
+            "delivery.report.only.error": True,
+            "on_delivery": on_error,
+            **(extra or {}),
+        }
+    )
+    p.list_topics(topic, timeout=30)  # metadata before the clock starts
+    keys = [w.key(i).encode() for i in range(count)]
+    prog = Progress(label, count, w.record_bytes)
+    start = time.perf_counter()
+    sent = 0
+    for i in range(count):
+        while True:
+            try:
+                p.produce(topic, values[i], keys[i], partition=0)
+                break
+            except BufferError:
+                p.poll(0.005)
+        sent += 1
+        if not i & 1023:
+            p.poll(0)
+            if not quiet:
+                prog.tick(sent - len(p))
+            if time.perf_counter() - start > w.max_phase_s:
+                break
+    while p.flush(1.0) > 0:
+        if not quiet:
+            prog.tick(sent - len(p))
+        if time.perf_counter() - start > w.max_phase_s * 3:
+            errors.extend([f"{len(p)} records unacknowledged after flush"] * len(p))
+            break
+    elapsed = time.perf_counter() - start
+    if not quiet:
+        prog.tick(sent - len(p), force=True)
+    if errors:
+        client_log.error("%s: %d delivery errors, first: %s", label, len(errors), errors[0])
+    return sent, elapsed, len(errors)
+
+
+def latency(
+    bootstrap: str, topic: str, w: Workload, values: Values, label: str
+) -> tuple[list[float], int]:
+    """One record at a time (linger.ms=0, acks=all): produce -> delivery report, in ms."""
+    p = Producer({**producer_config(bootstrap, w), "linger.ms": 0})
+    p.list_topics(topic, timeout=30)
+    out: list[float] = []
+    errors = 0
+    t0 = 0.0
+
+    def done(err: Any, _msg: Any) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+        else:
+            out.append((time.perf_counter() - t0) * 1000)
+
+    warm = 20
+    prog = Progress(label, w.latency_records, w.record_bytes)
+    for i in range(w.latency_records + warm):
+        if i == warm:
+            out.clear()
+        t0 = time.perf_counter()
+        p.produce(topic, values[i], w.key(i).encode(), partition=0, on_delivery=done)
+        if p.flush(30) > 0:
+            errors += 1
+            break
+        prog.tick(len(out))
+    prog.tick(len(out), force=True)
+    return out, errors
+
+
+def consume(
+    bootstrap: str,
+    topic: str,
+    w: Workload,
+    values: Values,
+    count: int,
+    label: str,
+    quiet: bool = False,
+) -> tuple[int, float, int, str]:
+    """Read `count` records from offset 0 (assign, no group management), checking
+    every offset, key and value; (records, seconds, errors, note)."""
+    c = Consumer(
+        {
+            **_base(bootstrap),
+            "group.id": "kop-bench",  # librdkafka wants one; no commits, no subscribe()
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    got = 0
+    errors = 0
+    note = ""
+    first_error = ""
+    prog = Progress(label, count, w.record_bytes)
+    start = time.perf_counter()
+    c.assign([TopicPartition(topic, 0, 0)])
+    last_data = start
+    try:
+        while got < count:
+            msgs = c.consume(num_messages=10_000, timeout=0.5)
+            now = time.perf_counter()
+            if msgs:
+                last_data = now
+            elif now - last_data > 30:
+                note = f"stalled: no data for 30 s at offset {got}"
+                break
+            for m in msgs:
+                if m.error() is not None:
+                    errors += 1
+                    first_error = first_error or str(m.error())
+                    continue
+                if m.offset() != got or m.key() != w.key(got).encode() or m.value() != values[got]:
+                    errors += 1
+                    first_error = first_error or (
+                        f"offset {m.offset()} (expected {got}) key {m.key()!r} "
+                        f"value ok={m.value() == values[got]}"
+                    )
+                    got = m.offset()
+                got += 1
+            if not quiet:
+                prog.tick(got)
+        elapsed = time.perf_counter() - start
+        if not quiet:
+            prog.tick(got, force=True)
+    finally:
+        c.close()
+    if first_error:
+        note = (note + "; " if note else "") + f"first bad record: {first_error}"
+        client_log.error("%s: %d bad records, first: %s", label, errors, first_error)
+    return min(got, count), elapsed, errors, note
