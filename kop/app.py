@@ -52,7 +52,7 @@ class Gateway:
         await self._check_broker_settings()
         default_ns = Namespace(c.tenant, c.namespace)
         system_tenant, system_name = c.system_namespace.split("/")
-        await self._admin.ensure_namespace(default_ns)
+        await self._admin.serve_namespace(default_ns)
         await self._admin.configure_system_namespace(Namespace(system_tenant, system_name), 1 << 20)
         self._session = PulsarSession(
             c.pulsar_service_url, batching_delay_ms=c.pulsar_batching_delay_ms
@@ -128,13 +128,20 @@ class Gateway:
                 )
 
     async def stop(self) -> None:
-        """In-flight requests finish, checkpoints are flushed, then Pulsar is let go."""
-        if self._listener is not None:
-            await self._listener.stop()
-        if self._http is not None:
-            await self._http.stop()
-        if self._logs is not None:
-            await self._logs.close()
-        if self._session is not None:
-            await self._session.close()
-        await self._admin.close()
+        """In-flight requests finish, checkpoints are flushed, then Pulsar is let go.
+        Every step runs even if one before it failed: a Pulsar client left open at
+        exit aborts the process from its C++ threads."""
+        steps = [
+            self._listener.stop if self._listener is not None else None,
+            self._http.stop if self._http is not None else None,
+            self._logs.close if self._logs is not None else None,
+            self._session.close if self._session is not None else None,
+            self._admin.close,
+        ]
+        for step in steps:
+            if step is None:
+                continue
+            try:
+                await step()
+            except Exception:
+                log.exception("during shutdown")

@@ -59,7 +59,7 @@ class CheckpointStore:
             messages.append(
                 OutgoingMessage(json.dumps(body).encode(), {}, _key(partition, c.offset), None)
             )
-        await producer.send_all(messages)
+        await producer.send_all(messages)[1]
         self._loaded.setdefault(partition, []).extend(checkpoints)
 
     async def forget(self, partition: str) -> None:
@@ -68,9 +68,8 @@ class CheckpointStore:
         if not stale:
             return
         producer = await self._session.producer(self.topic)
-        await producer.send_all(
-            [OutgoingMessage(None, {}, _key(partition, c.offset), None) for c in stale]
-        )
+        tombstones = [OutgoingMessage(None, {}, _key(partition, c.offset), None) for c in stale]
+        await producer.send_all(tombstones)[1]
 
 
 def _key(partition: str, offset: int) -> str:

@@ -32,12 +32,13 @@ from kop.pulsar.client import (
     PulsarMessage,
     PulsarSession,
     Reader,
+    WriteRef,
     serialize_at,
 )
 
 log = logging.getLogger(__name__)
 
-_RECENT_POSITIONS = 65536
+_RECENT_WRITES = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,8 @@ class _Cursor:
 
 
 PendingOffset = int | asyncio.Future[int]
+# A planned write: its batch header, its idempotence handle, its reference, its ack.
+_Planned = tuple[BatchHeader, "asyncio.Future[int] | None", WriteRef, "asyncio.Future[None]"]
 
 
 class PartitionLog:
@@ -83,8 +86,10 @@ class PartitionLog:
         self._tail: list[LogEntry] = []
         self._tail_offsets: list[int] = []
         self._tail_bytes = 0
-        self._recent: OrderedDict[Position, int] = OrderedDict()
-        self._waiters: dict[Position, asyncio.Future[int]] = {}
+        # Offsets of this kop's own writes, by (producer name, message index).
+        self._own_counts: dict[str, int] = {}
+        self._recent: OrderedDict[WriteRef, int] = OrderedDict()
+        self._waiters: dict[WriteRef, asyncio.Future[int]] = {}
         self._data_waiters: list[asyncio.Future[None]] = []
         self._unpersisted: list[Checkpoint] = []
         self._last_position: Position | None = None
@@ -194,12 +199,16 @@ class PartitionLog:
         if entry.stamp is not None:
             s = entry.stamp
             self.producers.record(s.producer_id, s.epoch, s.first_seq, _last_seq(s), base)
-        self._recent[msg.position] = base
-        if len(self._recent) > _RECENT_POSITIONS:
-            self._recent.popitem(last=False)
-        waiter = self._waiters.pop(msg.position, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_result(base)
+        index = self._own_counts.get(msg.producer_name)
+        if index is not None:
+            self._own_counts[msg.producer_name] = index + 1
+            ref = (msg.producer_name, index)
+            self._recent[ref] = base
+            if len(self._recent) > _RECENT_WRITES:
+                self._recent.popitem(last=False)
+            waiter = self._waiters.pop(ref, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(base)
         waiters, self._data_waiters = self._data_waiters, []
         for w in waiters:
             if not w.done():
@@ -223,14 +232,14 @@ class PartitionLog:
         self._data_waiters.append(fut)
         return fut
 
-    async def _offset_of(self, position: Position) -> int:
-        known = self._recent.get(position)
+    async def _offset_of(self, ref: WriteRef) -> int:
+        known = self._recent.get(ref)
         if known is not None:
             return known
-        waiter = self._waiters.get(position)
+        waiter = self._waiters.get(ref)
         if waiter is None:
             waiter = asyncio.get_running_loop().create_future()
-            self._waiters[position] = waiter
+            self._waiters[ref] = waiter
         return await asyncio.shield(waiter)
 
     # -- produce -------------------------------------------------------------
@@ -249,8 +258,10 @@ class PartitionLog:
         if self._closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self.topic} is closed")
         producer = await self._session.producer(self.topic)
+        # Count this producer's messages from here on (before any can be observed).
+        self._own_counts.setdefault(producer.name, 0)
         loop = asyncio.get_running_loop()
-        planned: list[tuple[BatchHeader, asyncio.Future[int] | None, asyncio.Future[Position]]] = []
+        planned: list[_Planned] = []
         duplicates: list[PendingOffset] = []
         async with self._append_lock:
             for head, batch in batches:
@@ -282,23 +293,27 @@ class PartitionLog:
                     messages = [entry_format.encode_batch(batch, head)]
                 else:
                     messages = entry_format.encode_records(list(iter_records(batch)), stamp)
-                planned.append((head, handle, producer.send_all(messages)))
+                ref, acked = producer.send_all(messages)
+                planned.append((head, handle, ref, acked))
         return self._finish_append(planned, duplicates)
 
     async def _finish_append(
         self,
-        planned: list[tuple[BatchHeader, asyncio.Future[int] | None, asyncio.Future[Position]]],
+        planned: list[_Planned],
         duplicates: list[PendingOffset],
     ) -> int:
         base: int | None = None
         for result in duplicates:
             offset = result if isinstance(result, int) else await result
             base = offset if base is None else base
-        for head, handle, sends in planned:
+        for head, handle, ref, acked in planned:
             try:
                 async with asyncio.timeout(self._settings.write_timeout_s):
-                    offset = await self._offset_of(await sends)
+                    await acked
+                    offset = await self._offset_of(ref)
             except (TimeoutError, PulsarError) as exc:
+                # The producer's numbering no longer matches the log; start a fresh one.
+                await self._session.close_producer(self.topic, ref[0])
                 if handle is not None:
                     self.producers.forget_from(head.producer_id, head.base_sequence)
                     handle.set_exception(KafkaError(ErrorCode.request_timed_out, str(exc)))

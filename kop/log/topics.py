@@ -149,7 +149,7 @@ class TopicCatalog:
                 )
             if validate_only:
                 return TopicView(topic, TopicInfo(count), {**self.defaults.configs(), **chosen})
-            await self._admin.ensure_namespace(topic.namespace)
+            await self._admin.serve_namespace(topic.namespace)
             merged = {**self.defaults.configs(), **chosen}
             try:
                 await self._admin.create_partitioned(

@@ -90,9 +90,17 @@ class PulsarAdmin:
         if ns.path not in namespaces:
             await self._request("PUT", f"namespaces/{ns.path}", {})
 
+    async def serve_namespace(self, ns: Namespace) -> None:
+        """A namespace kop writes Kafka topics into: exists, with broker-side message
+        deduplication on. kop's Pulsar producers re-send what was in flight when a
+        connection drops (a topic unload, a broker restart); without deduplication
+        the broker would store those messages twice and every later offset shift."""
+        await self.ensure_namespace(ns)
+        await self._request("POST", f"namespaces/{ns.path}/deduplication", True)
+
     async def configure_system_namespace(self, ns: Namespace, compaction_bytes: int) -> None:
         """kop's own compacted topics: keep everything, compact often."""
-        await self.ensure_namespace(ns)
+        await self.serve_namespace(ns)
         await self._request(
             "POST",
             f"namespaces/{ns.path}/retention",

@@ -53,10 +53,7 @@ class PulsarMessage:
     partition_key: str
     event_time: int  # 0 = not set
     publish_time: int
-
-
-def position_of(msg_id: Any) -> Position:
-    return (msg_id.ledger_id(), msg_id.entry_id(), msg_id.batch_index())
+    producer_name: str = ""
 
 
 def message_id_at(position: Position, partition: int = -1) -> pulsar.MessageId:
@@ -168,29 +165,44 @@ def _convert(raw: Any) -> PulsarMessage:
         partition_key=raw.partition_key(),
         event_time=raw.event_timestamp(),
         publish_time=raw.publish_timestamp(),
+        producer_name=raw.producer_name(),
     )
 
 
+WriteRef = tuple[str, int]  # (producer name, index of the message among that producer's sends)
+
+
 class Producer:
+    """A Pulsar producer that numbers its messages in send order.
+
+    With broker deduplication on (kop enables it), each message a producer sends
+    is stored exactly once and in order, re-sends after a reconnect included. So
+    "this producer's n-th message" names a write without trusting send receipts,
+    which a reconnect can lose or turn into (-1, -1) for a de-duplicated re-send.
+    """
+
     def __init__(self, producer: pulsar_asyncio.Producer) -> None:
         self._producer = producer._producer  # the C++ producer, for null values
+        self.name: str = self._producer.producer_name()
+        self._sent = 0
 
-    def send(self, message: OutgoingMessage) -> asyncio.Future[Position]:
-        """Enqueue one send (order is enqueue order); the future gets its position."""
-        return self.send_all([message])
-
-    def send_all(self, messages: Sequence[OutgoingMessage]) -> asyncio.Future[Position]:
-        """Enqueue sends in order; the future gets the first message's position once
-        Pulsar has acknowledged all of them (or the first failure). Acknowledgements
-        are counted in the client's thread, so the event loop wakes once per call."""
-        future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+    def send_all(
+        self, messages: Sequence[OutgoingMessage]
+    ) -> tuple[WriteRef, asyncio.Future[None]]:
+        """Enqueue sends in order. Returns the first message's reference and a future
+        that completes once Pulsar acknowledged all of them (or fails with the first
+        error). Acknowledgements are counted in the client's thread, so the event
+        loop wakes once per call."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        first = (self.name, self._sent)
+        self._sent += len(messages)
         tracker = _AckTracker(future, len(messages))
-        for i, message in enumerate(messages):
-            self._producer.send_async(_build(message), functools.partial(tracker.done, i))
-        return future
+        for message in messages:
+            self._producer.send_async(_build(message), tracker.done)
+        return first, future
 
     async def close(self) -> None:
-        future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._producer.close_async(functools.partial(_complete, future))
         with contextlib.suppress(PulsarError):
             await future
@@ -214,14 +226,13 @@ def _build(message: OutgoingMessage) -> Any:
 class _AckTracker:
     """Counts a group's acknowledgements in the Pulsar client's thread."""
 
-    def __init__(self, future: asyncio.Future[Position], count: int) -> None:
+    def __init__(self, future: asyncio.Future[None], count: int) -> None:
         self._future = future
         self._left = count
-        self._first: Position | None = None
         self._failed = False
         self._lock = threading.Lock()
 
-    def done(self, index: int, result: Any, msg_id: Any = None) -> None:
+    def done(self, result: Any, _msg_id: Any = None) -> None:
         with self._lock:
             if self._failed:
                 return
@@ -229,26 +240,18 @@ class _AckTracker:
                 self._failed = True
                 _complete(self._future, result)
                 return
-            if index == 0:
-                self._first = position_of(msg_id)
             self._left -= 1
             if self._left:
                 return
-        future, first = self._future, self._first
-        future.get_loop().call_soon_threadsafe(_resolve, future, first)
+        _complete(self._future, result)
 
 
-def _resolve(future: asyncio.Future[Position], position: Position | None) -> None:
-    if not future.done() and position is not None:
-        future.set_result(position)
-
-
-def _complete(future: asyncio.Future[Position], result: Any, value: Any = None) -> None:
+def _complete(future: asyncio.Future[None], result: Any, _value: Any = None) -> None:
     def done() -> None:
         if future.done():
             return
         if result == _pulsar.Result.Ok:
-            future.set_result(position_of(value) if value is not None else (-1, -1, -1))
+            future.set_result(None)
         else:
             retriable = result not in (
                 _pulsar.Result.MessageTooBig,
@@ -257,7 +260,8 @@ def _complete(future: asyncio.Future[Position], result: Any, value: Any = None) 
             )
             future.set_exception(PulsarError(f"send failed: {result}", retriable))
 
-    future.get_loop().call_soon_threadsafe(done)
+    with contextlib.suppress(RuntimeError):  # the loop is closing
+        future.get_loop().call_soon_threadsafe(done)
 
 
 class PulsarSession:
@@ -302,10 +306,13 @@ class PulsarSession:
                 self._producers[topic] = Producer(raw)
         return self._producers[topic]
 
-    async def close_producer(self, topic: str) -> None:
-        producer = self._producers.pop(topic, None)
-        if producer is not None:
-            await producer.close()
+    async def close_producer(self, topic: str, name: str | None = None) -> None:
+        """Close the topic's producer (only if it is still the one named `name`)."""
+        producer = self._producers.get(topic)
+        if producer is None or (name is not None and producer.name != name):
+            return
+        del self._producers[topic]
+        await producer.close()
 
     async def reader(
         self,

@@ -53,4 +53,7 @@ class KafkaListener:
         if self._connections:
             _done, pending = await asyncio.wait(list(self._connections), timeout=grace_s)
             for task in pending:
+                log.warning("closing a connection whose requests did not finish in %.0fs", grace_s)
                 task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5.0)
