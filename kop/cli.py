@@ -73,6 +73,16 @@ def _run(config: KopConfig) -> None:
         raise click.ClickException(str(exc)) from None
 
 
+def _exit_now(code: int) -> None:
+    """Leave without interpreter finalization once everything is flushed and closed:
+    tearing down the Pulsar C++ client's objects in finalization order can abort
+    the process ("terminate called without an active exception")."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 @click.group()
 def main() -> None:
     """kop: Kafka clients in, Apache Pulsar underneath."""
@@ -83,6 +93,7 @@ def main() -> None:
 def serve(config_file: Path | None, **flags: Any) -> None:
     """Run the gateway against the Pulsar cluster in the configuration."""
     _run(_load(config_file, flags))
+    _exit_now(0)
 
 
 @main.command()
@@ -107,6 +118,7 @@ def standalone(config_file: Path | None, **flags: Any) -> None:
             click.echo("stopping the Pulsar standalone kop started")
             with contextlib.suppress(Exception):
                 subprocess.run([sys.executable, str(tool), "stop"], check=False)
+    _exit_now(0)
 
 
 if __name__ == "__main__":
