@@ -1,39 +1,23 @@
-"""Length-prefixed Kafka framing, sans-IO: feed bytes, take whole frames."""
+"""Kafka's framing, sans-IO: a 4-byte big-endian size, then the request or response."""
 
 from __future__ import annotations
 
 import struct
 
 _LEN = struct.Struct(">i")
+PREFIX_BYTES = _LEN.size
 
 
 class FrameTooLarge(Exception):
-    """The peer announced a frame larger than the configured limit; close the connection."""
+    """The peer announced a frame outside the configured limit; close the connection."""
 
 
-class FrameDecoder:
-    """Accumulates bytes and yields complete frames (without their size prefix)."""
-
-    def __init__(self, max_frame_bytes: int) -> None:
-        self._max = max_frame_bytes
-        self._buf = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        frames: list[bytes] = []
-        while len(self._buf) >= 4:
-            (size,) = _LEN.unpack_from(self._buf, 0)
-            if size < 0 or size > self._max:
-                raise FrameTooLarge(f"frame of {size} bytes exceeds limit {self._max}")
-            if len(self._buf) < 4 + size:
-                break
-            frames.append(bytes(self._buf[4 : 4 + size]))
-            del self._buf[: 4 + size]
-        return frames
-
-    @property
-    def buffered(self) -> int:
-        return len(self._buf)
+def frame_size(prefix: bytes, max_frame_bytes: int) -> int:
+    """The size a frame's prefix announces, checked before any of it is buffered."""
+    (size,) = _LEN.unpack(prefix)
+    if size < 0 or size > max_frame_bytes:
+        raise FrameTooLarge(f"frame of {size} bytes exceeds limit {max_frame_bytes}")
+    return int(size)
 
 
 def encode_frame(payload: bytes) -> bytes:

@@ -46,7 +46,6 @@ class OutgoingMessage:
 @dataclass(frozen=True, slots=True)
 class PulsarMessage:
     position: Position
-    message_id: bytes  # serialized MessageId, for resuming readers
     payload: bytes
     null_value: bool
     properties: dict[str, str]
@@ -111,11 +110,20 @@ class Reader:
             self._put(batch)
 
     def _caught_up(self) -> bool:
-        """Once asked (report_idle), true when nothing more is in the topic now."""
-        if self._report_idle and not self._raw.has_message_available():
-            self._report_idle = False
-            return True
-        return False
+        """Once asked (report_idle), true when nothing more is in the topic now.
+        While the reader is reconnecting (a topic unload) the question fails; it is
+        asked again at the next quiet poll."""
+        if not self._report_idle:
+            return False
+        try:
+            available = self._raw.has_message_available()
+        except Exception as exc:
+            log.debug("has_message_available on %s: %s", self.topic, exc)
+            return False
+        if available:
+            return False
+        self._report_idle = False
+        return True
 
     def _put(self, item: list[Any] | BaseException) -> None:
         while not self._closed.is_set():
@@ -158,7 +166,6 @@ def _convert(raw: Any) -> PulsarMessage:
     mid = raw.message_id()
     return PulsarMessage(
         position=(mid.ledger_id(), mid.entry_id(), mid.batch_index()),
-        message_id=mid.serialize(),
         payload=raw.data(),
         null_value=raw.has_null_value(),
         properties=raw.properties(),

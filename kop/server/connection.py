@@ -22,7 +22,7 @@ from kop.api.api_versions import unsupported_version_response
 from kop.api.context import Namespace, RequestContext, Services
 from kop.api.dispatch import HANDLERS
 from kop.protocol.errors import ErrorCode
-from kop.protocol.frames import FrameDecoder, FrameTooLarge, encode_frame
+from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
 from kop.protocol.messages import (
     ApiKey,
     MalformedRequest,
@@ -87,20 +87,12 @@ class Connection:
         self._observer.connection_change(1)
         queue: asyncio.Queue[_Item | None] = asyncio.Queue(self._limits.max_inflight)
         writer_task = asyncio.create_task(self._write_loop(queue))
-        decoder = FrameDecoder(self._limits.max_request_bytes)
         try:
             while not writer_task.done():
-                try:
-                    data = await asyncio.wait_for(
-                        self._reader.read(1 << 16), self._limits.idle_timeout_s
-                    )
-                except TimeoutError:
-                    log.info("closing idle connection %s", self.peer)
+                frame = await self._read_frame()
+                if frame is None:
                     break
-                if not data:
-                    break
-                for frame in decoder.feed(data):
-                    await queue.put(await self._dispatch(frame))
+                await queue.put(await self._dispatch(frame))
         except FrameTooLarge as exc:
             log.warning("closing %s: %s", self.peer, exc)
         except _Close as exc:
@@ -116,6 +108,21 @@ class Connection:
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
             self._observer.connection_change(-1)
+
+    async def _read_frame(self) -> bytes | None:
+        """The next request frame; None at end of stream or after the idle timeout."""
+        try:
+            async with asyncio.timeout(self._limits.idle_timeout_s):
+                prefix = await self._reader.readexactly(PREFIX_BYTES)
+        except TimeoutError:
+            log.info("closing idle connection %s", self.peer)
+            return None
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                log.warning("closing %s: stream ended inside a frame prefix", self.peer)
+            return None
+        size = frame_size(prefix, self._limits.max_request_bytes)
+        return await self._reader.readexactly(size)
 
     async def _dispatch(self, frame: bytes) -> _Item:
         started = time.monotonic()

@@ -24,7 +24,6 @@ def through_pulsar(
     sorted map, an absent partition key as "", and unset event time as 0."""
     return PulsarMessage(
         position=position,
-        message_id=b"",
         payload=msg.payload or b"",
         null_value=msg.payload is None,
         properties=dict(sorted(msg.properties.items())),
@@ -84,9 +83,7 @@ def test_null_value_is_pulsar_null() -> None:
 
 
 def test_pulsar_native_message_becomes_a_record() -> None:
-    native = PulsarMessage(
-        (3, 4, 0), b"", b"payload", False, {"trace": "abc"}, "key-1", 0, PUBLISH_TIME
-    )
+    native = PulsarMessage((3, 4, 0), b"payload", False, {"trace": "abc"}, "key-1", 0, PUBLISH_TIME)
     record = entry_format.decode_record(native)
     assert record == Record(0, PUBLISH_TIME, b"key-1", b"payload", (("trace", b"abc"),))
 

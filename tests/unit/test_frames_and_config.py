@@ -1,4 +1,4 @@
-"""Framing survives any chunking; oversized frames and bad configs fail clearly."""
+"""Frames announce their size; oversized frames and bad configs fail clearly."""
 
 from __future__ import annotations
 
@@ -10,30 +10,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kop.config import ConfigError, load_config
-from kop.protocol.frames import FrameDecoder, FrameTooLarge, encode_frame
+from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
 
 
-@given(
-    payloads=st.lists(st.binary(max_size=300), max_size=10),
-    cuts=st.lists(st.integers(1, 50), max_size=40),
-)
-def test_frames_reassemble_whatever_the_chunking(payloads: list[bytes], cuts: list[int]) -> None:
-    stream = b"".join(encode_frame(p) for p in payloads)
-    decoder = FrameDecoder(1024)
-    got: list[bytes] = []
-    pos = 0
-    for cut in cuts:
-        got += decoder.feed(stream[pos : pos + cut])
-        pos += cut
-    got += decoder.feed(stream[pos:])
-    assert got == payloads
-    assert decoder.buffered == 0
+@given(payload=st.binary(max_size=2048))
+def test_frame_prefix_announces_the_payload(payload: bytes) -> None:
+    frame = encode_frame(payload)
+    assert frame_size(frame[:PREFIX_BYTES], 2048) == len(payload)
+    assert frame[PREFIX_BYTES:] == payload
 
 
-@pytest.mark.parametrize("size", [2049, -1])
+@pytest.mark.parametrize("size", [2049, -1, 2**31 - 1])
 def test_frame_size_outside_limit_is_refused_before_buffering(size: int) -> None:
     with pytest.raises(FrameTooLarge):
-        FrameDecoder(2048).feed(struct.pack(">i", size))
+        frame_size(struct.pack(">i", size), 2048)
 
 
 def test_precedence_is_file_then_env_then_flags(

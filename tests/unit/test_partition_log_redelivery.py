@@ -14,7 +14,7 @@ from kop.pulsar.client import IDLE, PulsarMessage
 
 
 def _msg(entry: int, value: bytes) -> PulsarMessage:
-    return PulsarMessage((7, entry, -1), b"", value, False, {}, "", 1000 + entry, 1000 + entry)
+    return PulsarMessage((7, entry, -1), value, False, {}, "", 1000 + entry, 1000 + entry)
 
 
 SCRIPT = [
