@@ -91,9 +91,3 @@ class OffsetIndex:
                 break
             found = c
         return found
-
-    def drop_before(self, offset: int) -> None:
-        """Forget checkpoints wholly before `offset` (data removed by retention)."""
-        keep = max(0, bisect.bisect_right(self._offsets, offset) - 1)
-        del self._checkpoints[:keep]
-        del self._offsets[:keep]

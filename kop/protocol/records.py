@@ -8,7 +8,7 @@ implementation with cramjam codecs (see docs/decisions.md).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import crc32c
@@ -170,7 +170,3 @@ def build_batch(
 def with_base_offset(batch: bytes, base_offset: int) -> bytes:
     """Re-base a stored batch. The base offset is outside the CRC, so no re-check."""
     return _BASE_OFFSET.pack(base_offset) + batch[8:]
-
-
-def concat(batches: Iterable[bytes]) -> bytes:
-    return b"".join(batches)

@@ -137,13 +137,6 @@ class PulsarAdmin:
         if properties:
             await self._request("PUT", f"{topic.rest_path}/properties", properties)
 
-    async def set_properties(self, topic: PulsarTopic, properties: dict[str, str]) -> None:
-        await self._request("PUT", f"{topic.rest_path}/properties", properties)
-
-    async def properties(self, topic: PulsarTopic) -> dict[str, str]:
-        result = await self._request("GET", f"{topic.rest_path}/properties", ok_missing=True)
-        return dict(result or {})
-
     async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None:
         await self._request("POST", f"{topic.rest_path}/partitions", partitions)
 

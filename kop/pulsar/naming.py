@@ -62,11 +62,3 @@ def resolve(kafka_name: str, default: Namespace) -> PulsarTopic:
     if PARTITION_SUFFIX in kafka_name:
         raise InvalidTopicName(f"{kafka_name!r} contains Pulsar's reserved '{PARTITION_SUFFIX}'")
     return PulsarTopic(default, kafka_name, kafka_name)
-
-
-def kafka_name_for(namespace: Namespace, full_or_local: str, default: Namespace) -> str:
-    """The name a client in `default` sees for a topic listed in `namespace`."""
-    local = full_or_local.rsplit("/", 1)[-1]
-    if namespace == default:
-        return local
-    return f"{_PREFIX}{namespace.path}/{local}"
