@@ -33,7 +33,6 @@ from kop.pulsar.client import (
     PulsarSession,
     Reader,
     WriteRef,
-    serialize_at,
 )
 
 log = logging.getLogger(__name__)
@@ -142,11 +141,8 @@ class PartitionLog:
             reader: Reader | None = None
             try:
                 skip_through = self._last_position
-                if skip_through is not None:
-                    start: bytes | None = serialize_at(skip_through)
-                else:
-                    resume = self.index.resume_point
-                    start = serialize_at(resume.position) if resume else None
+                resume = self.index.resume_point
+                start = skip_through or (resume.position if resume else None)
                 reader = await self._session.reader(self.topic, start)
                 if not self._ready.is_set():
                     reader.report_idle()
@@ -243,10 +239,6 @@ class PartitionLog:
         return await asyncio.shield(waiter)
 
     # -- produce -------------------------------------------------------------
-
-    async def append(self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat) -> int:
-        """Write batches; return the base offset of the first once it is durable."""
-        return await (await self.begin_append(batches, fmt))
 
     async def begin_append(
         self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat
@@ -415,7 +407,7 @@ class PartitionLog:
             if cursor is not None:
                 await cursor.reader.close()
             checkpoint = self.index.floor(offset)
-            start = serialize_at(checkpoint.position) if checkpoint else None
+            start = checkpoint.position if checkpoint else None
             try:
                 reader = await self._session.reader(self.topic, start)
             except PulsarError as exc:

@@ -324,16 +324,14 @@ class PulsarSession:
     async def reader(
         self,
         topic: str,
-        start: bytes | None,
+        start: Position | None,
         *,
         inclusive: bool = True,
         prefetch: int = 1000,
         compacted: bool = False,
     ) -> Reader:
-        """A reader from serialized message id `start` (None = earliest)."""
-        start_id = (
-            pulsar.MessageId.earliest if start is None else pulsar.MessageId.deserialize(start)
-        )
+        """A reader from the entry holding `start` (None = earliest)."""
+        start_id = pulsar.MessageId.earliest if start is None else message_id_at(start)
         try:
             raw = await self._client.create_reader(
                 topic,
@@ -360,7 +358,3 @@ def _quiet_logger() -> Any:
     logger = logging.getLogger("pulsar.client")
     logger.setLevel(logging.WARNING)
     return logger
-
-
-def serialize_at(position: Position) -> bytes:
-    return bytes(message_id_at(position).serialize())

@@ -50,7 +50,7 @@ class _ScriptedReader:
 
 
 class _Session:
-    async def reader(self, topic: str, start: bytes | None, **_: Any) -> _ScriptedReader:
+    async def reader(self, topic: str, start: object, **_: Any) -> _ScriptedReader:
         return _ScriptedReader()
 
 
