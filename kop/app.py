@@ -17,9 +17,9 @@ from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
-from kop.pulsar.naming import Namespace
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
+from kop.storage.naming import Namespace
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class Gateway:
         await self._admin.serve_namespace(default_ns)
         await self._admin.configure_system_namespace(Namespace(system_tenant, system_name), 1 << 20)
         self._session = PulsarSession(
-            c.pulsar_service_url, batching_delay_ms=c.pulsar_batching_delay_ms
+            c.pulsar_service_url, self._admin, batching_delay_ms=c.pulsar_batching_delay_ms
         )
         store = CheckpointStore(self._session, f"persistent://{c.system_namespace}/offset-index")
         settings = LogSettings(

@@ -10,9 +10,8 @@ from typing import Any
 from kop.log.manager import LogManager
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.pulsar.admin import PulsarAdminError, PulsarUnavailable
-from kop.pulsar.client import PulsarError
-from kop.pulsar.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
+from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
+from kop.storage.types import AdminError, StorageError
 
 __all__ = ["Namespace"]  # the server names a connection's namespace through this layer
 
@@ -78,11 +77,9 @@ def error_of(exc: BaseException) -> tuple[ErrorCode, str]:
     """Map what can go wrong below a handler to a Kafka error code and message."""
     if isinstance(exc, KafkaError):
         return exc.code, exc.message or exc.code.name
-    if isinstance(exc, PulsarUnavailable):
+    if isinstance(exc, StorageError):
         return ErrorCode.request_timed_out, str(exc)
-    if isinstance(exc, PulsarError):
-        return ErrorCode.request_timed_out, str(exc)
-    if isinstance(exc, PulsarAdminError):
+    if isinstance(exc, AdminError):
         if exc.status in (401, 403):
             return ErrorCode.topic_authorization_failed, str(exc)
         if exc.status == 404:

@@ -12,13 +12,14 @@ import logging
 from collections import defaultdict
 
 from kop.log.offset_index import Checkpoint
-from kop.pulsar.client import IDLE, OutgoingMessage, PulsarSession
+from kop.storage.port import MessageLog
+from kop.storage.types import Idle, OutgoingMessage, Position
 
 log = logging.getLogger(__name__)
 
 
 class CheckpointStore:
-    def __init__(self, session: PulsarSession, topic: str) -> None:
+    def __init__(self, session: MessageLog, topic: str) -> None:
         self._session = session
         self.topic = topic
         self._loaded: dict[str, list[Checkpoint]] = {}
@@ -29,7 +30,7 @@ class CheckpointStore:
         reader.report_idle()
         count = 0
         try:
-            while (msg := await reader.read()) is not IDLE:
+            while not isinstance(msg := await reader.read(), Idle):
                 partition, _, offset_text = msg.partition_key.rpartition("|")
                 offset = int(offset_text)
                 count += 1
@@ -37,7 +38,9 @@ class CheckpointStore:
                     found[partition].pop(offset, None)
                     continue
                 v = json.loads(msg.payload)
-                found[partition][offset] = Checkpoint(offset, (v["l"], v["e"], v["b"]), v["t"])
+                found[partition][offset] = Checkpoint(
+                    offset, Position(v["l"], v["e"], v["b"]), v["t"]
+                )
         finally:
             await reader.close()
         self._loaded = {p: sorted(cps.values()) for p, cps in found.items() if cps}
@@ -47,7 +50,7 @@ class CheckpointStore:
         return list(self._loaded.get(partition, []))
 
     async def save(self, partition: str, checkpoints: list[Checkpoint]) -> None:
-        producer = await self._session.producer(self.topic)
+        producer = await self._session.writer(self.topic)
         messages = []
         for c in checkpoints:
             body = {
@@ -67,7 +70,7 @@ class CheckpointStore:
         stale = self._loaded.pop(partition, [])
         if not stale:
             return
-        producer = await self._session.producer(self.topic)
+        producer = await self._session.writer(self.topic)
         tombstones = [OutgoingMessage(None, {}, _key(partition, c.offset), None) for c in stale]
         await producer.send_all(tombstones)[1]
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kop.protocol.records import BatchHeader, Header, Record, read_header
-from kop.pulsar.client import OutgoingMessage, PulsarMessage
+from kop.storage.types import OutgoingMessage, StoredMessage
 
 RESERVED = "__kafka."
 P_ENTRY = "__kafka.entry"
@@ -124,7 +124,7 @@ def encode_record(record: Record) -> OutgoingMessage:
     return OutgoingMessage(record.value, props, partition_key, event_time)
 
 
-def decode(msg: PulsarMessage) -> Entry:
+def decode(msg: StoredMessage) -> Entry:
     props = msg.properties
     if props.get(P_ENTRY) == "batch":
         head = read_header(msg.payload)
@@ -146,7 +146,7 @@ def decode(msg: PulsarMessage) -> Entry:
     return Entry(1, record.timestamp, size, None, record, stamp)
 
 
-def decode_record(msg: PulsarMessage, offset: int = 0) -> Record:
+def decode_record(msg: StoredMessage, offset: int = 0) -> Record:
     props = msg.properties
     key_mode = props.get(P_KEY)
     key: bytes | None

@@ -13,7 +13,7 @@ import logging
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.partition_log import LogSettings, PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.pulsar.client import PulsarSession
+from kop.storage.port import MessageLog
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 class LogManager:
     def __init__(
         self,
-        session: PulsarSession,
+        session: MessageLog,
         store: CheckpointStore,
         settings: LogSettings,
         flush_interval_s: float = 1.0,
@@ -78,7 +78,7 @@ class LogManager:
             plog = self._logs.pop(topic, None)
             if plog is not None:
                 await plog.close()
-            await self._session.close_producer(topic)
+            await self._session.close_writer(topic)
             await self._store.forget(topic)
 
     async def flush(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-Position = tuple[int, int, int]  # (ledger, entry, batch index)
+from kop.storage.types import Position
 
 
 @dataclass(frozen=True, slots=True, order=True)

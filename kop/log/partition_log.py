@@ -22,18 +22,12 @@ from typing import Any
 from kop.log import entry_format
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import Entry, EntryFormat, ProducerStamp
-from kop.log.offset_index import Checkpoint, OffsetIndex, Position
+from kop.log.offset_index import Checkpoint, OffsetIndex
 from kop.log.producer_state import ProducerStates
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, Record, build_batch, iter_records, with_base_offset
-from kop.pulsar.client import (
-    IDLE,
-    PulsarError,
-    PulsarMessage,
-    PulsarSession,
-    Reader,
-    WriteRef,
-)
+from kop.storage.port import MessageLog, TopicReader
+from kop.storage.types import Idle, Position, StorageError, StoredMessage, WriteRef
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +55,7 @@ class LogEntry:
 class _Cursor:
     """A reader positioned in the middle of the log, kept for sequential fetches."""
 
-    def __init__(self, reader: Reader, next_offset: int) -> None:
+    def __init__(self, reader: TopicReader, next_offset: int) -> None:
         self.reader = reader
         self.next_offset = next_offset
         self.last_position: Position | None = None
@@ -74,7 +68,7 @@ _Planned = tuple[BatchHeader, "asyncio.Future[int] | None", WriteRef, "asyncio.F
 
 class PartitionLog:
     def __init__(
-        self, session: PulsarSession, store: CheckpointStore, topic: str, settings: LogSettings
+        self, session: MessageLog, store: CheckpointStore, topic: str, settings: LogSettings
     ) -> None:
         self.topic = topic
         self._session = session
@@ -138,7 +132,7 @@ class PartitionLog:
     async def _follow(self) -> None:
         backoff = 0.2
         while not self._closed:
-            reader: Reader | None = None
+            reader: TopicReader | None = None
             try:
                 skip_through = self._last_position
                 resume = self.index.resume_point
@@ -149,7 +143,7 @@ class PartitionLog:
                 expect = self.index.resume_point if skip_through is None else None
                 while True:
                     msg = await reader.read()
-                    if msg is IDLE:
+                    if isinstance(msg, Idle):
                         self._ready.set()
                         continue
                     last = self._last_position
@@ -180,7 +174,7 @@ class PartitionLog:
                 if reader is not None:
                     await reader.close()
 
-    def _observe(self, msg: PulsarMessage) -> None:
+    def _observe(self, msg: StoredMessage) -> None:
         entry = entry_format.decode(msg)
         base, checkpoint = self.index.observe(msg.position, entry.count, entry.max_timestamp)
         self._last_position = msg.position
@@ -249,7 +243,7 @@ class PartitionLog:
         their Pulsar acknowledgements overlap."""
         if self._closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self.topic} is closed")
-        producer = await self._session.producer(self.topic)
+        producer = await self._session.writer(self.topic)
         # Count this producer's messages from here on (before any can be observed).
         self._own_counts.setdefault(producer.name, 0)
         loop = asyncio.get_running_loop()
@@ -303,13 +297,13 @@ class PartitionLog:
                 async with asyncio.timeout(self._settings.write_timeout_s):
                     await acked
                     offset = await self._offset_of(ref)
-            except (TimeoutError, PulsarError) as exc:
+            except (TimeoutError, StorageError) as exc:
                 # The producer's numbering no longer matches the log; start a fresh one.
-                await self._session.close_producer(self.topic, ref[0])
+                await self._session.close_writer(self.topic, ref[0])
                 if handle is not None:
                     self.producers.forget_from(head.producer_id, head.base_sequence)
                     handle.set_exception(KafkaError(ErrorCode.request_timed_out, str(exc)))
-                if isinstance(exc, PulsarError) and not exc.retriable:
+                if isinstance(exc, StorageError) and not exc.retriable:
                     raise KafkaError(ErrorCode.message_too_large, str(exc)) from exc
                 code = (
                     ErrorCode.request_timed_out
@@ -410,7 +404,7 @@ class PartitionLog:
             start = checkpoint.position if checkpoint else None
             try:
                 reader = await self._session.reader(self.topic, start)
-            except PulsarError as exc:
+            except StorageError as exc:
                 raise KafkaError(ErrorCode.kafka_storage_error, str(exc)) from exc
             cursor = _Cursor(reader, checkpoint.offset if checkpoint else 0)
         out: list[LogEntry] = []
@@ -421,6 +415,7 @@ class PartitionLog:
                     if self._tail_offsets and cursor.next_offset >= self._tail_offsets[0]:
                         break
                     msg = await cursor.reader.read()
+                    assert not isinstance(msg, Idle)
                     if cursor.last_position is not None and msg.position <= cursor.last_position:
                         continue  # re-delivered after a reconnect: counted already
                     cursor.last_position = msg.position
@@ -430,7 +425,7 @@ class PartitionLog:
                     if item.last_offset >= offset:
                         out.append(item)
                         size += entry.size
-        except (TimeoutError, PulsarError) as exc:
+        except (TimeoutError, StorageError) as exc:
             await cursor.reader.close()
             raise KafkaError(ErrorCode.kafka_storage_error, f"reading {self.topic}: {exc}") from exc
         except BaseException:

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from kop.log.entry_format import EntryFormat
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.pulsar.admin import PulsarAdmin, PulsarAdminError, TopicInfo
-from kop.pulsar.naming import Namespace, PulsarTopic
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.port import StorageAdmin
+from kop.storage.types import AdminError, TopicInfo
 
 PROPERTY_PREFIX = "kafka."
 ENTRY_FORMAT = "kop.entry.format"
@@ -102,7 +103,7 @@ def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
 
 
 class TopicCatalog:
-    def __init__(self, admin: PulsarAdmin, defaults: TopicDefaults, ttl_s: float = 5.0) -> None:
+    def __init__(self, admin: StorageAdmin, defaults: TopicDefaults, ttl_s: float = 5.0) -> None:
         self._admin = admin
         self.defaults = defaults
         self._ttl = ttl_s
@@ -155,7 +156,7 @@ class TopicCatalog:
                 await self._admin.create_partitioned(
                     topic, count, {PROPERTY_PREFIX + k: v for k, v in merged.items()}
                 )
-            except PulsarAdminError as exc:
+            except AdminError as exc:
                 if exc.status == 409:
                     raise KafkaError(ErrorCode.topic_already_exists, str(exc)) from exc
                 raise

@@ -1,38 +1,15 @@
-"""Pulsar admin REST (v2) over aiohttp: topics, partitions, properties, retention."""
+"""Pulsar admin REST (v2) over aiohttp: the storage port's admin side, plus the
+few lookups the message log needs (where a topic ends)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from kop.pulsar.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
-
-
-class PulsarAdminError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"pulsar admin HTTP {status}: {message}")
-        self.status = status
-
-
-class PulsarUnavailable(Exception):
-    """Pulsar's admin endpoint cannot be reached; callers answer with a retriable error."""
-
-
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
-    partitions: int  # 0 = a non-partitioned topic (one Kafka partition)
-    properties: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def kafka_partitions(self) -> int:
-        return max(1, self.partitions)
-
-    @property
-    def partitioned(self) -> bool:
-        return self.partitions > 0
+from kop.storage.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
+from kop.storage.types import AdminError, StorageUnavailable, TopicInfo
 
 
 class PulsarAdmin:
@@ -61,7 +38,7 @@ class PulsarAdmin:
                 if resp.status == 404 and ok_missing:
                     return None
                 if resp.status >= 300:
-                    raise PulsarAdminError(resp.status, _reason(text))
+                    raise AdminError(resp.status, _reason(text))
                 if not text:
                     return None
                 try:
@@ -69,12 +46,12 @@ class PulsarAdmin:
                 except json.JSONDecodeError:
                     return text
         except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-            raise PulsarUnavailable(f"Pulsar admin at {self._base} unreachable: {exc}") from exc
+            raise StorageUnavailable(f"Pulsar admin at {self._base} unreachable: {exc}") from exc
 
     async def healthy(self) -> bool:
         try:
             return bool(await self._request("GET", "brokers/health") == "ok")
-        except (PulsarUnavailable, PulsarAdminError):
+        except (StorageUnavailable, AdminError):
             return False
 
     async def broker_config(self) -> dict[str, str]:
@@ -143,6 +120,15 @@ class PulsarAdmin:
     async def delete(self, topic: PulsarTopic, partitioned: bool) -> None:
         suffix = "/partitions" if partitioned else ""
         await self._request("DELETE", f"{topic.rest_path}{suffix}?force=true")
+
+    async def last_message_id(self, topic: str) -> tuple[int, int, int] | None:
+        """(ledger, entry, batch index) of the last stored message of a topic partition
+        (`persistent://...`), or None when it holds none."""
+        path = topic.removeprefix("persistent://")
+        found = await self._request("GET", f"persistent/{path}/lastMessageId")
+        if not isinstance(found, dict) or found.get("entryId", -1) < 0:
+            return None
+        return (int(found["ledgerId"]), int(found["entryId"]), int(found.get("batchIndex", -1)))
 
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int

@@ -1,8 +1,11 @@
-"""Pulsar binary-protocol session on `pulsar.asyncio`: producers, readers, messages.
+"""The storage port's message log on Apache Pulsar (`pulsar-client`'s C++ core).
 
-The asyncio client's `Producer.send` cannot send a null value (the flag Pulsar
-uses for tombstones), so sends build the message here with the same C++
-builder and complete an asyncio future from the client's callback thread.
+Sends build messages with the C++ builder (the asyncio client cannot send a
+null value, the flag Pulsar uses for tombstones) and complete asyncio futures
+from the client's callback thread. Nothing here blocks the event loop: sends
+never wait for queue space (a byte budget shared by all writers gates them
+first, so the C++ queue never fills), and every call that talks to the broker
+is asynchronous or runs in a thread.
 """
 
 from __future__ import annotations
@@ -14,54 +17,34 @@ import functools
 import logging
 import queue
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import _pulsar
 import pulsar
 import pulsar.asyncio as pulsar_asyncio
 
+from kop.pulsar.admin import PulsarAdmin
+from kop.storage.types import (
+    IDLE,
+    AdminError,
+    Idle,
+    OutgoingMessage,
+    Position,
+    StorageError,
+    StoredMessage,
+    WriteRef,
+)
+
 log = logging.getLogger(__name__)
 
-Position = tuple[int, int, int]  # (ledger, entry, batch index); batch index -1 = unbatched
-
-
-class PulsarError(Exception):
-    """A Pulsar operation failed; `retriable` says whether a client should try again."""
-
-    def __init__(self, message: str, retriable: bool = True) -> None:
-        super().__init__(message)
-        self.retriable = retriable
-
-
-@dataclass(frozen=True, slots=True)
-class OutgoingMessage:
-    payload: bytes | None  # None = a null value
-    properties: dict[str, str]
-    partition_key: str | None
-    event_time: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class PulsarMessage:
-    position: Position
-    payload: bytes
-    null_value: bool
-    properties: dict[str, str]
-    partition_key: str
-    event_time: int  # 0 = not set
-    publish_time: int
-    producer_name: str = ""
+# Results after which a re-send cannot help.
+_FINAL = (_pulsar.Result.MessageTooBig, _pulsar.Result.InvalidMessage, _pulsar.Result.TopicNotFound)
 
 
 def message_id_at(position: Position, partition: int = -1) -> pulsar.MessageId:
     """The id a reader starts at to re-read the whole entry holding `position`."""
-    ledger, entry, _batch = position
-    return pulsar.MessageId(partition, ledger, entry, -1)
-
-
-IDLE = object()  # a pump's marker: everything before it was all the topic had
+    return pulsar.MessageId(partition, position.ledger, position.entry, -1)
 
 
 class Reader:
@@ -105,7 +88,7 @@ class Reader:
                 batch = [IDLE]
             except Exception as exc:
                 if not self._closed.is_set():
-                    self._put(PulsarError(f"read from {self.topic} failed: {exc}"))
+                    self._put(StorageError(f"read from {self.topic} failed: {exc}"))
                 return
             self._put(batch)
 
@@ -135,9 +118,7 @@ class Reader:
                 self._loop.call_soon_threadsafe(self._wakeup.set)
             return
 
-    async def read(self) -> Any:
-        """The next message, or IDLE once after `report_idle()` when the reader has
-        delivered everything the topic held."""
+    async def read(self) -> StoredMessage | Idle:
         while not self._pending:
             try:
                 item = self._handoff.get_nowait()
@@ -149,10 +130,10 @@ class Reader:
             if isinstance(item, BaseException):
                 raise item
             self._pending.extend(item)
-        return self._pending.popleft()
+        msg: StoredMessage | Idle = self._pending.popleft()
+        return msg
 
     def report_idle(self) -> None:
-        """Ask for one IDLE marker when the reader has caught up with the topic."""
         self._report_idle = True
 
     async def close(self) -> None:
@@ -162,10 +143,10 @@ class Reader:
             await asyncio.to_thread(self._raw.close)
 
 
-def _convert(raw: Any) -> PulsarMessage:
+def _convert(raw: Any) -> StoredMessage:
     mid = raw.message_id()
-    return PulsarMessage(
-        position=(mid.ledger_id(), mid.entry_id(), mid.batch_index()),
+    return StoredMessage(
+        position=Position(mid.ledger_id(), mid.entry_id(), mid.batch_index()),
         payload=raw.data(),
         null_value=raw.has_null_value(),
         properties=raw.properties(),
@@ -176,10 +157,33 @@ def _convert(raw: Any) -> PulsarMessage:
     )
 
 
-WriteRef = tuple[str, int]  # (producer name, index of the message among that producer's sends)
+class SendBudget:
+    """Bytes enqueued to Pulsar and not yet acknowledged, across all writers. The
+    C++ client fails sends past its own memory limit; staying under this budget
+    means it never does, and a writer waits for room instead."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.limit = limit_bytes
+        self.used = 0
+        self._freed = asyncio.Event()
+
+    def fits(self, size: int) -> bool:
+        return self.used == 0 or self.used + size <= self.limit
+
+    async def wait_for(self, size: int) -> None:
+        while not self.fits(size):
+            self._freed.clear()
+            await self._freed.wait()
+
+    def take(self, size: int) -> None:
+        self.used += size
+
+    def give(self, size: int) -> None:
+        self.used -= size
+        self._freed.set()
 
 
-class Producer:
+class PulsarWriter:
     """A Pulsar producer that numbers its messages in send order.
 
     With broker deduplication on (kop enables it), each message a producer sends
@@ -188,22 +192,34 @@ class Producer:
     which a reconnect can lose or turn into (-1, -1) for a de-duplicated re-send.
     """
 
-    def __init__(self, producer: pulsar_asyncio.Producer) -> None:
+    def __init__(self, producer: pulsar_asyncio.Producer, budget: SendBudget) -> None:
         self._producer = producer._producer  # the C++ producer, for null values
-        self.name: str = self._producer.producer_name()
+        self._name: str = self._producer.producer_name()
+        self._budget = budget
         self._sent = 0
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def wait_capacity(self, size: int) -> None:
+        await self._budget.wait_for(size)
 
     def send_all(
         self, messages: Sequence[OutgoingMessage]
     ) -> tuple[WriteRef, asyncio.Future[None]]:
-        """Enqueue sends in order. Returns the first message's reference and a future
-        that completes once Pulsar acknowledged all of them (or fails with the first
-        error). Acknowledgements are counted in the client's thread, so the event
-        loop wakes once per call."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        first = (self.name, self._sent)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        first = (self._name, self._sent)
+        size = sum(_size(m) for m in messages)
+        if not self._budget.fits(size):
+            future.set_exception(
+                StorageError(f"{size} bytes do not fit in the Pulsar send budget now")
+            )
+            return first, future
+        self._budget.take(size)
         self._sent += len(messages)
-        tracker = _AckTracker(future, len(messages))
+        tracker = _AckTracker(future, len(messages), functools.partial(self._budget.give, size))
         for message in messages:
             self._producer.send_async(_build(message), tracker.done)
         return first, future
@@ -211,8 +227,16 @@ class Producer:
     async def close(self) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._producer.close_async(functools.partial(_complete, future))
-        with contextlib.suppress(PulsarError):
+        with contextlib.suppress(StorageError):
             await future
+
+
+def _size(message: OutgoingMessage) -> int:
+    return (
+        64
+        + len(message.payload or b"")
+        + sum(len(k) + len(v) for k, v in message.properties.items())
+    )
 
 
 def _build(message: OutgoingMessage) -> Any:
@@ -233,24 +257,29 @@ def _build(message: OutgoingMessage) -> Any:
 class _AckTracker:
     """Counts a group's acknowledgements in the Pulsar client's thread."""
 
-    def __init__(self, future: asyncio.Future[None], count: int) -> None:
+    def __init__(
+        self, future: asyncio.Future[None], count: int, release: Callable[[], None]
+    ) -> None:
         self._future = future
         self._left = count
         self._failed = False
+        self._release = release
         self._lock = threading.Lock()
 
     def done(self, result: Any, _msg_id: Any = None) -> None:
         with self._lock:
-            if self._failed:
-                return
-            if result != _pulsar.Result.Ok:
-                self._failed = True
-                _complete(self._future, result)
-                return
             self._left -= 1
-            if self._left:
-                return
-        _complete(self._future, result)
+            last = self._left == 0
+            if self._failed:
+                first_failure = False
+            else:
+                first_failure = result != _pulsar.Result.Ok
+                self._failed = first_failure
+        if last:
+            with contextlib.suppress(RuntimeError):
+                self._future.get_loop().call_soon_threadsafe(self._release)
+        if first_failure or (last and not self._failed):
+            _complete(self._future, result)
 
 
 def _complete(future: asyncio.Future[None], result: Any, _value: Any = None) -> None:
@@ -260,93 +289,137 @@ def _complete(future: asyncio.Future[None], result: Any, _value: Any = None) -> 
         if result == _pulsar.Result.Ok:
             future.set_result(None)
         else:
-            retriable = result not in (
-                _pulsar.Result.MessageTooBig,
-                _pulsar.Result.InvalidMessage,
-                _pulsar.Result.TopicNotFound,
-            )
-            future.set_exception(PulsarError(f"send failed: {result}", retriable))
+            future.set_exception(StorageError(f"send failed: {result}", result not in _FINAL))
 
     with contextlib.suppress(RuntimeError):  # the loop is closing
         future.get_loop().call_soon_threadsafe(done)
 
 
+def _await_callback(start: Callable[[Callable[..., None]], None]) -> asyncio.Future[Any]:
+    """Run a C++ `*_async(callback)` call; the future gets its value or a StorageError."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    def callback(result: Any, value: Any = None) -> None:
+        def done() -> None:
+            if future.done():
+                return
+            if result == _pulsar.Result.Ok:
+                future.set_result(value)
+            else:
+                future.set_exception(StorageError(str(result)))
+
+        with contextlib.suppress(RuntimeError):
+            future.get_loop().call_soon_threadsafe(done)
+
+    start(callback)
+    return future
+
+
 class PulsarSession:
-    """One client connection pool to the Pulsar cluster, shared by all partitions."""
+    """The storage port's MessageLog on one Pulsar client, shared by all partitions."""
 
     def __init__(
         self,
         service_url: str,
+        admin: PulsarAdmin,
         *,
-        operation_timeout_s: int = 30,
+        operation_timeout_s: float = 10.0,
         batching_delay_ms: int = 1,
+        send_budget_bytes: int = 32 << 20,
     ) -> None:
         self._client = pulsar_asyncio.Client(
             service_url,
-            operation_timeout_seconds=operation_timeout_s,
+            operation_timeout_seconds=max(1, int(operation_timeout_s)),
             logger=_quiet_logger(),
         )
+        self._admin = admin
+        self._timeout = operation_timeout_s
         self._batching_delay_ms = batching_delay_ms
-        self._producers: dict[str, Producer] = {}
-        self._producer_locks: dict[str, asyncio.Lock] = {}
+        self._budget = SendBudget(send_budget_bytes)
+        self._writers: dict[str, PulsarWriter] = {}
+        self._writer_locks: dict[str, asyncio.Lock] = {}
 
-    async def producer(self, topic: str) -> Producer:
-        existing = self._producers.get(topic)
+    async def writer(self, topic: str) -> PulsarWriter:
+        existing = self._writers.get(topic)
         if existing is not None:
             return existing
-        lock = self._producer_locks.setdefault(topic, asyncio.Lock())
+        lock = self._writer_locks.setdefault(topic, asyncio.Lock())
         async with lock:
-            if topic not in self._producers:
+            if topic not in self._writers:
                 try:
-                    raw = await self._client.create_producer(
-                        topic,
-                        block_if_queue_full=True,
-                        batching_enabled=True,
-                        batching_max_publish_delay_ms=self._batching_delay_ms,
-                        batching_max_messages=10000,
-                        batching_max_allowed_size_in_bytes=1 << 20,
-                        max_pending_messages=100000,
-                        send_timeout_millis=30000,
-                    )
-                except pulsar_asyncio.PulsarException as exc:
-                    raise PulsarError(f"cannot create producer on {topic}: {exc}") from exc
-                self._producers[topic] = Producer(raw)
-        return self._producers[topic]
+                    async with asyncio.timeout(self._timeout):
+                        raw = await self._client.create_producer(
+                            topic,
+                            block_if_queue_full=False,
+                            batching_enabled=True,
+                            batching_max_publish_delay_ms=self._batching_delay_ms,
+                            batching_max_messages=10000,
+                            batching_max_allowed_size_in_bytes=1 << 20,
+                            max_pending_messages=1_000_000,
+                            send_timeout_millis=30000,
+                        )
+                except (pulsar_asyncio.PulsarException, TimeoutError) as exc:
+                    raise StorageError(f"cannot create producer on {topic}: {exc}") from exc
+                self._writers[topic] = PulsarWriter(raw, self._budget)
+        return self._writers[topic]
 
-    async def close_producer(self, topic: str, name: str | None = None) -> None:
-        """Close the topic's producer (only if it is still the one named `name`)."""
-        producer = self._producers.get(topic)
-        if producer is None or (name is not None and producer.name != name):
+    async def close_writer(self, topic: str, name: str | None = None) -> None:
+        writer = self._writers.get(topic)
+        if writer is None or (name is not None and writer.name != name):
             return
-        del self._producers[topic]
-        await producer.close()
+        del self._writers[topic]
+        await writer.close()
 
     async def reader(
-        self,
-        topic: str,
-        start: Position | None,
-        *,
-        inclusive: bool = True,
-        prefetch: int = 1000,
-        compacted: bool = False,
+        self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
     ) -> Reader:
-        """A reader from the entry holding `start` (None = earliest)."""
         start_id = pulsar.MessageId.earliest if start is None else message_id_at(start)
         try:
-            raw = await self._client.create_reader(
-                topic,
-                start_id,
-                receiver_queue_size=prefetch,
-                start_message_id_inclusive=inclusive,
-                is_read_compacted=compacted,
-            )
-        except pulsar_asyncio.PulsarException as exc:
-            raise PulsarError(f"cannot create reader on {topic}: {exc}") from exc
+            async with asyncio.timeout(self._timeout):
+                raw = await self._client.create_reader(
+                    topic,
+                    start_id,
+                    receiver_queue_size=prefetch,
+                    start_message_id_inclusive=True,
+                    is_read_compacted=compacted,
+                )
+        except (pulsar_asyncio.PulsarException, TimeoutError) as exc:
+            raise StorageError(f"cannot create reader on {topic}: {exc}") from exc
         return Reader(raw._reader, topic)
 
+    async def earliest(self, topic: str) -> Position | None:
+        try:
+            async with asyncio.timeout(self._timeout):
+                raw = (
+                    await self._client.create_reader(
+                        topic,
+                        pulsar.MessageId.earliest,
+                        receiver_queue_size=1,
+                        start_message_id_inclusive=True,
+                    )
+                )._reader
+                try:
+                    if not await _await_callback(raw.has_message_available_async):
+                        return None
+                    msg = await _await_callback(raw.read_next_async)
+                    return _convert(msg).position
+                finally:
+                    raw.close_async(lambda _result: None)
+        except (pulsar_asyncio.PulsarException, TimeoutError) as exc:
+            raise StorageError(f"cannot find where {topic} begins: {exc}") from exc
+
+    async def end(self, topic: str) -> Position | None:
+        try:
+            found = await self._admin.last_message_id(topic)
+        except AdminError as exc:
+            raise StorageError(f"cannot find where {topic} ends: {exc}") from exc
+        if found is None:
+            return None
+        return Position(*found)
+
     async def close(self) -> None:
-        for topic in list(self._producers):
-            await self.close_producer(topic)
+        for topic in list(self._writers):
+            await self.close_writer(topic)
         try:
             await self._client.close()
         except pulsar_asyncio.PulsarException as exc:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from kop.log import entry_format
 from kop.log.entry_format import P_HEADERS, P_KEY, EntryFormat, ProducerStamp
 from kop.protocol.records import Record, build_batch, read_header
-from kop.pulsar.client import OutgoingMessage, PulsarMessage
+from kop.storage.types import OutgoingMessage
+from kop.storage.types import StoredMessage as PulsarMessage
 
 PUBLISH_TIME = 1_700_000_000_000
 

@@ -10,7 +10,8 @@ from typing import Any
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.partition_log import LogSettings, PartitionLog
 from kop.protocol.records import iter_records
-from kop.pulsar.client import IDLE, PulsarMessage
+from kop.storage.types import IDLE
+from kop.storage.types import StoredMessage as PulsarMessage
 
 
 def _msg(entry: int, value: bytes) -> PulsarMessage:

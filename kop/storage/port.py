@@ -1,0 +1,105 @@
+"""The Protocols the partition log and the topic catalog are written against.
+
+Narrow on purpose (the shape of Tansu's `Storage` trait): ordered appends that
+name each write by its writer, in-order readers from a position, where the log
+now begins (Pulsar deletes whole ledgers behind kop's back) and where it ends,
+and the few admin calls topics need. Pulsar implements it in `kop/pulsar`; an
+in-memory log with faults on command implements it in `tests/sim`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Protocol
+
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.types import Idle, OutgoingMessage, Position, StoredMessage, TopicInfo, WriteRef
+
+
+class TopicWriter(Protocol):
+    """Appends to one topic partition in send order. Each message is stored at most
+    once (the storage de-duplicates re-sends after reconnects), so "this writer's
+    n-th message" names a write without trusting receipts."""
+
+    @property
+    def name(self) -> str: ...
+
+    def send_all(
+        self, messages: Sequence[OutgoingMessage]
+    ) -> tuple[WriteRef, asyncio.Future[None]]:
+        """Enqueue `messages` without blocking; returns the first one's reference and a
+        future that fails with StorageError if any of them failed. A refused send
+        (queue full) refuses all of them: nothing is half-enqueued."""
+        ...
+
+    async def wait_capacity(self, size: int) -> None:
+        """Returns once about `size` more bytes fit in the send queue (back-pressure)."""
+        ...
+
+    async def close(self) -> None:
+        """Returns once every message sent before it was stored or failed."""
+        ...
+
+
+class TopicReader(Protocol):
+    """A non-durable, in-order reader of one topic partition: it pins no data."""
+
+    async def read(self) -> StoredMessage | Idle:
+        """The next message, or IDLE once after `report_idle()` when caught up."""
+        ...
+
+    def report_idle(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MessageLog(Protocol):
+    async def writer(self, topic: str) -> TopicWriter:
+        """The topic's writer, created on first use and shared until closed."""
+        ...
+
+    async def close_writer(self, topic: str, name: str | None = None) -> None:
+        """Close the topic's writer (only if it is still the one named `name`)."""
+        ...
+
+    async def reader(
+        self, topic: str, start: Position | None, *, compacted: bool = False
+    ) -> TopicReader:
+        """A reader from the entry holding `start` (None: the earliest message).
+        If that entry is gone, it starts at the first stored message after it."""
+        ...
+
+    async def earliest(self, topic: str) -> Position | None:
+        """Where the topic now begins (None: it holds no message)."""
+        ...
+
+    async def end(self, topic: str) -> Position | None:
+        """The last stored message (None: none)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class StorageAdmin(Protocol):
+    async def healthy(self) -> bool: ...
+
+    async def topic_info(self, topic: PulsarTopic) -> TopicInfo | None: ...
+
+    async def list_topics(self, ns: Namespace) -> dict[str, TopicInfo]: ...
+
+    async def serve_namespace(self, ns: Namespace) -> None:
+        """Make `ns` fit for Kafka topics (exists, de-duplicates re-sends)."""
+        ...
+
+    async def create_partitioned(
+        self, topic: PulsarTopic, partitions: int, properties: dict[str, str]
+    ) -> None: ...
+
+    async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None: ...
+
+    async def delete(self, topic: PulsarTopic, partitioned: bool) -> None: ...
+
+    async def set_retention(
+        self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
+    ) -> None: ...
