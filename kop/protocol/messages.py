@@ -4,6 +4,8 @@ kio gives one frozen dataclass per API version. Handlers are written once for
 all versions: they read requests duck-typed and describe responses as plain
 mappings, which `build` turns into the dataclass of the negotiated version
 (fields that version lacks are dropped, nested entities built recursively).
+A key that no version of the message has at that place is a typo and raises
+`UnknownField`: dropping it would silently send the field's default.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity
 
@@ -137,10 +140,29 @@ def encode_response(header: RequestHeader, response: Entity) -> bytes:
     return out.getvalue()
 
 
+class UnknownField(TypeError):
+    """A mapping given to `build` names a field that no version of its entity has.
+
+    A TypeError like the one a dataclass raises for an unexpected keyword:
+    it is a bug in the handler, never something a client can cause."""
+
+    def __init__(self, entity: str, key: str, valid: frozenset[str]) -> None:
+        super().__init__(
+            f"{entity} has no field {key!r} in any version; valid: {', '.join(sorted(valid))}"
+        )
+        self.entity = entity
+        self.key = key
+        self.valid = valid
+
+
 def build(cls: type[Entity], data: Mapping[str, Any]) -> Any:
     """Build entity `cls` from a version-agnostic mapping (see module docstring)."""
+    plan, known, where = _checked_plan(cls)
+    if not known.issuperset(data):
+        key = next(k for k in data if k not in known)
+        raise UnknownField(where, key, known)
     kwargs: dict[str, Any] = {}
-    for name, (kind, sub) in _field_plan(cls).items():
+    for name, (kind, sub) in plan.items():
         if name not in data:
             continue
         value = data[name]
@@ -198,6 +220,54 @@ def _field_plan(cls: type[Entity]) -> dict[str, tuple[str, Any]]:
 
 
 @cache
+def _checked_plan(cls: type[Entity]) -> tuple[dict[str, tuple[str, Any]], frozenset[str], str]:
+    """What build needs for `cls` in one cache lookup: its plan, the names it accepts
+    (see `_known_fields`) and how to name it in an error."""
+    where, known = _known_fields(cls)
+    return _field_plan(cls), known, where
+
+
+def _known_fields(cls: type[Entity]) -> tuple[str, frozenset[str]]:
+    """Where `cls` sits in its message, and the field names any version has there.
+
+    kio generates separate classes per version, so a nested entity is matched
+    to its counterparts by its path of field names from the message root."""
+    api_key = getattr(cls, "__api_key__", None)
+    found = _message_fields(int(api_key)).get(cls) if api_key is not None else None
+    if found is None:  # not part of an API message (e.g. a header): its own fields
+        return cls.__name__, frozenset(_field_plan(cls))
+    return found
+
+
+@cache
+def _message_fields(api_key: int) -> dict[type[Entity], tuple[str, frozenset[str]]]:
+    """Every request and response entity class of API `api_key`, in every version kio
+    knows, mapped to its path and the union of field names across versions at that path."""
+    names: dict[tuple[str, ...], set[str]] = {}
+    classes: dict[type[Entity], set[tuple[str, ...]]] = {}
+
+    def walk(cls: type[Entity], path: tuple[str, ...]) -> None:
+        plan = _field_plan(cls)
+        names.setdefault(path, set()).update(plan)
+        classes.setdefault(cls, set()).add(path)
+        for name, (kind, sub) in plan.items():
+            if kind in ("entities", "entity"):
+                walk(sub, (*path, name))
+
+    for version in schema_name_map[api_key_map[api_key]]:
+        for load in (load_request_schema, load_response_schema):
+            root = typing.cast(type[Entity], load(api_key, version))
+            walk(root, (root.__name__,))
+    return {
+        cls: (
+            " | ".join(sorted(".".join(p) for p in paths)),
+            frozenset().union(*(names[p] for p in paths)),
+        )
+        for cls, paths in classes.items()
+    }
+
+
+@cache
 def _reader(cls: type[Entity]) -> Any:
     return entity_reader(cls)
 
@@ -211,17 +281,25 @@ def top_level_error_response(header: RequestHeader, code: ErrorCode) -> Entity |
     """An error reply for a request whose body could not be used, if the API has a
     top-level error code; None means the only honest answer is closing the connection."""
     cls = response_schema(header.api_key, header.api_version)
-    if not has_field(cls, "error_code"):
+    plan = _field_plan(cls)
+    if "error_code" not in plan:
         return None
-    data: dict[str, Any] = {"error_code": code, "throttle_time": 0}
-    for name, (kind, _sub) in _field_plan(cls).items():
+    # Values for the required fields of any API; only those `cls` has are passed,
+    # since build rejects names foreign to the message (e.g. `host` for ApiVersions).
+    data: dict[str, Any] = {
+        "error_code": code,
+        "throttle_time": 0,
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "node_id": -1,
+        "port": -1,
+        "host": "",
+        "session_id": 0,
+    }
+    for name, (kind, _sub) in plan.items():
         if kind in ("entities", "tuple"):
             data[name] = ()
-    for name in ("producer_id", "producer_epoch", "node_id", "port"):
-        data.setdefault(name, -1)
-    data.setdefault("host", "")
-    data.setdefault("session_id", 0)
     try:
-        return typing.cast(Entity, build(cls, data))
-    except TypeError:
+        return typing.cast(Entity, build(cls, {k: v for k, v in data.items() if k in plan}))
+    except TypeError:  # a required field none of the values above covers
         return None
