@@ -70,7 +70,6 @@ def _entry(name: str, value: str, source: int) -> dict[str, Any]:
         "value": value,
         "read_only": source != SOURCE_DYNAMIC_TOPIC and source != SOURCE_DEFAULT,
         "config_source": source,
-        "is_default": source == SOURCE_DEFAULT,
         "is_sensitive": False,
         "synonyms": (),
         "config_type": kind,

@@ -55,15 +55,7 @@ SUPPORTED = [
 # kop/api/configs.py `_entry` sends "is_default", a DescribeConfigs v0 field that
 # no version kio has (v1+ says the same through config_source). Strict, so this
 # turns into a failure once the handler is fixed and the mark must go.
-_KNOWN_BAD = pytest.mark.xfail(
-    raises=UnknownField, strict=True, reason="configs._entry sends is_default"
-)
-HANDLER_CASES = [
-    pytest.param(api, version, marks=_KNOWN_BAD)
-    if api == ApiKey.DESCRIBE_CONFIGS
-    else (api, version)
-    for api, version in SUPPORTED
-]
+HANDLER_CASES = list(SUPPORTED)
 
 
 def _fetch_response(version: int, part: dict[str, Any]) -> Any:
