@@ -6,25 +6,33 @@ from __future__ import annotations
 import base64
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kop.log import entry_format
-from kop.log.entry_format import P_HEADERS, P_KEY, EntryFormat, ProducerStamp
+from kop.log.entry_format import (
+    P_ENTRY,
+    P_HEADERS,
+    P_KEY,
+    P_PRODUCER,
+    P_TS,
+    EntryFormat,
+    ProducerStamp,
+)
 from kop.protocol.records import Record, build_batch, read_header
-from kop.storage.types import OutgoingMessage
+from kop.storage.types import OutgoingMessage, Position
 from kop.storage.types import StoredMessage as PulsarMessage
 
 PUBLISH_TIME = 1_700_000_000_000
+AT = Position(1, 1)
 
 
-def through_pulsar(
-    msg: OutgoingMessage, position: tuple[int, int, int] = (1, 1, -1)
-) -> PulsarMessage:
+def through_pulsar(msg: OutgoingMessage) -> PulsarMessage:
     """What a reader gets back: Pulsar's C++ client hands properties back as a
     sorted map, an absent partition key as "", and unset event time as 0."""
     return PulsarMessage(
-        position=position,
+        position=AT,
         payload=msg.payload or b"",
         null_value=msg.payload is None,
         properties=dict(sorted(msg.properties.items())),
@@ -84,7 +92,7 @@ def test_null_value_is_pulsar_null() -> None:
 
 
 def test_pulsar_native_message_becomes_a_record() -> None:
-    native = PulsarMessage((3, 4, 0), b"payload", False, {"trace": "abc"}, "key-1", 0, PUBLISH_TIME)
+    native = PulsarMessage(AT, b"payload", False, {"trace": "abc"}, "key-1", 0, PUBLISH_TIME)
     record = entry_format.decode_record(native)
     assert record == Record(0, PUBLISH_TIME, b"key-1", b"payload", (("trace", b"abc"),))
 
@@ -99,16 +107,295 @@ def test_kafka_format_is_the_batch_verbatim_and_counts_its_records() -> None:
     msg = entry_format.encode_batch(batch, read_header(batch))
     entry = entry_format.decode(through_pulsar(msg))
     assert entry.batch == batch and entry.count == 2 and entry.max_timestamp == 20
-    assert entry.stamp == ProducerStamp(9, 1, 4, 2)
+    assert entry.stamp == ProducerStamp(9, 1, 4, 2, index=1)  # the whole batch
+    assert entry.anomalies == ()
 
 
-def test_producer_stamp_rides_on_first_pulsar_message() -> None:
+def test_producer_stamp_rides_on_every_pulsar_message() -> None:
+    """Pulsar may store a prefix of a batch: each message says how far it got."""
     recs = [Record(0, 5, None, b"a"), Record(1, 5, None, b"b")]
     first, second = entry_format.encode_records(recs, ProducerStamp(7, 0, 10, 2))
-    assert entry_format.decode(through_pulsar(first)).stamp == ProducerStamp(7, 0, 10, 2)
-    assert entry_format.decode(through_pulsar(second)).stamp is None
+    assert entry_format.decode(through_pulsar(first)).stamp == ProducerStamp(7, 0, 10, 2, 0)
+    assert entry_format.decode(through_pulsar(second)).stamp == ProducerStamp(7, 0, 10, 2, 1)
+    assert first.properties[P_PRODUCER] == "7/0/10/2/0"  # compact: it is on every message
     assert entry_format.decode_record(through_pulsar(first)).headers == ()
 
 
 def test_formats_are_named_as_configured() -> None:
     assert EntryFormat("kafka") is EntryFormat.KAFKA and EntryFormat("pulsar") is EntryFormat.PULSAR
+
+
+# --- idempotence stamps: a partly stored batch is recognisable ---------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    recs=st.lists(records, min_size=1, max_size=5),
+    producer_id=st.integers(0, 2**63 - 1),
+    epoch=st.integers(0, 2**15 - 1),
+    first_seq=st.integers(0, 2**31 - 1),
+    first_index=st.integers(0, 5),
+    more=st.integers(0, 3),
+)
+def test_records_and_stamps_roundtrip_including_a_suffix_of_the_batch(
+    recs: list[Record], producer_id: int, epoch: int, first_seq: int, first_index: int, more: int
+) -> None:
+    """A retry that completes a partly stored batch writes records k..n-1; each
+    message read back names its own position, so the log shows how far it got."""
+    count = first_index + len(recs) + more
+    batch = ProducerStamp(producer_id, epoch, first_seq, count)
+    msgs = entry_format.encode_records(recs, batch, first_index)
+    for i, (record, msg) in enumerate(zip(recs, msgs, strict=True)):
+        entry = entry_format.decode(through_pulsar(msg))
+        assert entry.record == record and entry.count == 1
+        assert entry.stamp == ProducerStamp(producer_id, epoch, first_seq, count, first_index + i)
+        assert entry.anomalies == ()
+
+
+def test_legacy_four_field_stamp_means_the_whole_batch() -> None:
+    """Older kop stamped the first message only, for the whole batch; those topics
+    must still rebuild duplicate detection."""
+    entry = entry_format.decode(native({P_PRODUCER: "7/0/10/3"}))
+    assert entry.stamp == ProducerStamp(7, 0, 10, 3, index=2)
+    assert entry.anomalies == () and entry.record is not None and entry.record.headers == ()
+
+
+@pytest.mark.parametrize(("first_index", "n"), [(-1, 1), (0, 4), (2, 2)])
+def test_stamp_indices_outside_the_batch_are_refused(first_index: int, n: int) -> None:
+    """Writing a stamp the reader would reject would silently lose duplicate detection."""
+    recs = [Record(0, 5, None, b"v")] * n
+    with pytest.raises(ValueError):
+        entry_format.encode_records(recs, ProducerStamp(1, 0, 0, 3), first_index)
+
+
+# --- messages kop did not write: never raise, documented fallbacks ----------------------
+
+
+def native(
+    props: dict[str, str],
+    payload: bytes = b"v",
+    partition_key: str = "",
+    event_time: int = 0,
+) -> PulsarMessage:
+    """A message as a Pulsar application (not kop) might have written it."""
+    return PulsarMessage(AT, payload, False, props, partition_key, event_time, PUBLISH_TIME)
+
+
+BATCH = build_batch(
+    [Record(0, 10, b"k", b"v"), Record(1, 20, None, b"w")],
+    producer_id=9,
+    producer_epoch=1,
+    base_sequence=4,
+)
+RESERVED_NAMES = [P_ENTRY, P_KEY, P_HEADERS, P_TS, P_PRODUCER]
+WELL_FORMED = {
+    P_ENTRY: ["batch"],
+    P_KEY: ["b64", "empty"],
+    P_HEADERS: ['[["a", "YQ=="], ["b", null]]', "[]"],
+    P_TS: ["-1", "0", "12"],
+    P_PRODUCER: ["1/0/5/3/2", "1/0/5/3"],
+}
+
+
+def _mutated(at: int, byte: int, length: int) -> bytes:
+    data = bytearray(BATCH[:length])
+    if at < len(data):
+        data[at] = byte
+    return bytes(data)
+
+
+stored_messages = st.builds(
+    PulsarMessage,
+    position=st.just(AT),
+    payload=st.one_of(
+        st.binary(max_size=80),
+        st.just(BATCH),
+        st.builds(
+            _mutated,
+            st.integers(0, len(BATCH) - 1),
+            st.integers(0, 255),
+            st.integers(0, len(BATCH) + 1),
+        ),
+    ),
+    null_value=st.booleans(),
+    properties=st.builds(
+        lambda plain, reserved: {**plain, **reserved},
+        st.dictionaries(
+            st.text(max_size=5).filter(lambda k: not k.startswith("__kafka.")),
+            st.text(max_size=5),
+            max_size=3,
+        ),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                name: st.one_of(st.text(max_size=12), st.sampled_from(values))
+                for name, values in WELL_FORMED.items()
+            },
+        ),
+    ),
+    partition_key=st.one_of(
+        st.just(""),
+        st.text(max_size=8),
+        st.binary(min_size=1, max_size=8).map(lambda b: base64.b64encode(b).decode()),
+    ),
+    event_time=st.one_of(st.just(0), st.integers(1, 2**64 - 1)),
+    publish_time=st.just(PUBLISH_TIME),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(msg=stored_messages)
+def test_any_message_decodes_to_a_servable_entry(msg: PulsarMessage) -> None:
+    """No message can stop a partition: decode never raises, and what it returns
+    can be served to a Kafka consumer, with malformed properties visible as headers
+    and well-formed ones hidden."""
+    entry = entry_format.decode(msg)
+    assert set(entry.anomalies) <= set(RESERVED_NAMES) & set(msg.properties)
+    assert list(entry.anomalies) == sorted(set(entry.anomalies))
+    assert entry.count >= 1
+    if entry.batch is not None:
+        assert msg.properties[P_ENTRY] == "batch" and entry.batch == msg.payload
+        assert entry.record is None and entry.anomalies == ()
+        assert entry.count == read_header(msg.payload).record_count
+        return
+    record = entry.record
+    assert record is not None and entry.count == 1
+    assert entry.max_timestamp == record.timestamp and -(2**63) <= record.timestamp < 2**63
+    assert entry_format.decode_record(msg) == record
+    shown = sorted((k, v) for k, v in record.headers if k.startswith("__kafka."))
+    assert shown == sorted((k, msg.properties[k].encode()) for k in entry.anomalies)
+    if entry.stamp is not None:
+        assert 0 <= entry.stamp.index < entry.stamp.count
+    build_batch([record])  # encodable for a Fetch response
+
+
+@pytest.mark.parametrize("bad", ["abc", "", "1.5", str(2**63)])
+def test_bad_timestamp_property_falls_back_to_event_time_then_publish_time(bad: str) -> None:
+    with_event_time = entry_format.decode(native({P_TS: bad, "a": "1"}, event_time=1234))
+    assert with_event_time.record == Record(
+        0, 1234, None, b"v", ((P_TS, bad.encode()), ("a", b"1"))
+    )
+    assert with_event_time.max_timestamp == 1234 and with_event_time.anomalies == (P_TS,)
+    without = entry_format.decode_record(native({P_TS: bad}))
+    assert without.timestamp == PUBLISH_TIME and without.headers == ((P_TS, bad.encode()),)
+
+
+@pytest.mark.parametrize(
+    ("mode", "partition_key", "key"),
+    [
+        ("b64", "not base64!", b"not base64!"),
+        ("b64", "QQ", b"QQ"),  # missing padding
+        ("b64", "", None),
+        ("hex", "k1", b"k1"),
+        ("empty", "k1", b"k1"),  # kop writes `empty` only without a partition key
+    ],
+)
+def test_bad_key_property_serves_the_partition_key(
+    mode: str, partition_key: str, key: bytes | None
+) -> None:
+    entry = entry_format.decode(native({P_KEY: mode}, partition_key=partition_key))
+    assert entry.record is not None and entry.record.key == key
+    assert entry.record.headers == ((P_KEY, mode.encode()),)
+    assert entry.anomalies == (P_KEY,)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not json",
+        '{"a": "YQ=="}',
+        '[["a"]]',
+        '[["a", "YQ==", "x"]]',
+        '[[1, "YQ=="]]',
+        '[["a", 5]]',
+        '[["a", "***"]]',
+        '[["\\ud800", null]]',  # a lone surrogate cannot be sent as UTF-8
+        "[" * 100_000,
+    ],
+)
+def test_bad_headers_property_serves_the_plain_properties(bad: str) -> None:
+    entry = entry_format.decode(native({P_HEADERS: bad, "b": "2", "a": "1", P_KEY: "empty"}))
+    assert entry.record is not None
+    assert entry.record.headers == ((P_HEADERS, bad.encode()), ("a", b"1"), ("b", b"2"))
+    assert entry.record.key == b""  # the other reserved properties still mean what they say
+    assert entry.anomalies == (P_HEADERS,)
+
+
+def _with_count(count: int) -> bytes:
+    data = bytearray(BATCH)
+    data[57:61] = count.to_bytes(4, "big", signed=True)
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload"),
+    [
+        ("batch", BATCH[:30]),
+        ("batch", BATCH[:16] + b"\x01" + BATCH[17:]),  # magic 1
+        ("batch", _with_count(0)),
+        ("batch", _with_count(-1)),
+        ("batch", _with_count(3)),  # disagrees with the last offset delta
+        ("batch", BATCH + b"x"),  # not one whole batch
+        ("zip", BATCH),  # unknown entry kind
+    ],
+)
+def test_bad_batch_is_served_as_one_plain_record(kind: str, payload: bytes) -> None:
+    entry = entry_format.decode(native({P_ENTRY: kind, "a": "1"}, payload=payload))
+    assert entry.count == 1 and entry.batch is None and entry.stamp is None
+    assert entry.record == Record(
+        0, PUBLISH_TIME, None, payload, ((P_ENTRY, kind.encode()), ("a", b"1"))
+    )
+    assert entry.anomalies == (P_ENTRY,)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "x",
+        "1/2/3",
+        "1/0/5/3/0/9",
+        "a/b/c/d/e",
+        "1/0/5/3/3",  # index beyond the batch
+        "1/0/5/3/-1",
+        "1/0/5/0",  # empty batch
+        "-1/0/5/3/0",  # not an idempotent producer
+        f"1/0/{2**31}/3/0",  # sequence beyond int32
+        f"1/{2**15}/5/3/0",  # epoch beyond int16
+    ],
+)
+def test_bad_producer_property_means_no_stamp(bad: str) -> None:
+    entry = entry_format.decode(native({P_PRODUCER: bad}))
+    assert entry.stamp is None and entry.anomalies == (P_PRODUCER,)
+    assert entry.record is not None and entry.record.headers == ((P_PRODUCER, bad.encode()),)
+
+
+def test_bad_property_beside_exact_headers_follows_them() -> None:
+    [msg] = entry_format.encode_records([Record(0, -1, None, b"v", (("z", b"\xff"), ("a", None)))])
+    stored = through_pulsar(msg)
+    stored.properties[P_PRODUCER] = "junk"
+    entry = entry_format.decode(stored)
+    assert entry.record == Record(
+        0, -1, None, b"v", (("z", b"\xff"), ("a", None), (P_PRODUCER, b"junk"))
+    )
+    assert entry.anomalies == (P_PRODUCER,)
+
+
+def test_several_bad_properties_are_all_named() -> None:
+    entry = entry_format.decode(native({P_TS: "x", P_KEY: "x", P_PRODUCER: "x"}, event_time=7))
+    assert entry.anomalies == (P_KEY, P_PRODUCER, P_TS)
+    assert entry.record == Record(
+        0, 7, None, b"v", ((P_KEY, b"x"), (P_PRODUCER, b"x"), (P_TS, b"x"))
+    )
+
+
+def test_unknown_reserved_names_stay_hidden() -> None:
+    """A newer kop may add reserved properties; they are not user headers."""
+    entry = entry_format.decode(native({"__kafka.future": "1", "a": "1"}))
+    assert entry.record is not None and entry.record.headers == (("a", b"1"),)
+    assert entry.anomalies == ()
+
+
+def test_event_time_beyond_int64_is_treated_as_unset() -> None:
+    """Pulsar's event time is unsigned; a Kafka timestamp is int64."""
+    assert entry_format.decode_record(native({}, event_time=2**64 - 1)).timestamp == PUBLISH_TIME
