@@ -21,6 +21,20 @@ PULSAR_URL = os.environ.get("KOP_PULSAR_SERVICE_URL", "pulsar://localhost:6650")
 PULSAR_HTTP = os.environ.get("KOP_PULSAR_HTTP_URL", "http://localhost:8080")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `restarts_pulsar` run after every other test of the session.
+
+    They stop the one Pulsar all integration tests share and start it again: a
+    test after them would meet gateways (the session's `kop`) still reconnecting,
+    or, if the restart failed, no Pulsar at all, and fail for reasons not its
+    own. Their place must not depend on their file's name sorting last, nor on
+    other plugins' reordering: this hook runs last (trylast) and is a stable
+    sort, so every other test keeps its order.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("restarts_pulsar") is not None)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

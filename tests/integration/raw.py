@@ -83,7 +83,23 @@ class RawClient:
         return body
 
     def is_closed_by_peer(self) -> bool:
+        """Whether kop closes the connection within the socket's timeout."""
+        timeout = self.sock.gettimeout()
+        return self.wait_closed_by_peer(30.0 if timeout is None else timeout)
+
+    def wait_closed_by_peer(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for kop to close the connection: True as
+        soon as it has (end of stream or reset), False if it is still open then.
+        Nothing is expected on the wire meanwhile; a byte fails the test."""
+        previous = self.sock.gettimeout()
+        self.sock.settimeout(max(timeout, 0.001))
         try:
-            return self.sock.recv(1) == b""
-        except (ConnectionResetError, TimeoutError, OSError):
+            data = self.sock.recv(1)
+        except TimeoutError:
+            return False
+        except OSError:  # reset by kop
             return True
+        finally:
+            self.sock.settimeout(previous)
+        assert data == b"", f"kop sent {data!r} unasked instead of closing"
+        return True

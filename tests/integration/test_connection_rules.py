@@ -28,17 +28,31 @@ def test_acks_zero_is_written_without_a_response(kop: KopProcess, topic: str) ->
 
 
 def test_idle_connection_is_closed(pulsar: str, tmp_path: Path) -> None:
-    gateway = KopProcess(tmp_path, KOP_IDLE_TIMEOUT_S="1")
+    idle_timeout = 1.0
+    gateway = KopProcess(tmp_path, KOP_IDLE_TIMEOUT_S=str(idle_timeout))
     gateway.start()
     try:
         client = RawClient(gateway.port, timeout=10)
         assert client.request(18, 3, client_software_name="raw", client_software_version="1")
-        time.sleep(2.5)
-        assert client.is_closed_by_peer()
+        answered = time.monotonic()
+        assert client.wait_closed_by_peer(idle_timeout + 9), "idle connection was not closed"
+        idle_for = time.monotonic() - answered
+        client.close()
+        # kop's clock starts a little before the answer reaches us: allow some slack
+        # below the timeout, and a generous margin above it.
+        assert idle_timeout - 0.2 <= idle_for <= idle_timeout + 4, (
+            f"closed after {idle_for:.2f}s idle, the idle timeout is {idle_timeout}s"
+        )
+
+        # A connection that keeps talking stays open: requests spaced over more than
+        # the idle timeout, each restarting it.
         busy = RawClient(gateway.port, timeout=10)
-        for _ in range(4):  # a connection that keeps talking stays open
-            time.sleep(0.5)
+        opened = time.monotonic()
+        for _ in range(4):
+            time.sleep(0.5)  # spacing between requests, not waiting for anything
             assert busy.request(18, 3, client_software_name="raw", client_software_version="1")
+        assert time.monotonic() - opened > 1.5 * idle_timeout
+        assert not busy.wait_closed_by_peer(0.2), "a busy connection was closed"
         busy.close()
     finally:
         gateway.stop()

@@ -42,19 +42,41 @@ def _fetch(client: RawClient, topic: str, offset: int, wait_ms: int, min_bytes: 
 def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> None:
     create_topic(kop.bootstrap, topic)
     client = RawClient(kop.port)
-    timer = threading.Timer(
-        0.5,
-        lambda: PRODUCERS["kafka-python"](
-            kop.bootstrap, topic, [Rec(None, b"wake", (), 1_700_000_000_000)], None
-        ),
-    )
+    produce_sent: list[float] = []  # time.monotonic() as the produce starts
+    produce_acked: list[float] = []  # ... and once the producer has its acknowledgement
+    produce_errors: list[BaseException] = []
+
+    def produce() -> None:
+        produce_sent.append(time.monotonic())
+        try:
+            PRODUCERS["kafka-python"](
+                kop.bootstrap, topic, [Rec(None, b"wake", (), 1_700_000_000_000)], None
+            )
+        except BaseException as exc:  # reported by the test thread below
+            produce_errors.append(exc)
+        produce_acked.append(time.monotonic())
+
+    timer = threading.Timer(0.5, produce)
+    started = time.monotonic()
     timer.start()
     resp = _fetch(client, topic, 0, wait_ms=20_000)
+    returned = time.monotonic()
+    timer.join(60)
+    client.close()
+    assert not produce_errors, f"the waking produce failed: {produce_errors!r}"
+    assert produce_acked, "the waking produce did not finish"
     part = resp.responses[0].partitions[0]
     assert resp.session_id == 0 and part.error_code == ErrorCode.none
     assert part.high_watermark == 1 and part.records and b"wake" in part.records
-    timer.join()
-    client.close()
+    # Woken by the produce, not by the 20 s max_wait running out (which would also
+    # answer with the record): the answer came after the produce was sent and soon
+    # after it was acknowledged. (The fetch may be answered before the producer
+    # has its acknowledgement: the record is readable once written.)
+    took = f"fetch answered {returned - started:.1f}s into its 20s wait"
+    assert returned >= produce_sent[0], f"{took}, before the produce was sent"
+    assert returned - produce_acked[0] < 10, (
+        f"{took}, {returned - produce_acked[0]:.1f}s after the produce was acknowledged"
+    )
 
 
 def test_fetch_with_nothing_new_returns_empty_after_wait(kop: KopProcess, topic: str) -> None:
@@ -81,10 +103,12 @@ def test_health_ready_and_metrics(kop: KopProcess, topic: str) -> None:
         assert resp.status == 200
     with urllib.request.urlopen(f"{base}/readyz") as resp:
         assert resp.status == 200
-    deadline = time.monotonic() + 5
-    text = ""
-    while time.monotonic() < deadline and 'api="produce"' not in text:
-        with urllib.request.urlopen(f"{base}/metrics") as resp:
+    deadline = time.monotonic() + 10
+    while True:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as resp:
             text = resp.read().decode()
+        if 'api="produce"' in text or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert 'kop_requests_total{api="produce",outcome="ok"}' in text
     assert "kop_connections" in text

@@ -3,15 +3,21 @@ offset it was acknowledged with, and new records continue densely."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Producer
 
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec, cf_consume, sample_records
 from tests.integration.conftest import KopProcess
+
+FLUSH_INTERVAL_S = 1.0  # kop persists new offset-index checkpoints every second
 
 
 def _small_index(tmp_path: Path) -> KopProcess:
@@ -22,6 +28,32 @@ def _small_index(tmp_path: Path) -> KopProcess:
     return gateway
 
 
+def _partition_state(gateway: KopProcess, topic: str) -> dict[str, Any]:
+    """The gateway's view of partition 0 of `topic` (admin `GET /v1/topics`);
+    {} while the gateway does not own it."""
+    url = f"http://127.0.0.1:{gateway.admin_port}/v1/topics"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        partitions = json.load(resp)["partitions"]
+    for name, state in partitions.items():
+        if name.endswith(f"/{topic}-partition-0"):
+            return dict(state)
+    return {}
+
+
+def _wait_for_partition(
+    gateway: KopProcess,
+    topic: str,
+    condition: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = 30.0,
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while not condition(state := _partition_state(gateway, topic)):
+        assert time.monotonic() < deadline, f"{what} within {timeout}s; kop reports {state}"
+        time.sleep(0.1)
+    return state
+
+
 def test_kill9_between_writes_keeps_offsets(pulsar: str, tmp_path: Path, topic: str) -> None:
     gateway = _small_index(tmp_path)
     try:
@@ -30,7 +62,27 @@ def test_kill9_between_writes_keeps_offsets(pulsar: str, tmp_path: Path, topic: 
         assert PRODUCERS["kafka-python"](gateway.bootstrap, topic, first, "zstd") == list(
             range(120)
         )
-        time.sleep(1.5)  # lets some checkpoints reach the index topic, not necessarily all
+        # Kill once some checkpoints (not necessarily all) were persisted, so the
+        # restart resumes from one instead of rescanning the partition.
+        state = _wait_for_partition(
+            gateway,
+            topic,
+            lambda s: s.get("high_watermark") == 120 and s["checkpoints"] > 0,
+            "partition at high watermark 120 with offset-index checkpoints",
+        )
+        # kop does not report which checkpoints are persisted yet (an observable for
+        # that is coming; wait on it then). Until then: the flusher persists them
+        # every second, so wait until the partition has shown them for two flushes.
+        seen = time.monotonic()
+        _wait_for_partition(
+            gateway,
+            topic,
+            lambda s: (
+                s.get("checkpoints", 0) >= state["checkpoints"]
+                and time.monotonic() - seen > 2 * FLUSH_INTERVAL_S
+            ),
+            "checkpoints kept through two flushes",
+        )
         gateway.kill9()
         gateway.start()
         second = sample_records(30, base_ts=1_800_000_000_000)
@@ -54,6 +106,7 @@ def test_kill9_during_production_loses_nothing_acknowledged(
         create_topic(gateway.bootstrap, topic, entry_format="kafka")
         acked: dict[int, bytes] = {}
         failed: list[object] = []
+        crashed: list[BaseException] = []
         stop = threading.Event()
 
         def on_delivery(err, msg):  # type: ignore[no-untyped-def]
@@ -63,38 +116,54 @@ def test_kill9_during_production_loses_nothing_acknowledged(
                 failed.append(err)
 
         def produce() -> None:
-            producer = Producer(
-                {
-                    "bootstrap.servers": gateway.bootstrap,
-                    "linger.ms": 2,
-                    "acks": "all",
-                    "message.timeout.ms": 60000,
-                }
-            )
-            i = 0
-            while not stop.is_set():
-                producer.produce(
-                    topic, value=f"r{i}".encode(), partition=0, on_delivery=on_delivery
+            try:
+                producer = Producer(
+                    {
+                        "bootstrap.servers": gateway.bootstrap,
+                        "linger.ms": 2,
+                        "acks": "all",
+                        "message.timeout.ms": 60000,
+                    }
                 )
-                producer.poll(0)
-                i += 1
-                time.sleep(0.001)
-            producer.flush(60)
+                i = 0
+                while not stop.is_set():
+                    producer.produce(
+                        topic, value=f"r{i}".encode(), partition=0, on_delivery=on_delivery
+                    )
+                    producer.poll(0)
+                    i += 1
+                    time.sleep(0.001)  # pacing: about a thousand records a second
+                assert producer.flush(60) == 0, "records still undelivered after 60s"
+            except BaseException as exc:  # reported by the test thread
+                crashed.append(exc)
+
+        def wait_for_acks(count: int, timeout: float, what: str) -> None:
+            deadline = time.monotonic() + timeout
+            while len(acked) < count and not crashed and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not crashed, f"the producer thread failed: {crashed!r}"
+            assert len(acked) >= count, (
+                f"{what}: {len(acked)} of {count} records acknowledged in {timeout}s, "
+                f"failed deliveries: {failed[:5]!r}\n{gateway.log_text()[-3000:]}"
+            )
 
         thread = threading.Thread(target=produce)
         thread.start()
-        while len(acked) < 300:
-            time.sleep(0.05)
-        gateway.kill9()  # mid-stream: requests are in flight
-        time.sleep(0.5)
-        gateway.start()
-        before = len(acked)
-        deadline = time.monotonic() + 60
-        while len(acked) < before + 300 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        stop.set()
-        thread.join(90)
-        assert len(acked) >= before + 300, "production did not resume after the restart"
+        try:
+            wait_for_acks(300, 60, "production did not start")
+            gateway.kill9()  # mid-stream: requests are in flight
+            time.sleep(0.5)  # down for a moment: the producer's reconnects are refused
+            gateway.start()
+            before = len(acked)
+            wait_for_acks(before + 300, 60, "production did not resume after the restart")
+        finally:
+            stop.set()
+            thread.join(90)
+        assert not thread.is_alive(), "the producer did not finish flushing in 90s"
+        assert not crashed, f"the producer thread failed: {crashed!r}"
+        # message.timeout.ms=60000: librdkafka retries across the kill and the restart,
+        # so no delivery may fail.
+        assert failed == [], f"{len(failed)} deliveries failed: {failed[:10]!r}"
         end = max(acked) + 1
         got = cf_consume(gateway.bootstrap, topic, end)
         assert [r.offset for r in got] == list(range(end))

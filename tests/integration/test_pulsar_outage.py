@@ -1,6 +1,7 @@
 """While Pulsar is down clients get retriable errors and kop stays up; when Pulsar
-returns kop recovers by itself and offsets continue. (Runs last: it restarts the
-Pulsar that tools/pulsar.py manages.)"""
+returns kop recovers by itself and offsets continue. (Marked `restarts_pulsar`:
+it stops and restarts the Pulsar that tools/pulsar.py manages, so conftest runs it
+after every other test.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
@@ -31,6 +33,7 @@ def _recs(tag: str, n: int) -> list[Rec]:
     return [Rec(None, f"{tag}{i}".encode(), (), 1_700_000_000_000 + i) for i in range(n)]
 
 
+@pytest.mark.restarts_pulsar
 def test_pulsar_outage_gives_retriable_errors_then_recovers(
     pulsar: str, tmp_path: Path, topic: str
 ) -> None:
