@@ -11,7 +11,7 @@ from kop.config import KopConfig
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
-from kop.log.partition_log import LogSettings
+from kop.log.settings import LogSettings
 from kop.log.topics import TopicCatalog, TopicDefaults
 from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
@@ -55,13 +55,21 @@ class Gateway:
         await self._admin.serve_namespace(default_ns)
         await self._admin.configure_system_namespace(Namespace(system_tenant, system_name), 1 << 20)
         self._session = PulsarSession(
-            c.pulsar_service_url, self._admin, batching_delay_ms=c.pulsar_batching_delay_ms
+            c.pulsar_service_url,
+            self._admin,
+            batching_delay_ms=c.pulsar_batching_delay_ms,
+            send_budget_bytes=c.pulsar_send_budget_bytes,
         )
         store = CheckpointStore(self._session, f"persistent://{c.system_namespace}/offset-index")
         settings = LogSettings(
             checkpoint_interval=c.checkpoint_interval,
+            max_checkpoints=c.max_checkpoints,
             tail_buffer_bytes=c.tail_buffer_bytes,
             write_timeout_s=c.write_timeout_s,
+            open_wait_s=c.open_wait_s,
+            retention_check_s=c.retention_check_s,
+            history_readers=c.history_readers,
+            max_producers=c.max_producers,
         )
         self._logs = LogManager(self._session, store, settings)
         await self._logs.start()

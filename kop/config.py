@@ -50,10 +50,17 @@ class KopConfig(BaseSettings):
     idle_timeout_s: float = Field(600.0, gt=0)
     write_timeout_s: float = Field(30.0, gt=0)
     fetch_max_wait_cap_ms: int = Field(30000, ge=0)
-    # Offset index
+    open_wait_s: float = Field(5.0, gt=0)
+    # Offset index and memory (totals across all partitions)
     checkpoint_interval: int = Field(1000, ge=1)
-    tail_buffer_bytes: int = Field(16 * 1024 * 1024, ge=0)
+    max_checkpoints: int = Field(10_000, ge=16)
+    tail_buffer_bytes: int = Field(256 * 1024 * 1024, ge=0)
+    history_readers: int = Field(64, ge=1)
+    max_producers: int = Field(10_000, ge=1)
+    retention_check_s: float = Field(60.0, gt=0)
+    # Pulsar producers
     pulsar_batching_delay_ms: int = Field(1, ge=0)
+    pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     config_file: Path | None = None

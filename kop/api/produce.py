@@ -8,7 +8,7 @@ Pulsar's acknowledgements overlaps with later requests. acks=0 gets no answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
@@ -23,7 +23,7 @@ async def handle(
         return _finish(request, [], error=ErrorCode.transactional_id_authorization_failed)
     if request.acks not in (0, 1, -1):
         return _finish(request, [], error=ErrorCode.invalid_required_acks)
-    pending: list[tuple[str, int, Coroutine[Any, Any, int] | BaseException]] = []
+    pending: list[tuple[str, int, Awaitable[int] | BaseException]] = []
     for t in request.topic_data:
         for p in t.partition_data:
             pending.append(
@@ -34,7 +34,7 @@ async def handle(
 
 async def _begin(
     services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None
-) -> Coroutine[Any, Any, int] | BaseException:
+) -> Awaitable[int] | BaseException:
     try:
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
@@ -58,7 +58,7 @@ async def _begin(
 
 async def _finish(
     request: Any,
-    pending: list[tuple[str, int, Coroutine[Any, Any, int] | BaseException]],
+    pending: list[tuple[str, int, Awaitable[int] | BaseException]],
     error: ErrorCode | None = None,
 ) -> Response | None:
     results = await asyncio.gather(*(_settle(work) for _, _, work in pending))
@@ -79,7 +79,7 @@ async def _finish(
 
 
 async def _settle(
-    work: Coroutine[Any, Any, int] | BaseException,
+    work: Awaitable[int] | BaseException,
 ) -> tuple[int, ErrorCode, str | None]:
     if isinstance(work, BaseException):
         code, message = error_of(work)

@@ -1,79 +1,194 @@
-"""Offset-index checkpoints persisted in a compacted Pulsar topic.
+"""Offset-index checkpoints and marks, persisted in compacted Pulsar topics.
 
-One message per checkpoint, keyed `partition|offset`, so compaction keeps
-every checkpoint once and a tombstone removes one. A restarted or new owner
-loads them and resumes counting from the last one instead of rescanning.
+One message per checkpoint, keyed `partition|offset` (compaction keeps each
+once; a tombstone forgets one), one per partition keyed `partition|mark` (the
+last counted position and the offset after it), and one per idempotent producer
+keyed `partition|p<id>` (its epoch and last batches, as Kafka snapshots them).
+The index is spread over `shards` topics by a hash of the partition, so a
+partition opening reads only its shard, not the whole index: loading is per
+partition, on first use. A shard read is shared by partitions opening around
+the same time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections import defaultdict
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
 
-from kop.log.offset_index import Checkpoint
+from kop.log.offset_index import Checkpoint, Mark
+from kop.log.producer_state import Snapshot
 from kop.storage.port import MessageLog
 from kop.storage.types import Idle, OutgoingMessage, Position
 
 log = logging.getLogger(__name__)
 
+_MARK = "mark"
+
+
+@dataclass(slots=True)
+class Persisted:
+    checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
+    mark: Mark | None = None
+    producers: dict[int, Snapshot] = field(default_factory=dict)
+
+    def sorted(self) -> list[Checkpoint]:
+        return sorted(self.checkpoints.values())
+
 
 class CheckpointStore:
-    def __init__(self, session: MessageLog, topic: str) -> None:
-        self._session = session
-        self.topic = topic
-        self._loaded: dict[str, list[Checkpoint]] = {}
+    def __init__(
+        self, storage: MessageLog, prefix: str, shards: int = 16, cache_s: float = 30.0
+    ) -> None:
+        self._storage = storage
+        self.prefix = prefix
+        self._shards = shards
+        self._cache_s = cache_s
+        self._cache: dict[int, tuple[float, dict[str, Persisted]]] = {}
+        self._loading: dict[int, asyncio.Task[dict[str, Persisted]]] = {}
 
-    async def load(self) -> None:
-        found: dict[str, dict[int, Checkpoint]] = defaultdict(dict)
-        reader = await self._session.reader(self.topic, None, compacted=True)
+    def shard_topic(self, partition: str) -> str:
+        return f"{self.prefix}-{self._shard(partition)}"
+
+    def _shard(self, partition: str) -> int:
+        return zlib.crc32(partition.encode()) % self._shards
+
+    async def load(self, partition: str) -> Persisted:
+        shard = self._shard(partition)
+        now = asyncio.get_running_loop().time()
+        cached = self._cache.get(shard)
+        if cached is None or now - cached[0] > self._cache_s:
+            task = self._loading.get(shard)
+            if task is None:
+                task = asyncio.ensure_future(self._read_shard(shard))
+                self._loading[shard] = task
+                task.add_done_callback(lambda _t: self._loading.pop(shard, None))
+            cached = (now, await asyncio.shield(task))
+            self._cache[shard] = cached
+        found = cached[1].get(partition, Persisted())
+        return Persisted(dict(found.checkpoints), found.mark, dict(found.producers))
+
+    async def _read_shard(self, shard: int) -> dict[str, Persisted]:
+        topic = f"{self.prefix}-{shard}"
+        found: dict[str, Persisted] = {}
+        reader = await self._storage.reader(topic, None, compacted=True)
         reader.report_idle()
         count = 0
         try:
             while not isinstance(msg := await reader.read(), Idle):
-                partition, _, offset_text = msg.partition_key.rpartition("|")
-                offset = int(offset_text)
                 count += 1
-                if msg.null_value or not msg.payload:
-                    found[partition].pop(offset, None)
-                    continue
-                v = json.loads(msg.payload)
-                found[partition][offset] = Checkpoint(
-                    offset, Position(v["l"], v["e"], v["b"]), v["t"]
-                )
+                partition, _, what = msg.partition_key.rpartition("|")
+                state = found.setdefault(partition, Persisted())
+                gone = msg.null_value or not msg.payload
+                try:
+                    if what == _MARK:
+                        state.mark = None if gone else _mark(json.loads(msg.payload))
+                    elif what.startswith("p"):
+                        pid = int(what[1:])
+                        if gone:
+                            state.producers.pop(pid, None)
+                        else:
+                            state.producers[pid] = _snapshot(json.loads(msg.payload))
+                    elif gone:
+                        state.checkpoints.pop(int(what), None)
+                    else:
+                        state.checkpoints[int(what)] = _checkpoint(int(what), msg.payload)
+                except (ValueError, KeyError, TypeError) as exc:
+                    log.warning("%s: unreadable index entry %r: %s", topic, msg.partition_key, exc)
         finally:
             await reader.close()
-        self._loaded = {p: sorted(cps.values()) for p, cps in found.items() if cps}
-        log.info("loaded %d offset-index messages for %d partitions", count, len(self._loaded))
+        log.debug("read %d index messages of %d partitions from %s", count, len(found), topic)
+        return found
 
-    def checkpoints(self, partition: str) -> list[Checkpoint]:
-        return list(self._loaded.get(partition, []))
-
-    async def save(self, partition: str, checkpoints: list[Checkpoint]) -> None:
-        producer = await self._session.writer(self.topic)
-        messages = []
-        for c in checkpoints:
-            body = {
-                "l": c.position[0],
-                "e": c.position[1],
-                "b": c.position[2],
-                "t": c.max_ts_before,
-            }
-            messages.append(
-                OutgoingMessage(json.dumps(body).encode(), {}, _key(partition, c.offset), None)
+    async def save(
+        self,
+        partition: str,
+        created: list[Checkpoint],
+        dropped: list[Checkpoint],
+        mark: Mark | None,
+        producers: dict[int, Snapshot | None] | None = None,
+    ) -> None:
+        """Persist in one ordered send: tombstones, new checkpoints, producers, then
+        the mark (so a persisted mark never names state that is missing)."""
+        producers = producers or {}
+        keep = {c.offset for c in created}
+        messages = [
+            OutgoingMessage(None, {}, _key(partition, c.offset), None)
+            for c in dropped
+            if c.offset not in keep
+        ]
+        messages += [
+            OutgoingMessage(_checkpoint_body(c), {}, _key(partition, c.offset), None)
+            for c in created
+        ]
+        messages += [
+            OutgoingMessage(
+                None if snap is None else json.dumps({"e": snap[0], "b": snap[1]}).encode(),
+                {},
+                f"{partition}|p{pid}",
+                None,
             )
-        await producer.send_all(messages)[1]
-        self._loaded.setdefault(partition, []).extend(checkpoints)
+            for pid, snap in producers.items()
+        ]
+        if mark is not None:
+            body = {**_position(mark.position), "n": mark.next_offset, "t": mark.max_timestamp}
+            messages.append(
+                OutgoingMessage(json.dumps(body).encode(), {}, f"{partition}|{_MARK}", None)
+            )
+        if not messages:
+            return
+        writer = await self._storage.writer(self.shard_topic(partition))
+        await writer.send_all(messages)[1]
+        cached = self._cache.get(self._shard(partition))
+        if cached is not None:
+            state = cached[1].setdefault(partition, Persisted())
+            for c in dropped:
+                state.checkpoints.pop(c.offset, None)
+            state.checkpoints.update({c.offset: c for c in created})
+            state.mark = mark or state.mark
+            for pid, snap in producers.items():
+                if snap is None:
+                    state.producers.pop(pid, None)
+                else:
+                    state.producers[pid] = snap
 
     async def forget(self, partition: str) -> None:
-        """Tombstone every checkpoint of a deleted partition."""
-        stale = self._loaded.pop(partition, [])
-        if not stale:
-            return
-        producer = await self._session.writer(self.topic)
-        tombstones = [OutgoingMessage(None, {}, _key(partition, c.offset), None) for c in stale]
-        await producer.send_all(tombstones)[1]
+        """Tombstone every entry of a deleted partition, so a topic re-created under
+        the same name starts at offset 0."""
+        known = await self.load(partition)
+        messages = [OutgoingMessage(None, {}, _key(partition, o), None) for o in known.checkpoints]
+        messages += [OutgoingMessage(None, {}, f"{partition}|p{p}", None) for p in known.producers]
+        messages.append(OutgoingMessage(None, {}, f"{partition}|{_MARK}", None))
+        writer = await self._storage.writer(self.shard_topic(partition))
+        await writer.send_all(messages)[1]
+        cached = self._cache.get(self._shard(partition))
+        if cached is not None:
+            cached[1].pop(partition, None)
 
 
 def _key(partition: str, offset: int) -> str:
     return f"{partition}|{offset:020d}"
+
+
+def _position(p: Position) -> dict[str, int]:
+    return {"l": p.ledger, "e": p.entry, "b": p.batch}
+
+
+def _checkpoint_body(c: Checkpoint) -> bytes:
+    return json.dumps({**_position(c.position), "t": c.max_ts_before}).encode()
+
+
+def _checkpoint(offset: int, payload: bytes) -> Checkpoint:
+    v = json.loads(payload)
+    return Checkpoint(offset, Position(int(v["l"]), int(v["e"]), int(v["b"])), int(v["t"]))
+
+
+def _snapshot(v: dict[str, Any]) -> Snapshot:
+    return int(v["e"]), [(int(a), int(b), int(c), int(d)) for a, b, c, d in v["b"]]
+
+
+def _mark(v: dict[str, int]) -> Mark:
+    return Mark(Position(int(v["l"]), int(v["e"]), int(v["b"])), int(v["n"]), int(v.get("t", -1)))

@@ -1,7 +1,8 @@
-"""Partition ownership: opens partition logs on first use and persists their checkpoints.
+"""Partition ownership: opens partition logs on first use and persists their indexes.
 
 One kop instance owns every partition it is asked about (single-owner
-deployment); the checkpoint flusher is what lets the next owner resume.
+deployment); the flusher is what lets the next owner resume. Memory budgets
+(tail buffers, kept history readers) are shared by all partitions it owns.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import contextlib
 import logging
 
 from kop.log.checkpoint_store import CheckpointStore
-from kop.log.partition_log import LogSettings, PartitionLog
+from kop.log.partition_log import PartitionLog, Shared
+from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import MessageLog
 
@@ -21,32 +23,33 @@ log = logging.getLogger(__name__)
 class LogManager:
     def __init__(
         self,
-        session: MessageLog,
+        storage: MessageLog,
         store: CheckpointStore,
         settings: LogSettings,
         flush_interval_s: float = 1.0,
     ) -> None:
-        self._session = session
+        self._storage = storage
         self._store = store
         self._settings = settings
         self._flush_interval = flush_interval_s
+        self.shared = Shared.for_settings(settings)
+        self.stats = self.shared.stats
         self._logs: dict[str, PartitionLog] = {}
         self._opening: dict[str, asyncio.Task[PartitionLog]] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._flush_lock = asyncio.Lock()
 
     async def start(self) -> None:
-        await self._store.load()
         self._flusher = asyncio.create_task(self._flush_forever(), name="checkpoint-flusher")
 
     def owned(self) -> dict[str, PartitionLog]:
         return dict(self._logs)
 
-    async def partition(self, topic: str) -> PartitionLog:
-        """The partition's log, opened on first use. Opening (catching up from the
-        last checkpoint) goes on in the background past `open_timeout_s`; callers
-        meanwhile get a retriable LEADER_NOT_AVAILABLE, as from a Kafka broker
-        still loading a partition."""
+    async def partition(self, topic: str, wait_s: float | None = None) -> PartitionLog:
+        """The partition's log, opened on first use. Opening (loading its index and
+        catching up from it) goes on in the background; a caller waits at most
+        `wait_s` (default `open_wait_s`) and meanwhile gets a retriable
+        LEADER_NOT_AVAILABLE, as from a Kafka broker still loading a partition."""
         existing = self._logs.get(topic)
         if existing is not None:
             return existing
@@ -55,15 +58,21 @@ class LogManager:
             task = asyncio.create_task(self._open(topic), name=f"open:{topic}")
             self._opening[topic] = task
             task.add_done_callback(lambda _t: self._opening.pop(topic, None))
+        wait = (
+            self._settings.open_wait_s
+            if wait_s is None
+            else min(wait_s, self._settings.open_wait_s)
+        )
         try:
-            return await asyncio.wait_for(asyncio.shield(task), self._settings.open_timeout_s)
+            async with asyncio.timeout(max(0.0, wait)):
+                return await asyncio.shield(task)
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.leader_not_available, f"{topic} is still catching up with Pulsar"
             ) from None
 
     async def _open(self, topic: str) -> PartitionLog:
-        plog = PartitionLog(self._session, self._store, topic, self._settings)
+        plog = PartitionLog(self._storage, self._store, topic, self._settings, self.shared)
         try:
             await plog.open()
         except BaseException:
@@ -78,25 +87,23 @@ class LogManager:
             plog = self._logs.pop(topic, None)
             if plog is not None:
                 await plog.close()
-            await self._session.close_writer(topic)
+            await self._storage.close_writer(topic)
             await self._store.forget(topic)
 
     async def flush(self) -> None:
         async with self._flush_lock:
-            await self._flush()
-
-    async def _flush(self) -> None:
-        for topic, plog in list(self._logs.items()):
-            checkpoints = plog.take_unpersisted()
-            if not checkpoints:
-                continue
-            try:
-                await self._store.save(topic, checkpoints)
-            except Exception as exc:
-                log.warning(
-                    "persisting %d checkpoints of %s failed: %s", len(checkpoints), topic, exc
-                )
-                plog.return_unpersisted(checkpoints)
+            for topic, plog in list(self._logs.items()):
+                changes = plog.take_changes()
+                if not changes:
+                    continue
+                try:
+                    await self._store.save(
+                        topic, changes.created, changes.dropped, changes.mark, changes.producers
+                    )
+                    plog.flushed(changes)
+                except Exception as exc:
+                    log.warning("persisting the index of %s failed: %s", topic, exc)
+                    plog.return_changes(changes)
 
     async def _flush_forever(self) -> None:
         while True:

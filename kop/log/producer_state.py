@@ -1,15 +1,23 @@
-"""Idempotent-producer sequence checking, per partition (Kafka's rules, pure).
+"""Idempotent-producer sequence state, per partition (Kafka's rules, pure).
 
 Kafka keeps the last five batches of each producer so a retried batch is
 answered with its original offset instead of being written twice; a gap in
 sequence numbers is OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch is
-INVALID_PRODUCER_EPOCH. A producer kop has no state for (new, or forgotten)
-starts a fresh sequence at whatever it sends.
+INVALID_PRODUCER_EPOCH. What kop adds: Pulsar can store a prefix of a batch's
+messages and fail the rest, so a batch here is stored record by record as the
+log shows it (`observe`), and the retry of a partly stored batch writes only the
+missing records (`Write(first_index=k)`). A batch being written carries a
+handle that a retry of it waits on. Producers beyond `max_producers` are
+forgotten least recently used first.
+
+Like Kafka's producer-state snapshots, the state is persisted (`take_changes`,
+`restore`) with the offset index, so a retry that reaches a restarted kop is
+still recognised however far back the resume point lies.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -17,98 +25,195 @@ from kop.protocol.errors import ErrorCode, KafkaError
 
 T = TypeVar("T")
 CACHED_BATCHES = 5
-_SEQ_MOD = 1 << 31
+SEQ_MOD = 1 << 31
+
+
+def last_seq(first_seq: int, count: int) -> int:
+    return (first_seq + count - 1) % SEQ_MOD
 
 
 @dataclass(slots=True)
-class BatchMeta(Generic[T]):
+class BatchState(Generic[T]):
     first_seq: int
-    last_seq: int
-    result: T  # the batch's base offset, or a handle that will resolve to it
+    count: int
+    base_offset: int | None = None  # offset of the batch's record 0, once stored
+    stored: int = 0  # how many of its records the log holds (always a prefix)
+    writing: T | None = None  # the write in flight, if any
+
+    @property
+    def last_seq(self) -> int:
+        return last_seq(self.first_seq, self.count)
+
+    @property
+    def complete(self) -> bool:
+        return self.stored >= self.count
 
 
 @dataclass(slots=True)
 class _Producer(Generic[T]):
     epoch: int
-    batches: deque[BatchMeta[T]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    batches: deque[BatchState[T]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
 
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else -1
+    def find(self, first_seq: int, count: int) -> BatchState[T] | None:
+        for b in self.batches:
+            if b.first_seq == first_seq and b.count == count:
+                return b
+        return None
 
 
 @dataclass(frozen=True, slots=True)
-class Duplicate(Generic[T]):
-    result: T
+class Write:
+    """Write the batch from its record `first_index` on (0: all of it)."""
+
+    first_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Already stored: answer with its base offset."""
+
+    base_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight(Generic[T]):
+    """Being written: wait for the original's outcome."""
+
+    handle: T
+
+
+Decision = Write | Duplicate | InFlight[T]
+
+
+# A producer as persisted: its epoch and its batches as (first_seq, count, base_offset, stored).
+Snapshot = tuple[int, list[tuple[int, int, int, int]]]
 
 
 class ProducerStates(Generic[T]):
-    def __init__(self) -> None:
-        self._producers: dict[int, _Producer[T]] = {}
+    def __init__(self, max_producers: int = 10_000) -> None:
+        self._producers: OrderedDict[int, _Producer[T]] = OrderedDict()
+        self._max = max_producers
+        self._changed: set[int] = set()
 
-    def check(
-        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
-    ) -> Duplicate[T] | None:
-        """None: the batch is new and in order. Duplicate: answer with its result.
-        Raises KafkaError for a fenced epoch or a sequence gap."""
-        state = self._producers.get(producer_id)
+    def take_changes(self) -> dict[int, Snapshot | None]:
+        """Producers changed since the last call, as snapshots (None: forgotten)."""
+        changed, self._changed = self._changed, set()
+        out: dict[int, Snapshot | None] = {}
+        for pid in changed:
+            state = self._producers.get(pid)
+            out[pid] = (
+                None
+                if state is None
+                else (
+                    state.epoch,
+                    [
+                        (b.first_seq, b.count, b.base_offset, b.stored)
+                        for b in state.batches
+                        if b.base_offset is not None
+                    ],
+                )
+            )
+        return out
+
+    def return_changes(self, pids: list[int]) -> None:
+        self._changed.update(pids)
+
+    def restore(self, snapshots: dict[int, Snapshot]) -> None:
+        for pid, (epoch, batches) in snapshots.items():
+            state: _Producer[T] = _Producer(epoch)
+            for first, count, base, stored in batches:
+                state.batches.append(BatchState(first, count, base, stored))
+            self._producers[pid] = state
+
+    def __len__(self) -> int:
+        return len(self._producers)
+
+    def batch(self, pid: int, first_seq: int, count: int) -> BatchState[T] | None:
+        state = self._producers.get(pid)
+        return None if state is None else state.find(first_seq, count)
+
+    def check(self, pid: int, epoch: int, first_seq: int, count: int) -> Decision[T]:
+        """What to do with a batch a client sent. Raises KafkaError for a fenced
+        epoch or a sequence gap."""
+        state = self._producers.get(pid)
         if state is None:
-            return None
+            return Write()
+        self._producers.move_to_end(pid)
         if epoch < state.epoch:
             raise KafkaError(
                 ErrorCode.invalid_producer_epoch,
-                f"producer {producer_id} epoch {epoch} is older than {state.epoch}",
+                f"producer {pid} epoch {epoch} is older than {state.epoch}",
             )
         if epoch > state.epoch:
             if first_seq != 0:
                 raise KafkaError(
                     ErrorCode.out_of_order_sequence_number,
-                    f"new epoch {epoch} of producer {producer_id} must start at sequence 0",
+                    f"new epoch {epoch} of producer {pid} must start at sequence 0",
                 )
-            return None
-        for batch in state.batches:
-            if batch.first_seq == first_seq and batch.last_seq == last_seq:
-                return Duplicate(batch.result)
-        expected = (state.last_seq + 1) % _SEQ_MOD
-        if first_seq != expected:
+            return Write()
+        known = state.find(first_seq, count)
+        if known is not None:
+            if known.complete:
+                assert known.base_offset is not None
+                return Duplicate(known.base_offset)
+            if known.writing is not None:
+                return InFlight(known.writing)
+            return Write(known.stored)
+        expected = self._expected(state)
+        if expected is not None and first_seq != expected:
             raise KafkaError(
                 ErrorCode.out_of_order_sequence_number,
-                f"producer {producer_id} sent sequence {first_seq}, expected {expected}",
+                f"producer {pid} sent sequence {first_seq}, expected {expected}",
             )
-        return None
+        return Write()
 
-    def record(
-        self, producer_id: int, epoch: int, first_seq: int, last_seq: int, result: T
+    @staticmethod
+    def _expected(state: _Producer[T]) -> int | None:
+        """The sequence the next new batch must start at: a failed batch must be
+        retried first; otherwise the one after the newest batch."""
+        for b in state.batches:
+            if not b.complete and b.writing is None:
+                return b.first_seq
+        return (state.batches[-1].last_seq + 1) % SEQ_MOD if state.batches else None
+
+    def begin(self, pid: int, epoch: int, first_seq: int, count: int, handle: T) -> None:
+        """A write of the batch (or of its missing records) is on its way."""
+        self._state(pid, epoch, first_seq, count).writing = handle
+
+    def failed(self, pid: int, epoch: int, first_seq: int, count: int, handle: T) -> None:
+        """The write with `handle` failed; what the log shows of it stays known."""
+        state = self._producers.get(pid)
+        batch = None if state is None or state.epoch != epoch else state.find(first_seq, count)
+        if batch is not None and batch.writing is handle:
+            batch.writing = None
+
+    def observe(
+        self, pid: int, epoch: int, first_seq: int, count: int, index: int, offset: int
     ) -> None:
-        """Remember a batch; recording a batch already known replaces its result
-        (a pending handle becomes the final base offset once the log shows it)."""
-        state = self._producers.get(producer_id)
+        """The log holds records 0..`index` of the batch; record `index` is at `offset`.
+        (How producer state is learnt from the log, also when rebuilding it.)"""
+        state = self._producers.get(pid)
+        if state is not None and epoch < state.epoch:
+            return
+        batch = self._state(pid, epoch, first_seq, count)
+        if batch.base_offset is None:
+            batch.base_offset = offset - index
+        batch.stored = max(batch.stored, index + 1)
+        if batch.complete:
+            batch.writing = None
+
+    def _state(self, pid: int, epoch: int, first_seq: int, count: int) -> BatchState[T]:
+        state = self._producers.get(pid)
         if state is None or epoch > state.epoch:
             state = _Producer(epoch)
-            self._producers[producer_id] = state
-        elif epoch < state.epoch:
-            return
-        for batch in state.batches:
-            if batch.first_seq == first_seq and batch.last_seq == last_seq:
-                batch.result = result
-                return
-        state.batches.append(BatchMeta(first_seq, last_seq, result))
-
-    def forget_from(self, producer_id: int, first_seq: int) -> None:
-        """A batch failed to persist: drop it and everything after it, so the
-        client's retry of it is accepted in order."""
-        state = self._producers.get(producer_id)
-        if state is None:
-            return
-        kept = [b for b in state.batches if _seq_before(b.first_seq, first_seq)]
-        state.batches.clear()
-        state.batches.extend(kept)
-        if not kept:
-            del self._producers[producer_id]
-
-    def __len__(self) -> int:
-        return len(self._producers)
-
-
-def _seq_before(a: int, b: int) -> bool:
-    return a != b and (b - a) % _SEQ_MOD < _SEQ_MOD // 2
+            self._producers[pid] = state
+            if len(self._producers) > self._max:
+                evicted, _ = self._producers.popitem(last=False)
+                self._changed.add(evicted)
+        self._producers.move_to_end(pid)
+        self._changed.add(pid)
+        batch = state.find(first_seq, count)
+        if batch is None:
+            batch = BatchState(first_seq, count)
+            state.batches.append(batch)
+        return batch

@@ -31,12 +31,16 @@ def test_pulsar_consumer_reads_what_kafka_wrote(kop: KopProcess, topic: str) -> 
         client.close()
     first, second, third = msgs
     assert first.partition_key() == "user-1" and first.data() == b"hello"
-    # Headers are plain properties; an idempotent batch's first message also carries
-    # the documented __kafka.producer stamp.
+    # Headers are plain properties; every message of an idempotent batch also carries
+    # the documented __kafka.producer stamp (producer/epoch/first sequence/count/index).
+    stamps = [m.properties()["__kafka.producer"].split("/") for m in msgs]
+    assert [s[2:] for s in stamps] == [["0", "3", "0"], ["0", "3", "1"], ["0", "3", "2"]]
     assert {k: v for k, v in first.properties().items() if k != "__kafka.producer"} == {
         "trace": "abc"
     }
-    assert second.properties() == {"__kafka.key": "b64"}
+    assert {k: v for k, v in second.properties().items() if k != "__kafka.producer"} == {
+        "__kafka.key": "b64"
+    }
     assert first.event_timestamp() == 1_700_000_000_123
     assert base64.b64decode(second.partition_key()) == b"\xff\xfe"
     assert third.has_null_value() and third.properties()["a"] == "1"

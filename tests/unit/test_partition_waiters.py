@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from kop.log.checkpoint_store import CheckpointStore
-from kop.log.partition_log import LogSettings, PartitionLog
+from kop.log.partition_log import PartitionLog
+from kop.log.settings import LogSettings
 
 
 class _NoPulsar:
@@ -21,6 +22,6 @@ async def test_abandoned_fetch_waiters_are_pruned() -> None:
     for _ in range(10_000):
         plog.data_changed().cancel()
     live = plog.data_changed()
-    assert len(plog._data_waiters) <= 65
-    assert live in plog._data_waiters and not live.done()
+    assert len(plog.follower._waiters) <= 65
+    assert live in plog.follower._waiters and not live.done()
     await asyncio.sleep(0)

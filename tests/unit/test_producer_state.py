@@ -1,74 +1,125 @@
-"""Idempotent producers: retries are answered, gaps and fenced epochs refused."""
+"""Idempotent producers: retries are answered, partly stored batches completed,
+gaps and fenced epochs refused. Kafka's rules, checked against a model."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kop.log.producer_state import Duplicate, ProducerStates
+from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.protocol.errors import ErrorCode, KafkaError
 
 
-def test_retry_of_a_recent_batch_is_a_duplicate_with_its_offset() -> None:
-    s: ProducerStates[int] = ProducerStates()
-    assert s.check(1, 0, 0, 4) is None
-    s.record(1, 0, 0, 4, 100)
-    assert s.check(1, 0, 5, 9) is None
-    s.record(1, 0, 5, 9, 105)
-    assert s.check(1, 0, 0, 4) == Duplicate(100)
-    assert s.check(1, 0, 5, 9) == Duplicate(105)
+def test_retry_of_a_stored_batch_is_a_duplicate_with_its_offset() -> None:
+    s: ProducerStates[str] = ProducerStates()
+    assert s.check(1, 0, 0, 5) == Write(0)
+    s.begin(1, 0, 0, 5, "w1")
+    assert s.check(1, 0, 0, 5) == InFlight("w1")
+    for i in range(5):
+        s.observe(1, 0, 0, 5, i, 100 + i)
+    assert s.check(1, 0, 0, 5) == Duplicate(100)
+    assert s.check(1, 0, 5, 3) == Write(0)
+
+
+def test_a_partly_stored_batch_is_completed_from_its_first_missing_record() -> None:
+    s: ProducerStates[str] = ProducerStates()
+    s.begin(1, 0, 0, 3, "w1")
+    s.observe(1, 0, 0, 3, 0, 40)
+    s.failed(1, 0, 0, 3, "w1")
+    assert s.check(1, 0, 0, 3) == Write(1)
+    with pytest.raises(KafkaError) as info:  # the client must retry it before moving on
+        s.check(1, 0, 3, 2)
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+    s.begin(1, 0, 0, 3, "w2")
+    s.observe(1, 0, 0, 3, 1, 41)
+    s.observe(1, 0, 0, 3, 2, 42)
+    assert s.check(1, 0, 0, 3) == Duplicate(40)
 
 
 def test_only_five_batches_are_remembered() -> None:
-    s: ProducerStates[int] = ProducerStates()
+    s: ProducerStates[str] = ProducerStates()
     for i in range(7):
-        s.record(1, 0, i, i, i)
-    assert s.check(1, 0, 2, 2) == Duplicate(2)
+        s.observe(1, 0, i, 1, 0, i)
+    assert s.check(1, 0, 2, 1) == Duplicate(2)
     with pytest.raises(KafkaError):
-        s.check(1, 0, 0, 0)
+        s.check(1, 0, 0, 1)
 
 
 def test_gap_is_out_of_order() -> None:
-    s: ProducerStates[int] = ProducerStates()
-    s.record(1, 0, 0, 4, 0)
+    s: ProducerStates[str] = ProducerStates()
+    s.observe(1, 0, 0, 5, 4, 4)
     with pytest.raises(KafkaError) as info:
-        s.check(1, 0, 7, 9)
+        s.check(1, 0, 7, 3)
     assert info.value.code == ErrorCode.out_of_order_sequence_number
 
 
 def test_old_epoch_is_fenced_new_epoch_restarts_at_zero() -> None:
-    s: ProducerStates[int] = ProducerStates()
-    s.record(1, 2, 0, 0, 0)
+    s: ProducerStates[str] = ProducerStates()
+    s.observe(1, 2, 0, 1, 0, 0)
     with pytest.raises(KafkaError) as info:
         s.check(1, 1, 1, 1)
     assert info.value.code == ErrorCode.invalid_producer_epoch
-    with pytest.raises(KafkaError):
-        s.check(1, 3, 5, 5)
-    assert s.check(1, 3, 0, 0) is None
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 3, 5, 1)
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+    assert s.check(1, 3, 0, 1) == Write(0)
 
 
-def test_unknown_producer_starts_anywhere() -> None:
+def test_sequence_numbers_wrap() -> None:
+    s: ProducerStates[str] = ProducerStates()
+    top = (1 << 31) - 2
+    s.observe(1, 0, top, 2, 1, 10)
+    assert s.check(1, 0, 0, 3) == Write(0)
+
+
+def test_least_recently_used_producers_are_forgotten_beyond_the_limit() -> None:
+    s: ProducerStates[str] = ProducerStates(max_producers=3)
+    for pid in range(5):
+        s.observe(pid, 0, 0, 1, 0, pid)
+    assert len(s) == 3
+    assert s.check(4, 0, 0, 1) == Duplicate(4)
+    assert s.check(0, 0, 0, 1) == Write(0)  # forgotten: a fresh producer to kop
+
+
+# -- the model -------------------------------------------------------------------------
+# A client sends batches in sequence order and retries a batch until it is stored;
+# Pulsar stores a prefix of each attempt (all, some or none). Whatever happens, the
+# decisions must make the log hold every record of every batch exactly once.
+
+attempts = st.lists(st.integers(0, 4), min_size=1, max_size=4)  # records stored per try
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches=st.lists(st.tuples(st.integers(1, 4), attempts), min_size=1, max_size=8))
+def test_retries_store_every_record_exactly_once(
+    batches: list[tuple[int, list[int]]],
+) -> None:
     s: ProducerStates[int] = ProducerStates()
-    assert s.check(99, 0, 1234, 1240) is None
-
-
-def test_failed_batch_is_forgotten_so_its_retry_is_in_order() -> None:
-    s: ProducerStates[int] = ProducerStates()
-    s.record(1, 0, 0, 4, 0)
-    s.record(1, 0, 5, 9, -1)
-    s.forget_from(1, 5)
-    assert s.check(1, 0, 5, 9) is None
-
-
-def test_sequence_wraps_around() -> None:
-    s: ProducerStates[int] = ProducerStates()
-    top = 2**31 - 1
-    s.record(1, 0, top - 1, top, 0)
-    assert s.check(1, 0, 0, 3) is None
-
-
-def test_log_rebuild_replaces_pending_result() -> None:
-    s: ProducerStates[object] = ProducerStates()
-    handle = object()
-    s.record(1, 0, 0, 2, handle)
-    s.record(1, 0, 0, 2, 17)
-    assert s.check(1, 0, 0, 2) == Duplicate(17)
+    log: list[tuple[int, int]] = []  # (sequence of the record) in offset order
+    seq = 0
+    handle = 0
+    for count, tries in batches:
+        stored_before: int | None = None
+        for stored_now in [*tries, count]:  # the client keeps retrying; the last try succeeds
+            decision = s.check(7, 0, seq, count)
+            if isinstance(decision, Duplicate):
+                assert stored_before == count
+                assert [r for _, r in log[decision.base_offset :][:count]] == list(
+                    range(seq, seq + count)
+                )
+                break
+            assert isinstance(decision, Write)
+            k = decision.first_index
+            assert k == (stored_before or 0)  # only what is missing is written again
+            handle += 1
+            s.begin(7, 0, seq, count, handle)
+            persisted = min(stored_now, count - k)
+            for i in range(k, k + persisted):
+                log.append((handle, seq + i))
+                s.observe(7, 0, seq, count, i, len(log) - 1)
+            if k + persisted < count:
+                s.failed(7, 0, seq, count, handle)
+            stored_before = k + persisted
+        seq += count
+    assert [r for _, r in log] == list(range(seq))

@@ -1,0 +1,301 @@
+"""Produce into one partition: idempotence checks, encoding, sends, completion.
+
+`begin_append` runs in the connection's ordered part (so a connection's writes
+reach Pulsar in the order sent) and returns a task owned by the log, not by the
+connection: a write completes, and its idempotence handle resolves, even if the
+connection that sent it has gone. A write completes when the tail follower has
+counted its last message (its offset is then the one every reader computes);
+a failed send or `write_timeout_s` without it fails the write with a retriable
+error and retires the writer, whose numbering no longer names its messages.
+
+Retrying a batch that failed waits until that failure has settled (the retired
+writer closed, the follower caught up with the log's end), so what the log
+holds of the batch is known and only the missing records are written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kop.log import entry_format
+from kop.log.entry_format import EntryFormat, ProducerStamp
+from kop.log.own_writes import OwnWrites
+from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
+from kop.log.settings import LogSettings
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.records import BatchHeader, Record, iter_records
+from kop.storage.port import MessageLog, TopicWriter
+from kop.storage.types import OutgoingMessage, Position, StorageError
+
+log = logging.getLogger(__name__)
+
+Handle = asyncio.Future[int]
+# Waits until the tail follower has counted the message at a position.
+CaughtUp = Callable[[Position], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Job:
+    head: BatchHeader
+    offset: int | None = None  # a duplicate: known already
+    wait: Handle | None = None  # in flight: the original's outcome
+    observed: asyncio.Future[int] | None = None  # our write: counted by the follower
+    acked: asyncio.Future[None] | None = None
+    writer: str = ""
+    handle: Handle | None = None  # idempotent: this batch's outcome, for its retries
+    first_index: int = 0
+
+    @property
+    def idempotent(self) -> bool:
+        return self.head.producer_id >= 0 and self.head.base_sequence >= 0
+
+
+class Appender:
+    def __init__(
+        self,
+        storage: MessageLog,
+        topic: str,
+        own: OwnWrites,
+        producers: ProducerStates[Handle],
+        caught_up: CaughtUp,
+        settings: LogSettings,
+    ) -> None:
+        self._storage = storage
+        self._topic = topic
+        self._own = own
+        self._producers = producers
+        self._caught_up = caught_up
+        self._settings = settings
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[int]] = set()
+        self._retired: set[str] = set()
+        self._settling: asyncio.Task[None] | None = None
+        self.closed = False
+
+    async def begin_append(
+        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat
+    ) -> Awaitable[int]:
+        if self.closed:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
+        # Decode before touching any state: a corrupt batch leaves nothing behind.
+        decoded = [(head, batch, _records(head, batch, fmt)) for head, batch in batches]
+        async with self._lock:
+            writer = await self._writer()
+            jobs = [await self._plan(writer, head, b, recs, fmt) for head, b, recs in decoded]
+        task = asyncio.ensure_future(self._complete(jobs))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _writer(self) -> TopicWriter:
+        try:
+            async with asyncio.timeout(self._settings.write_timeout_s):
+                writer = await self._storage.writer(self._topic)
+        except TimeoutError:
+            raise KafkaError(
+                ErrorCode.request_timed_out, f"no writer for {self._topic} in time"
+            ) from None
+        self._own.track(writer.name)
+        return writer
+
+    async def _plan(
+        self,
+        writer: TopicWriter,
+        head: BatchHeader,
+        batch: bytes,
+        records: list[Record] | None,
+        fmt: EntryFormat,
+    ) -> _Job:
+        job = _Job(head)
+        if job.idempotent:
+            decision = await self._decide(head)
+            if isinstance(decision, Duplicate):
+                job.offset = decision.base_offset
+                return job
+            if isinstance(decision, InFlight):
+                job.wait = decision.handle
+                return job
+            job.first_index = decision.first_index
+        messages = _messages(head, batch, records, fmt, job.first_index)
+        try:
+            async with asyncio.timeout(self._settings.write_timeout_s):
+                await writer.wait_capacity(len(batch))
+        except TimeoutError:
+            raise KafkaError(
+                ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
+            ) from None
+        if writer.name in self._retired:  # retired while this request waited
+            writer = await self._writer()
+        ref, acked = writer.send_all(messages)
+        acked.add_done_callback(_retrieve)
+        job.writer, job.acked = ref[0], acked
+        job.observed = self._own.expect(ref[0], ref[1], len(messages))
+        if job.idempotent:
+            job.handle = asyncio.get_running_loop().create_future()
+            job.handle.add_done_callback(_retrieve)
+            self._producers.begin(
+                head.producer_id, head.producer_epoch, head.base_sequence, head.record_count,
+                job.handle,
+            )  # fmt: skip
+        return job
+
+    async def _decide(self, head: BatchHeader) -> Write | Duplicate | InFlight[Handle]:
+        args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
+        decision = self._producers.check(*args)
+        failed_before = isinstance(decision, Write) and self._producers.batch(
+            head.producer_id, head.base_sequence, head.record_count
+        )
+        if failed_before and self._settling is not None:
+            # Learn what the log holds of the failed batch before rewriting any of it.
+            try:
+                async with asyncio.timeout(self._settings.write_timeout_s):
+                    await asyncio.shield(self._settling)
+            except TimeoutError:
+                raise KafkaError(
+                    ErrorCode.request_timed_out, f"{self._topic}: a failed write has not settled"
+                ) from None
+            decision = self._producers.check(*args)
+        return decision
+
+    async def _complete(self, jobs: list[_Job]) -> int:
+        results = await asyncio.gather(*(self._finish(j) for j in jobs), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        first = results[0]
+        assert isinstance(first, int)
+        return first
+
+    async def _finish(self, job: _Job) -> int:
+        if job.offset is not None:
+            return job.offset
+        if job.wait is not None:
+            try:
+                async with asyncio.timeout(self._settings.write_timeout_s):
+                    return await asyncio.shield(job.wait)
+            except TimeoutError:
+                raise KafkaError(
+                    ErrorCode.request_timed_out, "the original of this retry is still in flight"
+                ) from None
+        assert job.observed is not None and job.acked is not None
+        try:
+            async with asyncio.timeout(self._settings.write_timeout_s):
+                first = await _observed_unless_failed(job.observed, job.acked)
+        except (TimeoutError, StorageError) as exc:
+            why = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+            self.retire(job.writer, why)
+            error = _error(exc, self._topic)
+            if job.handle is not None:
+                h = job.head
+                self._producers.failed(
+                    h.producer_id, h.producer_epoch, h.base_sequence, h.record_count, job.handle
+                )
+                job.handle.set_exception(error)
+            raise error from exc
+        base = first - job.first_index
+        if job.idempotent and job.first_index:
+            known = self._producers.batch(
+                job.head.producer_id, job.head.base_sequence, job.head.record_count
+            )
+            if known is not None and known.base_offset is not None:
+                base = known.base_offset
+        if job.handle is not None and not job.handle.done():
+            job.handle.set_result(base)
+        return base
+
+    def retire(self, writer: str, why: str) -> None:
+        """Stop using `writer`: fail what it has in flight, close it, and settle."""
+        if not writer or writer in self._retired:
+            return
+        self._retired.add(writer)
+        log.info("%s: retiring writer %s (%s)", self._topic, writer, why)
+        self._own.fail_writer(writer, f"writer retired: {why}")
+        previous = self._settling
+        self._settling = asyncio.ensure_future(self._settle(writer, previous))
+
+    async def _settle(self, writer: str, previous: asyncio.Task[None] | None) -> None:
+        """Once the retired writer is closed (all it sent is stored or failed) and the
+        follower counted up to the log's end, the log's state of every batch is known."""
+        if previous is not None:
+            with contextlib.suppress(Exception):
+                await previous
+        try:
+            async with asyncio.timeout(self._settings.write_timeout_s):
+                await self._storage.close_writer(self._topic, writer)
+                end = await self._storage.end(self._topic)
+                if end is not None:
+                    await self._caught_up(end)
+        except (TimeoutError, StorageError) as exc:
+            log.warning("%s: settling after a failed write: %s", self._topic, exc)
+
+    def gap(self) -> None:
+        """Messages went missing under the tail follower: counting no longer names
+        any writer's messages, so every writer in use is retired."""
+        for writer in self._own.writers():
+            self.retire(writer, "messages went missing under the tail follower")
+
+    async def close(self) -> None:
+        self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        if self._settling is not None:
+            self._settling.cancel()
+
+
+def _records(head: BatchHeader, batch: bytes, fmt: EntryFormat) -> list[Record] | None:
+    """The batch's records for the `pulsar` format. Either way a compressed batch is
+    decompressed once: Kafka refuses one that does not decode (CORRUPT_MESSAGE)
+    rather than store what no consumer can read."""
+    if fmt is EntryFormat.PULSAR:
+        return list(iter_records(batch))
+    if head.compression:
+        for _ in iter_records(batch):
+            pass
+    return None
+
+
+def _messages(
+    head: BatchHeader,
+    batch: bytes,
+    records: list[Record] | None,
+    fmt: EntryFormat,
+    first_index: int,
+) -> list[OutgoingMessage]:
+    if records is None:
+        return [entry_format.encode_batch(batch, head)]
+    stamp = None
+    if head.producer_id >= 0 and head.base_sequence >= 0:
+        stamp = ProducerStamp(
+            head.producer_id, head.producer_epoch, head.base_sequence, head.record_count, 0
+        )
+    return entry_format.encode_records(records[first_index:], stamp, first_index)
+
+
+async def _observed_unless_failed(
+    observed: asyncio.Future[int], acked: asyncio.Future[None]
+) -> int:
+    """The first message's offset once counted; a failed send fails it sooner. A lost
+    receipt changes nothing: what was counted is stored."""
+    either: set[asyncio.Future[Any]] = {observed, acked}
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    if not observed.done():
+        acked.result()  # raises the send's failure
+    return await observed
+
+
+def _error(exc: BaseException, topic: str) -> KafkaError:
+    if isinstance(exc, StorageError) and not exc.retriable:
+        return KafkaError(ErrorCode.message_too_large, str(exc))
+    if isinstance(exc, TimeoutError):
+        return KafkaError(ErrorCode.request_timed_out, f"write to {topic} timed out")
+    return KafkaError(ErrorCode.not_enough_replicas, f"write to {topic} failed: {exc}")
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,17 @@
+"""Settings of the partition log (filled from kop's config by the composition root)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettings:
+    checkpoint_interval: int = 1000
+    max_checkpoints: int = 10_000  # per partition; thinned beyond
+    tail_buffer_bytes: int = 256 << 20  # in total, across partitions
+    write_timeout_s: float = 30.0
+    open_wait_s: float = 5.0  # a request waits this long for a partition to open
+    retention_check_s: float = 60.0  # how often an open partition looks for trims
+    history_readers: int = 64  # kept readers for lagging consumers, in total
+    max_producers: int = 10_000  # idempotent producers remembered per partition

@@ -1,0 +1,20 @@
+"""Counters the log keeps about what it met, per partition and in total (the ops
+layer turns them into metrics; the log itself knows nothing of Prometheus)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class LogStats:
+    malformed: int = 0  # messages with malformed `__kafka.*` properties, served by fallbacks
+    trims: int = 0  # times counting met data deleted under it (retention, truncation)
+    conflicts: int = 0  # persisted index entries found disagreeing with the count (healed)
+    history_readers: int = 0  # Pulsar readers opened for reads behind the tail
+    parent: LogStats | None = None
+
+    def add(self, name: str, n: int = 1) -> None:
+        setattr(self, name, getattr(self, name) + n)
+        if self.parent is not None:
+            self.parent.add(name, n)

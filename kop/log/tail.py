@@ -1,0 +1,238 @@
+"""The tail follower: the one reader that assigns offsets as the partition grows.
+
+It follows the Pulsar partition in order from an anchor (the last checkpoint at
+or before the persisted mark, so producer state is rebuilt from recent records),
+counts every message (`LogCounter`) into the offset index, keeps recent entries
+in the tail buffer, and tells the appender which messages are its own writes and
+the producer state which batches are stored.
+
+When the anchor's entry is gone (retention deleted it while kop was away, or
+while the follower reconnected), counting resumes at the first surviving message
+with the lowest offset that cannot reuse one: exact when the persisted mark lies
+in the surviving data (counted back from it), else the mark's next offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from kop.log.counting import Anchor, LogCounter, LogEntry, TrimDetected
+from kop.log.offset_index import Mark, OffsetIndex
+from kop.log.own_writes import OwnWrites
+from kop.log.producer_state import ProducerStates
+from kop.log.stats import LogStats
+from kop.log.tail_buffer import TailBuffer
+from kop.storage.port import MessageLog, TopicReader
+from kop.storage.types import Idle, Position, StoredMessage
+
+log = logging.getLogger(__name__)
+
+
+class TailFollower:
+    def __init__(
+        self,
+        storage: MessageLog,
+        topic: str,
+        index: OffsetIndex,
+        tail: TailBuffer,
+        own: OwnWrites,
+        producers: ProducerStates[asyncio.Future[int]],
+        stats: LogStats,
+    ) -> None:
+        self._storage = storage
+        self._topic = topic
+        self._index = index
+        self._tail = tail
+        self._own = own
+        self._producers = producers
+        self._stats = stats
+        self.ready = asyncio.Event()
+        self.on_gap: Callable[[], None] = lambda: None
+        self.resumed_from: int | None = None
+        self.last_error: str | None = None
+        self._waiters: list[asyncio.Future[None]] = []
+        self._warned = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self, mark: Mark | None) -> None:
+        cp = self._index.checkpoints[-1] if self._index.checkpoints else None
+        if cp is not None and (mark is None or cp.position <= mark.position):
+            anchor = Anchor(cp.position, cp.offset, inclusive=True)
+        elif mark is not None:
+            anchor = Anchor(mark.position, mark.next_offset, inclusive=False)
+        else:
+            anchor = Anchor(None, 0)
+        self.resumed_from = anchor.offset
+        if cp is not None and anchor.inclusive:
+            # Counting restarts at the checkpoint; the index moves with it.
+            self._index.high_watermark = cp.offset
+            self._index.last_position = None
+        self._task = asyncio.create_task(self._run(anchor, mark), name=f"tail:{self._topic}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for w in self._waiters:
+            if not w.done():
+                w.cancel()
+
+    # -- following ----------------------------------------------------------------
+
+    async def _run(self, anchor: Anchor, mark: Mark | None) -> None:
+        backoff = 0.2
+        while True:
+            reader: TopicReader | None = None
+            counter = LogCounter(anchor)
+            try:
+                reader = await self._storage.reader(self._topic, anchor.position)
+                if not self.ready.is_set():
+                    reader.report_idle()
+                while True:
+                    msg = await reader.read()
+                    if isinstance(msg, Idle):
+                        if not counter.checked:
+                            counter = self._anchor_gone(counter.anchor, mark)
+                        self.ready.set()
+                        continue
+                    try:
+                        item = counter.feed(msg)
+                    except TrimDetected as trim:
+                        counter = await self._resume_after_trim(trim, mark, reader)
+                        continue
+                    if item is not None:
+                        self._observe(item, msg.producer_name, mark)
+                    backoff = 0.2
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep following whatever went wrong
+                self.last_error = str(exc)
+                log.warning("tail of %s failed (%s); again in %.1fs", self._topic, exc, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+            finally:
+                anchor = counter.mark
+                if reader is not None:
+                    await reader.close()
+
+    async def _resume_after_trim(
+        self, trim: TrimDetected, mark: Mark | None, reader: TopicReader
+    ) -> LogCounter:
+        """Count on from the first surviving message, replaying what was read ahead."""
+        found = trim.found
+        assert found is not None
+        ahead: list[StoredMessage] = [found]
+        offset: int | None = None
+        if mark is not None and found.position <= mark.position:
+            offset, ahead = await self._count_back(found, mark, reader)
+        if offset is None:
+            offset = self._lower_bound(trim.anchor, mark)
+        log.warning(
+            "%s: the data at %s is gone (retention or truncation); counting on from %s at "
+            "offset %d",
+            self._topic, trim.anchor.position, found.position, offset,
+        )  # fmt: skip
+        self._stats.add("trims")
+        self._tail.clear()
+        self._index.skip_to(found.position, offset)
+        self.on_gap()
+        counter = LogCounter(Anchor(found.position, offset, inclusive=True))
+        for msg in ahead:
+            item = counter.feed(msg)
+            if item is not None:
+                self._observe(item, msg.producer_name, mark)
+        return counter
+
+    def _lower_bound(self, anchor: Anchor, mark: Mark | None) -> int:
+        """The lowest offset that cannot reuse one given out before the anchor's data
+        went: past the anchor's message, the persisted mark and everything counted."""
+        floor = anchor.offset + (1 if anchor.inclusive else 0)
+        return max(self._index.high_watermark, floor, mark.next_offset if mark else 0)
+
+    def _anchor_gone(self, anchor: Anchor, mark: Mark | None) -> LogCounter:
+        """Caught up without meeting the anchor's message: all of it is gone and
+        nothing newer exists yet. The next message counts from the lower bound."""
+        offset = self._lower_bound(anchor, mark)
+        log.warning(
+            "%s: the data at %s is gone (retention or truncation) and nothing newer "
+            "exists; the next record gets offset %d", self._topic, anchor.position, offset,
+        )  # fmt: skip
+        self._stats.add("trims")
+        self._tail.clear()
+        self._index.high_watermark = offset
+        self._index.trim_to(offset, None)
+        self._index.last_position = anchor.position
+        self.on_gap()
+        # Whatever comes next is the first record after the gap.
+        return LogCounter(Anchor(None, offset))
+
+    async def _count_back(
+        self, found: StoredMessage, mark: Mark, reader: TopicReader
+    ) -> tuple[int | None, list[StoredMessage]]:
+        """The mark lies in the surviving data: count from `found` up to it, so the
+        offset of `found` is exact."""
+        probe = LogCounter(Anchor(found.position, 0, inclusive=True))
+        ahead = [found]
+        probe.feed(found)
+        while probe.last is None or probe.last < mark.position:
+            msg = await reader.read()
+            if isinstance(msg, Idle):
+                break
+            ahead.append(msg)
+            probe.feed(msg)
+        if probe.last != mark.position:
+            return None, ahead
+        return mark.next_offset - probe.next_offset, ahead
+
+    def _observe(self, item: LogEntry, producer: str, mark: Mark | None) -> None:
+        self._index.record(item)
+        self._tail.append(item)
+        entry = item.entry
+        if entry.stamp is not None:
+            s = entry.stamp
+            self._producers.observe(
+                s.producer_id, s.epoch, s.first_seq, s.count, s.index, item.last_offset
+            )
+        self._own.observed(producer, item.base_offset)
+        if entry.anomalies:
+            self._stats.add("malformed")
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "%s: message at %s has malformed %s; served with the documented "
+                    "fallbacks (logged once per partition, counted in kop_malformed_messages)",
+                    self._topic, item.position, ", ".join(entry.anomalies),
+                )  # fmt: skip
+        if (
+            mark is not None
+            and item.position == mark.position
+            and item.next_offset != mark.next_offset
+        ):
+            self._stats.add("conflicts")
+            log.error(
+                "%s: counted %d records up to the persisted mark at %s, which says %d",
+                self._topic, item.next_offset, mark.position, mark.next_offset,
+            )  # fmt: skip
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    # -- waiting on it ------------------------------------------------------------------
+
+    def data_changed(self) -> asyncio.Future[None]:
+        """Resolved when the next message is counted (long-poll fetches wait on it)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if len(self._waiters) >= 64:  # fetches that gave up on an idle partition
+            self._waiters = [w for w in self._waiters if not w.done()]
+        self._waiters.append(fut)
+        return fut
+
+    async def caught_up(self, position: Position) -> None:
+        while True:
+            last = self._index.last_position
+            if last is not None and last.entry_key >= position.entry_key:
+                return
+            await self.data_changed()

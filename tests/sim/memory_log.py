@@ -1,0 +1,347 @@
+"""An in-memory partitioned message log implementing kop's storage port, with
+Pulsar's behaviours and faults on command.
+
+What it keeps from Pulsar: topics are ledgers of entries; an entry holds one
+message or a batch of them (batch index 0..n-1); ledger ids only grow; retention
+deletes whole ledgers from the oldest, never the current one; a writer's messages
+are stored in send order, each at most once (broker de-duplication); readers are
+non-durable, start at the entry holding a position, or at the first stored
+message after it when that entry is gone.
+
+Faults, each armed for a topic and consumed by the next matching operation:
+persist only k of the next send's messages (then every send queued behind it
+fails, as the C++ producer fails its pending queue), persist a send but lose its
+receipt (it fails after the send timeout), re-deliver messages to open readers
+(a reconnect), roll the ledger, trim the oldest ledgers, stall a writer, and a
+whole-store outage. Time is the loop's: use it under `tests.sim.clock.SimLoop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kop.storage.types import (
+    IDLE,
+    Idle,
+    OutgoingMessage,
+    Position,
+    StorageError,
+    StoredMessage,
+    WriteRef,
+)
+
+EPOCH_MS = 1_700_000_000_000
+SEND_LATENCY_S = 0.002
+SEND_TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 10.0
+
+
+@dataclass
+class _Ledger:
+    id: int
+    entries: list[list[StoredMessage]] = field(default_factory=list)
+
+
+@dataclass
+class _Send:
+    messages: Sequence[OutgoingMessage]
+    future: asyncio.Future[None]
+    persist: int  # how many of the messages get stored
+    lose_receipt: bool
+
+
+class MemoryTopic:
+    def __init__(self, store: MemoryLog, name: str) -> None:
+        self.store = store
+        self.name = name
+        self.ledgers: list[_Ledger] = [_Ledger(store.next_ledger_id())]
+        self.batch_size = 1  # messages per entry for writers (1 = unbatched entries)
+        self._waiters: list[asyncio.Future[None]] = []
+        self.readers: list[MemoryReader] = []
+        self.observers: list[Callable[[list[StoredMessage]], None]] = []  # see every append
+        # armed faults
+        self.persist_next: int | None = None
+        self.lose_next_receipt = False
+
+    # -- storage ------------------------------------------------------------
+
+    def append(self, messages: Sequence[OutgoingMessage], producer: str) -> None:
+        ledger = self.ledgers[-1]
+        now = int(asyncio.get_running_loop().time() * 1000) + EPOCH_MS
+        for start in range(0, len(messages), self.batch_size):
+            chunk = messages[start : start + self.batch_size]
+            entry_id = len(ledger.entries)
+            batched = len(chunk) > 1
+            entry = [
+                StoredMessage(
+                    position=Position(ledger.id, entry_id, i if batched else -1),
+                    payload=m.payload or b"",
+                    null_value=m.payload is None,
+                    properties=dict(m.properties),
+                    partition_key=m.partition_key or "",
+                    event_time=m.event_time or 0,
+                    publish_time=now,
+                    producer_name=producer,
+                )
+                for i, m in enumerate(chunk)
+            ]
+            ledger.entries.append(entry)
+            for observe in self.observers:
+                observe(entry)
+        self.wake()
+
+    def messages(self) -> list[StoredMessage]:
+        return [m for ledger in self.ledgers for entry in ledger.entries for m in entry]
+
+    def wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
+
+    async def changed(self) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        await fut
+
+    def first_at_or_after(self, ledger_id: int, entry: int) -> tuple[int, int] | None:
+        """(ledger index, entry index) of the first stored entry at or after."""
+        for li, ledger in enumerate(self.ledgers):
+            if ledger.id < ledger_id:
+                continue
+            start = entry if ledger.id == ledger_id else 0
+            if start < len(ledger.entries):
+                return li, start
+        return None
+
+    # -- faults -------------------------------------------------------------
+
+    def roll(self) -> None:
+        """Close the current ledger and open a new one (rollover, unload, restart)."""
+        self.ledgers.append(_Ledger(self.store.next_ledger_id()))
+
+    def trim(self, ledgers: int) -> int:
+        """Delete up to `ledgers` of the oldest closed ledgers; returns how many went."""
+        n = min(ledgers, len(self.ledgers) - 1)
+        del self.ledgers[:n]
+        return n
+
+    def redeliver(self, back: int) -> None:
+        """Open readers re-deliver up to `back` messages they already delivered."""
+        for reader in self.readers:
+            reader.rewind(back)
+
+
+class MemoryWriter:
+    _ids = itertools.count()
+
+    def __init__(self, topic: MemoryTopic) -> None:
+        self._topic = topic
+        self._name = f"mem-{next(self._ids)}"
+        self._sent = 0
+        self._queue: deque[_Send] = deque()
+        self._draining = False
+        self._loop = asyncio.get_running_loop()
+        self.stalled = False
+        self.closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def wait_capacity(self, size: int) -> None:
+        while self.stalled and len(self._queue) >= 8:
+            await self._topic.changed()
+
+    def send_all(
+        self, messages: Sequence[OutgoingMessage]
+    ) -> tuple[WriteRef, asyncio.Future[None]]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        first = (self._name, self._sent)
+        self._sent += len(messages)
+        if self.closed:
+            future.set_exception(StorageError("writer is closed"))
+            return first, future
+        topic = self._topic
+        persist = len(messages)
+        if topic.persist_next is not None:
+            persist, topic.persist_next = min(topic.persist_next, persist), None
+        lose, topic.lose_next_receipt = topic.lose_next_receipt, False
+        self._queue.append(_Send(messages, future, persist, lose))
+        self._schedule()
+        return first, future
+
+    def _schedule(self) -> None:
+        if not self._draining and not self.stalled:
+            self._draining = True
+            self._loop.call_later(SEND_LATENCY_S, self._drain)
+
+    def _drain(self) -> None:
+        self._draining = False
+        loop = self._loop
+        while self._queue and not self.stalled:
+            if self._topic.store.down:
+                failed = list(self._queue)
+                self._queue.clear()
+                loop.call_later(SEND_TIMEOUT_S, _fail_all, failed, "send timed out (outage)")
+                return
+            send = self._queue.popleft()
+            if send.persist:
+                self._topic.append(send.messages[: send.persist], self._name)
+            if send.persist < len(send.messages):
+                # A failure in the middle: this send and all queued behind it fail.
+                failed = [send, *self._queue]
+                self._queue.clear()
+                _fail_all(failed, "persisted only part of the send")
+                return
+            if send.lose_receipt:
+                loop.call_later(SEND_TIMEOUT_S, _fail_all, [send], "receipt lost, timed out")
+            elif not send.future.done():
+                send.future.set_result(None)
+
+    def stall(self) -> None:
+        self.stalled = True
+
+    def unstall(self) -> None:
+        self.stalled = False
+        self._schedule()
+
+    async def close(self) -> None:
+        self.closed = True
+        self.stalled = False
+        self._drain()  # pending sends are stored (or fail) before a close completes
+
+
+def _fail_all(sends: list[_Send], why: str) -> None:
+    for s in sends:
+        if not s.future.done():
+            s.future.set_exception(StorageError(why))
+
+
+class MemoryReader:
+    def __init__(self, topic: MemoryTopic, start: Position | None) -> None:
+        self._topic = topic
+        # The next message to deliver, as (ledger id, entry index, index in entry).
+        self._at = (0, 0, 0) if start is None else (start.ledger, start.entry, 0)
+        self._idle_wanted = False
+        self._delivered: deque[tuple[int, int, int]] = deque(maxlen=64)
+        self.closed = False
+        topic.readers.append(self)
+
+    def report_idle(self) -> None:
+        self._idle_wanted = True
+
+    def rewind(self, back: int) -> None:
+        if back > 0 and self._delivered:
+            self._at = self._delivered[-min(back, len(self._delivered))]
+
+    def _next(self) -> StoredMessage | None:
+        ledger_id, entry, index = self._at
+        found = self._topic.first_at_or_after(ledger_id, entry)
+        if found is None:
+            return None
+        li, ei = found
+        ledger = self._topic.ledgers[li]
+        if (ledger.id, ei) != (ledger_id, entry):
+            index = 0
+        batch = ledger.entries[ei]
+        msg = batch[index]
+        self._delivered.append((ledger.id, ei, index))
+        if index + 1 < len(batch):
+            self._at = (ledger.id, ei, index + 1)
+        else:
+            self._at = (ledger.id, ei + 1, 0)
+        return msg
+
+    async def read(self) -> StoredMessage | Idle:
+        while True:
+            if self.closed:
+                raise StorageError("reader is closed")
+            if self._topic.store.down:
+                await self._topic.changed()
+                continue
+            msg = self._next()
+            if msg is not None:
+                await asyncio.sleep(0)  # a real reader hands over asynchronously
+                return msg
+            if self._idle_wanted:
+                self._idle_wanted = False
+                return IDLE
+            await self._topic.changed()
+
+    async def close(self) -> None:
+        self.closed = True
+        if self in self._topic.readers:
+            self._topic.readers.remove(self)
+
+
+class MemoryLog:
+    """The storage port's MessageLog, in memory."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, MemoryTopic] = {}
+        self.writers: dict[str, MemoryWriter] = {}
+        self.down = False
+        self._ledger_ids = itertools.count(10)
+
+    def next_ledger_id(self) -> int:
+        return next(self._ledger_ids)
+
+    def topic(self, name: str) -> MemoryTopic:
+        if name not in self.topics:
+            self.topics[name] = MemoryTopic(self, name)
+        return self.topics[name]
+
+    def set_down(self, down: bool) -> None:
+        self.down = down
+        for topic in self.topics.values():
+            topic.wake()
+        if not down:
+            for writer in self.writers.values():
+                writer._schedule()
+
+    async def _reachable(self, what: str) -> None:
+        if self.down:
+            await asyncio.sleep(CONNECT_TIMEOUT_S)
+            raise StorageError(f"cannot {what}: storage unreachable")
+
+    async def writer(self, topic: str) -> MemoryWriter:
+        existing = self.writers.get(topic)
+        if existing is not None:
+            return existing
+        await self._reachable(f"create a writer on {topic}")
+        if topic not in self.writers:
+            self.writers[topic] = MemoryWriter(self.topic(topic))
+        return self.writers[topic]
+
+    async def close_writer(self, topic: str, name: str | None = None) -> None:
+        writer = self.writers.get(topic)
+        if writer is None or (name is not None and writer.name != name):
+            return
+        del self.writers[topic]
+        await writer.close()
+
+    async def reader(
+        self, topic: str, start: Position | None, *, compacted: bool = False
+    ) -> MemoryReader:
+        await self._reachable(f"create a reader on {topic}")
+        return MemoryReader(self.topic(topic), start)
+
+    async def earliest(self, topic: str) -> Position | None:
+        await self._reachable(f"find where {topic} begins")
+        messages = self.topic(topic).messages()
+        return messages[0].position if messages else None
+
+    async def end(self, topic: str) -> Position | None:
+        await self._reachable(f"find where {topic} ends")
+        messages = self.topic(topic).messages()
+        return messages[-1].position if messages else None
+
+    async def close(self) -> None:
+        for name in list(self.writers):
+            await self.close_writer(name)

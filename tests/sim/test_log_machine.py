@@ -1,0 +1,276 @@
+"""Deterministic simulation of the partition log (issue 5).
+
+A hypothesis state machine drives the real log code (tail follower, appender,
+history reads, retention, checkpoint store, log manager) over the in-memory log:
+produces in both entry formats by idempotent and plain producers, native Pulsar
+writes, fetches at random offsets, partial writes, lost receipts, re-deliveries,
+ledger rolls, retention trims, clean stops, crashes that lose whatever was not
+flushed, and restarts. After every step it checks a simple model:
+
+- the truth is the in-memory log itself, counted by DESIGN.md's rule as records
+  are appended (trimmed records keep their offsets in the truth);
+- every acknowledged record is at its acknowledged offset, exactly once;
+- kop's high watermark is the truth's, and never goes backwards;
+- kop's log start never claims more than the truth, and catches up after a check;
+- a fetch returns dense offsets whose records are the truth's;
+- every operation completes within bounded simulated time.
+
+Trims remove only records kop has counted and flushed: records nobody counted
+before Pulsar deleted them were never seen, and the guarantee that offsets never
+go backwards is relative to the mark kop persists every second and at shutdown
+(docs/offsets.md says so). A batch Pulsar stored only partly is completed by the
+client's retry; its records are in order and once each, at consecutive offsets
+unless another writer wrote in between. `make soak` runs this machine for as
+long as asked (tools/soak.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from kop.log.entry_format import EntryFormat
+from kop.log.settings import LogSettings
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.records import iter_records
+from kop.storage.types import OutgoingMessage, StoredMessage
+from tests.sim.clock import SimLoop
+from tests.sim.harness import TOPIC, Node, Producer, batch
+from tests.sim.memory_log import MemoryLog
+
+EXAMPLES = int(os.environ.get("KOP_SIM_EXAMPLES", "100"))
+STEPS = int(os.environ.get("KOP_SIM_STEPS", "50"))
+STEP_COUNTER = os.environ.get("KOP_SIM_COUNT_FILE")
+
+RETRIABLE = {
+    ErrorCode.request_timed_out,
+    ErrorCode.not_enough_replicas,
+    ErrorCode.leader_not_available,
+    ErrorCode.kafka_storage_error,
+}
+FLUSH_S = 1.0
+
+
+@dataclass
+class _Pending:
+    values: list[bytes | None]
+    seq: int
+    fmt: EntryFormat
+
+
+@dataclass
+class _Client:
+    pid: int
+    seq: int = 0
+    pending: _Pending | None = None
+
+
+class LogMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = SimLoop()
+        self.log = MemoryLog()
+        self.settings = LogSettings(
+            checkpoint_interval=3,
+            tail_buffer_bytes=400,  # small: most fetches go through history reads
+            write_timeout_s=5,
+            retention_check_s=20,
+            history_readers=3,
+        )
+        self.node: Node | None = None
+        self.truth: list[bytes | None] = []
+        self.offset_of: dict[tuple[int, int, int], int] = {}
+        self.clients = {pid: _Client(pid) for pid in (1, 2)}
+        self.unique = itertools.count()
+        self.max_hw = 0
+        self.flushed_through = 0
+        self.steps = 0
+
+    # -- the truth -------------------------------------------------------------------
+
+    def _appended(self, entry: list[StoredMessage]) -> None:
+        for m in entry:
+            self.offset_of[tuple(m.position)] = len(self.truth)  # type: ignore[index]
+            if m.properties.get("__kafka.entry") == "batch":
+                self.truth.extend(r.value for r in iter_records(m.payload))
+            else:
+                self.truth.append(None if m.null_value else m.payload)
+
+    def _truth_start(self) -> int:
+        first = self.log.topic(TOPIC).messages()
+        return self.offset_of[tuple(first[0].position)] if first else len(self.truth)  # type: ignore[index]
+
+    def _trimmable(self, ledgers: int) -> int:
+        """How many of the oldest closed ledgers hold only flushed records."""
+        topic = self.log.topic(TOPIC)
+        closed = topic.ledgers[:-1]
+        n = 0
+        for i, ledger in enumerate(closed[:ledgers]):
+            later = [e[0] for lg in topic.ledgers[i + 1 :] for e in lg.entries]
+            end = self.offset_of[tuple(later[0].position)] if later else len(self.truth)  # type: ignore[index]
+            if end > self.flushed_through and ledger.entries:
+                break
+            n += 1
+        return n
+
+    def _value(self) -> bytes:
+        return f"v{next(self.unique)}".encode()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @initialize()
+    def boot(self) -> None:
+        self.log.topic(TOPIC).observers.append(self._appended)
+        self._start()
+
+    def _start(self) -> None:
+        self.node = Node(self.loop, self.log, self.settings)
+        self.node.start()
+        self.node.partition()
+
+    def teardown(self) -> None:
+        if STEP_COUNTER:
+            with open(STEP_COUNTER, "a") as f:
+                f.write(f"{self.steps}\n")
+        self.loop.shutdown()
+
+    @rule(seconds=st.sampled_from([0.01, 0.5, 2.0, 25.0]))
+    def settle(self, seconds: float) -> None:
+        self.loop.settle(seconds)
+        if self.node is not None and seconds > FLUSH_S:
+            self.flushed_through = self.node.partition().high_watermark
+            if seconds > self.settings.retention_check_s:
+                assert self.node.partition().log_start == self._truth_start()
+
+    @precondition(lambda self: self.node is not None)
+    @rule()
+    def stop_and_restart(self) -> None:
+        assert self.node is not None
+        self.flushed_through = self.node.partition().high_watermark
+        self.node.stop()
+        self._start()
+
+    @precondition(lambda self: self.node is not None)
+    @rule()
+    def crash(self) -> None:
+        assert self.node is not None
+        self.node.crash()
+        self.node = None
+
+    @precondition(lambda self: self.node is None)
+    @rule()
+    def restart(self) -> None:
+        self._start()
+
+    # -- Pulsar doing things ------------------------------------------------------------------
+
+    @rule()
+    def roll_ledger(self) -> None:
+        self.log.topic(TOPIC).roll()
+
+    @rule(ledgers=st.integers(1, 3))
+    def trim(self, ledgers: int) -> None:
+        self.log.topic(TOPIC).trim(self._trimmable(ledgers))
+
+    @rule(back=st.integers(1, 5))
+    def redeliver(self, back: int) -> None:
+        self.log.topic(TOPIC).redeliver(back)
+
+    @rule(n=st.integers(1, 3), batched=st.booleans())
+    def native_write(self, n: int, batched: bool) -> None:
+        topic = self.log.topic(TOPIC)
+        messages = [OutgoingMessage(self._value(), {"app": "native"}, None, None) for _ in range(n)]
+
+        async def write() -> None:
+            topic.batch_size = n if batched else 1
+            topic.append(messages, "pulsar-app")
+            topic.batch_size = 1
+
+        self.loop.run(write(), within=1)
+
+    # -- Kafka clients ---------------------------------------------------------------------------
+
+    @precondition(lambda self: self.node is not None)
+    @rule(
+        pid=st.sampled_from([1, 2, -1]),
+        n=st.integers(1, 4),
+        fmt=st.sampled_from(list(EntryFormat)),
+        fault=st.sampled_from(["none", "none", "partial", "receipt"]),
+        k=st.integers(0, 3),
+        batched=st.booleans(),
+    )
+    def produce(
+        self, pid: int, n: int, fmt: EntryFormat, fault: str, k: int, batched: bool
+    ) -> None:
+        assert self.node is not None
+        client = self.clients.get(pid)
+        if client is not None and client.pending is not None:  # a client retries first
+            values, seq, fmt = client.pending.values, client.pending.seq, client.pending.fmt
+        else:
+            values = [self._value() for _ in range(n)]
+            seq = client.seq if client else 0
+        topic = self.log.topic(TOPIC)
+        topic.batch_size = 2 if batched else 1
+        if fault == "partial":
+            topic.persist_next = k
+        elif fault == "receipt":
+            topic.lose_next_receipt = True
+        result = self.node.produce(batch(values, Producer(pid), seq), fmt)
+        topic.persist_next, topic.lose_next_receipt, topic.batch_size = None, False, 1
+        event(f"produce {fmt.value} {fault}: {'error' if isinstance(result, KafkaError) else 'ok'}")
+        if isinstance(result, KafkaError):
+            assert result.code in RETRIABLE, result
+            if client is not None:
+                client.pending = _Pending(values, seq, fmt)
+            return
+        where = [self.truth.index(v) for v in values]
+        assert where[0] == result and where == sorted(where), (result, values, where)
+        if client is not None:
+            client.pending = None
+            client.seq = seq + len(values)
+
+    @precondition(lambda self: self.node is not None)
+    @rule(where=st.floats(0, 1.1))
+    def fetch(self, where: float) -> None:
+        assert self.node is not None
+        plog = self.node.partition()
+        offset = int(where * plog.high_watermark)
+        got = self.node.fetch(offset)
+        event(f"fetch: {'out of range' if isinstance(got, KafkaError) else 'records'}")
+        if isinstance(got, KafkaError):
+            assert got.code == ErrorCode.offset_out_of_range, got
+            assert offset < plog.log_start or offset > plog.high_watermark
+            return
+        assert [o for o, _ in got] == list(range(offset, offset + len(got)))
+        assert [v for _, v in got] == self.truth[offset : offset + len(got)]
+
+    # -- the model -------------------------------------------------------------------------------
+
+    @invariant()
+    def agrees_with_the_truth(self) -> None:
+        self.steps += 1
+        if self.node is None:
+            return
+        self.loop.settle(0.01)
+        plog = self.node.partition()
+        hw = plog.high_watermark
+        assert hw >= self.max_hw, f"high watermark went back from {self.max_hw} to {hw}"
+        assert hw == len(self.truth), (hw, len(self.truth))
+        self.max_hw = hw
+        assert plog.log_start <= self._truth_start()
+        ours = [v for v in self.truth if v is not None and v.startswith(b"v")]
+        assert len(ours) == len(set(ours)), "a record was stored twice"
+
+
+LogMachine.TestCase.settings = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+TestLogMachine = LogMachine.TestCase
