@@ -1,10 +1,15 @@
-"""Composition root: wires config, Pulsar, logs, handlers, listener and admin HTTP."""
+"""Composition root: wires config, storage, logs, handlers, listener and admin HTTP.
+
+The only place that picks `kop/pulsar` as the storage (`PulsarBackend`); tests
+hand `Gateway` an in-memory backend instead to drive the whole server.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from typing import Protocol
 
 from kop.api.context import Broker, Services
 from kop.config import KopConfig
@@ -20,6 +25,7 @@ from kop.pulsar.client import PulsarSession
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace
+from kop.storage.port import MessageLog, StorageAdmin
 
 log = logging.getLogger(__name__)
 
@@ -36,43 +42,97 @@ class StartupError(Exception):
     """kop cannot start; the message says what to do."""
 
 
+class Backend(Protocol):
+    """Where kop's data lives: the storage port's two halves, prepared for kop."""
+
+    admin: StorageAdmin
+
+    async def prepare(self, config: KopConfig) -> MessageLog: ...
+
+    async def close(self) -> None: ...
+
+
+class PulsarBackend:
+    def __init__(self, config: KopConfig, wait_s: float = 60.0) -> None:
+        self._pulsar_admin = PulsarAdmin(config.pulsar_http_url)
+        self.admin: StorageAdmin = self._pulsar_admin
+        self._wait_s = wait_s
+        self._session: PulsarSession | None = None
+
+    async def prepare(self, config: KopConfig) -> MessageLog:
+        await self._wait_for_pulsar(config)
+        await self._check_broker_settings()
+        await self._pulsar_admin.serve_namespace(Namespace(config.tenant, config.namespace))
+        system_tenant, system_name = config.system_namespace.split("/")
+        await self._pulsar_admin.configure_system_namespace(
+            Namespace(system_tenant, system_name), 1 << 20
+        )
+        self._session = PulsarSession(
+            config.pulsar_service_url,
+            self._pulsar_admin,
+            batching_delay_ms=config.pulsar_batching_delay_ms,
+            send_budget_bytes=config.pulsar_send_budget_bytes,
+        )
+        return self._session
+
+    async def _wait_for_pulsar(self, config: KopConfig) -> None:
+        deadline = time.monotonic() + self._wait_s
+        while not await self._pulsar_admin.healthy():
+            if time.monotonic() > deadline:
+                raise StartupError(
+                    f"Pulsar is not healthy at {config.pulsar_http_url} after "
+                    f"{self._wait_s:.0f}s: start it (`make pulsar-start`) or point "
+                    "KOP_PULSAR_HTTP_URL / KOP_PULSAR_SERVICE_URL at a running cluster"
+                )
+            await asyncio.sleep(1.0)
+
+    async def _check_broker_settings(self) -> None:
+        runtime = await self._pulsar_admin.broker_config()
+        for name, (wanted, why) in REQUIRED_BROKER_SETTINGS.items():
+            actual = str(runtime.get(name, "")).lower()
+            if actual and actual != wanted:
+                raise StartupError(
+                    f"Pulsar broker setting {name}={actual}, kop needs {wanted}: {why}"
+                )
+
+    async def close(self) -> None:
+        """The Pulsar client first: one left open at exit aborts the process."""
+        try:
+            if self._session is not None:
+                await self._session.close()
+        finally:
+            await self._pulsar_admin.close()
+
+
+def log_settings(c: KopConfig) -> LogSettings:
+    return LogSettings(
+        checkpoint_interval=c.checkpoint_interval,
+        max_checkpoints=c.max_checkpoints,
+        tail_buffer_bytes=c.tail_buffer_bytes,
+        write_timeout_s=c.write_timeout_s,
+        open_wait_s=c.open_wait_s,
+        retention_check_s=c.retention_check_s,
+        history_readers=c.history_readers,
+        max_producers=c.max_producers,
+    )
+
+
 class Gateway:
-    def __init__(self, config: KopConfig) -> None:
+    def __init__(self, config: KopConfig, backend: Backend | None = None) -> None:
         self.config = config
         self.metrics = Metrics()
-        self._admin = PulsarAdmin(config.pulsar_http_url)
-        self._session: PulsarSession | None = None
-        self._logs: LogManager | None = None
+        self.backend: Backend = backend or PulsarBackend(config)
+        self.logs: LogManager | None = None
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
 
-    async def start(self, pulsar_wait_s: float = 60.0) -> None:
+    async def start(self) -> None:
         c = self.config
-        await self._wait_for_pulsar(pulsar_wait_s)
-        await self._check_broker_settings()
-        default_ns = Namespace(c.tenant, c.namespace)
-        system_tenant, system_name = c.system_namespace.split("/")
-        await self._admin.serve_namespace(default_ns)
-        await self._admin.configure_system_namespace(Namespace(system_tenant, system_name), 1 << 20)
-        self._session = PulsarSession(
-            c.pulsar_service_url,
-            self._admin,
-            batching_delay_ms=c.pulsar_batching_delay_ms,
-            send_budget_bytes=c.pulsar_send_budget_bytes,
-        )
-        store = CheckpointStore(self._session, f"persistent://{c.system_namespace}/offset-index")
-        settings = LogSettings(
-            checkpoint_interval=c.checkpoint_interval,
-            max_checkpoints=c.max_checkpoints,
-            tail_buffer_bytes=c.tail_buffer_bytes,
-            write_timeout_s=c.write_timeout_s,
-            open_wait_s=c.open_wait_s,
-            retention_check_s=c.retention_check_s,
-            history_readers=c.history_readers,
-            max_producers=c.max_producers,
-        )
-        self._logs = LogManager(self._session, store, settings)
-        await self._logs.start()
+        storage = await self.backend.prepare(c)
+        store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
+        self.logs = LogManager(storage, store, log_settings(c))
+        self.metrics.watch(self.logs)
+        await self.logs.start()
         defaults = TopicDefaults(
             entry_format=EntryFormat(c.default_entry_format),
             partitions=c.default_partitions,
@@ -82,12 +142,13 @@ class Gateway:
         )
         services = Services(
             broker=Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id),
-            catalog=TopicCatalog(self._admin, defaults),
-            logs=self._logs,
+            catalog=TopicCatalog(self.backend.admin, defaults),
+            logs=self.logs,
             auto_create_topics=c.auto_create_topics,
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
         )
         limits = Limits(c.max_request_bytes, c.max_inflight_requests, c.idle_timeout_s)
+        default_ns = Namespace(c.tenant, c.namespace)
         self._listener = KafkaListener(services, default_ns, limits, self.metrics)
         try:
             await self._listener.start(c.listen_host, c.port)
@@ -97,7 +158,7 @@ class Gateway:
                 "stop what uses the port or set KOP_PORT"
             ) from exc
         if c.admin_port:
-            self._http = AdminServer(self.metrics, self._logs, self._admin.healthy)
+            self._http = AdminServer(self.metrics, self.logs, self.backend.admin.healthy)
             try:
                 await self._http.start(c.admin_host, c.admin_port)
             except OSError as exc:
@@ -115,36 +176,21 @@ class Gateway:
             c.pulsar_service_url,
         )
 
-    async def _wait_for_pulsar(self, wait_s: float) -> None:
-        deadline = time.monotonic() + wait_s
-        while not await self._admin.healthy():
-            if time.monotonic() > deadline:
-                raise StartupError(
-                    f"Pulsar is not healthy at {self.config.pulsar_http_url} after {wait_s:.0f}s: "
-                    "start it (`make pulsar-start`) or point KOP_PULSAR_HTTP_URL / "
-                    "KOP_PULSAR_SERVICE_URL at a running cluster"
-                )
-            await asyncio.sleep(1.0)
-
-    async def _check_broker_settings(self) -> None:
-        runtime = await self._admin.broker_config()
-        for name, (wanted, why) in REQUIRED_BROKER_SETTINGS.items():
-            actual = str(runtime.get(name, "")).lower()
-            if actual and actual != wanted:
-                raise StartupError(
-                    f"Pulsar broker setting {name}={actual}, kop needs {wanted}: {why}"
-                )
+    @property
+    def kafka_port(self) -> int:
+        """The port actually listened on (the configured one, or the one picked for 0)."""
+        assert self._listener is not None
+        return self._listener.port
 
     async def stop(self) -> None:
-        """In-flight requests finish, checkpoints are flushed, then Pulsar is let go.
+        """In-flight requests finish, the index is flushed, then storage is let go.
         Every step runs even if one before it failed: a Pulsar client left open at
         exit aborts the process from its C++ threads."""
         steps = [
             self._listener.stop if self._listener is not None else None,
             self._http.stop if self._http is not None else None,
-            self._logs.close if self._logs is not None else None,
-            self._session.close if self._session is not None else None,
-            self._admin.close,
+            self.logs.close if self.logs is not None else None,
+            self.backend.close,
         ]
         for step in steps:
             if step is None:

@@ -30,29 +30,27 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
     while True:
         changed = [plog.data_changed() for plog in logs if isinstance(plog, PartitionLog)]
-        parts: list[tuple[str, dict[str, Any]]] = []
-        total = 0
-        errors = False
-        for (name, p), plog in zip(wanted, logs, strict=True):
-            budget = min(p.partition_max_bytes, max(0, max_bytes - total))
-            part = await _read_partition(plog, p.partition, p.fetch_offset, budget, total == 0)
-            total += len(part["records"] or b"")
-            errors = errors or part["error_code"] != ErrorCode.none
-            parts.append((name, part))
-        remaining = deadline - time.monotonic()
-        if total >= min_bytes or errors or remaining <= 0 or not changed:
+        try:
+            parts: list[tuple[str, dict[str, Any]]] = []
+            total = 0
+            errors = False
+            for (name, p), plog in zip(wanted, logs, strict=True):
+                budget = min(p.partition_max_bytes, max(0, max_bytes - total))
+                part = await _read_partition(plog, p.partition, p.fetch_offset, budget, total == 0)
+                total += len(part["records"] or b"")
+                errors = errors or part["error_code"] != ErrorCode.none
+                parts.append((name, part))
+            remaining = deadline - time.monotonic()
+            if total >= min_bytes or errors or remaining <= 0 or not changed:
+                return _response(parts)
+            done, _ = await asyncio.wait(
+                changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+            if not done:
+                return _response(parts)
+        finally:  # also when the connection went away: no waiter outlives its fetch
             for fut in changed:
                 fut.cancel()
-            return _response(parts)
-        done, not_done = await asyncio.wait(
-            changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
-        )
-        for fut in not_done:
-            fut.cancel()
-        if not done:
-            for fut in changed:
-                fut.cancel()
-            return _response(parts)
 
 
 async def _log(

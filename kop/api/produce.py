@@ -50,6 +50,7 @@ async def _begin(
                     ErrorCode.unsupported_for_message_format,
                     "transactional and control batches are not supported yet",
                 )
+        await services.catalog.writable(view.topic)
         plog = await services.logs.partition(view.partition_topic(index))
         return await plog.begin_append(batches, view.entry_format)
     except Exception as exc:
@@ -85,7 +86,9 @@ async def _settle(
         code, message = error_of(work)
         return -1, code, message
     try:
-        return await work, ErrorCode.none, None
+        # Shielded: the write belongs to the log and completes even if the
+        # connection waiting for it goes away.
+        return await asyncio.shield(work), ErrorCode.none, None
     except Exception as exc:
         code, message = error_of(exc)
         return -1, code, message

@@ -90,6 +90,7 @@ class Appender:
         task = asyncio.ensure_future(self._complete(jobs))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_retrieve)  # its connection may be gone
         return task
 
     async def _writer(self) -> TopicWriter:

@@ -158,6 +158,11 @@ class PartitionLog:
         return self.index.log_start
 
     @property
+    def persisted_offset(self) -> int:
+        """Offsets below this are in the persisted index (a restart resumes from it)."""
+        return self._flushed_mark.next_offset if self._flushed_mark else 0
+
+    @property
     def last_error(self) -> str | None:
         return self.follower.last_error
 

@@ -109,9 +109,21 @@ class TopicCatalog:
         self._ttl = ttl_s
         self._cache: dict[str, tuple[float, TopicView | None]] = {}
         self._lock = asyncio.Lock()
+        self._served: dict[Namespace, asyncio.Task[None]] = {}
 
     def invalidate(self, topic: PulsarTopic) -> None:
         self._cache.pop(topic.full, None)
+
+    async def writable(self, topic: PulsarTopic) -> None:
+        """Before kop writes into a namespace (its own, or one reached by a full Pulsar
+        name), the namespace de-duplicates re-sends: kop names its writes "this
+        writer's n-th message", which holds only if each is stored once. Once per
+        namespace per process; a failure is retried on the next write."""
+        task = self._served.get(topic.namespace)
+        if task is None or (task.done() and task.exception() is not None):
+            task = asyncio.ensure_future(self._admin.serve_namespace(topic.namespace))
+            self._served[topic.namespace] = task
+        await asyncio.shield(task)
 
     async def describe(self, topic: PulsarTopic) -> TopicView | None:
         cached = self._cache.get(topic.full)
@@ -150,7 +162,7 @@ class TopicCatalog:
                 )
             if validate_only:
                 return TopicView(topic, TopicInfo(count), {**self.defaults.configs(), **chosen})
-            await self._admin.serve_namespace(topic.namespace)
+            await self.writable(topic)
             merged = {**self.defaults.configs(), **chosen}
             try:
                 await self._admin.create_partitioned(

@@ -44,7 +44,6 @@ class AdminServer:
         return web.json_response({"status": "pulsar unreachable"}, status=503)
 
     async def _metrics_page(self, _request: web.Request) -> web.Response:
-        self._metrics.partitions.set(len(self._logs.owned()))
         return web.Response(
             body=generate_latest(self._metrics.registry),
             headers={"Content-Type": CONTENT_TYPE_LATEST},
@@ -56,6 +55,10 @@ class AdminServer:
                 "log_start_offset": plog.log_start,
                 "high_watermark": plog.high_watermark,
                 "checkpoints": len(plog.index.checkpoints),
+                "resumed_from_offset": plog.follower.resumed_from,
+                "persisted_offset": plog.persisted_offset,
+                "malformed_messages": plog.stats.malformed,
+                "trims": plog.stats.trims,
                 "last_error": plog.last_error,
             }
             for topic, plog in sorted(self._logs.owned().items())

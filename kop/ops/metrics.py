@@ -1,9 +1,15 @@
-"""Prometheus metrics; `Metrics` is the server's RequestObserver."""
+"""Prometheus metrics; `Metrics` is the server's RequestObserver, and reads the
+log's own counters (`LogStats`, budgets) when scraped."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Iterator
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kop.log.manager import LogManager
 from kop.protocol.messages import ApiKey
 
 
@@ -30,9 +36,9 @@ class Metrics:
         self.connections = Gauge(
             "kop_connections", "Open Kafka connections", registry=self.registry
         )
-        self.partitions = Gauge(
-            "kop_owned_partitions", "Partitions this kop follows", registry=self.registry
-        )
+
+    def watch(self, logs: LogManager) -> None:
+        self.registry.register(_LogCollector(logs))
 
     def request_done(self, api_key: int, seconds: float, ok: bool) -> None:
         name = _api_name(api_key)
@@ -41,3 +47,42 @@ class Metrics:
 
     def connection_change(self, delta: int) -> None:
         self.connections.inc(delta)
+
+
+class _LogCollector(Collector):
+    """What the partition logs met and hold, read at scrape time."""
+
+    def __init__(self, logs: LogManager) -> None:
+        self._logs = logs
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._logs.stats
+        shared = self._logs.shared
+        counters = {
+            "kop_malformed_messages": (
+                "Messages with malformed __kafka.* properties, served by documented fallbacks",
+                stats.malformed,
+            ),
+            "kop_log_trims": (
+                "Times the log start moved or counting resumed because Pulsar deleted data",
+                stats.trims,
+            ),
+            "kop_index_conflicts": (
+                "Persisted index entries found disagreeing with the count (healed)",
+                stats.conflicts,
+            ),
+            "kop_history_readers_opened": (
+                "Pulsar readers opened to serve offsets behind the tail buffer",
+                stats.history_readers,
+            ),
+        }
+        for name, (doc, value) in counters.items():
+            yield CounterMetricFamily(name, doc, value=value)
+        gauges = {
+            "kop_owned_partitions": ("Partitions this kop follows", len(self._logs.owned())),
+            "kop_tail_buffer_bytes": ("Bytes held by tail buffers", shared.tail_budget.used),
+            "kop_tail_buffer_limit_bytes": ("Tail buffer budget", shared.tail_budget.limit),
+            "kop_kept_history_readers": ("History readers kept for reuse", len(shared.cursors)),
+        }
+        for name, (doc, gauge) in gauges.items():
+            yield GaugeMetricFamily(name, doc, value=gauge)

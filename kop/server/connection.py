@@ -76,38 +76,51 @@ class Connection:
         self._namespace = namespace
         self._limits = limits
         self._observer = observer
+        self._stopping = False
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
     def stop_reading(self) -> None:
         """Shutdown: read no further requests; those in flight still get answers."""
+        self._stopping = True
         self._reader.feed_eof()
 
     async def run(self) -> None:
+        """Read and write side by side. Whichever ends first decides: a shutdown or a
+        request kop must refuse still answers what came before it; a peer that went
+        away or a write that failed ends both sides at once, and what was in flight
+        is dropped (writes to Pulsar still complete: the log owns them)."""
         self._observer.connection_change(1)
         queue: asyncio.Queue[_Item | None] = asyncio.Queue(self._limits.max_inflight)
         writer_task = asyncio.create_task(self._write_loop(queue))
+        reader_task = asyncio.create_task(self._read_loop(queue))
         try:
-            while not writer_task.done():
-                frame = await self._read_frame()
-                if frame is None:
-                    break
-                await queue.put(await self._dispatch(frame))
-        except FrameTooLarge as exc:
-            log.warning("closing %s: %s", self.peer, exc)
-        except _Close as exc:
-            log.warning("closing %s: %s", self.peer, exc)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            if not writer_task.done():
+            await asyncio.wait({reader_task, writer_task}, return_when=asyncio.FIRST_COMPLETED)
+            if reader_task.done() and not reader_task.cancelled() and reader_task.result():
                 await queue.put(None)
-                with contextlib.suppress(Exception):
-                    await writer_task
+                await writer_task
+        finally:
+            for task in (reader_task, writer_task):
+                task.cancel()
+            await asyncio.gather(reader_task, writer_task, return_exceptions=True)
+            _discard(queue)
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
             self._observer.connection_change(-1)
+
+    async def _read_loop(self, queue: asyncio.Queue[_Item | None]) -> bool:
+        """Read and dispatch until the stream ends; True when what is in flight
+        should still be answered."""
+        try:
+            while (frame := await self._read_frame()) is not None:
+                await queue.put(await self._dispatch(frame))
+        except (FrameTooLarge, _Close) as exc:
+            log.warning("closing %s: %s", self.peer, exc)
+            return True
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return False
+        return self._stopping
 
     async def _read_frame(self) -> bytes | None:
         """The next request frame; None at end of stream or after the idle timeout."""
@@ -185,3 +198,22 @@ class Connection:
 
 async def _resolve(result: Awaitable[Any]) -> Any:
     return await result
+
+
+def _discard(queue: asyncio.Queue[_Item | None]) -> None:
+    """Drop answers nobody will read: close pending coroutines (long polls) so they
+    leave nothing behind; tasks (writes the log owns) run on to completion."""
+    while not queue.empty():
+        item = queue.get_nowait()
+        if item is None:
+            continue
+        result = item[2]
+        if inspect.iscoroutine(result):
+            result.close()
+        elif isinstance(result, asyncio.Future):
+            result.add_done_callback(_retrieve)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

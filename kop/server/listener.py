@@ -26,6 +26,11 @@ class KafkaListener:
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], Connection] = {}
 
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
         log.info("serving Kafka on %s:%d", host, port)

@@ -40,6 +40,11 @@ class RawClient:
             buf += chunk
         return buf
 
+    def encode_standalone(self, api_key: int, version: int, **fields: Any) -> tuple[int, bytes]:
+        """`encode` without a connection (for feeding a server's stream directly)."""
+        self._correlation = 0
+        return self.encode(api_key, version, **fields)
+
     def encode(self, api_key: int, version: int, **fields: Any) -> tuple[int, bytes]:
         schema = load_request_schema(api_key, version)
         self._correlation += 1

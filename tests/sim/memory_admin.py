@@ -1,0 +1,74 @@
+"""The storage port's admin half in memory, and a backend that hands the whole
+gateway (server, handlers, logs) the in-memory storage: for tests that drive
+kop end to end through sockets without a Pulsar, where a fault must be injected."""
+
+from __future__ import annotations
+
+from kop.config import KopConfig
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.types import AdminError, StorageUnavailable, TopicInfo
+from tests.sim.memory_log import MemoryLog
+
+
+class MemoryAdmin:
+    def __init__(self, log: MemoryLog) -> None:
+        self._log = log
+        self.topics: dict[str, TopicInfo] = {}
+        self.served: set[Namespace] = set()
+        self.retention: dict[str, tuple[int, int]] = {}
+
+    def _up(self) -> None:
+        if self._log.down:
+            raise StorageUnavailable("storage admin unreachable")
+
+    async def healthy(self) -> bool:
+        return not self._log.down
+
+    async def topic_info(self, topic: PulsarTopic) -> TopicInfo | None:
+        self._up()
+        return self.topics.get(topic.full)
+
+    async def list_topics(self, ns: Namespace) -> dict[str, TopicInfo]:
+        self._up()
+        prefix = f"persistent://{ns.path}/"
+        return {k[len(prefix) :]: v for k, v in self.topics.items() if k.startswith(prefix)}
+
+    async def serve_namespace(self, ns: Namespace) -> None:
+        self._up()
+        self.served.add(ns)
+
+    async def create_partitioned(
+        self, topic: PulsarTopic, partitions: int, properties: dict[str, str]
+    ) -> None:
+        self._up()
+        if topic.full in self.topics:
+            raise AdminError(409, f"{topic.full} exists")
+        self.topics[topic.full] = TopicInfo(partitions, dict(properties))
+
+    async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None:
+        self._up()
+        old = self.topics[topic.full]
+        self.topics[topic.full] = TopicInfo(partitions, old.properties)
+
+    async def delete(self, topic: PulsarTopic, partitioned: bool) -> None:
+        self._up()
+        if self.topics.pop(topic.full, None) is None:
+            raise AdminError(404, f"{topic.full} not found")
+
+    async def set_retention(
+        self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
+    ) -> None:
+        self._up()
+        self.retention[topic.full] = (retention_ms, retention_bytes)
+
+
+class MemoryBackend:
+    def __init__(self, log: MemoryLog | None = None) -> None:
+        self.log = log or MemoryLog()
+        self.admin = MemoryAdmin(self.log)
+
+    async def prepare(self, config: KopConfig) -> MemoryLog:
+        return self.log
+
+    async def close(self) -> None:
+        await self.log.close()

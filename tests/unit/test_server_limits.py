@@ -1,0 +1,194 @@
+"""The server's operating limits, end to end through sockets, with the whole
+gateway over the in-memory storage (so one partition's writer can be stalled on
+command, which a live Pulsar cannot be made to do): a stalled partition never
+slows other connections or the admin endpoint, and a connection that goes away,
+or whose writes fail, leaves no task, waiter or socket behind."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import socket
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
+from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
+
+from kop.app import Gateway
+from kop.config import KopConfig
+from kop.protocol.records import Record, build_batch
+from kop.server.connection import Connection, Limits
+from kop.storage.naming import Namespace, PulsarTopic
+from tests.integration.raw import RawClient
+from tests.sim.memory_admin import MemoryBackend
+
+BOUND_S = 0.1  # what "still answers" means: well under any client's patience
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[tuple[Gateway, MemoryBackend]]:
+    backend = MemoryBackend()
+    config = KopConfig(
+        listen_host="127.0.0.1",
+        port=_free_port(),
+        admin_host="127.0.0.1",
+        admin_port=_free_port(),
+        write_timeout_s=5,
+    )
+    gateway = Gateway(config, backend)
+    await gateway.start()
+    topic = PulsarTopic(Namespace("public", "default"), "hot", "hot")
+    await backend.admin.create_partitioned(topic, 2, {})
+    yield gateway, backend
+    await gateway.stop()
+
+
+def _produce(topic: str, partition: int, value: bytes) -> dict[str, Any]:
+    batch = build_batch([Record(0, 1_700_000_000_000, None, value)])
+    data = PartitionProduceData(index=partition, records=batch)
+    return {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout": datetime.timedelta(seconds=30),
+        "topic_data": (TopicProduceData(name=topic, partition_data=(data,)),),
+    }
+
+
+def _fetch(topic: str, wait_ms: int) -> dict[str, Any]:
+    part = FetchPartition(partition=1, fetch_offset=0, partition_max_bytes=1 << 20)
+    return {
+        "max_wait": datetime.timedelta(milliseconds=wait_ms),
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": (FetchTopic(topic=topic, partitions=(part,)),),
+        "forgotten_topics_data": (),
+        "rack_id": "",
+    }
+
+
+async def _timed(call: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    started = time.monotonic()
+    result = await asyncio.to_thread(call, *args, **kwargs)
+    return time.monotonic() - started, result
+
+
+async def test_a_stalled_partition_slows_no_other_connection(
+    running: tuple[Gateway, MemoryBackend],
+) -> None:
+    gateway, backend = running
+    stalled = RawClient(gateway.kafka_port)
+    other = RawClient(gateway.kafka_port)
+    first = await asyncio.to_thread(stalled.request, 0, 9, **_produce("hot", 0, b"first"))
+    assert first.responses[0].partition_responses[0].error_code == 0
+    backend.log.writers["persistent://public/default/hot-partition-0"].stall()
+    for i in range(20):  # pipelined behind the stalled writer, never answered in time
+        _, frame = stalled.encode(0, 9, **_produce("hot", 0, f"stuck-{i}".encode()))
+        await asyncio.to_thread(stalled.send_frame, frame)
+    await asyncio.sleep(0.2)
+
+    took, versions = await _timed(other.request, 18, 3, client_software_name="t",
+                                  client_software_version="1")  # fmt: skip
+    assert versions.error_code == 0 and took < BOUND_S, took
+    took, meta = await _timed(other.request, 3, 12, topics=None, allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)  # fmt: skip
+    assert any(t.name == "hot" for t in meta.topics) and took < BOUND_S, took
+    took, produced = await _timed(other.request, 0, 9, **_produce("hot", 1, b"elsewhere"))
+    assert produced.responses[0].partition_responses[0].error_code == 0
+    assert took < BOUND_S, took
+    url = f"http://127.0.0.1:{gateway.config.admin_port}/healthz"
+    took, status = await _timed(lambda: urllib.request.urlopen(url, timeout=5).status)
+    assert status == 200 and took < BOUND_S, took
+    stalled.close()
+    other.close()
+
+
+async def _until(condition: Any, within: float) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_client_gone_with_pipelined_requests_leaves_nothing_behind(
+    running: tuple[Gateway, MemoryBackend],
+) -> None:
+    gateway, _backend = running
+    warm = RawClient(gateway.kafka_port)
+    await asyncio.to_thread(warm.request, 1, 12, **_fetch("hot", 0))  # opens the partition
+    warm.close()
+    await _until(lambda: gateway.metrics.connections._value.get() == 0, 5)
+    baseline = len(asyncio.all_tasks())
+    client = RawClient(gateway.kafka_port)
+    for _ in range(30):  # long polls that would each wait 20 s for data
+        _, frame = client.encode(1, 12, **_fetch("hot", 20_000))
+        await asyncio.to_thread(client.send_frame, frame)
+    await _until(lambda: gateway.metrics.connections._value.get() == 1, 5)
+    await asyncio.sleep(0.2)
+    client.sock.close()
+    await _until(lambda: gateway.metrics.connections._value.get() == 0, 5)
+    await _until(lambda: len(asyncio.all_tasks()) <= baseline, 5)
+    assert gateway.logs is not None
+    plog = gateway.logs.owned()["persistent://public/default/hot-partition-1"]
+    assert not [w for w in plog.follower._waiters if not w.done()]
+
+
+class _FailingWriter:
+    """A socket whose writes fail (the peer reset it) while reads stay open."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 1)
+
+    def write(self, data: bytes) -> None:
+        return None
+
+    async def drain(self) -> None:
+        raise ConnectionResetError("peer reset")
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+class _Observer:
+    def __init__(self) -> None:
+        self.open = 0
+
+    def request_done(self, api_key: int, seconds: float, ok: bool) -> None:
+        return None
+
+    def connection_change(self, delta: int) -> None:
+        self.open += delta
+
+
+async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader() -> None:
+    reader = asyncio.StreamReader()
+    writer = _FailingWriter()
+    observer = _Observer()
+    conn = Connection(
+        reader, writer, None, Namespace("public", "default"),  # type: ignore[arg-type]
+        Limits(1 << 20, 8, idle_timeout_s=600), observer,
+    )  # fmt: skip
+    _, frame = RawClient.__new__(RawClient).encode_standalone(
+        18, 3, client_software_name="t", client_software_version="1"
+    )
+    reader.feed_data(len(frame).to_bytes(4, "big") + frame)  # the stream stays open
+    await asyncio.wait_for(conn.run(), 5)  # not the 600 s idle timeout
+    assert writer.closed and observer.open == 0
