@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup run serve test unit integration lint bench pulsar-fetch pulsar-start pulsar-stop pulsar-status clean
+.PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,11 @@ test: setup pulsar-fetch lint
 	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
 
 unit: setup
-	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit tests/sim $(PYTEST_ARGS)
+
+## make soak: the partition-log simulation with fresh seeds (SOAK_ARGS="--minutes 60").
+soak: setup
+	$(BIN)/python tools/soak.py $(SOAK_ARGS)
 
 lint: setup
 	$(BIN)/ruff check kop tests bench tools
