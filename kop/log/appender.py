@@ -94,9 +94,13 @@ class Appender:
         return task
 
     async def _writer(self) -> TopicWriter:
+        """The topic's writer, never a retired one (its numbering is no longer trusted)."""
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
                 writer = await self._storage.writer(self._topic)
+                while writer.name in self._retired:
+                    await self._storage.close_writer(self._topic, writer.name)
+                    writer = await self._storage.writer(self._topic)
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"no writer for {self._topic} in time"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import zlib
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
@@ -125,8 +126,12 @@ class PartitionLog:
         self.tail.close()
 
     async def _watch_retention(self) -> None:
+        # Partitions opened together spread their checks over the interval.
+        interval = self._settings.retention_check_s
+        delay = interval * (zlib.crc32(self.topic.encode()) % 1000) / 1000
         while True:
-            await asyncio.sleep(self._settings.retention_check_s)
+            await asyncio.sleep(delay)
+            delay = interval
             try:
                 await self.retention.check()
             except StorageError as exc:

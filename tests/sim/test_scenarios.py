@@ -87,6 +87,22 @@ def test_log_start_follows_a_trim_without_any_fetch(loop: SimLoop) -> None:
     assert node.partition().high_watermark == 7
 
 
+def test_trim_of_the_ledger_last_written_is_noticed_without_new_writes(loop: SimLoop) -> None:
+    # The ledger kop last counted was closed (an unload) and deleted (a truncation):
+    # no new message tells kop, the periodic check must.
+    log = MemoryLog()
+    node = Node(loop, log, LogSettings(retention_check_s=10))
+    node.start()
+    node.produce(batch(_values("a", 3)))
+    log.topic(TOPIC).roll()
+    log.topic(TOPIC).trim(1)
+    loop.settle(11)
+    assert node.partition().log_start == node.partition().high_watermark == 3
+    gone = node.fetch(0)
+    assert isinstance(gone, KafkaError) and gone.code == ErrorCode.offset_out_of_range
+    assert node.produce(batch([b"next"])) == 3
+
+
 # -- 2. offsets never go backwards ----------------------------------------------------
 
 
