@@ -125,7 +125,7 @@ class PulsarAdmin:
         """(ledger, entry, batch index) of the last stored message of a topic partition
         (`persistent://...`), or None when it holds none."""
         path = topic.removeprefix("persistent://")
-        found = await self._request("GET", f"persistent/{path}/lastMessageId")
+        found = await self._request("GET", f"persistent/{path}/lastMessageId", ok_missing=True)
         if not isinstance(found, dict) or found.get("entryId", -1) < 0:
             return None
         return (int(found["ledgerId"]), int(found["entryId"]), int(found.get("batchIndex", -1)))

@@ -36,10 +36,10 @@ def test_namespace_reached_by_full_name_gets_deduplication_before_the_first_writ
         pulsar_rest("PUT", f"persistent/{namespace}/{local}/partitions", 1)
         assert pulsar_rest("GET", f"namespaces/{namespace}/deduplication") in (None, False)
 
-        recs = [Rec(f"k{i}".encode(), f"v{i}".encode(), (), 1_700_000_000_000 + i) for i in range(6)]
-        assert PRODUCERS["confluent-kafka"](fresh_kop.bootstrap, full, recs, None) == list(
-            range(6)
-        )
+        recs = [
+            Rec(f"k{i}".encode(), f"v{i}".encode(), (), 1_700_000_000_000 + i) for i in range(6)
+        ]
+        assert PRODUCERS["confluent-kafka"](fresh_kop.bootstrap, full, recs, None) == list(range(6))
 
         assert pulsar_rest("GET", f"namespaces/{namespace}/deduplication") is True
         stats = internal_stats(local, namespace)
