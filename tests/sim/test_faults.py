@@ -5,8 +5,6 @@ per-partition index loading)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kop.log.entry_format import EntryFormat
@@ -15,13 +13,6 @@ from kop.protocol.errors import ErrorCode, KafkaError
 from tests.sim.clock import SimLoop
 from tests.sim.harness import INDEX_TOPIC, TOPIC, Node, Producer, batch
 from tests.sim.memory_log import MemoryLog
-
-
-@pytest.fixture
-def loop() -> Iterator[SimLoop]:
-    sim = SimLoop()
-    yield sim
-    sim.shutdown()
 
 
 def _values(prefix: str, n: int) -> list[bytes | None]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import Iterator
 
 import crc32c
 import pytest
@@ -21,13 +20,6 @@ from tests.sim.harness import TOPIC, Node, Producer, batch
 from tests.sim.memory_log import MemoryLog
 
 HISTORY_ONLY = LogSettings(checkpoint_interval=2, tail_buffer_bytes=0, write_timeout_s=5)
-
-
-@pytest.fixture
-def loop() -> Iterator[SimLoop]:
-    sim = SimLoop()
-    yield sim
-    sim.shutdown()
 
 
 def _values(prefix: str, n: int) -> list[bytes | None]:
