@@ -30,7 +30,7 @@ from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, Record, iter_records
 from kop.storage.port import MessageLog, TopicWriter
-from kop.storage.types import OutgoingMessage, Position, StorageError
+from kop.storage.types import OutgoingMessage, Position, StorageError, message_size
 
 log = logging.getLogger(__name__)
 
@@ -127,16 +127,18 @@ class Appender:
                 return job
             job.first_index = decision.first_index
         messages = _messages(head, batch, records, fmt, job.first_index)
+        size = sum(message_size(m) for m in messages)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
-                await writer.wait_capacity(len(batch))
+                await writer.wait_capacity(size)
+                while writer.name in self._retired:  # retired while this request waited
+                    writer = await self._writer()
+                    await writer.wait_capacity(size)
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
             ) from None
-        if writer.name in self._retired:  # retired while this request waited
-            writer = await self._writer()
-        ref, acked = writer.send_all(messages)
+        ref, acked = writer.send_all(messages)  # in the same step as the room was found
         acked.add_done_callback(_retrieve)
         job.writer, job.acked = ref[0], acked
         job.observed = self._own.expect(ref[0], ref[1], len(messages))

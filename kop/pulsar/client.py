@@ -34,6 +34,7 @@ from kop.storage.types import (
     StorageError,
     StoredMessage,
     WriteRef,
+    message_size,
 )
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,7 @@ class PulsarWriter:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         first = (self._name, self._sent)
-        size = sum(_size(m) for m in messages)
+        size = sum(message_size(m) for m in messages)
         if not self._budget.fits(size):
             future.set_exception(
                 StorageError(f"{size} bytes do not fit in the Pulsar send budget now")
@@ -229,14 +230,6 @@ class PulsarWriter:
         self._producer.close_async(functools.partial(_complete, future))
         with contextlib.suppress(StorageError):
             await future
-
-
-def _size(message: OutgoingMessage) -> int:
-    return (
-        64
-        + len(message.payload or b"")
-        + sum(len(k) + len(v) for k, v in message.properties.items())
-    )
 
 
 def _build(message: OutgoingMessage) -> Any:

@@ -34,7 +34,8 @@ class TopicWriter(Protocol):
         ...
 
     async def wait_capacity(self, size: int) -> None:
-        """Returns once about `size` more bytes fit in the send queue (back-pressure)."""
+        """Returns once `size` more bytes (by `message_size`) fit in the send queue
+        (back-pressure); a `send_all` right after it, in the same step, is accepted."""
         ...
 
     async def close(self) -> None:

@@ -32,6 +32,13 @@ class OutgoingMessage:
     event_time: int | None
 
 
+def message_size(message: OutgoingMessage) -> int:
+    """What a message weighs in a send queue: one estimate for the writer's budget
+    and for whoever waits for room in it."""
+    props = sum(len(k) + len(v) for k, v in message.properties.items())
+    return 64 + len(message.payload or b"") + props
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     position: Position

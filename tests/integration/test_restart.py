@@ -3,21 +3,16 @@ offset it was acknowledged with, and new records continue densely."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Producer
 
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec, cf_consume, sample_records
 from tests.integration.conftest import KopProcess
-
-FLUSH_INTERVAL_S = 1.0  # kop persists new offset-index checkpoints every second
+from tests.integration.observe import partition_state, wait_for_partition
 
 
 def _small_index(tmp_path: Path) -> KopProcess:
@@ -28,60 +23,27 @@ def _small_index(tmp_path: Path) -> KopProcess:
     return gateway
 
 
-def _partition_state(gateway: KopProcess, topic: str) -> dict[str, Any]:
-    """The gateway's view of partition 0 of `topic` (admin `GET /v1/topics`);
-    {} while the gateway does not own it."""
-    url = f"http://127.0.0.1:{gateway.admin_port}/v1/topics"
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        partitions = json.load(resp)["partitions"]
-    for name, state in partitions.items():
-        if name.endswith(f"/{topic}-partition-0"):
-            return dict(state)
-    return {}
-
-
-def _wait_for_partition(
-    gateway: KopProcess,
-    topic: str,
-    condition: Callable[[dict[str, Any]], bool],
-    what: str,
-    timeout: float = 30.0,
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while not condition(state := _partition_state(gateway, topic)):
-        assert time.monotonic() < deadline, f"{what} within {timeout}s; kop reports {state}"
-        time.sleep(0.1)
-    return state
-
-
 def test_kill9_between_writes_keeps_offsets(pulsar: str, tmp_path: Path, topic: str) -> None:
     gateway = _small_index(tmp_path)
     try:
         create_topic(gateway.bootstrap, topic, entry_format="pulsar")
         first = sample_records(120)
-        assert PRODUCERS["kafka-python"](gateway.bootstrap, topic, first, "zstd") == list(
-            range(120)
-        )
-        # Kill once some checkpoints (not necessarily all) were persisted, so the
-        # restart resumes from one instead of rescanning the partition.
-        state = _wait_for_partition(
+        # In six produce requests: kop checkpoints only where a Pulsar entry starts,
+        # and one request's records (sent together) become one batched Pulsar entry.
+        # One 120-record entry would leave a single checkpoint, at offset 0, and a
+        # restart resuming from it would re-read the whole partition.
+        offsets: list[int] = []
+        for chunk in range(0, 120, 20):
+            part = first[chunk : chunk + 20]
+            offsets += PRODUCERS["kafka-python"](gateway.bootstrap, topic, part, "zstd")
+        assert offsets == list(range(120))
+        # Kill once the index covering all 120 records is persisted (kop flushes it
+        # every second), so the restart resumes from it instead of rescanning.
+        wait_for_partition(
             gateway,
             topic,
-            lambda s: s.get("high_watermark") == 120 and s["checkpoints"] > 0,
-            "partition at high watermark 120 with offset-index checkpoints",
-        )
-        # kop does not report which checkpoints are persisted yet (an observable for
-        # that is coming; wait on it then). Until then: the flusher persists them
-        # every second, so wait until the partition has shown them for two flushes.
-        seen = time.monotonic()
-        _wait_for_partition(
-            gateway,
-            topic,
-            lambda s: (
-                s.get("checkpoints", 0) >= state["checkpoints"]
-                and time.monotonic() - seen > 2 * FLUSH_INTERVAL_S
-            ),
-            "checkpoints kept through two flushes",
+            lambda s: s.get("high_watermark") == 120 and s.get("persisted_offset", 0) >= 120,
+            "offset index persisted up to offset 120",
         )
         gateway.kill9()
         gateway.start()
@@ -89,6 +51,10 @@ def test_kill9_between_writes_keeps_offsets(pulsar: str, tmp_path: Path, topic: 
         assert PRODUCERS["aiokafka"](gateway.bootstrap, topic, second, None) == list(
             range(120, 150)
         )
+        # The restarted kop resumed counting from a persisted checkpoint, not by
+        # rescanning the partition from its start.
+        state = partition_state(gateway, topic)
+        assert state["resumed_from_offset"] > 0 and state["high_watermark"] == 150, state
         got = cf_consume(gateway.bootstrap, topic, 150)
         assert [r.offset for r in got] == list(range(150))
         assert [(r.key, r.value, r.headers) for r in got] == [
