@@ -112,6 +112,14 @@ class PartitionLog:
         self._flushed_mark = persisted.mark
         self.follower.start(persisted.mark)
         await self.follower.ready.wait()
+        if persisted.checkpoints:
+            # Pulsar may have deleted ledgers while this partition was not followed: the
+            # first ListOffsets must already see the log start that survived.
+            try:
+                async with asyncio.timeout(self._settings.open_wait_s):
+                    await self.retention.check()
+            except (TimeoutError, StorageError) as exc:
+                log.warning("%s: retention check at open: %r", self.topic, exc)
         self._retention_task = asyncio.create_task(
             self._watch_retention(), name=f"retention:{self.topic}"
         )

@@ -279,13 +279,6 @@ def test_read_that_meets_deleted_data_moves_log_start_at_once(
         gw.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kop gap: a partition opening does not ask Pulsar where it begins; after a "
-    "restart the log start stays at the first persisted checkpoint (0, deleted) until a "
-    "fetch below it or the first periodic retention check, so ListOffsets earliest names "
-    "a deleted offset meanwhile (up to retention_check_s, 60 s by default)",
-)
 def test_restart_after_a_partial_truncation_starts_at_the_first_surviving_record(
     pulsar: str, tmp_path: Path, topic: str
 ) -> None:
