@@ -95,6 +95,22 @@ def test_trim_of_the_ledger_last_written_is_noticed_without_new_writes(loop: Sim
     assert node.produce(batch([b"next"])) == 3
 
 
+def test_a_partition_opening_after_a_trim_starts_at_the_survivors(loop: SimLoop) -> None:
+    log = MemoryLog()
+    settings = LogSettings(retention_check_s=3600)
+    node = Node(loop, log, settings)
+    node.start()
+    node.produce(batch(_values("a", 5)))
+    log.topic(TOPIC).roll()
+    node.produce(batch(_values("b", 5)))
+    node.stop()
+    log.topic(TOPIC).trim(1)
+    again = Node(loop, log, settings)
+    again.start()
+    assert again.partition().log_start == 5  # at once, not at the next periodic check
+    assert again.fetch(5) == _expect(5, _values("b", 5))
+
+
 # -- 2. offsets never go backwards ----------------------------------------------------
 
 
