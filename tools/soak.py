@@ -56,7 +56,13 @@ def main(argv: list[str]) -> int:
             flush=True,
         )
         if result.returncode != 0:
-            print(result.stdout[-6000:], result.stderr[-2000:], sep="\n")
+            # The falsifying steps and the assertion, not the log noise around them.
+            keep = [
+                line
+                for line in result.stdout.splitlines()
+                if "state." in line or "Error" in line or "assert" in line.lower()
+            ]
+            print("\n".join(keep[-200:]) or result.stdout[-6000:], result.stderr[-2000:])
             replay = " ".join(
                 [f"KOP_SIM_EXAMPLES={args.examples}", f"KOP_SIM_STEPS={args.steps}", *command]
             )
