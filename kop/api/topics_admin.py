@@ -73,9 +73,12 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
                     ErrorCode.unknown_topic_id, "deleting by topic id is not supported"
                 )
             topic = topic_for(ctx, name)
-            view = await services.catalog.delete(topic)
-            for i in range(view.partitions):
-                await services.logs.drop(view.partition_topic(i))
+            view = await services.catalog.describe(topic)
+            if view is not None:
+                # Let go first: Pulsar would cut kop's readers and writers off and
+                # they would retry against a topic that no longer exists.
+                await services.logs.drop([view.partition_topic(i) for i in range(view.partitions)])
+            await services.catalog.delete(topic)
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Iterable, Sequence
 
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.partition_log import PartitionLog, Shared
@@ -18,6 +19,23 @@ from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import MessageLog
 
 log = logging.getLogger(__name__)
+
+_SIDE_BY_SIDE = 64  # partitions closed at once: each close waits on a Pulsar round trip
+
+
+async def _side_by_side(calls: Iterable[Awaitable[None]]) -> None:
+    """Await all, at most _SIDE_BY_SIDE at a time; the first failure is raised
+    after all have finished."""
+    gate = asyncio.Semaphore(_SIDE_BY_SIDE)
+
+    async def one(call: Awaitable[None]) -> None:
+        async with gate:
+            await call
+
+    results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
 
 
 class LogManager:
@@ -81,14 +99,14 @@ class LogManager:
         self._logs[topic] = plog
         return plog
 
-    async def drop(self, topic: str) -> None:
-        """The Pulsar partition was deleted: stop following it and forget its index."""
+    async def drop(self, topics: Sequence[str]) -> None:
+        """The Pulsar partitions are being deleted: stop following them and forget
+        their indexes. Partitions let go side by side (a topic may have thousands)."""
         async with self._flush_lock:  # a flush in flight must not re-add its checkpoints
-            plog = self._logs.pop(topic, None)
-            if plog is not None:
-                await plog.close()
-            await self._storage.close_writer(topic)
-            await self._store.forget(topic)
+            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+            await _side_by_side(p.close() for p in plogs)
+            await _side_by_side(self._storage.close_writer(t) for t in topics)
+            await _side_by_side(self._store.forget(t) for t in topics)
 
     async def flush(self) -> None:
         async with self._flush_lock:
@@ -118,6 +136,5 @@ class LogManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
         await self.flush()
-        for plog in list(self._logs.values()):
-            await plog.close()
+        await _side_by_side(plog.close() for plog in self._logs.values())
         self._logs.clear()

@@ -44,6 +44,10 @@ class KafkaListener:
         self._connections[task] = conn
         try:
             await conn.run()
+        except asyncio.CancelledError:
+            # Only stop() cancels a connection (past its grace period). Ending
+            # quietly: asyncio's server would report a cancelled handler as an error.
+            pass
         except Exception:
             log.exception("connection %s failed", conn.peer)
         finally:

@@ -16,6 +16,9 @@ class MemoryAdmin:
         self.topics: dict[str, TopicInfo] = {}
         self.served: set[Namespace] = set()
         self.retention: dict[str, tuple[int, int]] = {}
+        # Partitions kop still had a reader or writer on when it deleted their
+        # topic: Pulsar would cut those clients off and they would retry.
+        self.held_at_delete: list[str] = []
 
     def _up(self) -> None:
         if self._log.down:
@@ -54,6 +57,10 @@ class MemoryAdmin:
         self._up()
         if self.topics.pop(topic.full, None) is None:
             raise AdminError(404, f"{topic.full} not found")
+        prefix = topic.full + "-partition-" if partitioned else topic.full
+        held = {n for n in self._log.writers if n.startswith(prefix)}
+        held |= {n for n, t in self._log.topics.items() if n.startswith(prefix) and t.readers}
+        self.held_at_delete += sorted(held)
 
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import socket
 import time
 import urllib.request
@@ -192,3 +193,44 @@ async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader
     reader.feed_data(len(frame).to_bytes(4, "big") + frame)  # the stream stays open
     await asyncio.wait_for(conn.run(), 5)  # not the 600 s idle timeout
     assert writer.closed and observer.open == 0
+
+
+async def test_deleting_a_topic_first_lets_go_of_its_partitions(
+    running: tuple[Gateway, MemoryBackend],
+) -> None:
+    """Pulsar cuts off the clients of a deleted topic and they retry against a topic
+    that is gone: kop closes its own readers and writers before it deletes."""
+    gateway, backend = running
+    client = RawClient(gateway.kafka_port)
+    for partition in (0, 1):
+        produced = await asyncio.to_thread(client.request, 0, 9, **_produce("hot", partition, b"v"))
+        assert produced.responses[0].partition_responses[0].error_code == 0
+    assert backend.log.writers  # both partitions are open: a writer and a tail reader each
+    deleted = await asyncio.to_thread(client.request, 20, 4, topic_names=["hot"],
+                                    timeout=datetime.timedelta(seconds=30))  # fmt: skip
+    assert deleted.responses[0].error_code == 0
+    assert backend.admin.topics == {}
+    assert backend.admin.held_at_delete == []
+    client.close()
+
+
+async def test_shutdown_past_the_grace_period_is_quiet(
+    running: tuple[Gateway, MemoryBackend], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A connection whose request is stuck past the shutdown grace is closed, and
+    that is all: no asyncio error about the cancelled connection task."""
+    gateway, backend = running
+    client = RawClient(gateway.kafka_port)
+    first = await asyncio.to_thread(client.request, 0, 9, **_produce("hot", 0, b"first"))
+    assert first.responses[0].partition_responses[0].error_code == 0
+    backend.log.writers["persistent://public/default/hot-partition-0"].stall()
+    _, frame = client.encode(0, 9, **_produce("hot", 0, b"stuck"))
+    await asyncio.to_thread(client.send_frame, frame)
+    await _until(lambda: gateway.metrics.connections._value.get() == 1, 5)
+    assert gateway._listener is not None
+    with caplog.at_level(logging.ERROR):
+        await gateway._listener.stop(grace_s=0.2)
+        await asyncio.sleep(0.05)  # the server's done-callback runs on the next turn
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert await asyncio.to_thread(client.wait_closed_by_peer, 5)
+    client.close()
