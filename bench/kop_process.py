@@ -45,6 +45,7 @@ class KopProcess:
         profile: Path | None = None,
         profile_rate: int = 100,
         start_timeout_s: float = 120.0,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.port = free_port()
         self.log_path = log_path
@@ -55,6 +56,7 @@ class KopProcess:
             "--admin-port", "0",
             "--pulsar-service-url", pulsar_url,
             "--pulsar-http-url", http_url,
+            *(extra_args or []),
         ]  # fmt: skip
         if profile is not None:
             spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")

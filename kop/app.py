@@ -113,6 +113,7 @@ def log_settings(c: KopConfig) -> LogSettings:
         open_wait_s=c.open_wait_s,
         retention_check_s=c.retention_check_s,
         history_readers=c.history_readers,
+        history_prefetch=c.history_prefetch,
         max_producers=c.max_producers,
     )
 

@@ -56,6 +56,7 @@ class KopConfig(BaseSettings):
     max_checkpoints: int = Field(10_000, ge=16)
     tail_buffer_bytes: int = Field(256 * 1024 * 1024, ge=0)
     history_readers: int = Field(64, ge=1)
+    history_prefetch: int = Field(100, ge=1, le=100_000)
     max_producers: int = Field(10_000, ge=1)
     retention_check_s: float = Field(60.0, gt=0)
     # Pulsar producers

@@ -129,7 +129,9 @@ class HistoryReader:
         cp = self._index.floor(offset)
         anchor = Anchor(cp.position, cp.offset) if cp is not None else Anchor(None, 0)
         try:
-            reader = await self._storage.reader(self._topic, anchor.position)
+            reader = await self._storage.reader(
+                self._topic, anchor.position, prefetch=self._settings.history_prefetch
+            )
         except StorageError as exc:
             raise KafkaError(ErrorCode.kafka_storage_error, str(exc)) from exc
         self._stats.add("history_readers")

@@ -84,7 +84,7 @@ class Retention:
             return cp.offset
         # Count forward from the first surviving message to one whose offset is known.
         try:
-            reader = await self._storage.reader(self._topic, earliest)
+            reader = await self._storage.reader(self._topic, earliest, prefetch=16)
         except StorageError as exc:
             log.warning("%s: retention check cannot read: %s", self._topic, exc)
             return None

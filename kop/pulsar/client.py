@@ -53,12 +53,16 @@ class Reader:
 
     A pump thread drains the C++ reader in blocking calls (they release the GIL)
     and hands messages to the event loop in batches, one loop wake-up per batch
-    instead of one future per message. A bounded hand-off queue keeps a reader
-    nobody consumes from buffering more than a few batches.
+    instead of one future per message. A bounded hand-off queue of batches
+    bounded in count and bytes keeps a reader nobody consumes from holding more
+    than a few MiB beyond its C++ receiver queue (`prefetch` messages).
     """
 
-    _BATCH = 500
-    _POLL_MS = 100
+    _BATCH = 500  # messages, and
+    _BATCH_BYTES = 1 << 20  # payload bytes (past one message) per hand-off batch
+    _POLL_MS = 100  # while asked whether caught up, or lately busy
+    _QUIET_POLL_MS = 1000  # a quiet reader (a followed partition nobody writes to)
+    _QUIET_AFTER = 10  # empty polls in a row
 
     def __init__(self, reader: Any, topic: str) -> None:
         self._raw = reader
@@ -73,17 +77,29 @@ class Reader:
         self._thread.start()
 
     def _pump(self) -> None:
+        # A message ends any wait at once; the poll interval only bounds how late
+        # an idle report or a close is noticed. Quiet readers poll slowly so a
+        # thousand followed partitions do not keep a core busy waking up.
+        empty = 0
         while not self._closed.is_set():
+            quiet = empty >= self._QUIET_AFTER and not self._report_idle
             try:
-                batch: list[Any] = [_convert(self._raw.read_next(self._POLL_MS))]
-                while len(batch) < self._BATCH:
+                wait_ms = self._QUIET_POLL_MS if quiet else self._POLL_MS
+                first = _convert(self._raw.read_next(wait_ms))
+                batch: list[Any] = [first]
+                size = len(first.payload or b"")
+                empty = 0
+                while len(batch) < self._BATCH and size < self._BATCH_BYTES:
                     try:
-                        batch.append(_convert(self._raw.read_next(0)))
+                        msg = _convert(self._raw.read_next(0))
+                        batch.append(msg)
+                        size += len(msg.payload or b"")
                     except _pulsar.Timeout:
                         if self._caught_up():
                             batch.append(IDLE)
                         break
             except _pulsar.Timeout:
+                empty += 1
                 if not self._caught_up():
                     continue
                 batch = [IDLE]
@@ -139,9 +155,10 @@ class Reader:
 
     async def close(self) -> None:
         self._closed.set()
-        await asyncio.to_thread(self._thread.join, 2.0)
+        # Closing the C++ reader first ends a read_next the pump is blocked in.
         with contextlib.suppress(Exception):
             await asyncio.to_thread(self._raw.close)
+        await asyncio.to_thread(self._thread.join, 2.0)
 
 
 def _convert(raw: Any) -> StoredMessage:

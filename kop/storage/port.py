@@ -65,10 +65,12 @@ class MessageLog(Protocol):
         ...
 
     async def reader(
-        self, topic: str, start: Position | None, *, compacted: bool = False
+        self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
     ) -> TopicReader:
         """A reader from the entry holding `start` (None: the earliest message).
-        If that entry is gone, it starts at the first stored message after it."""
+        If that entry is gone, it starts at the first stored message after it.
+        It reads at most about `prefetch` messages ahead of its consumer: what an
+        idle reader holds in memory."""
         ...
 
     async def earliest(self, topic: str) -> Position | None:

@@ -327,7 +327,7 @@ class MemoryLog:
         await writer.close()
 
     async def reader(
-        self, topic: str, start: Position | None, *, compacted: bool = False
+        self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
     ) -> MemoryReader:
         await self._reachable(f"create a reader on {topic}")
         return MemoryReader(self.topic(topic), start)
