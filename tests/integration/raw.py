@@ -12,6 +12,7 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 from kio.serial import entity_reader, entity_writer
 
@@ -78,6 +79,27 @@ class RawClient:
         resp = self.request(0, 9, **self.produce_fields(topic, records, acks))
         part = resp.responses[0].partition_responses[0]
         return part.error_code, part.base_offset
+
+    @staticmethod
+    def fetch_fields(
+        topic: str, offset: int, partition: int = 0, wait_ms: int = 0, min_bytes: int = 1
+    ) -> dict[str, Any]:
+        part = FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20)
+        return {
+            "max_wait": datetime.timedelta(milliseconds=wait_ms),
+            "min_bytes": min_bytes,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": (FetchTopic(topic=topic, partitions=(part,)),),
+            "forgotten_topics_data": (),
+            "rack_id": "",
+        }
+
+    def fetch(self, topic: str, offset: int, wait_ms: int = 0, min_bytes: int = 1) -> Any:
+        """Fetch v12 of partition 0 at `offset`: the whole response."""
+        return self.request(1, 12, **self.fetch_fields(topic, offset, 0, wait_ms, min_bytes))
 
     @staticmethod
     def decode(api_key: int, version: int, correlation: int, frame: bytes) -> Any:

@@ -2,41 +2,16 @@
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 import urllib.request
 
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec
 from tests.integration.conftest import KopProcess
 from tests.integration.raw import RawClient
-
-
-def _fetch(client: RawClient, topic: str, offset: int, wait_ms: int, min_bytes: int = 1):  # type: ignore[no-untyped-def]
-    return client.request(
-        1,
-        12,
-        max_wait=datetime.timedelta(milliseconds=wait_ms),
-        min_bytes=min_bytes,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            FetchTopic(
-                topic=topic,
-                partitions=(
-                    FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
 
 
 def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> None:
@@ -59,7 +34,7 @@ def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> Non
     timer = threading.Timer(0.5, produce)
     started = time.monotonic()
     timer.start()
-    resp = _fetch(client, topic, 0, wait_ms=20_000)
+    resp = client.fetch(topic, 0, wait_ms=20_000)
     returned = time.monotonic()
     timer.join(60)
     client.close()
@@ -82,7 +57,7 @@ def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> Non
 def test_fetch_with_nothing_new_returns_empty_after_wait(kop: KopProcess, topic: str) -> None:
     create_topic(kop.bootstrap, topic)
     client = RawClient(kop.port)
-    resp = _fetch(client, topic, 0, wait_ms=200)
+    resp = client.fetch(topic, 0, wait_ms=200)
     part = resp.responses[0].partitions[0]
     assert part.error_code == ErrorCode.none and part.high_watermark == 0 and not part.records
     client.close()
@@ -91,7 +66,7 @@ def test_fetch_with_nothing_new_returns_empty_after_wait(kop: KopProcess, topic:
 def test_fetch_beyond_the_end_is_offset_out_of_range(kop: KopProcess, topic: str) -> None:
     create_topic(kop.bootstrap, topic)
     client = RawClient(kop.port)
-    resp = _fetch(client, topic, 5, wait_ms=0)
+    resp = client.fetch(topic, 5, wait_ms=0)
     assert resp.responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
     client.close()
 

@@ -25,7 +25,6 @@ purpose.
 
 from __future__ import annotations
 
-import datetime
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsTopic
 
 from tests.integration.admin import create_topic
@@ -86,27 +84,7 @@ def _list_offset(client: RawClient, topic: str, timestamp: int) -> tuple[int, in
 
 def _fetch(client: RawClient, topic: str, offset: int) -> Any:
     """Fetch v12 of partition 0 at `offset`, answered at once: the partition's answer."""
-    resp = client.request(
-        1,
-        12,
-        max_wait=datetime.timedelta(milliseconds=0),
-        min_bytes=1,
-        max_bytes=1 << 20,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
-        topics=(
-            FetchTopic(
-                topic=topic,
-                partitions=(
-                    FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),
-                ),
-            ),
-        ),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    return resp.responses[0].partitions[0]
+    return client.fetch(topic, offset).responses[0].partitions[0]
 
 
 def _consume_from_earliest(

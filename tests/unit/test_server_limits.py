@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from kop.app import Gateway
@@ -62,21 +61,6 @@ def _produce(topic: str, partition: int, value: bytes) -> dict[str, Any]:
         "acks": -1,
         "timeout": datetime.timedelta(seconds=30),
         "topic_data": (TopicProduceData(name=topic, partition_data=(data,)),),
-    }
-
-
-def _fetch(topic: str, wait_ms: int) -> dict[str, Any]:
-    part = FetchPartition(partition=1, fetch_offset=0, partition_max_bytes=1 << 20)
-    return {
-        "max_wait": datetime.timedelta(milliseconds=wait_ms),
-        "min_bytes": 1,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": (FetchTopic(topic=topic, partitions=(part,)),),
-        "forgotten_topics_data": (),
-        "rack_id": "",
     }
 
 
@@ -128,13 +112,15 @@ async def test_a_client_gone_with_pipelined_requests_leaves_nothing_behind(
 ) -> None:
     gateway, _backend = running
     warm = RawClient(gateway.kafka_port)
-    await asyncio.to_thread(warm.request, 1, 12, **_fetch("hot", 0))  # opens the partition
+    opening = RawClient.fetch_fields("hot", 0, partition=1)
+    await asyncio.to_thread(warm.request, 1, 12, **opening)  # opens the partition
     warm.close()
     await _until(lambda: gateway.metrics.connections._value.get() == 0, 5)
     baseline = len(asyncio.all_tasks())
     client = RawClient(gateway.kafka_port)
+    long_poll = RawClient.fetch_fields("hot", 0, partition=1, wait_ms=20_000)
     for _ in range(30):  # long polls that would each wait 20 s for data
-        _, frame = client.encode(1, 12, **_fetch("hot", 20_000))
+        _, frame = client.encode(1, 12, **long_poll)
         await asyncio.to_thread(client.send_frame, frame)
     await _until(lambda: gateway.metrics.connections._value.get() == 1, 5)
     await asyncio.sleep(0.2)
