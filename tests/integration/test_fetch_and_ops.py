@@ -31,6 +31,12 @@ def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> Non
             produce_errors.append(exc)
         produce_acked.append(time.monotonic())
 
+    # Open the partition first (on a loaded machine that may take longer than a
+    # request waits for it), so the long poll below waits for data, not for opening.
+    deadline = time.monotonic() + 60
+    while client.fetch(topic, 0).responses[0].partitions[0].error_code != ErrorCode.none:
+        assert time.monotonic() < deadline, "the partition did not open in 60 s"
+        time.sleep(0.1)
     timer = threading.Timer(0.5, produce)
     started = time.monotonic()
     timer.start()
