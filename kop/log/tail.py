@@ -30,6 +30,52 @@ from kop.storage.types import Idle, Position, StoredMessage
 log = logging.getLogger(__name__)
 
 
+class Wakeups:
+    """Futures resolved when the next message is counted (long-poll fetches wait on
+    them); abandoned ones are pruned so an idle partition does not collect them."""
+
+    def __init__(self) -> None:
+        self.waiting: list[asyncio.Future[None]] = []
+
+    def next(self) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if len(self.waiting) >= 64:  # fetches that gave up on an idle partition
+            self.waiting = [w for w in self.waiting if not w.done()]
+        self.waiting.append(fut)
+        return fut
+
+    def wake(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for w in waiting:
+            if not w.done():
+                w.set_result(None)
+
+    def cancel(self) -> None:
+        for w in self.waiting:
+            if not w.done():
+                w.cancel()
+
+
+async def _count_back(
+    found: StoredMessage, mark: Mark, reader: TopicReader
+) -> tuple[int | None, list[StoredMessage]]:
+    """The mark lies in the surviving data: count from `found` up to it, so the
+    offset of `found` is exact (None if the mark's message is not met). Also
+    returns the messages read on the way, to be counted again."""
+    probe = LogCounter(Anchor(found.position, 0, inclusive=True))
+    ahead = [found]
+    probe.feed(found)
+    while probe.last is None or probe.last < mark.position:
+        msg = await reader.read()
+        if isinstance(msg, Idle):
+            break
+        ahead.append(msg)
+        probe.feed(msg)
+    if probe.last != mark.position:
+        return None, ahead
+    return mark.next_offset - probe.next_offset, ahead
+
+
 class TailFollower:
     def __init__(
         self,
@@ -52,7 +98,7 @@ class TailFollower:
         self.on_gap: Callable[[], None] = lambda: None
         self.resumed_from: int | None = None
         self.last_error: str | None = None
-        self._waiters: list[asyncio.Future[None]] = []
+        self.wakeups = Wakeups()
         self._warned = False
         self._task: asyncio.Task[None] | None = None
 
@@ -75,9 +121,7 @@ class TailFollower:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
-        for w in self._waiters:
-            if not w.done():
-                w.cancel()
+        self.wakeups.cancel()
 
     # -- following ----------------------------------------------------------------
 
@@ -126,7 +170,7 @@ class TailFollower:
         ahead: list[StoredMessage] = [found]
         offset: int | None = None
         if mark is not None and found.position <= mark.position:
-            offset, ahead = await self._count_back(found, mark, reader)
+            offset, ahead = await _count_back(found, mark, reader)
         if offset is None:
             offset = self._lower_bound(trim.anchor, mark)
         log.warning(
@@ -168,24 +212,6 @@ class TailFollower:
         # Whatever comes next is the first record after the gap.
         return LogCounter(Anchor(None, offset))
 
-    async def _count_back(
-        self, found: StoredMessage, mark: Mark, reader: TopicReader
-    ) -> tuple[int | None, list[StoredMessage]]:
-        """The mark lies in the surviving data: count from `found` up to it, so the
-        offset of `found` is exact."""
-        probe = LogCounter(Anchor(found.position, 0, inclusive=True))
-        ahead = [found]
-        probe.feed(found)
-        while probe.last is None or probe.last < mark.position:
-            msg = await reader.read()
-            if isinstance(msg, Idle):
-                break
-            ahead.append(msg)
-            probe.feed(msg)
-        if probe.last != mark.position:
-            return None, ahead
-        return mark.next_offset - probe.next_offset, ahead
-
     def _observe(self, item: LogEntry, producer: str, mark: Mark | None) -> None:
         self._index.record(item)
         self._tail.append(item)
@@ -215,20 +241,13 @@ class TailFollower:
                 "%s: counted %d records up to the persisted mark at %s, which says %d",
                 self._topic, item.next_offset, mark.position, mark.next_offset,
             )  # fmt: skip
-        waiters, self._waiters = self._waiters, []
-        for w in waiters:
-            if not w.done():
-                w.set_result(None)
+        self.wakeups.wake()
 
     # -- waiting on it ------------------------------------------------------------------
 
     def data_changed(self) -> asyncio.Future[None]:
         """Resolved when the next message is counted (long-poll fetches wait on it)."""
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if len(self._waiters) >= 64:  # fetches that gave up on an idle partition
-            self._waiters = [w for w in self._waiters if not w.done()]
-        self._waiters.append(fut)
-        return fut
+        return self.wakeups.next()
 
     async def caught_up(self, position: Position) -> None:
         while True:

@@ -119,9 +119,18 @@ def cf_produce(
     return [offsets[i] for i in range(len(recs))]
 
 
-def cf_consume(bootstrap: str, topic: str, n: int, start: int = 0) -> list[Rec]:
+def cf_consume(
+    bootstrap: str, topic: str, n: int, start: int = 0, reset: str = "latest"
+) -> list[Rec]:
+    """The first `n` records from `start` (fewer after 30 s); `reset` is the
+    auto.offset.reset policy applied when `start` is out of range."""
     consumer = CfConsumer(
-        {"bootstrap.servers": bootstrap, "group.id": "it-unused", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "it-unused",
+            "enable.auto.commit": False,
+            "auto.offset.reset": reset,
+        }
     )
     consumer.assign([CfTP(topic, 0, start)])
     got: list[Rec] = []

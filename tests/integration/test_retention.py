@@ -25,17 +25,15 @@ purpose.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsTopic
 
 from tests.integration.admin import create_topic
-from tests.integration.clients import PRODUCERS, Rec
+from tests.integration.clients import PRODUCERS, Rec, cf_consume
 from tests.integration.conftest import KopProcess
 from tests.integration.observe import (
     internal_stats,
@@ -92,27 +90,7 @@ def _consume_from_earliest(
 ) -> list[tuple[int, bytes | None, bytes | None]]:
     """What a consumer assigned at `start` with auto.offset.reset=earliest reads:
     (offset, key, value) of the first `n` records, or fewer after 30 s."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "it-retention-unused",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, start)])
-    got: list[tuple[int, bytes | None, bytes | None]] = []
-    try:
-        deadline = time.monotonic() + 30
-        while len(got) < n and time.monotonic() < deadline:
-            m = consumer.poll(0.5)
-            if m is None:
-                continue
-            assert m.error() is None, m.error()
-            got.append((m.offset(), m.key(), m.value()))
-    finally:
-        consumer.close()
-    return got
+    return [(r.offset, r.key, r.value) for r in cf_consume(bootstrap, topic, n, start, "earliest")]
 
 
 @pytest.fixture(params=sorted(GATEWAYS))

@@ -22,6 +22,6 @@ async def test_abandoned_fetch_waiters_are_pruned() -> None:
     for _ in range(10_000):
         plog.data_changed().cancel()
     live = plog.data_changed()
-    assert len(plog.follower._waiters) <= 65
-    assert live in plog.follower._waiters and not live.done()
+    assert len(plog.follower.wakeups.waiting) <= 65
+    assert live in plog.follower.wakeups.waiting and not live.done()
     await asyncio.sleep(0)

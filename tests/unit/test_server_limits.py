@@ -129,7 +129,7 @@ async def test_a_client_gone_with_pipelined_requests_leaves_nothing_behind(
     await _until(lambda: len(asyncio.all_tasks()) <= baseline, 5)
     assert gateway.logs is not None
     plog = gateway.logs.owned()["persistent://public/default/hot-partition-1"]
-    assert not [w for w in plog.follower._waiters if not w.done()]
+    assert not [w for w in plog.follower.wakeups.waiting if not w.done()]
 
 
 class _FailingWriter:
