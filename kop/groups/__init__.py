@@ -1,0 +1,2 @@
+"""Consumer groups: the pure coordinator, its durable store (the offsets topic)
+and the subscription mirror."""

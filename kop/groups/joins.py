@@ -1,0 +1,170 @@
+"""JoinGroup: Kafka's rules for who may join and what a join starts
+(GroupCoordinator.handleJoinGroup, KIP-345 static membership, KIP-394 member id
+required). Part of the pure coordinator (see coordinator.py)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kop.groups.group import Group, Member
+from kop.groups.rebalance import Answer, Effect, JoinResult, Rebalancer, Store, SyncResult
+from kop.groups.types import GroupState
+from kop.protocol.errors import ErrorCode
+
+PARKED = None  # returned instead of a result when the answer comes later as an effect
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    min_session_timeout_ms: int = 6_000  # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
+    max_size: int = 2**31 - 1  # group.max.size
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+    require_known_member_id: bool  # JoinGroup v4+
+
+
+class Joiner:
+    def __init__(
+        self, groups: dict[str, Group], effects: list[Effect], rebalance: Rebalancer, limits: Limits
+    ) -> None:
+        self.groups = groups
+        self.effects = effects
+        self.rebalance = rebalance
+        self.limits = limits
+
+    def join(self, r: JoinRequest, token: object, now_ms: int) -> JoinResult | None:
+        if not r.group_id:
+            return JoinResult(ErrorCode.invalid_group_id, r.member_id)
+        lim = self.limits
+        if not lim.min_session_timeout_ms <= r.session_timeout_ms <= lim.max_session_timeout_ms:
+            return JoinResult(ErrorCode.invalid_session_timeout, r.member_id)
+        g = self.groups.get(r.group_id)
+        if g is None:
+            if r.member_id:  # a member of a group this coordinator does not know
+                return JoinResult(ErrorCode.unknown_member_id, r.member_id)
+            g = self.groups[r.group_id] = Group(r.group_id, state_ms=now_ms)
+        if g.state is GroupState.DEAD:
+            return JoinResult(ErrorCode.coordinator_not_available, r.member_id)
+        if not g.supports(r.protocol_type, r.protocols):
+            return JoinResult(ErrorCode.inconsistent_group_protocol, r.member_id)
+        if not r.member_id:
+            return self._join_unknown(g, r, token, now_ms)
+        return self._join_known(g, r, token, now_ms)
+
+    def _join_unknown(
+        self, g: Group, r: JoinRequest, token: object, now_ms: int
+    ) -> JoinResult | None:
+        member_id = f"{r.client_id}-{uuid.uuid4()}"
+        if r.instance_id is not None and r.instance_id in g.static:
+            return self._replace_static(g, r, member_id, token, now_ms)
+        if len(g.members) + len(g.pending) >= self.limits.max_size:
+            return JoinResult(ErrorCode.group_max_size_reached, "")
+        if r.require_known_member_id and r.instance_id is None:
+            g.pending[member_id] = now_ms + r.session_timeout_ms  # KIP-394: join again with it
+            return JoinResult(ErrorCode.member_id_required, member_id)
+        self._add(g, r, member_id, token, now_ms)
+        return PARKED
+
+    def _join_known(
+        self, g: Group, r: JoinRequest, token: object, now_ms: int
+    ) -> JoinResult | None:
+        if r.member_id in g.pending:
+            self._add(g, r, r.member_id, token, now_ms)
+            return PARKED
+        member = g.members.get(r.member_id)
+        if g.fenced(r.member_id, r.instance_id):
+            return JoinResult(ErrorCode.fenced_instance_id, r.member_id)
+        if member is None:
+            return JoinResult(ErrorCode.unknown_member_id, r.member_id)
+        member.last_seen_ms = now_ms
+        # Nothing changed: the same generation again (its join answer may have been
+        # lost), except that a leader rejoining a Stable group starts a rebalance.
+        follower = g.state is GroupState.STABLE and member.member_id != g.leader
+        if member.matches(r.protocols) and (g.state is GroupState.COMPLETING_REBALANCE or follower):
+            return self._current_generation(g, member)
+        self._update(g, member, r, token, now_ms)
+        return PARKED
+
+    def _current_generation(self, g: Group, member: Member) -> JoinResult:
+        everyone: tuple[tuple[str, str | None, bytes], ...] = ()
+        if member.member_id == g.leader and g.protocol is not None:
+            everyone = tuple(
+                (m.member_id, m.instance_id, m.metadata_for(g.protocol)) for m in g.members.values()
+            )
+        return JoinResult(
+            ErrorCode.none, member.member_id, g.generation, g.protocol_type, g.protocol,
+            g.leader or "", everyone,
+        )  # fmt: skip
+
+    def _replace_static(
+        self, g: Group, r: JoinRequest, member_id: str, token: object, now_ms: int
+    ) -> JoinResult | None:
+        """KIP-345: a static member rejoining with a new member id takes over the old
+        one's place (the old id is fenced from now on). In a Stable group with
+        unchanged protocols it gets its assignment back without a rebalance."""
+        old = g.members[g.static[r.instance_id or ""]]
+        was_leader = g.leader == old.member_id
+        g.remove(old.member_id)
+        if old.join_token is not None:
+            self.effects.append(
+                Answer(old.join_token, JoinResult(ErrorCode.fenced_instance_id, old.member_id))
+            )
+        if old.sync_token is not None:
+            self.effects.append(Answer(old.sync_token, SyncResult(ErrorCode.fenced_instance_id)))
+        new = _member(r, member_id, now_ms)
+        new.assignment, new.is_new = old.assignment, False
+        if was_leader or g.leader is None:
+            g.leader = member_id
+        g.add(new)
+        if g.state is GroupState.STABLE and old.matches(r.protocols):
+            self.effects.append(Store(g.to_metadata()))
+            return self._current_generation(g, new)
+        new.join_token = token
+        if g.state is GroupState.PREPARING_REBALANCE:
+            self.rebalance.maybe_complete_join(g, now_ms)
+        else:
+            self.rebalance.prepare(g, now_ms)
+        return PARKED
+
+    def _add(self, g: Group, r: JoinRequest, member_id: str, token: object, now_ms: int) -> None:
+        member = _member(r, member_id, now_ms)
+        member.join_token = token
+        g.add(member)
+        g.new_member_added = True
+        if g.state is not GroupState.PREPARING_REBALANCE:
+            self.rebalance.prepare(g, now_ms)
+        else:
+            self.rebalance.maybe_complete_join(g, now_ms)
+
+    def _update(self, g: Group, m: Member, r: JoinRequest, token: object, now_ms: int) -> None:
+        if m.join_token is not None:  # a retried join replaces the earlier one
+            self.effects.append(
+                Answer(m.join_token, JoinResult(ErrorCode.rebalance_in_progress, m.member_id))
+            )
+        m.protocols, m.join_token = r.protocols, token
+        m.session_timeout_ms, m.rebalance_timeout_ms = r.session_timeout_ms, r.rebalance_timeout_ms
+        if g.state is not GroupState.PREPARING_REBALANCE:
+            self.rebalance.prepare(g, now_ms)
+        else:
+            self.rebalance.maybe_complete_join(g, now_ms)
+
+
+def _member(r: JoinRequest, member_id: str, now_ms: int) -> Member:
+    return Member(
+        member_id, r.instance_id, r.client_id, r.client_host, r.session_timeout_ms,
+        r.rebalance_timeout_ms, r.protocol_type, r.protocols, last_seen_ms=now_ms,
+    )  # fmt: skip

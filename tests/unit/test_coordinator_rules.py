@@ -1,0 +1,221 @@
+"""Kafka's group rules, one at a time, on the pure coordinator: the cases the
+state machine test reaches only by chance, and the rejections clients rely on."""
+
+from __future__ import annotations
+
+from kop.groups.coordinator import PARKED, Coordinator, JoinRequest, Limits
+from kop.groups.rebalance import Answer, JoinResult, Store, SyncResult
+from kop.groups.types import GroupState
+from kop.protocol.errors import ErrorCode
+
+RANGE = (("range", b"sub"),)
+
+
+def _join(
+    member_id: str = "",
+    instance_id: str | None = None,
+    protocols: tuple[tuple[str, bytes], ...] = RANGE,
+    protocol_type: str = "consumer",
+    v4: bool = True,
+    session_ms: int = 10_000,
+) -> JoinRequest:
+    return JoinRequest(
+        "g", member_id, instance_id, protocol_type, protocols, session_ms, 30_000,
+        "client", "10.0.0.1", v4,
+    )  # fmt: skip
+
+
+class Driver:
+    """Runs the coordinator as the service does: stores succeed, answers collect."""
+
+    def __init__(self, delay_ms: int = 0) -> None:
+        self.c = Coordinator(Limits(initial_rebalance_delay_ms=delay_ms))
+        self.now = 0
+        self.answers: dict[object, JoinResult | SyncResult] = {}
+        self.stored = 0
+
+    def drain(self) -> None:
+        while effects := self.c.take_effects():
+            for e in effects:
+                if isinstance(e, Store):
+                    self.stored += 1
+                    self.c.stored(e.metadata, True, self.now)
+                elif isinstance(e, Answer):
+                    self.answers[e.token] = e.result
+
+    def join(self, request: JoinRequest, token: str) -> JoinResult | None:
+        result = self.c.join(request, token, self.now)
+        self.drain()
+        return result
+
+    def sync(self, r: JoinResult, token: str, assignments: dict[str, bytes] | None = None) -> None:
+        got = self.c.sync("g", r.generation, r.member_id, None, assignments or {}, token, self.now)
+        if got is not PARKED:
+            self.answers[token] = got
+        self.drain()
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+        self.c.tick(self.now)
+        self.drain()
+
+    def joined(self, token: str) -> JoinResult:
+        result = self.answers[token]
+        assert isinstance(result, JoinResult) and result.error is ErrorCode.none, result
+        return result
+
+    def state(self) -> GroupState:
+        return self.c.groups["g"].state
+
+
+def _stable_pair(d: Driver) -> tuple[JoinResult, JoinResult]:
+    """Two members, a and b, in a Stable generation with an assignment each."""
+    ids = []
+    for name in ("a", "b"):
+        required = d.join(_join(), f"{name}0")
+        assert required is not None and required.error is ErrorCode.member_id_required
+        ids.append(required.member_id)
+    assert d.join(_join(ids[0]), "a1") is PARKED
+    assert d.join(_join(ids[1]), "b1") is PARKED
+    a, b = d.joined("a1"), d.joined("b1")
+    leader, follower = (a, b) if a.member_id == a.leader else (b, a)
+    d.sync(follower, "sf")
+    d.sync(leader, "sl", {a.member_id: b"for-a", b.member_id: b"for-b"})
+    assert d.state() is GroupState.STABLE
+    return a, b
+
+
+def test_first_join_needs_a_member_id_then_joins_with_it() -> None:
+    d = Driver()
+    first = d.join(_join(), "t0")
+    assert first is not None and first.error is ErrorCode.member_id_required
+    assert first.member_id.startswith("client-")
+    assert d.join(_join(first.member_id), "t1") is PARKED
+    result = d.joined("t1")
+    assert (result.member_id, result.generation, result.protocol) == (first.member_id, 1, "range")
+    assert result.leader == first.member_id and [m[0] for m in result.members] == [result.member_id]
+
+
+def test_member_id_handed_out_but_never_used_expires() -> None:
+    d = Driver()
+    first = d.join(_join(session_ms=10_000), "t0")
+    assert first is not None
+    d.advance(10_001)
+    late = d.join(_join(first.member_id), "t1")
+    assert late is not None and late.error is ErrorCode.unknown_member_id
+
+
+def test_initial_rebalance_delay_waits_for_more_members() -> None:
+    d = Driver(delay_ms=3_000)
+    assert d.join(_join(v4=False), "a") is PARKED
+    d.advance(2_000)
+    assert d.join(_join(v4=False), "b") is PARKED  # so the delay is extended by 3 s
+    d.advance(1_500)
+    assert not d.answers, "answered when the first delay ran out, though b had joined"
+    d.advance(2_600)
+    a, b = d.joined("a"), d.joined("b")
+    assert a.generation == b.generation == 1
+    leader = a if a.member_id == a.leader else b
+    assert {m for m, _, _ in leader.members} == {a.member_id, b.member_id}
+
+
+def test_a_join_with_another_protocol_type_is_refused() -> None:
+    d = Driver()
+    _stable_pair(d)
+    refused = d.join(_join(protocol_type="connect"), "x")
+    assert refused is not None and refused.error is ErrorCode.inconsistent_group_protocol
+    no_common = d.join(_join(protocols=(("sticky", b""),)), "y")
+    assert no_common is not None and no_common.error is ErrorCode.inconsistent_group_protocol
+
+
+def test_rejections_of_unknown_members_and_stale_generations() -> None:
+    d = Driver()
+    a, _b = _stable_pair(d)
+    assert d.c.heartbeat("g", a.generation, "nobody", None, d.now) is ErrorCode.unknown_member_id
+    assert d.c.heartbeat("g", a.generation - 1, a.member_id, None, d.now) is (
+        ErrorCode.illegal_generation
+    )
+    assert d.c.commit_allowed("g", a.generation - 1, a.member_id, None, d.now) is (
+        ErrorCode.illegal_generation
+    )
+    assert d.c.commit_allowed("g", a.generation, a.member_id, None, d.now) is ErrorCode.none
+    assert d.c.commit_allowed("g", -1, "", None, d.now) is ErrorCode.unknown_member_id
+
+
+def test_standalone_consumers_commit_to_an_empty_or_new_group() -> None:
+    d = Driver()
+    assert d.c.commit_allowed("solo", -1, "", None, d.now) is ErrorCode.none
+    assert d.c.groups["solo"].state is GroupState.EMPTY
+    assert d.c.commit_allowed("other", 3, "", None, d.now) is ErrorCode.illegal_generation
+
+
+def test_a_member_that_stops_heartbeating_is_removed_and_the_group_rebalances() -> None:
+    d = Driver()
+    a, b = _stable_pair(d)
+    for _ in range(4):  # a keeps heartbeating, b does not
+        d.advance(3_000)
+        assert d.c.heartbeat("g", a.generation, a.member_id, None, d.now) in (
+            ErrorCode.none,
+            ErrorCode.rebalance_in_progress,
+        )
+    assert b.member_id not in d.c.groups["g"].members
+    assert d.c.heartbeat("g", a.generation, a.member_id, None, d.now) is (
+        ErrorCode.rebalance_in_progress
+    )
+    assert d.join(_join(a.member_id), "a2") is PARKED
+    assert d.joined("a2").generation == a.generation + 1
+
+
+def test_a_leader_that_never_syncs_is_dropped_after_the_rebalance_timeout() -> None:
+    d = Driver()
+    a, b = _stable_pair(d)
+    assert d.join(_join(a.member_id), "a2") is PARKED  # a rejoins: a rebalance
+    assert d.join(_join(b.member_id), "b2") is PARKED
+    a2, b2 = d.joined("a2"), d.joined("b2")
+    leader, follower = (a2, b2) if a2.member_id == a2.leader else (b2, a2)
+    d.sync(follower, "sf2")  # waits for the leader's assignment, which never comes
+    for _ in range(5):  # the leader is alive (it heartbeats) but does not sync
+        d.advance(5_000)
+        assert d.c.heartbeat("g", leader.generation, leader.member_id, None, d.now) is (
+            ErrorCode.none
+        )
+    assert "sf2" not in d.answers and d.state() is GroupState.COMPLETING_REBALANCE
+    d.advance(5_001)  # past the 30 s rebalance timeout
+    assert d.answers["sf2"] == SyncResult(ErrorCode.rebalance_in_progress, "consumer", "range")
+    assert leader.member_id not in d.c.groups["g"].members
+    assert d.join(_join(follower.member_id), "f3") is PARKED
+    assert d.joined("f3").leader == follower.member_id
+
+
+def test_a_restarted_static_member_gets_its_assignment_back_without_a_rebalance() -> None:
+    d = Driver()
+    first = d.join(_join(instance_id="host-1"), "s0")
+    assert first is PARKED  # static members need no second join
+    s = d.joined("s0")
+    d.sync(s, "sync0", {s.member_id: b"partitions-of-host-1"})
+    generation = s.generation
+    again = d.join(_join(instance_id="host-1"), "s1")  # restarted: no member id
+    assert isinstance(again, JoinResult) and again.error is ErrorCode.none
+    assert again.generation == generation and again.member_id != s.member_id
+    assert d.state() is GroupState.STABLE
+    got = d.c.sync("g", generation, again.member_id, "host-1", {}, "sync1", d.now)
+    assert isinstance(got, SyncResult) and got.assignment == b"partitions-of-host-1"
+    fenced = d.c.heartbeat("g", generation, s.member_id, "host-1", d.now)
+    assert fenced is ErrorCode.fenced_instance_id
+
+
+def test_batched_leave_answers_each_member_and_an_emptied_group_is_empty() -> None:
+    d = Driver()
+    a, b = _stable_pair(d)
+    codes = d.c.leave("g", [(a.member_id, None), ("ghost", None), (b.member_id, None)], d.now)
+    d.drain()
+    assert codes == [ErrorCode.none, ErrorCode.unknown_member_id, ErrorCode.none]
+    assert d.state() is GroupState.EMPTY
+    assert d.c.delete("g") is ErrorCode.none
+    assert d.c.delete("g") is ErrorCode.group_id_not_found
+
+
+def test_a_group_with_members_cannot_be_deleted() -> None:
+    d = Driver()
+    _stable_pair(d)
+    assert d.c.delete("g") is ErrorCode.non_empty_group
