@@ -13,6 +13,9 @@ from typing import Protocol
 
 from kop.api.context import Broker, Services
 from kop.config import KopConfig
+from kop.groups.coordinator import Limits as GroupLimits
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.service import GroupService
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
@@ -24,7 +27,7 @@ from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
-from kop.storage.naming import Namespace
+from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
 
 log = logging.getLogger(__name__)
@@ -124,8 +127,28 @@ class Gateway:
         self.metrics = Metrics()
         self.backend: Backend = backend or PulsarBackend(config)
         self.logs: LogManager | None = None
+        self.groups: GroupService | None = None
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
+
+    async def _start_groups(self, storage: MessageLog) -> GroupService:
+        """The offsets topic (created partitioned on first start) and the coordinator,
+        which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
+        until done."""
+        c = self.config
+        tenant, name = c.system_namespace.split("/")
+        topic = PulsarTopic(Namespace(tenant, name), "consumer-offsets", "consumer-offsets")
+        if await self.backend.admin.topic_info(topic) is None:
+            await self.backend.admin.create_partitioned(topic, c.offsets_topic_partitions, {})
+        store = OffsetsStore(storage, topic.full, c.offsets_topic_partitions)
+        limits = GroupLimits(
+            min_session_timeout_ms=c.group_min_session_timeout_ms,
+            max_session_timeout_ms=c.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+        )
+        groups = GroupService(store, limits, c.offsets_retention_minutes * 60_000)
+        await groups.start()
+        return groups
 
     async def start(self) -> None:
         c = self.config
@@ -134,6 +157,7 @@ class Gateway:
         self.logs = LogManager(storage, store, log_settings(c))
         self.metrics.watch(self.logs)
         await self.logs.start()
+        self.groups = await self._start_groups(storage)
         defaults = TopicDefaults(
             entry_format=EntryFormat(c.default_entry_format),
             partitions=c.default_partitions,
@@ -147,6 +171,7 @@ class Gateway:
             logs=self.logs,
             auto_create_topics=c.auto_create_topics,
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
+            groups=self.groups,
         )
         limits = Limits(c.max_request_bytes, c.max_inflight_requests, c.idle_timeout_s)
         default_ns = Namespace(c.tenant, c.namespace)
@@ -190,6 +215,7 @@ class Gateway:
         steps = [
             self._listener.stop if self._listener is not None else None,
             self._http.stop if self._http is not None else None,
+            self.groups.close if self.groups is not None else None,
             self.logs.close if self.logs is not None else None,
             self.backend.close,
         ]

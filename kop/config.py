@@ -59,6 +59,12 @@ class KopConfig(BaseSettings):
     history_prefetch: int = Field(100, ge=1, le=100_000)
     max_producers: int = Field(10_000, ge=1)
     retention_check_s: float = Field(60.0, gt=0)
+    # Consumer groups (Kafka's broker settings of the same meaning)
+    offsets_topic_partitions: int = Field(16, ge=1, le=1000)  # never change it later
+    offsets_retention_minutes: int = Field(10080, ge=1)
+    group_initial_rebalance_delay_ms: int = Field(3000, ge=0)
+    group_min_session_timeout_ms: int = Field(6000, ge=1)
+    group_max_session_timeout_ms: int = Field(1_800_000, ge=1)
     # Pulsar producers
     pulsar_batching_delay_ms: int = Field(1, ge=0)
     pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)

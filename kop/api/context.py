@@ -7,6 +7,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kop.groups.service import GroupService
 from kop.log.manager import LogManager
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -49,6 +50,7 @@ class Services:
     logs: LogManager
     auto_create_topics: bool
     fetch_max_wait_cap_ms: int
+    groups: GroupService | None = None  # None: this kop coordinates no groups
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
 
 
@@ -57,6 +59,7 @@ class RequestContext:
     namespace: Namespace
     client_id: str | None
     api_version: int
+    client_host: str = ""  # the peer's address, as group members report it
 
 
 def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:

@@ -200,7 +200,11 @@ class Coordinator:
         if not g.members:
             self.rebalance.complete_join(g, now_ms)
 
-    # -- DeleteGroups -------------------------------------------------------------------
+    # -- reload, DeleteGroups ---------------------------------------------------------
+
+    def restore(self, meta: GroupMetadata, now_ms: int) -> None:
+        """A group read back from the offsets topic."""
+        self.groups[meta.group_id] = Group.from_metadata(meta, now_ms)
 
     def delete(self, group_id: str) -> ErrorCode:
         g = self.groups.get(group_id)

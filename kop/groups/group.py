@@ -135,6 +135,23 @@ class Group:
         known = self.static.get(instance_id)
         return known is not None and known != member_id
 
+    @classmethod
+    def from_metadata(cls, meta: GroupMetadata, now_ms: int) -> Group:
+        """Its last generation, Stable with its members (their sessions start now, as
+        when Kafka's coordinator moves), or Empty."""
+        g = cls(meta.group_id, protocol_type=meta.protocol_type, protocol=meta.protocol,
+                generation=meta.generation, leader=meta.leader, state_ms=meta.state_ms)  # fmt: skip
+        if meta.protocol is None:
+            return g
+        for m in meta.members:
+            g.add(Member(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.session_timeout_ms, m.rebalance_timeout_ms, meta.protocol_type or "",
+                m.protocols, m.assignment, is_new=False, last_seen_ms=now_ms,
+            ))  # fmt: skip
+        g.state = GroupState.STABLE if g.members else GroupState.EMPTY
+        return g
+
     def to_metadata(self) -> GroupMetadata:
         return GroupMetadata(
             self.group_id, self.protocol_type, self.generation, self.protocol, self.leader,

@@ -35,12 +35,23 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
 
 
 # Exactly the versions kop implements. Lower bounds follow kio (Kafka 4.x's
@@ -51,12 +62,23 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (1, 12),
+    ApiKey.OFFSET_COMMIT: (2, 9),  # v10: topic ids
+    ApiKey.OFFSET_FETCH: (1, 9),  # v10: topic ids
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),  # v6: per-group error messages
+    ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 
 _HEAD = struct.Struct(">hhi")
@@ -295,6 +317,14 @@ def top_level_error_response(header: RequestHeader, code: ErrorCode) -> Entity |
         "port": -1,
         "host": "",
         "session_id": 0,
+        "error_message": None,
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None,
+        "leader": "",
+        "member_id": "",
+        "skip_assignment": False,
+        "assignment": b"",
     }
     for name, (kind, _sub) in plan.items():
         if kind in ("entities", "tuple"):

@@ -155,7 +155,12 @@ class Connection:
                     log.warning("invalid request from %s: %s", self.peer, exc)
                     return known, started, reply
             raise _Close(f"malformed request: {exc}") from exc
-        ctx = RequestContext(self._namespace, request.header.client_id, request.header.api_version)
+        ctx = RequestContext(
+            self._namespace,
+            request.header.client_id,
+            request.header.api_version,
+            self.peer.rsplit(":", 1)[0],
+        )
         handler = HANDLERS[ApiKey(request.header.api_key)]
         try:
             result = await handler(self._services, ctx, request.body)

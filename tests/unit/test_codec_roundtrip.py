@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import Records, TZAware
+from kio.static.primitive import Records, TZAware, i64Timedelta
 
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import (
@@ -34,6 +34,13 @@ st.register_type_strategy(
     st.integers(0, 2**32).map(
         lambda sec: TZAware.parse(datetime.datetime.fromtimestamp(sec, tz=datetime.UTC))
     ),
+)
+
+# OffsetCommit v2-4's retention_time: a client sends -1 (the broker's retention) or
+# milliseconds; kio's own strategy draws spans its reader cannot hold.
+st.register_type_strategy(
+    i64Timedelta,
+    st.integers(-1, 10**13).map(lambda ms: i64Timedelta(datetime.timedelta(milliseconds=ms))),
 )
 
 CASES = [(int(k), v) for k, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]

@@ -1,0 +1,260 @@
+"""The classic group protocol: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
+LeaveGroup, DescribeGroups, ListGroups, DeleteGroups. This kop coordinates every
+group (single-owner deployment), so FindCoordinator names this broker.
+
+JoinGroup and SyncGroup may wait for other members: they return an awaitable so
+the connection goes on serving its other requests (heartbeats) meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of
+from kop.groups.coordinator import JoinRequest
+from kop.groups.rebalance import JoinResult
+from kop.groups.service import GroupService
+from kop.groups.types import GroupState
+from kop.protocol.errors import ErrorCode, KafkaError
+
+_GROUP_KEY = 0  # FindCoordinator key_type: a consumer group (1 would be a transaction)
+
+
+def group_service(services: Services) -> GroupService:
+    if services.groups is None:
+        raise KafkaError(ErrorCode.coordinator_not_available, "groups are not served")
+    return services.groups
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+async def find_coordinator(services: Services, ctx: RequestContext, request: Any) -> Response:
+    keys = list(getattr(request, "coordinator_keys", None) or [getattr(request, "key", "")])
+    key_type = getattr(request, "key_type", _GROUP_KEY)
+    b = services.broker
+    coordinators = []
+    for key in keys:
+        code, message = ErrorCode.none, None
+        if key_type != _GROUP_KEY:
+            code, message = ErrorCode.invalid_request, "kop coordinates consumer groups only"
+        elif services.groups is None:
+            code, message = ErrorCode.coordinator_not_available, "groups are not served"
+        elif not services.groups.loaded:
+            code, message = ErrorCode.coordinator_load_in_progress, "groups are loading"
+        found = code is ErrorCode.none
+        coordinators.append(
+            {
+                "key": key,
+                "node_id": b.node_id if found else -1,
+                "host": b.host if found else "",
+                "port": b.port if found else -1,
+                "error_code": code,
+                "error_message": message,
+            }
+        )
+    first = coordinators[0]
+    return {
+        "throttle_time": 0,
+        "coordinators": coordinators,
+        **{k: v for k, v in first.items() if k != "key"},
+    }
+
+
+async def join_group(
+    services: Services, ctx: RequestContext, request: Any
+) -> Awaitable[Response] | Response:
+    session = _ms(request.session_timeout)
+    rebalance = _ms(request.rebalance_timeout) if hasattr(request, "rebalance_timeout") else session
+    join = JoinRequest(
+        request.group_id,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        request.protocol_type,
+        tuple((p.name, p.metadata) for p in request.protocols),
+        session,
+        rebalance,
+        ctx.client_id or "",
+        ctx.client_host,
+        ctx.api_version >= 4,
+    )
+    return _join(services, join, ctx.api_version)
+
+
+async def _join(services: Services, join: JoinRequest, version: int) -> Response:
+    try:
+        r = await group_service(services).join(join)
+    except KafkaError as exc:
+        r = JoinResult(exc.code, join.member_id)
+    # The protocol name is nullable from v7 on; before, no protocol is "".
+    nothing = None if version >= 7 else ""
+    return {
+        "throttle_time": 0,
+        "error_code": r.error,
+        "generation_id": r.generation,
+        "protocol_type": r.protocol_type,
+        "protocol_name": r.protocol if r.protocol is not None else nothing,
+        "leader": r.leader,
+        "skip_assignment": False,
+        "member_id": r.member_id,
+        "members": [
+            {"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in r.members
+        ],
+    }
+
+
+async def sync_group(
+    services: Services, ctx: RequestContext, request: Any
+) -> Awaitable[Response] | Response:
+    try:
+        groups = group_service(services)
+    except KafkaError as exc:
+        return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}
+    return _sync(groups, request)
+
+
+async def _sync(groups: GroupService, request: Any) -> Response:
+    try:
+        r = await groups.sync(
+            request.group_id,
+            request.generation_id,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            {a.member_id: a.assignment for a in request.assignments},
+        )
+    except KafkaError as exc:
+        return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}
+    return {
+        "throttle_time": 0,
+        "error_code": r.error,
+        "protocol_type": r.protocol_type,
+        "protocol_name": r.protocol,
+        "assignment": r.assignment,
+    }
+
+
+async def heartbeat(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        code = group_service(services).heartbeat(
+            request.group_id,
+            request.generation_id,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+        )
+    except KafkaError as exc:
+        code = exc.code
+    return {"throttle_time": 0, "error_code": code}
+
+
+async def leave_group(services: Services, ctx: RequestContext, request: Any) -> Response:
+    if hasattr(request, "members"):  # v3+: a batch
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        members = [(request.member_id, None)]
+    try:
+        codes = group_service(services).leave(request.group_id, members)
+    except KafkaError as exc:
+        return {"throttle_time": 0, "error_code": exc.code, "members": []}
+    top = codes[0] if len(codes) == 1 and not hasattr(request, "members") else ErrorCode.none
+    return {
+        "throttle_time": 0,
+        "error_code": top,
+        "members": [
+            {"member_id": m, "group_instance_id": i, "error_code": c}
+            for (m, i), c in zip(members, codes, strict=True)
+        ],
+    }
+
+
+async def describe_groups(services: Services, ctx: RequestContext, request: Any) -> Response:
+    out = []
+    for group_id in request.groups:
+        try:
+            groups = group_service(services)
+            groups.check_loaded()
+            out.append(_describe(groups, group_id))
+        except KafkaError as exc:
+            out.append(
+                {
+                    "error_code": exc.code,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                    "authorized_operations": -(2**31),
+                }
+            )
+    return {"throttle_time": 0, "groups": out}
+
+
+def _describe(groups: GroupService, group_id: str) -> Response:
+    """Kafka's summary: members always; their metadata and assignment, and the
+    protocol, only in a Stable group. An unknown group is Dead, not an error."""
+    g = groups.coordinator.groups.get(group_id)
+    out: Response = {
+        "error_code": ErrorCode.none,
+        "group_id": group_id,
+        "group_state": GroupState.DEAD.value,
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": -(2**31),
+    }
+    if g is None:
+        return out
+    protocol = g.protocol if g.state is GroupState.STABLE else None
+    out.update(
+        group_state=g.state.value, protocol_type=g.protocol_type or "", protocol_data=protocol or ""
+    )
+    out["members"] = [
+        {
+            "member_id": m.member_id,
+            "group_instance_id": m.instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "member_metadata": m.metadata_for(protocol) if protocol else b"",
+            "member_assignment": m.assignment if protocol else b"",
+        }
+        for m in g.members.values()
+    ]
+    return out
+
+
+async def list_groups(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        groups = group_service(services)
+        groups.check_loaded()
+    except KafkaError as exc:
+        return {"throttle_time": 0, "error_code": exc.code, "groups": []}
+    states = {s.lower() for s in getattr(request, "states_filter", ())}
+    types = {t.lower() for t in getattr(request, "types_filter", ())}
+    out = []
+    known = dict(groups.coordinator.groups)
+    for group_id in sorted(set(known) | set(groups.offsets.groups())):
+        g = known.get(group_id)
+        state = g.state.value if g is not None else GroupState.EMPTY.value
+        if (states and state.lower() not in states) or (types and "classic" not in types):
+            continue
+        out.append(
+            {
+                "group_id": group_id,
+                "protocol_type": (g.protocol_type or "") if g else "",
+                "group_state": state,
+                "group_type": "classic",
+            }
+        )
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": out}
+
+
+async def delete_groups(services: Services, ctx: RequestContext, request: Any) -> Response:
+    results = []
+    for group_id in request.groups_names:
+        try:
+            code = await group_service(services).delete(group_id)
+        except Exception as exc:
+            code, _ = error_of(exc)
+        results.append({"group_id": group_id, "error_code": code})
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,129 @@
+"""OffsetCommit, OffsetFetch and OffsetDelete: committed offsets of groups, stored
+in the offsets topic and acknowledged only once Pulsar persisted them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, existing_topic
+from kop.api.groups import group_service
+from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.types import StorageError
+
+MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
+
+
+async def offset_commit(services: Services, ctx: RequestContext, request: Any) -> Response:
+    codes: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, CommittedOffset] = {}
+    for t in request.topics:
+        try:
+            view = await existing_topic(services, ctx, t.name)
+            partitions = view.partitions
+        except KafkaError as exc:
+            partitions, code = -1, exc.code
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            meta = p.committed_metadata
+            if partitions < 0:
+                codes[tp] = code
+            elif not 0 <= p.partition_index < partitions:
+                codes[tp] = ErrorCode.unknown_topic_or_partition
+            elif meta is not None and len(meta.encode()) > MAX_METADATA_BYTES:
+                codes[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                epoch = getattr(p, "committed_leader_epoch", -1)
+                offsets[tp] = CommittedOffset(p.committed_offset, epoch, meta)
+    try:
+        code = await group_service(services).commit(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            offsets,
+        )
+    except KafkaError as exc:
+        code = exc.code
+    codes.update({tp: code for tp in offsets})
+    return {"throttle_time": 0, "topics": _by_topic(codes)}
+
+
+def _by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, code in codes.items():
+        topics.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "error_code": code}
+        )
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+async def offset_fetch(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """v8+ asks for several groups; earlier versions for one, answered at the top
+    level. Both shapes are given; the version's schema keeps its own."""
+    if hasattr(request, "groups"):
+        out = [_fetch_group(services, g.group_id, g.topics) for g in request.groups]
+    else:
+        out = [_fetch_group(services, request.group_id, request.topics)]
+    first = out[0] if out else {"topics": [], "error_code": ErrorCode.none}
+    return {
+        "throttle_time": 0,
+        "groups": out,
+        "topics": first["topics"],
+        "error_code": first["error_code"],
+    }
+
+
+def _fetch_group(services: Services, group_id: str, topics: Any) -> dict[str, Any]:
+    """Committed offsets of the asked partitions (all the group has, when `topics`
+    is null); -1 for a partition without one, as Kafka answers."""
+    try:
+        groups = group_service(services)
+        groups.check_loaded()
+    except KafkaError as exc:
+        return {"group_id": group_id, "topics": [], "error_code": exc.code}
+    committed = groups.offsets.of(group_id)
+    if topics is None:
+        wanted = sorted(committed, key=lambda tp: (tp.topic, tp.partition))
+    else:
+        wanted = [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp in wanted:
+        o = committed.get(tp)
+        by_topic.setdefault(tp.topic, []).append(
+            {
+                "partition_index": tp.partition,
+                "committed_offset": o.offset if o else -1,
+                "committed_leader_epoch": o.leader_epoch if o else -1,
+                "metadata": o.metadata if o else "",
+                "error_code": ErrorCode.none,
+            }
+        )
+    return {
+        "group_id": group_id,
+        "error_code": ErrorCode.none,
+        "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
+    }
+
+
+async def offset_delete(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """Only an Empty group's offsets may go (Kafka also lets a group drop topics it
+    is not subscribed to; kop does not read subscriptions yet and answers
+    GROUP_SUBSCRIBED_TO_TOPIC for a group with members)."""
+    tps = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    try:
+        groups = group_service(services)
+        groups.check_loaded()
+        g = groups.coordinator.groups.get(request.group_id)
+        if g is None and not groups.offsets.of(request.group_id):
+            raise KafkaError(ErrorCode.group_id_not_found)
+        if g is not None and g.state is not GroupState.EMPTY:
+            codes = {tp: ErrorCode.group_subscribed_to_topic for tp in tps}
+            return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": _by_topic(codes)}
+        await groups.offsets.delete(request.group_id, tps)
+    except KafkaError as exc:
+        return {"error_code": exc.code, "throttle_time": 0, "topics": []}
+    except StorageError:
+        return {"error_code": ErrorCode.coordinator_not_available, "throttle_time": 0, "topics": []}
+    codes = {tp: ErrorCode.none for tp in tps}
+    return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": _by_topic(codes)}

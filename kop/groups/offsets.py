@@ -1,0 +1,97 @@
+"""Committed offsets in memory, written through to the offsets store, and their
+expiry (Kafka's offsets.retention.minutes, KIP-211): an Empty group's offsets
+expire a retention period after it became Empty, a standalone group's (no
+protocol type) a retention period after each commit; an explicit expiry time
+from an old OffsetCommit wins. An Empty group left with no offsets is removed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from kop.groups.group import Group
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+from kop.storage.types import StorageError
+
+log = logging.getLogger(__name__)
+
+CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
+
+
+class Offsets:
+    def __init__(self, store: OffsetsStore, retention_ms: int) -> None:
+        self._store = store
+        self.retention_ms = retention_ms
+        self._by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._next_check_ms = 0
+
+    def restore(self, loaded: Mapping[str, Mapping[TopicPartition, CommittedOffset]]) -> None:
+        for group, offsets in loaded.items():
+            self._by_group.setdefault(group, {}).update(offsets)
+
+    def of(self, group: str) -> dict[TopicPartition, CommittedOffset]:
+        return dict(self._by_group.get(group, {}))
+
+    def groups(self) -> list[str]:
+        return sorted(self._by_group)
+
+    async def commit(self, group: str, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """Persisted first, then visible: a fetch never sees an unpersisted commit."""
+        await self._store.commit(group, offsets)
+        self._by_group.setdefault(group, {}).update(offsets)
+
+    async def delete(self, group: str, tps: list[TopicPartition]) -> None:
+        known = [tp for tp in tps if tp in self._by_group.get(group, {})]
+        await self._store.delete_offsets(group, known)
+        self._drop(group, known)
+
+    async def forget_group(self, group: str) -> None:
+        await self._store.delete_group(group, list(self._by_group.get(group, {})))
+        self._by_group.pop(group, None)
+
+    def _drop(self, group: str, tps: list[TopicPartition]) -> None:
+        offsets = self._by_group.get(group, {})
+        for tp in tps:
+            offsets.pop(tp, None)
+        if not offsets:
+            self._by_group.pop(group, None)
+
+    def expired(self, group: str, g: Group | None, now_ms: int) -> list[TopicPartition]:
+        if g is not None and g.state is not GroupState.EMPTY:
+            return []  # members may still need them (unsubscribed topics: left alone)
+        standalone = g is None or g.protocol_type is None
+        out = []
+        for tp, o in self._by_group.get(group, {}).items():
+            if o.expire_ms is not None:
+                due = now_ms >= o.expire_ms
+            else:
+                base = o.commit_ms if standalone or g is None else max(g.state_ms, 0)
+                due = now_ms - base >= self.retention_ms
+            if due:
+                out.append(tp)
+        return out
+
+    async def expire(self, groups: dict[str, Group], now_ms: int) -> list[str]:
+        """Tombstone expired offsets (at most every CHECK_INTERVAL_MS); returns the
+        Empty groups removed because none of their offsets are left."""
+        if now_ms < self._next_check_ms:
+            return []
+        self._next_check_ms = now_ms + CHECK_INTERVAL_MS
+        removed = []
+        for group in list(self._by_group):
+            g = groups.get(group)
+            tps = self.expired(group, g, now_ms)
+            if not tps:
+                continue
+            try:
+                if len(tps) == len(self._by_group[group]) and (g is None or not g.members):
+                    await self.forget_group(group)
+                    removed.append(group)
+                else:
+                    await self.delete(group, tps)
+            except StorageError as exc:
+                log.warning("expiring offsets of %s: %s", group, exc)
+                self._next_check_ms = now_ms  # try again at the next wake-up
+        return removed
