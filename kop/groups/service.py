@@ -78,9 +78,10 @@ class GroupService:
         backoff = 0.5
         while True:
             try:
-                for partition in range(self._store.partitions):
-                    loaded = await self._store.load(partition)
-                    now = self._clock()
+                parts = range(self._store.partitions)
+                everything = await asyncio.gather(*(self._store.load(p) for p in parts))
+                now = self._clock()
+                for loaded in everything:
                     for meta in loaded.groups.values():
                         self.coordinator.restore(meta, now)
                     self.offsets.restore(loaded.offsets)

@@ -4,6 +4,7 @@ libraries share one group, and committed offsets survive kop being killed."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import threading
 import time
 from collections.abc import Callable
@@ -14,9 +15,19 @@ from confluent_kafka import Consumer as CfConsumer
 from confluent_kafka import Producer as CfProducer
 from confluent_kafka import TopicPartition as CfTP
 from kafka import KafkaConsumer
+from kio.schema.errors import ErrorCode
+from kio.schema.join_group.v5.request import JoinGroupRequestProtocol
+from kio.schema.offset_commit.v7.request import (
+    GroupId,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    TopicName,
+)
+from kio.schema.sync_group.v3.request import SyncGroupRequestAssignment
 
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
+from tests.integration.raw import RawClient
 
 PARTITIONS = 6
 
@@ -198,3 +209,66 @@ def test_committed_offsets_survive_kill9_and_consumers_resume_there(
         assert first == (4, b"r4")
     finally:
         c.close()
+
+
+def _join_fields(member_id: str, protocol_type: str = "consumer") -> dict[str, Any]:
+    return {
+        "group_id": GroupId("rejections"),
+        "session_timeout": datetime.timedelta(seconds=10),
+        "rebalance_timeout": datetime.timedelta(seconds=10),
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": protocol_type,
+        "protocols": (JoinGroupRequestProtocol(name="range", metadata=b""),),
+    }
+
+
+def _commit_fields(topic: str, generation: int, member_id: str) -> dict[str, Any]:
+    part = OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=1, committed_leader_epoch=-1, committed_metadata=""
+    )
+    return {
+        "group_id": GroupId("rejections"),
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "topics": (OffsetCommitRequestTopic(name=TopicName(topic), partitions=(part,)),),
+    }
+
+
+def test_rejections_carry_kafka_error_codes(kop: KopProcess, topic: str) -> None:
+    """On the wire, as a client meets them: a first join is told its member id
+    (KIP-394); a join with another protocol type, a heartbeat from an unknown
+    member and a commit from a stale generation are refused with Kafka's codes."""
+    create_topic(kop.bootstrap, topic)
+    client, other = RawClient(kop.port), RawClient(kop.port)
+    try:
+        deadline = time.monotonic() + 60  # as clients do: ask until the coordinator loaded
+        while client.request(10, 3, key="rejections", key_type=0).error_code != ErrorCode.none:
+            assert time.monotonic() < deadline, "the group coordinator did not load in 60 s"
+            time.sleep(0.2)
+        first = client.request(11, 5, **_join_fields(""))
+        assert first.error_code == ErrorCode.member_id_required and first.member_id
+        joined = client.request(11, 5, **_join_fields(first.member_id))
+        assert joined.error_code == ErrorCode.none and joined.leader == first.member_id
+        generation = joined.generation_id
+        synced = client.request(
+            14, 3, group_id=GroupId("rejections"), generation_id=generation,
+            member_id=first.member_id, group_instance_id=None,
+            assignments=(SyncGroupRequestAssignment(member_id=first.member_id, assignment=b"a"),),
+        )  # fmt: skip
+        assert synced.error_code == ErrorCode.none and synced.assignment == b"a"
+        wrong_type = other.request(11, 5, **_join_fields("", protocol_type="connect"))
+        assert wrong_type.error_code == ErrorCode.inconsistent_group_protocol
+        beat = other.request(
+            12, 3, group_id=GroupId("rejections"), generation_id=generation,
+            member_id="nobody", group_instance_id=None,
+        )  # fmt: skip
+        assert beat.error_code == ErrorCode.unknown_member_id
+        stale = client.request(8, 7, **_commit_fields(topic, generation - 1, first.member_id))
+        assert stale.topics[0].partitions[0].error_code == ErrorCode.illegal_generation
+        current = client.request(8, 7, **_commit_fields(topic, generation, first.member_id))
+        assert current.topics[0].partitions[0].error_code == ErrorCode.none
+    finally:
+        client.close()
+        other.close()

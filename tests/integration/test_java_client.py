@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
@@ -75,3 +76,30 @@ def test_java_client_roundtrip(
         assert headers == f"h={bytes([i, 0xFF]).hex()};"
     assert "TIME 21" in lines
     assert f"END {n}" in lines
+
+
+def test_java_cooperative_sticky_rebalance_revokes_only_what_moves(
+    kop: KopProcess, topic: str, java_classpath: str
+) -> None:
+    """A second member joins: the first gives up only the partitions that move to
+    it (an incremental, cooperative rebalance), keeps the rest, and both end with
+    disjoint halves covering the topic."""
+    create_topic(kop.bootstrap, topic, 4)
+    out = subprocess.run(
+        ["java", "-cp", java_classpath, str(JAVA_DIR / "CooperativeGroup.java"),
+         kop.bootstrap, topic, f"g-{topic}", "4"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {line.split(" ", 2)[0] + " " + line.split(" ", 2)[1]: line.split(" ", 2)[2]
+             for line in out.stdout.splitlines() if line.count(" ") >= 2}  # fmt: skip
+
+    def parts(key: str) -> set[int]:
+        inner = lines[key].strip("[]")
+        return {int(x) for x in inner.split(",")} if inner.strip() else set()
+
+    assert parts("ALONE A") == {0, 1, 2, 3}
+    a, b, revoked = parts("FINAL A"), parts("FINAL B"), parts("REVOKED A")
+    assert a and b and a | b == {0, 1, 2, 3} and not a & b
+    assert revoked == b, "A gave up partitions it kept, or kept ones it gave away"
+    assert "LOST" not in out.stdout
