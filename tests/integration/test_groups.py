@@ -124,10 +124,10 @@ def _until(condition: Callable[[], bool], within: float, what: str, members: lis
         time.sleep(0.1)
 
 
-def _partitioned_once(members: list[Member]) -> bool:
+def _partitioned_once(members: list[Member], partitions: int = PARTITIONS) -> bool:
     """Every partition assigned to exactly one member, and every member has some."""
     sets = [m.assigned for m in members]
-    return all(sets) and sum(len(s) for s in sets) == PARTITIONS == len(frozenset().union(*sets))
+    return all(sets) and sum(len(s) for s in sets) == partitions == len(frozenset().union(*sets))
 
 
 def test_three_clients_share_a_group_and_rebalance_when_one_leaves(
@@ -272,3 +272,57 @@ def test_rejections_carry_kafka_error_codes(kop: KopProcess, topic: str) -> None
     finally:
         client.close()
         other.close()
+
+
+class StaticMember(Member):
+    """A confluent-kafka member with a group.instance.id, noting every revocation."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, instance: str) -> None:
+        super().__init__(f"static-{instance}")
+        config = {**_group_config(bootstrap, group), "group.instance.id": instance,
+                  "session.timeout.ms": 30000}  # fmt: skip
+        self.c = CfConsumer(config)
+        self.topic = topic
+        self.revocations: list[frozenset[int]] = []
+
+    def consume(self) -> None:
+        def revoked(_c: Any, parts: list[CfTP]) -> None:
+            self.revocations.append(frozenset(tp.partition for tp in parts))
+
+        self.c.subscribe([self.topic], on_revoke=revoked)
+        while not self.stop.is_set():
+            self.c.poll(0.2)
+            self.assigned = frozenset(tp.partition for tp in self.c.assignment())
+        self.c.close()  # a static member leaves no LeaveGroup behind (KIP-345)
+
+
+def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
+    kop: KopProcess, topic: str
+) -> None:
+    create_topic(kop.bootstrap, topic, 4)
+    group = f"g-{topic}"
+    a = StaticMember(kop.bootstrap, group, topic, "a")
+    b = StaticMember(kop.bootstrap, group, topic, "b")
+    members: list[Member] = [a, b]
+    for m in members:
+        m.start()
+    try:
+        _until(lambda: _partitioned_once(members, 4), 90, "a split between a and b", members)
+        before_a, before_b = a.assigned, b.assigned
+        revocations_of_b = len(b.revocations)
+        a.stop.set()
+        a.join(30)
+        assert a.error is None
+        again = StaticMember(kop.bootstrap, group, topic, "a")
+        members = [again, b]
+        again.start()
+        _until(lambda: bool(again.assigned), 60, "the restarted member's assignment", members)
+        assert again.assigned == before_a
+        assert b.assigned == before_b and len(b.revocations) == revocations_of_b, (
+            "the other member was rebalanced"
+        )
+    finally:
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(30)
