@@ -15,6 +15,7 @@ from kop.api.context import Broker, Services
 from kop.config import KopConfig
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
@@ -175,6 +176,7 @@ class Gateway:
         )
         limits = Limits(c.max_request_bytes, c.max_inflight_requests, c.idle_timeout_s)
         default_ns = Namespace(c.tenant, c.namespace)
+        self.metrics.watch_groups(self.groups, self.logs, default_ns)
         self._listener = KafkaListener(services, default_ns, limits, self.metrics)
         try:
             await self._listener.start(c.listen_host, c.port)
@@ -184,7 +186,10 @@ class Gateway:
                 "stop what uses the port or set KOP_PORT"
             ) from exc
         if c.admin_port:
-            self._http = AdminServer(self.metrics, self.logs, self.backend.admin.healthy)
+            report = GroupReport(self.groups, self.logs, services.catalog, default_ns)
+            self._http = AdminServer(
+                self.metrics, self.logs, self.backend.admin.healthy, groups=report
+            )
             try:
                 await self._http.start(c.admin_host, c.admin_port)
             except OSError as exc:

@@ -1,5 +1,6 @@
 """Command line: `kop serve` (gateway against configured Pulsar), `kop standalone`
-(the same plus a local Pulsar standalone provisioned by tools/pulsar.py)."""
+(the same plus a local Pulsar standalone provisioned by tools/pulsar.py), and
+`kop groups` (consumer groups, through the admin HTTP)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import click
 
 from kop.app import Gateway, StartupError
 from kop.config import ConfigError, KopConfig, load_config
+from kop.groups_cli import groups
 
 log = logging.getLogger("kop")
 
@@ -119,6 +121,9 @@ def standalone(config_file: Path | None, **flags: Any) -> None:
             with contextlib.suppress(Exception):
                 subprocess.run([sys.executable, str(tool), "stop"], check=False)
     _exit_now(0)
+
+
+main.add_command(groups)
 
 
 if __name__ == "__main__":

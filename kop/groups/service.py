@@ -50,6 +50,7 @@ class GroupService:
         self._changed = asyncio.Event()
         self._loaded = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self.on_commit: Callable[[float], None] = lambda _seconds: None  # metrics hook
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -151,11 +152,13 @@ class GroupService:
         if code is not ErrorCode.none or not offsets:
             return code
         stamped = {tp: dataclasses.replace(o, commit_ms=now) for tp, o in offsets.items()}
+        started = time.monotonic()
         try:
             await self.offsets.commit(group_id, stamped)
         except StorageError as exc:
             log.warning("commit of %s not persisted: %s", group_id, exc)
             return ErrorCode.coordinator_not_available
+        self.on_commit(time.monotonic() - started)
         return ErrorCode.none
 
     async def delete(self, group_id: str) -> ErrorCode:

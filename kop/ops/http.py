@@ -1,4 +1,5 @@
-"""Admin HTTP: /healthz (process alive), /readyz (Pulsar reachable), /metrics, /v1/topics."""
+"""Admin HTTP: /healthz (process alive), /readyz (Pulsar reachable), /metrics,
+/v1/topics, /v1/groups and /v1/groups/{group}."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from kop.groups.report import GroupReport
 from kop.log.manager import LogManager
 from kop.ops.metrics import Metrics
 
@@ -14,8 +16,15 @@ ReadyCheck = Callable[[], Awaitable[bool]]
 
 
 class AdminServer:
-    def __init__(self, metrics: Metrics, logs: LogManager, ready: ReadyCheck) -> None:
+    def __init__(
+        self,
+        metrics: Metrics,
+        logs: LogManager,
+        ready: ReadyCheck,
+        groups: GroupReport | None = None,
+    ) -> None:
         self._metrics = metrics
+        self._groups = groups
         self._logs = logs
         self._ready = ready
         self._runner: web.AppRunner | None = None
@@ -24,6 +33,8 @@ class AdminServer:
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics_page)
         app.router.add_get("/v1/topics", self._topics)
+        app.router.add_get("/v1/groups", self._group_list)
+        app.router.add_get("/v1/groups/{group}", self._group)
         self._app = app
 
     async def start(self, host: str, port: int) -> None:
@@ -64,3 +75,21 @@ class AdminServer:
             for topic, plog in sorted(self._logs.owned().items())
         }
         return web.json_response({"partitions": owned})
+
+    async def _group_list(self, _request: web.Request) -> web.Response:
+        if self._groups is None:
+            return web.json_response({"error": "groups are not served"}, status=404)
+        if not self._groups.groups.loaded:
+            return web.json_response({"error": "groups are loading"}, status=503)
+        return web.json_response({"groups": self._groups.list()})
+
+    async def _group(self, request: web.Request) -> web.Response:
+        if self._groups is None:
+            return web.json_response({"error": "groups are not served"}, status=404)
+        if not self._groups.groups.loaded:
+            return web.json_response({"error": "groups are loading"}, status=503)
+        group = request.match_info["group"]
+        found = await self._groups.describe(group)
+        if found is None:
+            return web.json_response({"error": f"no group {group!r}"}, status=404)
+        return web.json_response(found)

@@ -9,8 +9,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kop.groups.service import GroupService
 from kop.log.manager import LogManager
+from kop.ops.group_metrics import GroupCollector
 from kop.protocol.messages import ApiKey
+from kop.storage.naming import Namespace
 
 
 def _api_name(api_key: int) -> str:
@@ -37,8 +40,19 @@ class Metrics:
             "kop_connections", "Open Kafka connections", registry=self.registry
         )
 
+        self.commit_latency = Histogram(
+            "kop_offset_commit_seconds",
+            "Time to persist an offset commit in the offsets topic",
+            buckets=(0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            registry=self.registry,
+        )
+
     def watch(self, logs: LogManager) -> None:
         self.registry.register(_LogCollector(logs))
+
+    def watch_groups(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
+        self.registry.register(GroupCollector(groups, logs, ns))
+        groups.on_commit = self.commit_latency.observe
 
     def request_done(self, api_key: int, seconds: float, ok: bool) -> None:
         name = _api_name(api_key)

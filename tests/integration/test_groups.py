@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -326,3 +330,41 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
             m.stop.set()
         for m in members:
             m.join(30)
+
+
+def test_operators_see_a_groups_committed_offsets_and_lag(kop: KopProcess, topic: str) -> None:
+    """After a commit at 4 of 10 records: /v1/groups, `kop groups describe` (JSON and
+    table) and the kop_group_lag metric all say the group is 6 records behind."""
+    create_topic(kop.bootstrap, topic)
+    p = CfProducer({"bootstrap.servers": kop.bootstrap})
+    for i in range(10):
+        p.produce(topic, f"r{i}".encode(), partition=0)
+    assert p.flush(30) == 0
+    group = f"g-{topic}"
+    c = CfConsumer({**_group_config(kop.bootstrap, group), "enable.auto.commit": False})
+    c.assign([CfTP(topic, 0, 0)])
+    c.commit(offsets=[CfTP(topic, 0, 4)], asynchronous=False)
+    c.close()
+
+    admin = f"http://127.0.0.1:{kop.admin_port}"
+    listed = json.load(urllib.request.urlopen(f"{admin}/v1/groups", timeout=10))["groups"]
+    assert {"group": group, "state": "Empty"}.items() <= next(
+        g for g in listed if g["group"] == group
+    ).items()
+    described = json.load(urllib.request.urlopen(f"{admin}/v1/groups/{group}", timeout=10))
+    expected = {"topic": topic, "partition": 0, "committed_offset": 4, "log_end_offset": 10,
+                "lag": 6}  # fmt: skip
+    assert [{k: o[k] for k in expected} for o in described["offsets"]] == [expected]
+
+    cli = [sys.executable, "-m", "kop.cli", "groups", "describe", group, "--admin-url", admin]
+    as_json = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=60)
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["offsets"] == described["offsets"]
+    as_table = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+    assert as_table.returncode == 0, as_table.stderr
+    row = next(line.split() for line in as_table.stdout.splitlines() if line.startswith(topic))
+    assert row == [topic, "0", "4", "10", "6"]
+
+    metrics = urllib.request.urlopen(f"{admin}/metrics", timeout=10).read().decode()
+    lag_line = f'kop_group_lag{{group="{group}",partition="0",topic="{topic}"}} 6.0'
+    assert lag_line in metrics.splitlines()

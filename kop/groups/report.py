@@ -1,0 +1,92 @@
+"""What operators see of groups (admin HTTP `/v1/groups`, `kop groups`): state,
+protocol, members with their assignments, and per partition the committed
+offset, the log end offset and the lag."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.groups.consumer_protocol import assigned_partitions
+from kop.groups.service import GroupService
+from kop.groups.types import GroupState, TopicPartition
+from kop.log.manager import LogManager
+from kop.log.topics import TopicCatalog
+from kop.protocol.errors import KafkaError
+from kop.storage.naming import InvalidTopicName, Namespace, resolve
+from kop.storage.types import StorageError
+
+
+def summaries(groups: GroupService) -> list[dict[str, Any]]:
+    known = groups.coordinator.groups
+    out = []
+    for group_id in sorted(set(known) | set(groups.offsets.groups())):
+        g = known.get(group_id)
+        out.append({
+            "group": group_id,
+            "state": (g.state if g is not None else GroupState.EMPTY).value,
+            "protocol_type": g.protocol_type if g is not None else None,
+            "protocol": g.protocol if g is not None else None,
+            "generation": g.generation if g is not None else 0,
+            "members": len(g.members) if g is not None else 0,
+        })  # fmt: skip
+    return out
+
+
+async def describe(
+    groups: GroupService, logs: LogManager, catalog: TopicCatalog, ns: Namespace, group_id: str
+) -> dict[str, Any] | None:
+    """None for a group kop knows nothing of. A partition whose log cannot be
+    opened right now reports no log end offset and no lag."""
+    summary = next((s for s in summaries(groups) if s["group"] == group_id), None)
+    if summary is None:
+        return None
+    g = groups.coordinator.groups.get(group_id)
+    members = []
+    for m in g.members.values() if g is not None else ():
+        members.append({
+            "member_id": m.member_id, "group_instance_id": m.instance_id,
+            "client_id": m.client_id, "client_host": m.client_host,
+            "assignment": assigned_partitions(m.assignment) if m.assignment else {},
+        })  # fmt: skip
+    offsets = []
+    committed = groups.offsets.of(group_id)
+    for tp in sorted(committed, key=lambda t: (t.topic, t.partition)):
+        end = await log_end(logs, catalog, ns, tp)
+        offset = committed[tp].offset
+        offsets.append({
+            "topic": tp.topic, "partition": tp.partition, "committed_offset": offset,
+            "log_end_offset": end, "lag": max(end - offset, 0) if end is not None else None,
+            "metadata": committed[tp].metadata,
+        })  # fmt: skip
+    return {**summary, "member_details": members, "offsets": offsets}
+
+
+async def log_end(
+    logs: LogManager, catalog: TopicCatalog, ns: Namespace, tp: TopicPartition
+) -> int | None:
+    try:
+        view = await catalog.describe(resolve(tp.topic, ns))
+        if view is None or not 0 <= tp.partition < view.partitions:
+            return None
+        plog = await logs.partition(view.partition_topic(tp.partition))
+    except (KafkaError, StorageError, InvalidTopicName):
+        return None
+    return plog.high_watermark
+
+
+class GroupReport:
+    """The pieces a report needs, bound once by the composition root."""
+
+    def __init__(
+        self, groups: GroupService, logs: LogManager, catalog: TopicCatalog, ns: Namespace
+    ) -> None:
+        self.groups = groups
+        self._logs = logs
+        self._catalog = catalog
+        self._ns = ns
+
+    def list(self) -> list[dict[str, Any]]:
+        return summaries(self.groups)
+
+    async def describe(self, group_id: str) -> dict[str, Any] | None:
+        return await describe(self.groups, self._logs, self._catalog, self._ns, group_id)

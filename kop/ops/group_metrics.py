@@ -1,0 +1,52 @@
+"""Consumer-group metrics, read from the coordinator when scraped: lag per group
+and partition (for partitions this kop has open), groups by state, rebalances."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kop.groups.service import GroupService
+from kop.groups.types import GroupState
+from kop.log.manager import LogManager
+from kop.storage.naming import InvalidTopicName, Namespace, resolve
+
+
+class GroupCollector(Collector):
+    def __init__(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
+        self._groups = groups
+        self._logs = logs
+        self._ns = ns
+
+    def collect(self) -> Iterator[Metric]:
+        coordinator = self._groups.coordinator
+        by_state = GaugeMetricFamily("kop_groups", "Consumer groups by state", labels=["state"])
+        counts: dict[GroupState, int] = {s: 0 for s in GroupState if s is not GroupState.DEAD}
+        for g in coordinator.groups.values():
+            counts[g.state] = counts.get(g.state, 0) + 1
+        for state, n in counts.items():
+            by_state.add_metric([state.value], n)
+        yield by_state
+        yield CounterMetricFamily(
+            "kop_group_rebalances", "Rebalances started", value=coordinator.rebalance.count
+        )
+        lag = GaugeMetricFamily(
+            "kop_group_lag",
+            "Records between a group's committed offset and the partition's end",
+            labels=["group", "topic", "partition"],
+        )
+        owned = self._logs.owned()
+        for group in self._groups.offsets.groups():
+            for tp, committed in self._groups.offsets.of(group).items():
+                try:
+                    topic = resolve(tp.topic, self._ns)
+                except InvalidTopicName:
+                    continue
+                names = (topic.partition(tp.partition, True), topic.partition(tp.partition, False))
+                plog = next((owned[n] for n in names if n in owned), None)
+                if plog is not None:
+                    behind = max(plog.high_watermark - committed.offset, 0)
+                    lag.add_metric([group, tp.topic, str(tp.partition)], behind)
+        yield lag

@@ -1,0 +1,30 @@
+"""What operators see of a member's assignment: the consumer protocol's bytes as
+a real client (kafka-python's encoder) writes them, read back exactly."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment
+
+from kop.groups.consumer_protocol import assigned_partitions
+
+topics = st.dictionaries(
+    st.text(min_size=1, max_size=20),
+    st.lists(st.integers(0, 2**31 - 1), max_size=8),
+    max_size=5,
+)
+
+
+@given(assignment=topics, version=st.integers(0, 3), user_data=st.binary(max_size=16))
+def test_assignments_written_by_a_client_read_back_exactly(
+    assignment: dict[str, list[int]], version: int, user_data: bytes
+) -> None:
+    data = ConsumerProtocolAssignment(version, sorted(assignment.items()), user_data).encode()
+    assert assigned_partitions(data) == assignment
+
+
+@given(data=st.binary(max_size=64))
+def test_other_bytes_give_none_or_a_reading_never_an_error(data: bytes) -> None:
+    got = assigned_partitions(data)
+    assert got is None or isinstance(got, dict)
