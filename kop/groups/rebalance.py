@@ -78,11 +78,11 @@ class Rebalancer:
         self.maybe_complete_join(g, now_ms)  # everyone may have rejoined already
 
     def maybe_complete_join(self, g: Group, now_ms: int) -> None:
-        if (
-            g.state is GroupState.PREPARING_REBALANCE
-            and g.initial_end_ms is None
-            and g.all_joined()
-        ):
+        """Complete the join once everyone rejoined; during an initial delay only
+        when nobody is left to wait for (the group then goes Empty at once)."""
+        if g.state is not GroupState.PREPARING_REBALANCE or not g.all_joined():
+            return
+        if g.initial_end_ms is None or not (g.members or g.pending):
             self.complete_join(g, now_ms)
 
     def join_deadline(self, g: Group, now_ms: int) -> None:

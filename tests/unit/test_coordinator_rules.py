@@ -219,3 +219,21 @@ def test_a_group_with_members_cannot_be_deleted() -> None:
     d = Driver()
     _stable_pair(d)
     assert d.c.delete("g") is ErrorCode.non_empty_group
+
+
+def test_a_group_everyone_left_during_the_initial_delay_is_empty_at_once() -> None:
+    """Found by the state machine (seed 119): the last member and the last member
+    id handed out leave while the initial delay runs; nothing is left to wait for,
+    so the group is Empty then, not when the delay ends."""
+    d = Driver(delay_ms=3_000)
+    pending = d.join(_join(), "p")
+    assert pending is not None and pending.error is ErrorCode.member_id_required
+    assert d.join(_join(v4=False), "m") is PARKED
+    member = d.c.groups["g"].members
+    (member_id,) = list(member)
+    assert d.c.leave("g", [(member_id, None)], d.now) == [ErrorCode.none]
+    d.drain()
+    assert d.state() is GroupState.PREPARING_REBALANCE  # the handed-out id may still join
+    assert d.c.leave("g", [(pending.member_id, None)], d.now) == [ErrorCode.none]
+    d.drain()
+    assert d.state() is GroupState.EMPTY
