@@ -368,3 +368,70 @@ def test_operators_see_a_groups_committed_offsets_and_lag(kop: KopProcess, topic
     metrics = urllib.request.urlopen(f"{admin}/metrics", timeout=10).read().decode()
     lag_line = f'kop_group_lag{{group="{group}",partition="0",topic="{topic}"}} 6.0'
     assert lag_line in metrics.splitlines()
+
+
+_KILLABLE = """
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+c.subscribe([sys.argv[3]])
+last = None
+while True:
+    c.poll(0.2)
+    now = sorted(tp.partition for tp in c.assignment())
+    if now != last:
+        print("ASSIGNED", ",".join(map(str, now)), flush=True)
+        last = now
+"""
+
+
+class ProcessMember(Member):
+    """A confluent-kafka member in a process of its own, so it can be killed: it
+    never leaves the group, its session has to time out."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        super().__init__("killed-member")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _KILLABLE, bootstrap, group, topic],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    def consume(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("ASSIGNED"):
+                parts = line.split()[1:]
+                self.assigned = (
+                    frozenset(int(p) for p in parts[0].split(",")) if parts else frozenset()
+                )
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self.assigned = frozenset()
+
+
+def test_a_killed_member_is_dropped_when_its_session_times_out(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic, PARTITIONS)
+    group = f"g-{topic}"
+    victim = ProcessMember(kop.bootstrap, group, topic)
+    members: list[Member] = [
+        victim, KpMember(kop.bootstrap, group, topic), AioMember(kop.bootstrap, group, topic)
+    ]  # fmt: skip
+    for m in members:
+        m.start()
+    try:
+        _until(lambda: _partitioned_once(members), 90, "one assignment of all partitions", members)
+        killed_at = time.monotonic()
+        victim.kill()
+        survivors = members[1:]
+        _until(lambda: _partitioned_once(survivors), 60, "a rebalance without the killed", members)
+        # it took the session to time out (6 s), not a clean leave
+        assert time.monotonic() - killed_at >= 5
+    finally:
+        victim.proc.kill()
+        for m in members:
+            m.stop.set()
+        for m in members[1:]:
+            m.join(30)
