@@ -107,9 +107,9 @@ def _fetch_group(services: Services, group_id: str, topics: Any) -> dict[str, An
 
 
 async def offset_delete(services: Services, ctx: RequestContext, request: Any) -> Response:
-    """Only an Empty group's offsets may go (Kafka also lets a group drop topics it
-    is not subscribed to; kop does not read subscriptions yet and answers
-    GROUP_SUBSCRIBED_TO_TOPIC for a group with members)."""
+    """As Kafka: a group's offsets go, except those of topics a member of a live
+    consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC). A group whose
+    subscriptions cannot be read keeps all of them."""
     tps = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     try:
         groups = group_service(services)
@@ -117,13 +117,18 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
         g = groups.coordinator.groups.get(request.group_id)
         if g is None and not groups.offsets.of(request.group_id):
             raise KafkaError(ErrorCode.group_id_not_found)
-        if g is not None and g.state is not GroupState.EMPTY:
-            codes = {tp: ErrorCode.group_subscribed_to_topic for tp in tps}
-            return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": _by_topic(codes)}
-        await groups.offsets.delete(request.group_id, tps)
+        live = g is not None and g.state is not GroupState.EMPTY
+        held = g.subscribed_topics() if g is not None and live else set()
+        codes = {
+            tp: ErrorCode.none if held is not None and tp.topic not in held
+            else ErrorCode.group_subscribed_to_topic
+            for tp in tps
+        }  # fmt: skip
+        await groups.offsets.delete(
+            request.group_id, [tp for tp, c in codes.items() if c is ErrorCode.none]
+        )
     except KafkaError as exc:
         return {"error_code": exc.code, "throttle_time": 0, "topics": []}
     except StorageError:
         return {"error_code": ErrorCode.coordinator_not_available, "throttle_time": 0, "topics": []}
-    codes = {tp: ErrorCode.none for tp in tps}
     return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": _by_topic(codes)}

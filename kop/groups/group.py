@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kop.groups.consumer_protocol import subscribed_topics
 from kop.groups.types import GroupMetadata, GroupState, MemberMetadata
 
 # KIP-394: a member id handed out with MEMBER_ID_REQUIRED, or a member that joined
@@ -134,6 +135,19 @@ class Group:
             return False
         known = self.static.get(instance_id)
         return known is not None and known != member_id
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members of a consumer group subscribe to; None when that
+        cannot be known (another protocol type, or unreadable metadata)."""
+        if self.protocol_type != "consumer" or self.protocol is None:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            found = subscribed_topics(m.metadata_for(self.protocol))
+            if found is None:
+                return None
+            topics.update(found)
+        return topics
 
     @classmethod
     def from_metadata(cls, meta: GroupMetadata, now_ms: int) -> Group:

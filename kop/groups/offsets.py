@@ -1,8 +1,9 @@
 """Committed offsets in memory, written through to the offsets store, and their
 expiry (Kafka's offsets.retention.minutes, KIP-211): an Empty group's offsets
-expire a retention period after it became Empty, a standalone group's (no
-protocol type) a retention period after each commit; an explicit expiry time
-from an old OffsetCommit wins. An Empty group left with no offsets is removed.
+expire a retention period after it became Empty; a standalone group's (no
+protocol type), and a Stable consumer group's of topics it no longer subscribes
+to, a retention period after each commit; an explicit expiry time from an old
+OffsetCommit wins. An Empty group left with no offsets is removed.
 """
 
 from __future__ import annotations
@@ -59,11 +60,19 @@ class Offsets:
             self._by_group.pop(group, None)
 
     def expired(self, group: str, g: Group | None, now_ms: int) -> list[TopicPartition]:
+        subscribed: set[str] = set()
         if g is not None and g.state is not GroupState.EMPTY:
-            return []  # members may still need them (unsubscribed topics: left alone)
-        standalone = g is None or g.protocol_type is None
+            # A Stable consumer group's offsets of topics it no longer subscribes to
+            # expire by commit time; the others are still in use.
+            found = g.subscribed_topics() if g.state is GroupState.STABLE else None
+            if found is None:
+                return []
+            subscribed = found
+        standalone = g is None or g.protocol_type is None or g.state is not GroupState.EMPTY
         out = []
         for tp, o in self._by_group.get(group, {}).items():
+            if tp.topic in subscribed:
+                continue
             if o.expire_ms is not None:
                 due = now_ms >= o.expire_ms
             else:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from kafka.coordinator.assignors.abstract import ConsumerProtocolAssignment
+from kafka.coordinator.assignors.abstract import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
 
-from kop.groups.consumer_protocol import assigned_partitions
+from kop.groups.consumer_protocol import assigned_partitions, subscribed_topics
 
 topics = st.dictionaries(
     st.text(min_size=1, max_size=20),
@@ -28,3 +31,18 @@ def test_assignments_written_by_a_client_read_back_exactly(
 def test_other_bytes_give_none_or_a_reading_never_an_error(data: bytes) -> None:
     got = assigned_partitions(data)
     assert got is None or isinstance(got, dict)
+
+
+@given(
+    topics_=st.lists(st.text(min_size=1, max_size=20), max_size=6),
+    version=st.integers(0, 1),
+    user_data=st.binary(max_size=16),
+)
+def test_subscriptions_written_by_a_client_read_back_exactly(
+    topics_: list[str], version: int, user_data: bytes
+) -> None:
+    args: list[object] = [version, topics_, user_data]
+    if version >= 1:
+        args.append([(t, [0]) for t in topics_[:1]])  # owned partitions (v1+)
+    data = ConsumerProtocolSubscription(*args).encode()
+    assert subscribed_topics(data) == topics_

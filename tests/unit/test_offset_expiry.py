@@ -1,0 +1,64 @@
+"""Which committed offsets expire (KIP-211, Kafka's offsets.retention.minutes)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
+
+from kop.groups.group import Group, Member
+from kop.groups.offsets import Offsets
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+
+T, U = TopicPartition("t", 0), TopicPartition("u", 0)
+RETENTION = 1_000
+
+
+def _offsets(**commit_ms: int) -> Offsets:
+    o = Offsets(cast(OffsetsStore, None), RETENTION)  # expiry decisions touch no storage
+    o.restore(
+        {
+            "g": {
+                TopicPartition(t, 0): CommittedOffset(5, commit_ms=ms)
+                for t, ms in commit_ms.items()
+            }
+        }
+    )
+    return o
+
+
+def _stable_consumer_group(subscribed: list[str]) -> Group:
+    g = Group("g", protocol_type="consumer", protocol="range", generation=3)
+    meta = ConsumerProtocolSubscription(0, subscribed, b"").encode()
+    g.add(Member("m", None, "c", "h", 10_000, 10_000, "consumer", (("range", meta),)))
+    g.state = GroupState.STABLE
+    return g
+
+
+def test_an_empty_groups_offsets_expire_a_retention_after_it_emptied() -> None:
+    o = _offsets(t=0, u=5_000)
+    g = Group("g", protocol_type="consumer", state_ms=2_000)
+    assert o.expired("g", g, 2_999) == []
+    assert sorted(o.expired("g", g, 3_000), key=str) == [T, U]  # even the newer commit
+
+
+def test_a_standalone_groups_offsets_expire_by_commit_time() -> None:
+    o = _offsets(t=0, u=5_000)
+    assert o.expired("g", None, 1_000) == [T]
+    assert sorted(o.expired("g", None, 6_000), key=str) == [T, U]
+
+
+def test_a_live_group_keeps_what_it_subscribes_to_and_expires_the_rest() -> None:
+    o = _offsets(t=0, u=0)
+    g = _stable_consumer_group(["t"])
+    assert o.expired("g", g, 10**9) == [U]
+    g.state = GroupState.PREPARING_REBALANCE  # membership in flux: nothing expires
+    assert o.expired("g", g, 10**9) == []
+
+
+def test_an_explicit_expiry_time_wins() -> None:
+    o = Offsets(cast(OffsetsStore, None), RETENTION)
+    o.restore({"g": {T: CommittedOffset(5, commit_ms=0, expire_ms=50_000)}})
+    assert o.expired("g", None, 49_999) == []
+    assert o.expired("g", None, 50_000) == [T]
