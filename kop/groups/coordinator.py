@@ -11,9 +11,10 @@ in joins.py, the phases of a rebalance in rebalance.py.
 
 from __future__ import annotations
 
-from kop.groups.group import NEW_MEMBER_JOIN_TIMEOUT_MS, Group
+from kop.groups.group import Group
 from kop.groups.joins import PARKED, Joiner, JoinRequest, Limits
 from kop.groups.rebalance import Effect, JoinResult, Rebalancer, Store, SyncResult
+from kop.groups.timers import deadlines, fire
 from kop.groups.types import GroupMetadata, GroupState
 from kop.protocol.errors import ErrorCode
 
@@ -171,34 +172,12 @@ class Coordinator:
     # -- timers -----------------------------------------------------------------------
 
     def next_deadline(self) -> int | None:
-        times = [t for g in self.groups.values() for t in _deadlines(g)]
+        times = [t for g in self.groups.values() for t in deadlines(g)]
         return min(times) if times else None
 
     def tick(self, now_ms: int) -> None:
         for g in list(self.groups.values()):
-            for member_id, expires in list(g.pending.items()):
-                if now_ms >= expires:
-                    del g.pending[member_id]
-                    self.rebalance.maybe_complete_join(g, now_ms)
-            for m in list(g.members.values()):
-                if not m.alive_at(now_ms):
-                    self.rebalance.remove_member(g, m.member_id, now_ms)
-            if g.join_deadline_ms is not None and now_ms >= g.join_deadline_ms:
-                self.rebalance.join_deadline(g, now_ms)
-            if g.sync_deadline_ms is not None and now_ms >= g.sync_deadline_ms:
-                self._sync_timed_out(g, now_ms)
-
-    def _sync_timed_out(self, g: Group, now_ms: int) -> None:
-        """Members that did not sync within the rebalance timeout are dropped
-        (Kafka 3.0+ drops members still pending sync), and the group rebalances without them."""
-        g.sync_deadline_ms = None
-        late = [m.member_id for m in g.members.values() if m.sync_token is None]
-        for member_id in late:
-            g.remove(member_id)
-        self.rebalance.prepare(g, now_ms)
-        self.rebalance.maybe_complete_join(g, now_ms)
-        if not g.members:
-            self.rebalance.complete_join(g, now_ms)
+            fire(g, self.rebalance, now_ms)
 
     # -- reload, DeleteGroups ---------------------------------------------------------
 
@@ -215,15 +194,3 @@ class Coordinator:
         g.state = GroupState.DEAD
         del self.groups[group_id]
         return ErrorCode.none
-
-
-def _deadlines(g: Group) -> list[int]:
-    out = [t for t in (g.join_deadline_ms, g.sync_deadline_ms) if t is not None]
-    out += g.pending.values()
-    for m in g.members.values():
-        if m.join_token is not None:
-            if m.is_new:
-                out.append(m.last_seen_ms + NEW_MEMBER_JOIN_TIMEOUT_MS)
-        elif m.sync_token is None:
-            out.append(m.last_seen_ms + m.session_timeout_ms)
-    return out

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from kop.groups.coordinator import PARKED, Coordinator, JoinRequest, Limits
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.parked import Parked
 from kop.groups.rebalance import Answer, JoinResult, Store, SyncResult
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -46,7 +47,7 @@ class GroupService:
         self.offsets = Offsets(store, offsets_retention_ms)
         self._store = store
         self._clock = clock
-        self._waiting: dict[object, asyncio.Future[JoinResult | SyncResult]] = {}
+        self._parked = Parked()
         self._changed = asyncio.Event()
         self._loaded = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -62,9 +63,7 @@ class GroupService:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for fut in self._waiting.values():
-            if not fut.done():
-                fut.set_result(JoinResult(ErrorCode.coordinator_not_available, ""))
+        self._parked.answer_all(JoinResult(ErrorCode.coordinator_not_available, ""))
         await self._store.close()
 
     @property
@@ -79,13 +78,7 @@ class GroupService:
         backoff = 0.5
         while True:
             try:
-                parts = range(self._store.partitions)
-                everything = await asyncio.gather(*(self._store.load(p) for p in parts))
-                now = self._clock()
-                for loaded in everything:
-                    for meta in loaded.groups.values():
-                        self.coordinator.restore(meta, now)
-                    self.offsets.restore(loaded.offsets)
+                await load_groups(self._store, self.coordinator, self.offsets, self._clock())
                 break
             except StorageError as exc:
                 log.warning("loading consumer groups failed (%s); again in %.1fs", exc, backoff)
@@ -99,8 +92,7 @@ class GroupService:
 
     async def join(self, request: JoinRequest) -> JoinResult:
         self.check_loaded()
-        token = object()
-        fut = self._park(token)
+        token, fut = self._parked.park()
         result = self.coordinator.join(request, token, self._clock())
         return await self._outcome(token, fut, result)
 
@@ -113,8 +105,7 @@ class GroupService:
         assignments: dict[str, bytes],
     ) -> SyncResult:
         self.check_loaded()
-        token = object()
-        fut = self._park(token)
+        token, fut = self._parked.park()
         result = self.coordinator.sync(
             group_id, generation, member_id, instance_id, assignments, token, self._clock()
         )
@@ -176,32 +167,21 @@ class GroupService:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _park(self, token: object) -> asyncio.Future[JoinResult | SyncResult]:
-        fut: asyncio.Future[JoinResult | SyncResult] = asyncio.get_running_loop().create_future()
-        self._waiting[token] = fut
-        return fut
-
     async def _outcome(
         self, token: object, fut: asyncio.Future[JoinResult | SyncResult], result: R | None
     ) -> R:
         if result is not PARKED:
-            self._waiting.pop(token, None)
+            self._parked.forget(token)
             self._after()
             return result
         self._after()
-        try:
-            answer = await fut  # the client's own request timeout bounds the wait
-        finally:
-            self._waiting.pop(token, None)
-        return answer  # type: ignore[return-value]
+        return await self._parked.wait(token, fut)  # type: ignore[return-value]
 
     def _after(self) -> None:
         """Deliver what the last call produced and let the timer task re-plan."""
         for effect in self.coordinator.take_effects():
             if isinstance(effect, Answer):
-                fut = self._waiting.get(effect.token)
-                if fut is not None and not fut.done():
-                    fut.set_result(effect.result)
+                self._parked.answer(effect.token, effect.result)
             elif isinstance(effect, Store):
                 self._spawn(self._store_group(effect), f"store:{effect.metadata.group_id}")
         self._changed.set()
@@ -234,3 +214,14 @@ class GroupService:
         task = asyncio.create_task(coro, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+async def load_groups(
+    store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, now_ms: int
+) -> None:
+    """Every partition of the offsets topic, side by side, into the coordinator."""
+    everything = await asyncio.gather(*(store.load(p) for p in range(store.partitions)))
+    for loaded in everything:
+        for meta in loaded.groups.values():
+            coordinator.restore(meta, now_ms)
+        offsets.restore(loaded.offsets)
