@@ -14,6 +14,7 @@ from typing import Protocol
 from kop.api.context import Broker, Services
 from kop.config import KopConfig
 from kop.groups.coordinator import Limits as GroupLimits
+from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
@@ -132,7 +133,9 @@ class Gateway:
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
 
-    async def _start_groups(self, storage: MessageLog) -> GroupService:
+    async def _start_groups(
+        self, storage: MessageLog, logs: LogManager, catalog: TopicCatalog
+    ) -> GroupService:
         """The offsets topic (created partitioned on first start) and the coordinator,
         which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
         until done."""
@@ -147,7 +150,13 @@ class Gateway:
             max_session_timeout_ms=c.group_max_session_timeout_ms,
             initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
         )
-        groups = GroupService(store, limits, c.offsets_retention_minutes * 60_000)
+        mirror = None
+        if c.mirror_subscriptions:
+            default_ns = Namespace(c.tenant, c.namespace)
+            mirror = SubscriptionMirror(
+                self.backend.admin, logs, catalog, default_ns, c.mirror_interval_s
+            )
+        groups = GroupService(store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror)
         await groups.start()
         return groups
 
@@ -158,7 +167,6 @@ class Gateway:
         self.logs = LogManager(storage, store, log_settings(c))
         self.metrics.watch(self.logs)
         await self.logs.start()
-        self.groups = await self._start_groups(storage)
         defaults = TopicDefaults(
             entry_format=EntryFormat(c.default_entry_format),
             partitions=c.default_partitions,
@@ -166,9 +174,11 @@ class Gateway:
             retention_bytes=c.retention_bytes,
             max_message_bytes=c.max_message_bytes,
         )
+        catalog = TopicCatalog(self.backend.admin, defaults)
+        self.groups = await self._start_groups(storage, self.logs, catalog)
         services = Services(
             broker=Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id),
-            catalog=TopicCatalog(self.backend.admin, defaults),
+            catalog=catalog,
             logs=self.logs,
             auto_create_topics=c.auto_create_topics,
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,

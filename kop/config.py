@@ -65,6 +65,8 @@ class KopConfig(BaseSettings):
     group_initial_rebalance_delay_ms: int = Field(3000, ge=0)
     group_min_session_timeout_ms: int = Field(6000, ge=1)
     group_max_session_timeout_ms: int = Field(1_800_000, ge=1)
+    mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
+    mirror_interval_s: float = Field(5.0, gt=0)
     # Pulsar producers
     pulsar_batching_delay_ms: int = Field(1, ge=0)
     pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)

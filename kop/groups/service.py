@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from kop.groups.coordinator import PARKED, Coordinator, JoinRequest, Limits
+from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.parked import Parked
@@ -42,9 +43,11 @@ class GroupService:
         limits: Limits | None = None,
         offsets_retention_ms: int = 7 * 24 * 3600 * 1000,
         clock: Callable[[], int] = wall_ms,
+        mirror: SubscriptionMirror | None = None,
     ) -> None:
         self.coordinator = Coordinator(limits)
-        self.offsets = Offsets(store, offsets_retention_ms)
+        self.offsets = Offsets(store, offsets_retention_ms, mirror)
+        self.mirror = mirror
         self._store = store
         self._clock = clock
         self._parked = Parked()
@@ -58,6 +61,8 @@ class GroupService:
     async def start(self) -> None:
         self._spawn(self._load(), "groups-load")
         self._spawn(self._timers(), "groups-timers")
+        if self.mirror is not None:
+            self._spawn(self.mirror.run(), "groups-mirror")
 
     async def close(self) -> None:
         for task in list(self._tasks):

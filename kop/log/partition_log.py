@@ -31,7 +31,7 @@ from kop.log.tail_buffer import TailBudget, TailBuffer
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, Record, build_batch, iter_records, with_base_offset
 from kop.storage.port import MessageLog
-from kop.storage.types import StorageError
+from kop.storage.types import Position, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +217,17 @@ class PartitionLog:
                         return r.offset, r.timestamp
             offset = items[-1].next_offset
         return None
+
+    async def position_of(self, offset: int) -> Position | None:
+        """Where the record at `offset` is stored (in the `kafka` format: the batch
+        holding it), or None for the high watermark (nothing stored there yet)."""
+        self._check_range(offset)
+        if offset == self.high_watermark:
+            return None
+        for item in await self._entries(offset, 1):
+            if item.base_offset <= offset <= item.last_offset:
+                return item.position
+        raise KafkaError(ErrorCode.offset_out_of_range, f"{self.topic}: no record at {offset}")
 
     def _check_range(self, offset: int) -> None:
         if offset < self.log_start or offset > self.high_watermark:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
 from kop.storage.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
-from kop.storage.types import AdminError, StorageUnavailable, TopicInfo
+from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
 
 
 class PulsarAdmin:
@@ -130,6 +131,29 @@ class PulsarAdmin:
             return None
         return (int(found["ledgerId"]), int(found["entryId"]), int(found.get("batchIndex", -1)))
 
+    async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
+        path = _subscription_path(topic, name)
+        body = (
+            _LATEST
+            if at is None
+            else {
+                "ledgerId": at.ledger,
+                "entryId": at.entry,
+                "partitionIndex": -1,
+                "batchIndex": at.batch,
+            }
+        )
+        try:
+            await self._request("PUT", path, body)
+        except AdminError as exc:
+            if exc.status != 409:  # it exists: move it
+                raise
+            await self._request("POST", f"{path}/resetcursor", {**body, "isExcluded": False})
+
+    async def delete_subscription(self, topic: str, name: str) -> None:
+        path = _subscription_path(topic, name)
+        await self._request("DELETE", f"{path}?force=true", ok_missing=True)
+
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
     ) -> None:
@@ -140,6 +164,14 @@ class PulsarAdmin:
             f"{topic.rest_path}/retention",
             {"retentionTimeInMinutes": minutes, "retentionSizeInMB": megabytes},
         )
+
+
+def _subscription_path(topic: str, name: str) -> str:
+    return f"persistent/{topic.removeprefix('persistent://')}/subscription/{quote(name, safe='')}"
+
+
+# MessageId.latest: a subscription placed there delivers only what comes next.
+_LATEST = {"ledgerId": 2**63 - 1, "entryId": 2**63 - 1, "partitionIndex": -1}
 
 
 def _is_system(local: str) -> bool:

@@ -106,3 +106,13 @@ class StorageAdmin(Protocol):
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
     ) -> None: ...
+
+    async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
+        """Create or move durable subscription `name` on topic partition `topic` so
+        the next message it delivers is the one at `at` (None: nothing stored yet,
+        i.e. after the last message)."""
+        ...
+
+    async def delete_subscription(self, topic: str, name: str) -> None:
+        """Remove it if it exists."""
+        ...

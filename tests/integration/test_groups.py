@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as CfConsumer
 from confluent_kafka import Producer as CfProducer
 from confluent_kafka import TopicPartition as CfTP
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer
 from kio.schema.errors import ErrorCode
 from kio.schema.join_group.v5.request import JoinGroupRequestProtocol
@@ -30,7 +31,7 @@ from kio.schema.offset_commit.v7.request import (
 from kio.schema.sync_group.v3.request import SyncGroupRequestAssignment
 
 from tests.integration.admin import create_topic
-from tests.integration.conftest import KopProcess
+from tests.integration.conftest import PULSAR_HTTP, KopProcess
 from tests.integration.raw import RawClient
 
 PARTITIONS = 6
@@ -435,3 +436,40 @@ def test_a_killed_member_is_dropped_when_its_session_times_out(kop: KopProcess, 
             m.stop.set()
         for m in members[1:]:
             m.join(30)
+
+
+def _pulsar_subscriptions(topic: str) -> dict[str, int]:
+    """Subscriptions on partition 0 of `topic` with their backlog, as Pulsar's stats say."""
+    url = f"{PULSAR_HTTP}/admin/v2/persistent/public/default/{topic}-partition-0/stats"
+    stats = json.load(urllib.request.urlopen(url, timeout=10))
+    return {name: s["msgBacklog"] for name, s in stats["subscriptions"].items()}
+
+
+def test_a_groups_commits_show_up_as_a_pulsar_subscription_with_its_lag(
+    kop: KopProcess, topic: str
+) -> None:
+    """Records written one per request are one Pulsar entry each, so the mirrored
+    subscription's backlog is the Kafka lag (Pulsar counts entries; see docs/groups.md).
+    DeleteGroups removes the subscription."""
+    create_topic(kop.bootstrap, topic)
+    p = CfProducer({"bootstrap.servers": kop.bootstrap, "linger.ms": 0})
+    for i in range(10):
+        p.produce(topic, f"r{i}".encode(), partition=0)
+        assert p.flush(30) == 0
+    group = f"g-{topic}"
+    c = CfConsumer({**_group_config(kop.bootstrap, group), "enable.auto.commit": False})
+    c.commit(offsets=[CfTP(topic, 0, 4)], asynchronous=False)
+    c.close()
+    deadline = time.monotonic() + 60
+    while _pulsar_subscriptions(topic).get(group) != 6:
+        assert time.monotonic() < deadline, (
+            f"no subscription with backlog 6: {_pulsar_subscriptions(topic)}"
+        )
+        time.sleep(0.5)
+
+    admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+    admin.delete_consumer_groups([group])[group].result(30)
+    deadline = time.monotonic() + 60
+    while group in _pulsar_subscriptions(topic):
+        assert time.monotonic() < deadline, "DeleteGroups left the subscription behind"
+        time.sleep(0.5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kop.config import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
-from kop.storage.types import AdminError, StorageUnavailable, TopicInfo
+from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
 from tests.sim.memory_log import MemoryLog
 
 
@@ -19,6 +19,7 @@ class MemoryAdmin:
         # Partitions kop still had a reader or writer on when it deleted their
         # topic: Pulsar would cut those clients off and they would retry.
         self.held_at_delete: list[str] = []
+        self.subscriptions: dict[tuple[str, str], Position | None] = {}
 
     def _up(self) -> None:
         if self._log.down:
@@ -61,6 +62,14 @@ class MemoryAdmin:
         held = {n for n in self._log.writers if n.startswith(prefix)}
         held |= {n for n, t in self._log.topics.items() if n.startswith(prefix) and t.readers}
         self.held_at_delete += sorted(held)
+
+    async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
+        self._up()
+        self.subscriptions[(topic, name)] = at
+
+    async def delete_subscription(self, topic: str, name: str) -> None:
+        self._up()
+        self.subscriptions.pop((topic, name), None)
 
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
