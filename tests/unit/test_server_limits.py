@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import socket
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -25,14 +24,9 @@ from kop.server.connection import Connection, Limits
 from kop.storage.naming import Namespace, PulsarTopic
 from tests.integration.raw import RawClient
 from tests.sim.memory_admin import MemoryBackend
+from tests.unit.waiting import free_port, until
 
 BOUND_S = 0.1  # what "still answers" means: well under any client's patience
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -40,9 +34,9 @@ async def running() -> AsyncIterator[tuple[Gateway, MemoryBackend]]:
     backend = MemoryBackend()
     config = KopConfig(
         listen_host="127.0.0.1",
-        port=_free_port(),
+        port=free_port(),
         admin_host="127.0.0.1",
-        admin_port=_free_port(),
+        admin_port=free_port(),
         write_timeout_s=5,
     )
     gateway = Gateway(config, backend)
@@ -100,13 +94,6 @@ async def test_a_stalled_partition_slows_no_other_connection(
     other.close()
 
 
-async def _until(condition: Any, within: float) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 async def test_a_client_gone_with_pipelined_requests_leaves_nothing_behind(
     running: tuple[Gateway, MemoryBackend],
 ) -> None:
@@ -115,18 +102,18 @@ async def test_a_client_gone_with_pipelined_requests_leaves_nothing_behind(
     opening = RawClient.fetch_fields("hot", 0, partition=1)
     await asyncio.to_thread(warm.request, 1, 12, **opening)  # opens the partition
     warm.close()
-    await _until(lambda: gateway.metrics.connections._value.get() == 0, 5)
+    await until(lambda: gateway.metrics.connections._value.get() == 0, 5)
     baseline = len(asyncio.all_tasks())
     client = RawClient(gateway.kafka_port)
     long_poll = RawClient.fetch_fields("hot", 0, partition=1, wait_ms=20_000)
     for _ in range(30):  # long polls that would each wait 20 s for data
         _, frame = client.encode(1, 12, **long_poll)
         await asyncio.to_thread(client.send_frame, frame)
-    await _until(lambda: gateway.metrics.connections._value.get() == 1, 5)
+    await until(lambda: gateway.metrics.connections._value.get() == 1, 5)
     await asyncio.sleep(0.2)
     client.sock.close()
-    await _until(lambda: gateway.metrics.connections._value.get() == 0, 5)
-    await _until(lambda: len(asyncio.all_tasks()) <= baseline, 5)
+    await until(lambda: gateway.metrics.connections._value.get() == 0, 5)
+    await until(lambda: len(asyncio.all_tasks()) <= baseline, 5)
     assert gateway.logs is not None
     plog = gateway.logs.owned()["persistent://public/default/hot-partition-1"]
     assert not [w for w in plog.follower.wakeups.waiting if not w.done()]
@@ -212,7 +199,7 @@ async def test_shutdown_past_the_grace_period_is_quiet(
     backend.log.writers["persistent://public/default/hot-partition-0"].stall()
     _, frame = client.encode(0, 9, **_produce("hot", 0, b"stuck"))
     await asyncio.to_thread(client.send_frame, frame)
-    await _until(lambda: gateway.metrics.connections._value.get() == 1, 5)
+    await until(lambda: gateway.metrics.connections._value.get() == 1, 5)
     assert gateway._listener is not None
     with caplog.at_level(logging.ERROR):
         await gateway._listener.stop(grace_s=0.2)

@@ -5,9 +5,7 @@ message, moved by later commits, removed with the group."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -24,14 +22,9 @@ from kop.protocol.records import Record, build_batch
 from kop.storage.naming import Namespace, PulsarTopic
 from tests.integration.raw import RawClient
 from tests.sim.memory_admin import MemoryBackend
+from tests.unit.waiting import free_port, until
 
 PARTITION = "persistent://public/default/hot-partition-0"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -39,7 +32,7 @@ async def running() -> AsyncIterator[tuple[Gateway, MemoryBackend]]:
     backend = MemoryBackend()
     config = KopConfig(
         listen_host="127.0.0.1",
-        port=_free_port(),
+        port=free_port(),
         admin_port=0,
         mirror_interval_s=0.05,
         group_initial_rebalance_delay_ms=0,
@@ -69,13 +62,6 @@ def _commit(offset: int) -> dict[str, Any]:
     }
 
 
-async def _until(condition: Callable[[], bool], within: float) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 async def test_commits_place_move_and_delete_the_groups_subscription(
     running: tuple[Gateway, MemoryBackend],
 ) -> None:
@@ -86,13 +72,13 @@ async def test_commits_place_move_and_delete_the_groups_subscription(
         code, _ = await asyncio.to_thread(client.produce, "hot", batch)
         assert code == 0
     stored = backend.log.topic(PARTITION).messages()
-    await _until(lambda: gateway.groups is not None and gateway.groups.loaded, 5)
+    await until(lambda: gateway.groups is not None and gateway.groups.loaded, 5)
 
     subs = backend.admin.subscriptions
     for offset, expected in ((4, stored[4].position), (7, stored[7].position), (10, None)):
         committed = await asyncio.to_thread(client.request, 8, 7, **_commit(offset))
         assert committed.topics[0].partitions[0].error_code == 0
-        await _until(lambda e=expected: subs.get((PARTITION, "grp"), "none") == e, 5)  # type: ignore[misc]
+        await until(lambda e=expected: subs.get((PARTITION, "grp"), "none") == e, 5)  # type: ignore[misc]
 
     deleted = await asyncio.to_thread(
         client.request,
@@ -101,5 +87,5 @@ async def test_commits_place_move_and_delete_the_groups_subscription(
         groups_names=(GroupId("grp"),),
     )
     assert deleted.results[0].error_code == 0
-    await _until(lambda: (PARTITION, "grp") not in subs, 5)
+    await until(lambda: (PARTITION, "grp") not in subs, 5)
     client.close()
