@@ -18,33 +18,22 @@ import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from kop.app import Gateway
-from kop.config import KopConfig
 from kop.protocol.records import Record, build_batch
 from kop.server.connection import Connection, Limits
-from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.naming import Namespace
 from tests.integration.raw import RawClient
 from tests.sim.memory_admin import MemoryBackend
-from tests.unit.waiting import free_port, until
+from tests.unit.memory_gateway import free_port, gateway_with_hot_topic, until
 
 BOUND_S = 0.1  # what "still answers" means: well under any client's patience
 
 
 @pytest.fixture
 async def running() -> AsyncIterator[tuple[Gateway, MemoryBackend]]:
-    backend = MemoryBackend()
-    config = KopConfig(
-        listen_host="127.0.0.1",
-        port=free_port(),
-        admin_host="127.0.0.1",
-        admin_port=free_port(),
-        write_timeout_s=5,
-    )
-    gateway = Gateway(config, backend)
-    await gateway.start()
-    topic = PulsarTopic(Namespace("public", "default"), "hot", "hot")
-    await backend.admin.create_partitioned(topic, 2, {})
-    yield gateway, backend
-    await gateway.stop()
+    async with gateway_with_hot_topic(
+        2, admin_host="127.0.0.1", admin_port=free_port(), write_timeout_s=5
+    ) as running:
+        yield running
 
 
 def _produce(topic: str, partition: int, value: bytes) -> dict[str, Any]:

@@ -17,33 +17,20 @@ from kio.schema.offset_commit.v7.request import (
 )
 
 from kop.app import Gateway
-from kop.config import KopConfig
 from kop.protocol.records import Record, build_batch
-from kop.storage.naming import Namespace, PulsarTopic
 from tests.integration.raw import RawClient
 from tests.sim.memory_admin import MemoryBackend
-from tests.unit.waiting import free_port, until
+from tests.unit.memory_gateway import gateway_with_hot_topic, until
 
 PARTITION = "persistent://public/default/hot-partition-0"
 
 
 @pytest.fixture
 async def running() -> AsyncIterator[tuple[Gateway, MemoryBackend]]:
-    backend = MemoryBackend()
-    config = KopConfig(
-        listen_host="127.0.0.1",
-        port=free_port(),
-        admin_port=0,
-        mirror_interval_s=0.05,
-        group_initial_rebalance_delay_ms=0,
-    )
-    gateway = Gateway(config, backend)
-    await gateway.start()
-    await backend.admin.create_partitioned(
-        PulsarTopic(Namespace("public", "default"), "hot", "hot"), 1, {}
-    )
-    yield gateway, backend
-    await gateway.stop()
+    async with gateway_with_hot_topic(
+        1, admin_port=0, mirror_interval_s=0.05, group_initial_rebalance_delay_ms=0
+    ) as running:
+        yield running
 
 
 def _commit(offset: int) -> dict[str, Any]:
