@@ -14,6 +14,7 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services, error_of
 from kop.groups.coordinator import JoinRequest
 from kop.groups.rebalance import JoinResult
+from kop.groups.report import summaries
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -231,21 +232,17 @@ async def list_groups(services: Services, ctx: RequestContext, request: Any) -> 
         return {"throttle_time": 0, "error_code": exc.code, "groups": []}
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
-    out = []
-    known = dict(groups.coordinator.groups)
-    for group_id in sorted(set(known) | set(groups.offsets.groups())):
-        g = known.get(group_id)
-        state = g.state.value if g is not None else GroupState.EMPTY.value
-        if (states and state.lower() not in states) or (types and "classic" not in types):
-            continue
-        out.append(
-            {
-                "group_id": group_id,
-                "protocol_type": (g.protocol_type or "") if g else "",
-                "group_state": state,
-                "group_type": "classic",
-            }
-        )
+    out = [
+        {
+            "group_id": g["group"],
+            "protocol_type": g["protocol_type"] or "",
+            "group_state": g["state"],
+            "group_type": "classic",
+        }
+        for g in summaries(groups)
+        if not (states and g["state"].lower() not in states)
+        and not (types and "classic" not in types)
+    ]
     return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": out}
 
 

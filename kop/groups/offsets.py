@@ -95,7 +95,7 @@ class Offsets:
             if o.expire_ms is not None:
                 due = now_ms >= o.expire_ms
             else:
-                base = o.commit_ms if standalone or g is None else max(g.state_ms, 0)
+                base = o.commit_ms if standalone or g is None else g.state_ms
                 due = now_ms - base >= self.retention_ms
             if due:
                 out.append(tp)

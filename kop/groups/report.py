@@ -17,19 +17,27 @@ from kop.storage.types import StorageError
 
 
 def summaries(groups: GroupService) -> list[dict[str, Any]]:
-    known = groups.coordinator.groups
-    out = []
-    for group_id in sorted(set(known) | set(groups.offsets.groups())):
-        g = known.get(group_id)
-        out.append({
-            "group": group_id,
-            "state": (g.state if g is not None else GroupState.EMPTY).value,
-            "protocol_type": g.protocol_type if g is not None else None,
-            "protocol": g.protocol if g is not None else None,
-            "generation": g.generation if g is not None else 0,
-            "members": len(g.members) if g is not None else 0,
-        })  # fmt: skip
-    return out
+    """Every group kop knows: by the coordinator, or only by committed offsets (a
+    standalone group, reported Empty as Kafka does)."""
+    found = (
+        summary(groups, g)
+        for g in sorted(set(groups.coordinator.groups) | set(groups.offsets.groups()))
+    )
+    return [s for s in found if s is not None]
+
+
+def summary(groups: GroupService, group_id: str) -> dict[str, Any] | None:
+    g = groups.coordinator.groups.get(group_id)
+    if g is None and not groups.offsets.of(group_id):
+        return None
+    return {
+        "group": group_id,
+        "state": (g.state if g is not None else GroupState.EMPTY).value,
+        "protocol_type": g.protocol_type if g is not None else None,
+        "protocol": g.protocol if g is not None else None,
+        "generation": g.generation if g is not None else 0,
+        "members": len(g.members) if g is not None else 0,
+    }
 
 
 async def describe(
@@ -37,8 +45,8 @@ async def describe(
 ) -> dict[str, Any] | None:
     """None for a group kop knows nothing of. A partition whose log cannot be
     opened right now reports no log end offset and no lag."""
-    summary = next((s for s in summaries(groups) if s["group"] == group_id), None)
-    if summary is None:
+    found = summary(groups, group_id)
+    if found is None:
         return None
     g = groups.coordinator.groups.get(group_id)
     members = []
@@ -58,7 +66,7 @@ async def describe(
             "log_end_offset": end, "lag": max(end - offset, 0) if end is not None else None,
             "metadata": committed[tp].metadata,
         })  # fmt: skip
-    return {**summary, "member_details": members, "offsets": offsets}
+    return {**found, "member_details": members, "offsets": offsets}
 
 
 async def log_end(
