@@ -62,6 +62,17 @@ def _recs(tag: str, n: int, base_ts: int) -> list[Rec]:
     ]
 
 
+def _two_ledgers(produce: Any, bootstrap: str, topic: str) -> tuple[list[Rec], list[Rec]]:
+    """Records a (offsets 0-4) in one ledger and b (5-9) in the next: an unload in
+    between makes Pulsar roll the ledger, so a trim can take the first alone."""
+    first = _recs("a", 5, 1_700_000_000_000)
+    second = _recs("b", 5, 1_700_000_001_000)
+    assert produce(bootstrap, topic, first, None) == list(range(5))
+    unload(topic)
+    assert produce(bootstrap, topic, second, None) == list(range(5, 10))
+    return first, second
+
+
 def _list_offset(client: RawClient, topic: str, timestamp: int) -> tuple[int, int]:
     """ListOffsets v7 for partition 0: (error code, offset)."""
     resp = client.request(
@@ -110,11 +121,7 @@ def test_trim_while_running_moves_log_start_and_keeps_offsets(
     below it are out of range, a consumer resetting to earliest reads exactly the
     surviving records 5..9 at their original offsets, and produce continues at 10."""
     create_topic(gateway.bootstrap, topic, entry_format="pulsar")
-    first = _recs("a", 5, 1_700_000_000_000)
-    second = _recs("b", 5, 1_700_000_001_000)
-    assert PRODUCERS["kafka-python"](gateway.bootstrap, topic, first, None) == list(range(5))
-    unload(topic)
-    assert PRODUCERS["kafka-python"](gateway.bootstrap, topic, second, None) == list(range(5, 10))
+    _first, second = _two_ledgers(PRODUCERS["kafka-python"], gateway.bootstrap, topic)
     before = ledgers(topic)
     assert len(before) == 2 and all(entries > 0 for _, entries in before), (
         f"expected the first 5 records in a closed ledger and the next 5 in the current "
@@ -206,11 +213,7 @@ def test_read_that_meets_deleted_data_moves_log_start_at_once(
     gw.start()
     try:
         create_topic(gw.bootstrap, topic, entry_format="kafka")
-        first = _recs("a", 5, 1_700_000_000_000)
-        second = _recs("b", 5, 1_700_000_001_000)
-        assert PRODUCERS["confluent-kafka"](gw.bootstrap, topic, first, None) == list(range(5))
-        unload(topic)
-        assert PRODUCERS["confluent-kafka"](gw.bootstrap, topic, second, None) == list(range(5, 10))
+        _first, second = _two_ledgers(PRODUCERS["confluent-kafka"], gw.bootstrap, topic)
         before = ledgers(topic)
         assert len(before) == 2 and all(entries > 0 for _, entries in before), before
         truncate(topic)
@@ -250,11 +253,7 @@ def test_restart_after_a_partial_truncation_starts_at_the_first_surviving_record
     gw.start()
     try:
         create_topic(gw.bootstrap, topic, entry_format="pulsar")
-        first = _recs("a", 5, 1_700_000_000_000)
-        second = _recs("b", 5, 1_700_000_001_000)
-        assert PRODUCERS["kafka-python"](gw.bootstrap, topic, first, None) == list(range(5))
-        unload(topic)
-        assert PRODUCERS["kafka-python"](gw.bootstrap, topic, second, None) == list(range(5, 10))
+        _two_ledgers(PRODUCERS["kafka-python"], gw.bootstrap, topic)
         assert gw.stop() == 0
         before = ledgers(topic)
         truncate(topic)
