@@ -169,6 +169,7 @@ class Gateway:
         await self.logs.start()
         defaults = TopicDefaults(
             entry_format=EntryFormat(c.default_entry_format),
+            pulsar_batching=c.default_pulsar_batching,
             partitions=c.default_partitions,
             retention_ms=c.retention_ms,
             retention_bytes=c.retention_bytes,

@@ -39,6 +39,7 @@ class KopConfig(BaseSettings):
     system_namespace: str = "public/__kop"
     # Topics
     default_entry_format: Literal["pulsar", "kafka"] = "pulsar"
+    default_pulsar_batching: bool = True
     auto_create_topics: bool = True
     default_partitions: int = Field(1, ge=1, le=10000)
     retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=-1)

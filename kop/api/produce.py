@@ -52,7 +52,7 @@ async def _begin(
                 )
         await services.catalog.writable(view.topic)
         plog = await services.logs.partition(view.partition_topic(index))
-        return await plog.begin_append(batches, view.entry_format)
+        return await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
     except Exception as exc:
         return exc
 

@@ -75,16 +75,18 @@ class Appender:
         self._tasks: set[asyncio.Task[int]] = set()
         self._retired: set[str] = set()
         self._settling: asyncio.Task[None] | None = None
+        self._batching = True  # the mode of the writes being planned (see MessageLog.writer)
         self.closed = False
 
     async def begin_append(
-        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat
+        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat, batching: bool = True
     ) -> Awaitable[int]:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Decode before touching any state: a corrupt batch leaves nothing behind.
         decoded = [(head, batch, _records(head, batch, fmt)) for head, batch in batches]
         async with self._lock:
+            self._batching = batching
             writer = await self._writer()
             jobs = [await self._plan(writer, head, b, recs, fmt) for head, b, recs in decoded]
         task = asyncio.ensure_future(self._complete(jobs))
@@ -97,10 +99,10 @@ class Appender:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
-                writer = await self._storage.writer(self._topic)
+                writer = await self._storage.writer(self._topic, batching=self._batching)
                 while writer.name in self._retired:
                     await self._storage.close_writer(self._topic, writer.name)
-                    writer = await self._storage.writer(self._topic)
+                    writer = await self._storage.writer(self._topic, batching=self._batching)
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"no writer for {self._topic} in time"

@@ -185,11 +185,12 @@ class PartitionLog:
     # -- produce ------------------------------------------------------------------------
 
     async def begin_append(
-        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat
+        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat, batching: bool = True
     ) -> Awaitable[int]:
         """Check and enqueue the writes in call order; the returned awaitable gives the
-        first batch's base offset once counted (see `Appender`)."""
-        return await self.appender.begin_append(batches, fmt)
+        first batch's base offset once counted (see `Appender`). `batching=False`
+        stores each message as an entry of its own."""
+        return await self.appender.begin_append(batches, fmt, batching)
 
     # -- fetch -------------------------------------------------------------------------
 

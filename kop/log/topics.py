@@ -20,11 +20,13 @@ from kop.storage.types import AdminError, TopicInfo
 
 PROPERTY_PREFIX = "kafka."
 ENTRY_FORMAT = "kop.entry.format"
+PULSAR_BATCHING = "kop.pulsar.batching"
 
 
 @dataclass(frozen=True, slots=True)
 class TopicDefaults:
     entry_format: EntryFormat = EntryFormat.PULSAR
+    pulsar_batching: bool = True
     partitions: int = 1
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_bytes: int = -1
@@ -40,6 +42,7 @@ class TopicDefaults:
             "compression.type": "producer",
             "min.insync.replicas": "1",
             ENTRY_FORMAT: self.entry_format.value,
+            PULSAR_BATCHING: str(self.pulsar_batching).lower(),
         }
 
 
@@ -53,6 +56,7 @@ _SETTABLE: dict[str, tuple[str, ...] | None] = {
     "compression.type": ("producer",),
     "min.insync.replicas": None,
     ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
+    PULSAR_BATCHING: ("true", "false"),
 }
 _NUMERIC = {"retention.ms", "retention.bytes", "max.message.bytes", "min.insync.replicas"}
 
@@ -73,6 +77,11 @@ class TopicView:
     @property
     def entry_format(self) -> EntryFormat:
         return EntryFormat(self.configs.get(ENTRY_FORMAT, EntryFormat.PULSAR.value))
+
+    @property
+    def pulsar_batching(self) -> bool:
+        """False: one Pulsar entry per message, so Pulsar's backlog counts records."""
+        return self.configs.get(PULSAR_BATCHING, "true") == "true"
 
     @property
     def max_message_bytes(self) -> int:

@@ -210,8 +210,11 @@ class PulsarWriter:
     which a reconnect can lose or turn into (-1, -1) for a de-duplicated re-send.
     """
 
-    def __init__(self, producer: pulsar_asyncio.Producer, budget: SendBudget) -> None:
+    def __init__(
+        self, producer: pulsar_asyncio.Producer, budget: SendBudget, batching: bool
+    ) -> None:
         self._producer = producer._producer  # the C++ producer, for null values
+        self.batching = batching
         self._name: str = self._producer.producer_name()
         self._budget = budget
         self._sent = 0
@@ -349,19 +352,22 @@ class PulsarSession:
         self._writers: dict[str, PulsarWriter] = {}
         self._writer_locks: dict[str, asyncio.Lock] = {}
 
-    async def writer(self, topic: str) -> PulsarWriter:
+    async def writer(self, topic: str, *, batching: bool = True) -> PulsarWriter:
         existing = self._writers.get(topic)
-        if existing is not None:
+        if existing is not None and existing.batching == batching:
             return existing
         lock = self._writer_locks.setdefault(topic, asyncio.Lock())
         async with lock:
+            existing = self._writers.get(topic)
+            if existing is not None and existing.batching != batching:
+                await self.close_writer(topic, existing.name)
             if topic not in self._writers:
                 try:
                     async with asyncio.timeout(self._timeout):
                         raw = await self._client.create_producer(
                             topic,
                             block_if_queue_full=False,
-                            batching_enabled=True,
+                            batching_enabled=batching,
                             batching_max_publish_delay_ms=self._batching_delay_ms,
                             batching_max_messages=10000,
                             batching_max_allowed_size_in_bytes=1 << 20,
@@ -370,7 +376,7 @@ class PulsarSession:
                         )
                 except (pulsar_asyncio.PulsarException, TimeoutError) as exc:
                     raise StorageError(f"cannot create producer on {topic}: {exc}") from exc
-                self._writers[topic] = PulsarWriter(raw, self._budget)
+                self._writers[topic] = PulsarWriter(raw, self._budget, batching)
         return self._writers[topic]
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:

@@ -56,8 +56,12 @@ class TopicReader(Protocol):
 
 
 class MessageLog(Protocol):
-    async def writer(self, topic: str) -> TopicWriter:
-        """The topic's writer, created on first use and shared until closed."""
+    async def writer(self, topic: str, *, batching: bool = True) -> TopicWriter:
+        """The topic's writer, created on first use and shared until closed.
+
+        `batching=False` stores every message as an entry of its own: Pulsar counts
+        a subscription's backlog in entries, so only then is it a count of records.
+        Asking with the other mode closes the shared writer and makes a new one."""
         ...
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:

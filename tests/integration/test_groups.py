@@ -448,22 +448,25 @@ def _pulsar_subscriptions(topic: str) -> dict[str, int]:
 def test_a_groups_commits_show_up_as_a_pulsar_subscription_with_its_lag(
     kop: KopProcess, topic: str
 ) -> None:
-    """Records written one per request are one Pulsar entry each, so the mirrored
-    subscription's backlog is the Kafka lag (Pulsar counts entries; see docs/groups.md).
-    DeleteGroups removes the subscription."""
-    create_topic(kop.bootstrap, topic)
-    p = CfProducer({"bootstrap.servers": kop.bootstrap, "linger.ms": 0})
-    for i in range(10):
+    """On a topic with kop.pulsar.batching=false every record is a Pulsar entry of its
+    own, so the mirrored subscription's backlog (Pulsar counts entries) is the Kafka
+    lag, also for a producer that batches. DeleteGroups removes the subscription."""
+    create_topic(kop.bootstrap, topic, configs={"kop.pulsar.batching": "false"})
+    p = CfProducer({"bootstrap.servers": kop.bootstrap, "linger.ms": 50})
+    for i in range(100):
         p.produce(topic, f"r{i}".encode(), partition=0)
-        assert p.flush(30) == 0
+    assert p.flush(30) == 0
     group = f"g-{topic}"
     c = CfConsumer({**_group_config(kop.bootstrap, group), "enable.auto.commit": False})
-    c.commit(offsets=[CfTP(topic, 0, 4)], asynchronous=False)
+    c.commit(offsets=[CfTP(topic, 0, 37)], asynchronous=False)
+    _, high = c.get_watermark_offsets(CfTP(topic, 0), timeout=10)
     c.close()
+    lag = high - 37
+    assert lag == 63
     deadline = time.monotonic() + 60
-    while _pulsar_subscriptions(topic).get(group) != 6:
+    while _pulsar_subscriptions(topic).get(group) != lag:
         assert time.monotonic() < deadline, (
-            f"no subscription with backlog 6: {_pulsar_subscriptions(topic)}"
+            f"no subscription with backlog {lag}: {_pulsar_subscriptions(topic)}"
         )
         time.sleep(0.5)
 

@@ -82,14 +82,19 @@ class Node:
     # -- what clients do --------------------------------------------------------
 
     def produce(
-        self, data: bytes, fmt: EntryFormat = EntryFormat.PULSAR, topic: str = TOPIC
+        self,
+        data: bytes,
+        fmt: EntryFormat = EntryFormat.PULSAR,
+        topic: str = TOPIC,
+        batching: bool = True,
     ) -> int | KafkaError:
         """One Produce of `data` (record batches); its base offset or its error."""
         plog = self.partition(topic)
 
         async def go() -> int | KafkaError:
             try:
-                done = await plog.begin_append(split_batches(data, max_batch_bytes=1 << 20), fmt)
+                batches = split_batches(data, max_batch_bytes=1 << 20)
+                done = await plog.begin_append(batches, fmt, batching)
                 return await done
             except KafkaError as exc:
                 return exc

@@ -69,11 +69,14 @@ class MemoryTopic:
 
     # -- storage ------------------------------------------------------------
 
-    def append(self, messages: Sequence[OutgoingMessage], producer: str) -> None:
+    def append(
+        self, messages: Sequence[OutgoingMessage], producer: str, batching: bool = True
+    ) -> None:
         ledger = self.ledgers[-1]
         now = int(asyncio.get_running_loop().time() * 1000) + EPOCH_MS
-        for start in range(0, len(messages), self.batch_size):
-            chunk = messages[start : start + self.batch_size]
+        size = self.batch_size if batching else 1
+        for start in range(0, len(messages), size):
+            chunk = messages[start : start + size]
             entry_id = len(ledger.entries)
             batched = len(chunk) > 1
             entry = [
@@ -139,8 +142,9 @@ class MemoryTopic:
 class MemoryWriter:
     _ids = itertools.count()
 
-    def __init__(self, topic: MemoryTopic) -> None:
+    def __init__(self, topic: MemoryTopic, batching: bool = True) -> None:
         self._topic = topic
+        self.batching = batching
         self._name = f"mem-{next(self._ids)}"
         self._sent = 0
         self._queue: deque[_Send] = deque()
@@ -192,7 +196,7 @@ class MemoryWriter:
                 return
             send = self._queue.popleft()
             if send.persist:
-                self._topic.append(send.messages[: send.persist], self._name)
+                self._topic.append(send.messages[: send.persist], self._name, self.batching)
             if send.persist < len(send.messages):
                 # A failure in the middle: this send and all queued behind it fail.
                 failed = [send, *self._queue]
@@ -310,13 +314,16 @@ class MemoryLog:
             await asyncio.sleep(CONNECT_TIMEOUT_S)
             raise StorageError(f"cannot {what}: storage unreachable")
 
-    async def writer(self, topic: str) -> MemoryWriter:
+    async def writer(self, topic: str, *, batching: bool = True) -> MemoryWriter:
         existing = self.writers.get(topic)
+        if existing is not None and existing.batching != batching:
+            await self.close_writer(topic, existing.name)
+            existing = None
         if existing is not None:
             return existing
         await self._reachable(f"create a writer on {topic}")
         if topic not in self.writers:
-            self.writers[topic] = MemoryWriter(self.topic(topic))
+            self.writers[topic] = MemoryWriter(self.topic(topic), batching)
         return self.writers[topic]
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:
