@@ -23,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kop.groups.coordinator import PARKED, Coordinator, JoinRequest, Limits
 from kop.groups.rebalance import Answer, JoinResult, Store, SyncResult
+from kop.groups.timers import deadlines
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode
 
@@ -282,11 +283,28 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.c.tick(self.now)
         self._drain()
 
+    @rule()
+    def time_reaches_the_next_deadline(self) -> None:
+        """What the service's timer task does: sleep until next_deadline, then tick."""
+        deadline = self.c.next_deadline()
+        if deadline is not None:
+            self.now = max(self.now, deadline)
+        self.c.tick(self.now)
+        self._drain()
+
     @rule(ok=st.booleans())
     def storage_health(self, ok: bool) -> None:
         self.store_ok = ok
 
     # -- invariants -------------------------------------------------------------------
+
+    @invariant()
+    def the_next_deadline_is_never_late(self) -> None:
+        """The schedule re-plans only touched groups; no timeout may be missed by it."""
+        due = [t for g in self.c.groups.values() for t in deadlines(g)]
+        if due:
+            planned = self.c.next_deadline()
+            assert planned is not None and planned <= min(due), (planned, min(due))
 
     @invariant()
     def parked_requests_are_held_by_members(self) -> None:
