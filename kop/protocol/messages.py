@@ -140,10 +140,8 @@ def decode_request(frame: bytes) -> Request:
         body, body_used = _reader(schema)(frame, used)
     except Exception as exc:  # kio raises several types for truncated or invalid input
         raise MalformedRequest(f"cannot decode {schema.__name__}: {exc!r}", head) from exc
-    if used + body_used != len(frame):
-        raise MalformedRequest(
-            f"{schema.__name__} has {len(frame) - used - body_used} trailing bytes", head
-        )
+    # Bytes after the fields the version defines are ignored, as Kafka's brokers do:
+    # librdkafka 2.16 sends Metadata v12 with 3 of them.
     return Request(
         RequestHeader(head.api_key, head.api_version, head.correlation_id, header.client_id),
         body,

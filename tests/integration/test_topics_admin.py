@@ -6,6 +6,7 @@ import json
 import urllib.request
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from kafka.admin import (
     ConfigResource,
     ConfigResourceType,
@@ -99,3 +100,15 @@ def test_pulsar_retention_follows_kafka_retention(kop: KopProcess, topic: str) -
     with urllib.request.urlopen(url) as resp:
         policy = json.load(resp)
     assert policy == {"retentionTimeInMinutes": 120, "retentionSizeInMB": -1}
+
+
+def test_confluent_admin_lists_topics(kop: KopProcess, topic: str) -> None:
+    """librdkafka 2.16's AdminClient.list_topics() sends Metadata v12 with 3 bytes after
+    its fields; Kafka answers it, and kop closed the connection."""
+    admin = _admin(kop)
+    try:
+        admin.create_topics([NewTopic(topic, 2, 1)])
+    finally:
+        admin.close()
+    listed = AdminClient({"bootstrap.servers": kop.bootstrap}).list_topics(timeout=30)
+    assert sorted(listed.topics[topic].partitions) == [0, 1]
