@@ -6,7 +6,7 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services
 from kop.protocol.errors import ErrorCode
-from kop.protocol.messages import SUPPORTED_VERSIONS
+from kop.protocol.messages import SUPPORTED_VERSIONS, ApiKey
 
 
 def api_keys() -> list[dict[str, int]]:
@@ -21,6 +21,8 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
 
 
 def unsupported_version_response() -> Response:
-    """What Kafka answers to a too-new ApiVersions: a v0 body with the error and
-    the supported ranges, so the client can retry with a version both know."""
-    return {"error_code": ErrorCode.unsupported_version, "api_keys": api_keys(), "throttle_time": 0}
+    """What Kafka answers to a too-new ApiVersions (KIP-511): a v0 body with the
+    error and ApiVersions' own range alone, so the client retries with a version
+    both know and then learns the rest."""
+    own = [k for k in api_keys() if k["api_key"] == ApiKey.API_VERSIONS]
+    return {"error_code": ErrorCode.unsupported_version, "api_keys": own, "throttle_time": 0}

@@ -137,7 +137,7 @@ def decode_request(frame: bytes) -> Request:
     schema = load_request_schema(head.api_key, head.api_version)
     try:
         header, used = _reader(typing.cast(type[Entity], schema.__header_schema__))(frame, 0)
-        body, body_used = _reader(schema)(frame, used)
+        body, _ = _reader(schema)(frame, used)
     except Exception as exc:  # kio raises several types for truncated or invalid input
         raise MalformedRequest(f"cannot decode {schema.__name__}: {exc!r}", head) from exc
     # Bytes after the fields the version defines are ignored, as Kafka's brokers do:

@@ -100,10 +100,10 @@ def split_batches(data: bytes, *, max_batch_bytes: int) -> list[tuple[BatchHeade
     while pos < len(data):
         if len(data) - pos < HEADER_SIZE:
             raise KafkaError(ErrorCode.corrupt_message, "truncated record batch")
-        if data[pos + 16] != 2:
+        if data[pos + 16] != 2:  # Produce v3+ carries magic 2 only; Kafka says INVALID_RECORD
             raise KafkaError(
-                ErrorCode.unsupported_for_message_format,
-                f"record batch magic {data[pos + 16]} is not supported; kop accepts magic 2",
+                ErrorCode.invalid_record,
+                f"record batch magic {data[pos + 16]} in a Produce v3+; only magic 2 is allowed",
             )
         head = read_header(view, pos)
         if head.length > max_batch_bytes:
