@@ -1,6 +1,7 @@
-"""A bare Kafka protocol client for tests that need exact requests (retries with
-the same sequence, malformed frames, unknown versions). Encodes with kio,
-independently of kop's own codec module."""
+"""A bare Kafka protocol client for exact requests (retries with the same
+sequence, malformed frames, unknown versions), used by tests and by the
+conformance scenarios on bad input. Encodes with kio, independently of kop's
+own codec module."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from kio.serial import entity_reader, entity_writer
 
 
 class RawClient:
-    def __init__(self, port: int, timeout: float = 30.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self._correlation = 0
 
     def close(self) -> None:

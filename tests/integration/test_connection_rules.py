@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from conformance.clients.raw import RawClient
 from kop.protocol.records import Record, build_batch
 from tests.integration.admin import create_topic
 from tests.integration.clients import kp_consume
 from tests.integration.conftest import KopProcess
-from tests.integration.raw import RawClient
 
 
 def test_acks_zero_is_written_without_a_response(kop: KopProcess, topic: str) -> None:

@@ -8,10 +8,10 @@ import urllib.request
 
 from kio.schema.errors import ErrorCode
 
+from conformance.clients.raw import RawClient
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec
 from tests.integration.conftest import KopProcess
-from tests.integration.raw import RawClient
 
 
 def test_waiting_fetch_is_woken_by_a_produce(kop: KopProcess, topic: str) -> None:

@@ -30,9 +30,9 @@ from kio.schema.offset_commit.v7.request import (
 )
 from kio.schema.sync_group.v3.request import SyncGroupRequestAssignment
 
+from conformance.clients.raw import RawClient
 from tests.integration.admin import create_topic
 from tests.integration.conftest import PULSAR_HTTP, KopProcess
-from tests.integration.raw import RawClient
 
 PARTITIONS = 6
 

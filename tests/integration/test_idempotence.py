@@ -9,11 +9,11 @@ import datetime
 import pytest
 from kio.schema.errors import ErrorCode
 
+from conformance.clients.raw import RawClient
 from kop.protocol.records import Record, build_batch
 from tests.integration.admin import create_topic
 from tests.integration.clients import cf_consume, cf_produce, sample_records
 from tests.integration.conftest import KopProcess
-from tests.integration.raw import RawClient
 
 
 def _produce(client: RawClient, topic: str, batch: bytes) -> tuple[ErrorCode, int]:

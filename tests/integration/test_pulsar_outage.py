@@ -14,11 +14,11 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
+from conformance.clients.raw import RawClient
 from kop.protocol.records import Record, build_batch
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec, kp_consume
 from tests.integration.conftest import PULSAR_TOOL, KopProcess
-from tests.integration.raw import RawClient
 
 RETRIABLE = {
     ErrorCode.request_timed_out,

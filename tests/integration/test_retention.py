@@ -32,6 +32,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsTopic
 
+from conformance.clients.raw import RawClient
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec, cf_consume
 from tests.integration.conftest import KopProcess
@@ -44,7 +45,6 @@ from tests.integration.observe import (
     unload,
     wait_for_partition,
 )
-from tests.integration.raw import RawClient
 
 EARLIEST, LATEST = -2, -1
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
+from conformance.clients.raw import RawClient
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch
 from kop.server.connection import Connection, Limits
 from kop.storage.naming import Namespace
-from tests.integration.raw import RawClient
 from tests.sim.memory_admin import MemoryBackend
 from tests.unit.memory_gateway import free_port, gateway_with_hot_topic, until
 

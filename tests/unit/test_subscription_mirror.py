@@ -16,9 +16,9 @@ from kio.schema.offset_commit.v7.request import (
     TopicName,
 )
 
+from conformance.clients.raw import RawClient
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch
-from tests.integration.raw import RawClient
 from tests.sim.memory_admin import MemoryBackend
 from tests.unit.memory_gateway import gateway_with_hot_topic, until
 

@@ -1,0 +1,59 @@
+"""python -m conformance [--quick] [--scenario PREFIX] [--client NAME] [--no-write]
+
+Runs the catalogue against kop and the reference Kafka, prints the matrix and
+writes it to docs/compatibility.md. Exits 1 when a cell differs without a known
+reason (or a known difference went stale), so `make test` can run the quick tier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import conformance.scenarios  # noqa: F401  (registers the catalogue)
+from conformance import report
+from conformance.clients import DRIVERS
+from conformance.model import CATALOGUE
+from conformance.runner import DIFFER, STALE, Cell, run_all
+from conformance.targets import REPO, kafka_target, kop_target
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="only the quick tier (run by make test)")
+    ap.add_argument("--scenario", action="append", default=[], help="name prefix (repeatable)")
+    ap.add_argument("--client", action="append", default=[], choices=sorted(DRIVERS))
+    ap.add_argument("--no-write", action="store_true", help="do not write docs/compatibility.md")
+    ap.add_argument("--log-dir", type=Path, default=REPO / ".conformance")
+    args = ap.parse_args(argv)
+
+    chosen = [
+        sc for sc in CATALOGUE.values()
+        if (sc.quick or not args.quick)
+        and (not args.scenario or any(sc.name.startswith(p) for p in args.scenario))
+    ]  # fmt: skip
+    clients = args.client or list(DRIVERS)
+    started = time.monotonic()
+
+    def progress(cell: Cell, i: int, n: int) -> None:
+        elapsed = time.monotonic() - started
+        print(f"[conformance] {i}/{n} {cell.scenario} [{cell.client}]: {cell.status} "
+              f"({cell.seconds:.1f} s; {elapsed:.0f} s elapsed)", flush=True)  # fmt: skip
+
+    with kafka_target() as kafka, kop_target(args.log_dir) as kop:
+        cells = run_all(chosen, clients, kop, kafka, progress)
+    print(report.text(cells))
+    tier = "quick tier" if args.quick else "full matrix"
+    print(f"[conformance] {tier}: {len(cells)} cells in {time.monotonic() - started:.0f} s")
+    if not args.no_write and not args.quick and not args.scenario and not args.client:
+        report.write(
+            cells, f"Last run: the {tier}, {len(cells)} cells.", args.log_dir / "last.json"
+        )
+    return 1 if any(c.status in (DIFFER, STALE) for c in cells) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

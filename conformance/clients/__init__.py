@@ -1,0 +1,22 @@
+"""Client drivers: each runs one unmodified Kafka client library or tool."""
+
+from __future__ import annotations
+
+from conformance.clients.aiokafka_client import AioKafka
+from conformance.clients.base import Client
+from conformance.clients.kafka_python import KafkaPython
+from conformance.clients.librdkafka import ConfluentKafka
+
+PYTHON: tuple[str, ...] = ("confluent-kafka", "kafka-python", "aiokafka")
+
+
+class Raw:
+    """Exact frames: the scenario opens its own RawClient (conformance/clients/raw.py)."""
+
+    name = "raw"
+    codecs: tuple[str, ...] = ()
+
+
+DRIVERS: dict[str, Client | Raw] = {
+    c.name: c for c in (ConfluentKafka(), KafkaPython(), AioKafka(), Raw())
+}

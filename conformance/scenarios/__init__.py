@@ -1,0 +1,3 @@
+"""The catalogue: importing this package registers every scenario."""
+
+from conformance.scenarios import admin, bad_input, groups, positions, produce  # noqa: F401

@@ -1,0 +1,122 @@
+"""Admin through confluent-kafka's AdminClient: topics, configs, records, cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+
+from conformance.clients.base import until
+from conformance.model import Ctx, Observation, Rec, scenario
+from conformance.setup import create_topic
+
+CF = ("confluent-kafka",)
+SHOWN_CONFIGS = ("cleanup.policy", "retention.ms", "retention.bytes", "max.message.bytes")
+
+
+def _admin(ctx: Ctx) -> AdminClient:
+    return AdminClient({"bootstrap.servers": ctx.bootstrap})
+
+
+def _result(fut: Any) -> Any:
+    """A future's value, or the error name the client reports."""
+    try:
+        return fut.result(60)
+    except KafkaException as exc:
+        return {"client error": exc.args[0].name()}
+
+
+def _configs(admin: AdminClient, topic: str) -> Any:
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    got = _result(admin.describe_configs([res])[res])
+    if isinstance(got, dict) and "client error" in got:
+        return got
+    return {k: got[k].value for k in SHOWN_CONFIGS if k in got}
+
+
+@scenario("admin/topics", CF, quick=True)
+def topics(ctx: Ctx, _client: object) -> Observation:
+    """Create, create again, grow, describe, delete, delete again."""
+    admin = _admin(ctx)
+    topic = ctx.name("admin-topic")
+    out: dict[str, Any] = {}
+    new = NewTopic(topic, 2, 1, config={"retention.ms": "3600000"})
+    out["create"] = _result(admin.create_topics([new], operation_timeout=30)[topic])
+    out["create again"] = _result(admin.create_topics([new], operation_timeout=30)[topic])
+    out["grow to 4"] = _result(admin.create_partitions([NewPartitions(topic, 4)])[topic])
+    out["shrink to 3"] = _result(admin.create_partitions([NewPartitions(topic, 3)])[topic])
+    out["partitions"] = until("4 partitions in metadata", 30, lambda: _partitions(admin, topic, 4))
+    out["delete"] = _result(admin.delete_topics([topic], operation_timeout=30)[topic])
+    out["delete again"] = _result(admin.delete_topics([topic], operation_timeout=30)[topic])
+    return out
+
+
+def _partitions(admin: AdminClient, topic: str, expected: int) -> list[int] | None:
+    """The partition ids once metadata shows `expected` of them (it lags on Kafka)."""
+    found = sorted(admin.list_topics(topic, timeout=30).topics[topic].partitions)
+    return found if len(found) == expected else None
+
+
+@scenario("admin/describe-configs", CF, quick=True)
+def describe_configs(ctx: Ctx, _client: object) -> Observation:
+    """A topic's configs (the ones kop maps to Pulsar policies), as created and as default."""
+    admin = _admin(ctx)
+    custom, plain = ctx.name("cfg-custom"), ctx.name("cfg-plain")
+    create_topic(
+        ctx.bootstrap, custom, configs={"retention.ms": "3600000", "max.message.bytes": "2097152"}
+    )
+    create_topic(ctx.bootstrap, plain)
+    return {"custom": _configs(admin, custom), "default": _configs(admin, plain)}
+
+
+@scenario("admin/alter-configs", CF)
+def alter_configs(ctx: Ctx, _client: object) -> Observation:
+    """Incremental alter of retention.ms and max.message.bytes, read back."""
+    admin = _admin(ctx)
+    topic = ctx.name("cfg-alter")
+    create_topic(ctx.bootstrap, topic)
+    set_op = AlterConfigOpType.SET
+    changes = [
+        ConfigEntry("retention.ms", "7200000", incremental_operation=set_op),
+        ConfigEntry("max.message.bytes", "3000000", incremental_operation=set_op),
+    ]
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=changes)
+    altered = _result(admin.incremental_alter_configs([res])[res])
+    return {"alter": None if altered is None else str(altered), "now": _configs(admin, topic)}
+
+
+@scenario("admin/delete-records", CF)
+def delete_records(ctx: Ctx, client: Any) -> Observation:
+    """DeleteRecords before offset 4 moves the log start: earliest becomes 4."""
+    admin = _admin(ctx)
+    topic = ctx.name("delrec")
+    create_topic(ctx.bootstrap, topic)
+    client.produce(ctx.bootstrap, topic, [Rec(None, f"v{i}".encode()) for i in range(10)])
+    tp = TopicPartition(topic, 0, 4)
+    try:
+        done = admin.delete_records([tp])[tp].result(60)
+        low = done.low_watermark
+    except KafkaException as exc:
+        return {"client error": exc.args[0].name()}
+    return {
+        "low watermark": low,
+        "earliest": client.list_offset(ctx.bootstrap, topic, 0, "earliest"),
+    }
+
+
+@scenario("admin/describe-cluster", CF, quick=True)
+def describe_cluster(ctx: Ctx, _client: object) -> Observation:
+    """DescribeCluster: one broker, which is also the controller."""
+    got = _result(_admin(ctx).describe_cluster(request_timeout=30))
+    if isinstance(got, dict):
+        return got
+    return {"brokers": len(got.nodes), "has controller": got.controller is not None}

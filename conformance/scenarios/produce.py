@@ -1,0 +1,75 @@
+"""Produce and consume: what is stored is what comes back, at the offsets the
+producer was told."""
+
+from __future__ import annotations
+
+from conformance.clients import PYTHON
+from conformance.clients.base import Client
+from conformance.model import Ctx, Observation, Rec, scenario
+from conformance.setup import create_topic
+
+BASE_TS = 1_700_000_000_000
+
+
+def sample(n: int) -> list[Rec]:
+    """Text and binary keys, null keys and values, repeated and binary headers."""
+    out = []
+    for i in range(n):
+        value = None if i % 5 == 4 else f"value-{i}-".encode() * (1 + i % 4)
+        key: bytes | None = bytes([0xFF, i % 256, 0]) if i % 2 else f"key-{i}".encode()
+        if i % 7 == 3 and value is not None:
+            key = None
+        headers: tuple[tuple[str, bytes | None], ...] = ()
+        if i % 3 == 0:
+            headers = (("trace", f"t{i}".encode()), ("bin", b"\x00\xff"), ("trace", b"again"))
+        elif i % 3 == 1:
+            headers = (("a", b"1"), ("b", b""))
+        out.append(Rec(key, value, headers, BASE_TS + i * 10))
+    return out
+
+
+def round_trip(
+    ctx: Ctx, client: Client, logical: str, recs: list[Rec], **produce: object
+) -> Observation:
+    topic = ctx.name(logical)
+    create_topic(ctx.bootstrap, topic)
+    offsets = client.produce(ctx.bootstrap, topic, recs, **produce)  # type: ignore[arg-type]
+    got = client.consume(ctx.bootstrap, topic, len(recs))
+    return {"offsets": offsets, "records": [r.seen() for r in got]}
+
+
+@scenario("produce/records", PYTHON, quick=True)
+def records(ctx: Ctx, client: Client) -> Observation:
+    """Keys (text, binary, null), null values, repeated and binary headers, timestamps."""
+    return round_trip(ctx, client, "records", sample(30))
+
+
+@scenario("produce/codecs", PYTHON)
+def codecs(ctx: Ctx, client: Client) -> Observation:
+    """Every codec the client has: gzip, snappy, lz4, zstd and none."""
+    return {
+        codec: round_trip(ctx, client, f"codec-{codec}", sample(20), compression=codec)
+        for codec in client.codecs
+    }
+
+
+@scenario("produce/idempotent", PYTHON, quick=True)
+def idempotent(ctx: Ctx, client: Client) -> Observation:
+    """enable.idempotence=true (the Java client's default)."""
+    return round_trip(ctx, client, "idem", sample(50), idempotent=True)
+
+
+@scenario("produce/partitions", PYTHON)
+def partitions(ctx: Ctx, client: Client) -> Observation:
+    """Records to chosen partitions of a 3-partition topic: offsets per partition."""
+    topic = ctx.name("parts")
+    create_topic(ctx.bootstrap, topic, 3)
+    recs = [
+        Rec(f"k{i}".encode(), f"v{i}".encode(), (), BASE_TS + i, partition=i % 3) for i in range(12)
+    ]
+    offsets = client.produce(ctx.bootstrap, topic, recs)
+    seen = {
+        p: [r.seen() for r in client.consume(ctx.bootstrap, topic, 4, partition=p)]
+        for p in range(3)
+    }
+    return {"offsets": offsets, "records": seen}
