@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status clean
+.PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
+        kafka-fetch kafka-start kafka-stop kafka-status clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,19 @@ pulsar-stop:
 
 pulsar-status:
 	$(PYTHON) tools/pulsar.py status
+
+## The reference Apache Kafka broker (127.0.0.1:19092) kop is judged against; stdlib only, no venv.
+kafka-fetch:
+	$(PYTHON) tools/kafka.py fetch
+
+kafka-start:
+	$(PYTHON) tools/kafka.py start
+
+kafka-stop:
+	$(PYTHON) tools/kafka.py stop
+
+kafka-status:
+	$(PYTHON) tools/kafka.py status
 
 ## make run: venv + kop, a local Pulsar standalone, then Kafka on localhost:9092 in the foreground.
 run: pulsar-fetch

@@ -32,30 +32,24 @@ See docs/pulsar.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
-import hashlib
 import json
-import os
 import re
-import shlex
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+
+import provision
+from provision import Health, Tool, fail
 
 PULSAR_VERSION = "4.0.7"
 MAIN_CLASS = "org.apache.pulsar.PulsarStandaloneStarter"
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = provision.REPO_ROOT
 POM = REPO_ROOT / "tools" / "pulsar" / "pom.xml"
 CONF_TEMPLATE = REPO_ROOT / "config" / "pulsar-standalone.conf"
 
@@ -63,9 +57,7 @@ DEFAULT_BROKER_PORT = 6650
 DEFAULT_HTTP_PORT = 8080
 DEFAULT_START_TIMEOUT = 180.0
 DEFAULT_STOP_TIMEOUT = 30.0
-PROGRESS_EVERY = 10.0
 NAMESPACE_GRACE = 10.0
-MAVEN_CENTRAL = "https://repo.maven.apache.org/maven2"
 
 # Heap/GC/direct-memory options; KOP_PULSAR_JVM_OPTS replaces this list.
 # Small on purpose: Pulsar runs beside the gateway, Spark and test clients on a
@@ -122,27 +114,10 @@ LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 PROG = "tools/pulsar.py"
-NO_JAVA = (
-    "`java` is not on PATH; install a JDK 17 "
-    "(e.g. `apt-get install -y openjdk-17-jdk-headless`) and re-run"
-)
-
-
-class ToolError(Exception):
-    """A failure reported as one line on stderr (plus optional context before it)."""
-
-    def __init__(self, message: str, context: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.context = context
-
-
-def say(msg: str) -> None:
-    print(f"[pulsar] {msg}", flush=True)
-
-
-def fail(message: str, context: str = "") -> NoReturn:
-    raise ToolError(message, context)
+TOOL = Tool(PROG, "pulsar", "Pulsar")
+say = TOOL.say
+# Arguments that identify our JVM in /proc/<pid>/cmdline (guards against pid reuse).
+MARKERS = (MAIN_CLASS,)
 
 
 # --------------------------------------------------------------------------- settings
@@ -158,20 +133,27 @@ class Settings:
     stop_timeout: float
 
     @property
-    def dist_dir(self) -> Path:
-        return self.cache_dir / f"pulsar-{PULSAR_VERSION}"
+    def dist(self) -> provision.Dist:
+        return provision.Dist(
+            product="Pulsar",
+            version=PULSAR_VERSION,
+            pom=POM,
+            dir=self.cache_dir / f"pulsar-{PULSAR_VERSION}",
+            properties={"pulsar.version": PULSAR_VERSION},
+            required_jars=(f"pulsar-broker-{PULSAR_VERSION}.jar",),
+        )
 
     @property
-    def lib_dir(self) -> Path:
-        return self.dist_dir / "lib"
-
-    @property
-    def marker(self) -> Path:
-        return self.dist_dir / "fetched.json"
-
-    @property
-    def maven_log(self) -> Path:
-        return self.dist_dir / "maven.log"
+    def broker(self) -> provision.Broker:
+        return provision.Broker(
+            tool=TOOL,
+            pid_file=self.pid_file,
+            logs=(self.log_file,),
+            markers=MARKERS,
+            start_timeout=self.start_timeout,
+            stop_timeout=self.stop_timeout,
+            timeout_env="KOP_PULSAR_START_TIMEOUT",
+        )
 
     @property
     def conf_file(self) -> Path:
@@ -190,206 +172,25 @@ class Settings:
         return f"http://localhost:{self.http_port}"
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        fail(f"{name}={raw!r} is not a number; unset it or set a number of seconds")
-
-
-def _port(value: str | int | None, env: str, default: int) -> int:
-    raw = value if value is not None else os.environ.get(env, "").strip() or default
-    try:
-        port = int(raw)
-    except ValueError:
-        fail(f"port {raw!r} (from --flag or {env}) is not a number; set a port between 1 and 65535")
-    if not 0 < port < 65536:
-        fail(f"port {port} (from --flag or {env}) is out of range; set a port between 1 and 65535")
-    return port
-
-
 def load_settings(args: argparse.Namespace) -> Settings:
-    cache = Path(os.environ.get("KOP_CACHE_DIR") or "~/.cache/kop").expanduser().resolve()
-    data_raw = (
-        getattr(args, "data_dir", None)
-        or os.environ.get("KOP_PULSAR_DATA")
-        or str(cache / "pulsar-data")
+    place = provision.load_place(
+        args,
+        "KOP_PULSAR",
+        [
+            provision.PortSpec("port", "KOP_PULSAR_PORT", "binary port", DEFAULT_BROKER_PORT),
+            provision.PortSpec("http_port", "KOP_PULSAR_HTTP_PORT", "HTTP port", DEFAULT_HTTP_PORT),
+        ],
+        DEFAULT_START_TIMEOUT,
+        DEFAULT_STOP_TIMEOUT,
     )
-    broker_port = _port(getattr(args, "port", None), "KOP_PULSAR_PORT", DEFAULT_BROKER_PORT)
-    http_port = _port(getattr(args, "http_port", None), "KOP_PULSAR_HTTP_PORT", DEFAULT_HTTP_PORT)
-    if broker_port == http_port:
-        fail(
-            f"binary port and HTTP port are both {broker_port}; set KOP_PULSAR_PORT and "
-            "KOP_PULSAR_HTTP_PORT apart"
-        )
-    timeout = getattr(args, "timeout", None)
     return Settings(
-        cache_dir=cache,
-        data_dir=Path(data_raw).expanduser().resolve(),
-        broker_port=broker_port,
-        http_port=http_port,
-        start_timeout=float(timeout)
-        if timeout
-        else _env_number("KOP_PULSAR_START_TIMEOUT", DEFAULT_START_TIMEOUT),
-        stop_timeout=_env_number("KOP_PULSAR_STOP_TIMEOUT", DEFAULT_STOP_TIMEOUT),
+        cache_dir=place.cache_dir,
+        data_dir=place.data_dir,
+        broker_port=place.ports[0],
+        http_port=place.ports[1],
+        start_timeout=place.start_timeout,
+        stop_timeout=place.stop_timeout,
     )
-
-
-# --------------------------------------------------------------------------- fetch
-
-
-def _pom_digest() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
-
-
-def is_fetched(s: Settings) -> bool:
-    try:
-        info = json.loads(s.marker.read_text())
-    except (OSError, ValueError):
-        return False
-    return (
-        info.get("version") == PULSAR_VERSION
-        and info.get("pom_sha256") == _pom_digest()
-        and (s.lib_dir / f"pulsar-broker-{PULSAR_VERSION}.jar").is_file()
-    )
-
-
-def _maven_settings(s: Settings) -> Path:
-    custom = os.environ.get("KOP_MAVEN_SETTINGS")
-    if custom:
-        path = Path(custom).expanduser()
-        if not path.is_file():
-            fail(
-                f"KOP_MAVEN_SETTINGS={custom} does not exist; point it to a settings.xml or unset "
-                "it"
-            )
-        return path
-    # Pulsar's parent POM declares extra repositories (confluent, restlet) that
-    # are unreachable here; mirror everything to Maven Central.
-    path = s.dist_dir / "maven-settings.xml"
-    path.write_text(
-        "<settings>\n  <mirrors>\n    <mirror>\n      <id>kop-central-only</id>\n"
-        f"      <mirrorOf>*</mirrorOf>\n      <url>{MAVEN_CENTRAL}</url>\n"
-        "    </mirror>\n  </mirrors>\n</settings>\n"
-    )
-    return path
-
-
-def _maven_failure(log: Path) -> str:
-    """Extract the coordinates Maven could not resolve from its log."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError:
-        return "see the log"
-    patterns = [
-        r"Could not find artifact (\S+)",
-        r"Failed to read artifact descriptor for (\S+?):",
-        r"Could not transfer artifact (\S+) from",
-        r"Failed to collect dependencies at (.+?):\s",
-        r"Could not resolve dependencies for project [^:]+:[^:]+:[^:]+:[^:]+: (.+?)(?: ->|$)",
-        r"Non-resolvable import POM: (.+?)(?: @|$)",
-        r"\[ERROR\] (.+)",
-    ]
-    for pattern in patterns:
-        m = re.search(pattern, text, re.MULTILINE)
-        if m:
-            return m.group(1).strip().rstrip(":")
-    return "no [ERROR] line in the log"
-
-
-def fetch(s: Settings) -> None:
-    if is_fetched(s):
-        jars = len(list(s.lib_dir.glob("*.jar")))
-        say(f"Pulsar {PULSAR_VERSION} already fetched: {s.lib_dir} ({jars} jars)")
-        return
-    mvn = shutil.which("mvn")
-    if not mvn:
-        fail("`mvn` is not on PATH; install Maven (e.g. `apt-get install -y maven`) and re-run")
-    if not shutil.which("java"):
-        fail(NO_JAVA)
-
-    s.dist_dir.mkdir(parents=True, exist_ok=True)
-    tmp_lib = s.dist_dir / "lib.partial"
-    shutil.rmtree(tmp_lib, ignore_errors=True)
-    settings_xml = _maven_settings(s)
-    cmd = [
-        mvn,
-        "-B",
-        "-f",
-        str(POM),
-        "-s",
-        str(settings_xml),
-        f"-Dpulsar.version={PULSAR_VERSION}",
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={tmp_lib}",
-        "-DincludeScope=runtime",
-        *shlex.split(os.environ.get("KOP_MAVEN_ARGS", "")),
-    ]
-    say(
-        f"resolving Pulsar {PULSAR_VERSION} from Maven Central into {s.lib_dir} (maven log: "
-        f"{s.maven_log})"
-    )
-    start = time.monotonic()
-    with open(s.maven_log, "w") as log:
-        log.write("$ " + shlex.join(cmd) + "\n")
-        log.flush()
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=POM.parent
-        )
-        next_report = start + PROGRESS_EVERY
-        while proc.poll() is None:
-            time.sleep(0.5)
-            now = time.monotonic()
-            if now >= next_report:
-                next_report = now + PROGRESS_EVERY
-                downloaded = _count_downloads(s.maven_log)
-                say(
-                    f"still resolving... {now - start:.0f} s elapsed, {downloaded} files "
-                    "downloaded so far"
-                )
-    elapsed = time.monotonic() - start
-    if proc.returncode != 0:
-        shutil.rmtree(tmp_lib, ignore_errors=True)
-        what = _maven_failure(s.maven_log)
-        fail(
-            f"Maven could not resolve Pulsar {PULSAR_VERSION}: {what}; see {s.maven_log} "
-            f"and fix the version/exclusions in {POM.relative_to(REPO_ROOT)}"
-        )
-    broker_jar = tmp_lib / f"pulsar-broker-{PULSAR_VERSION}.jar"
-    if not broker_jar.is_file():
-        fail(f"Maven succeeded but {broker_jar.name} is missing from {tmp_lib}; see {s.maven_log}")
-    shutil.rmtree(s.lib_dir, ignore_errors=True)
-    tmp_lib.rename(s.lib_dir)
-    jar_names = sorted(p.name for p in s.lib_dir.glob("*.jar"))
-    size = sum(p.stat().st_size for p in s.lib_dir.glob("*.jar"))
-    s.marker.write_text(
-        json.dumps(
-            {
-                "version": PULSAR_VERSION,
-                "pom_sha256": _pom_digest(),
-                "jars": len(jar_names),
-                "bytes": size,
-                "seconds": round(elapsed, 1),
-                "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            },
-            indent=2,
-        )
-        + "\n"
-    )
-    say(
-        f"fetched Pulsar {PULSAR_VERSION}: {len(jar_names)} jars, {size / 2**20:.0f} MiB in "
-        f"{elapsed:.1f} s"
-    )
-
-
-def _count_downloads(log: Path) -> int:
-    try:
-        return log.read_text(errors="replace").count("Downloaded from")
-    except OSError:
-        return 0
 
 
 # --------------------------------------------------------------------------- HTTP / health
@@ -416,14 +217,6 @@ def _http(
         return e.code, text
     except (urllib.error.URLError, OSError, TimeoutError):
         return 0, ""
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("localhost", port), timeout=1.0):
-            return True
-    except OSError:
-        return False
 
 
 @dataclass
@@ -464,7 +257,7 @@ def probe(s: Settings, health_timeout: float = 30.0) -> Probe:
             version,
             mismatch=True,
         )
-    if not _port_open(s.broker_port):
+    if not provision.port_open(s.broker_port):
         return Probe(
             False,
             True,
@@ -541,55 +334,6 @@ def namespace_exists(s: Settings) -> bool:
 # --------------------------------------------------------------------------- process handling
 
 
-def _read_pid(s: Settings) -> int | None:
-    try:
-        return int(s.pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _is_our_pulsar(pid: int) -> bool:
-    """True if pid is alive and is a PulsarStandaloneStarter JVM (guards against pid reuse)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[-1].split()[0] == "Z":  # zombie: exited, not yet reaped
-        return False
-    return MAIN_CLASS.encode() in cmdline
-
-
-def running_pid(s: Settings) -> int | None:
-    pid = _read_pid(s)
-    if pid is not None and _is_our_pulsar(pid):
-        return pid
-    return None
-
-
-def _rss_mib(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _log_tail(path: Path, lines: int = 20) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 64 * 1024))
-            data = f.read().decode("utf-8", "replace")
-    except OSError:
-        return f"(no log at {path})"
-    tail = data.splitlines()[-lines:]
-    return f"--- last {len(tail)} lines of {path} ---\n" + "\n".join(tail)
-
-
 def render_config(s: Settings) -> str:
     """Write the standalone config into the data dir; return its metadataStoreUrl."""
     if not CONF_TEMPLATE.is_file():
@@ -618,25 +362,16 @@ def render_config(s: Settings) -> str:
     return m.group(1)
 
 
-def jvm_opts() -> list[str]:
-    custom = os.environ.get("KOP_PULSAR_JVM_OPTS")
-    return shlex.split(custom) if custom is not None and custom.strip() else list(JVM_OPTS)
-
-
 def launch(s: Settings, metadata_url: str) -> subprocess.Popen[bytes]:
-    java = shutil.which("java")
-    if not java:
-        fail(NO_JAVA)
-    if s.log_file.exists() and s.log_file.stat().st_size > 0:
-        s.log_file.replace(s.log_file.with_suffix(".log.1"))
+    java = provision.require_java()
     cmd = [
         java,
-        *jvm_opts(),
+        *provision.jvm_opts("KOP_PULSAR_JVM_OPTS", JVM_OPTS),
         *JVM_REQUIRED_OPTS,
         f"-Dlog4j.configurationFile={s.data_dir / 'log4j2.xml'}",
         f"-Djava.io.tmpdir={s.data_dir / 'tmp'}",
         "-cp",
-        f"{s.lib_dir}/*",
+        s.dist.classpath,
         MAIN_CLASS,
         "--config",
         str(s.conf_file),
@@ -655,147 +390,64 @@ def launch(s: Settings, metadata_url: str) -> subprocess.Popen[bytes]:
         "2181",
     ]
     (s.data_dir / "tmp").mkdir(parents=True, exist_ok=True)
-    with open(s.log_file, "ab") as log:
-        log.write(("$ " + shlex.join(cmd) + "\n").encode())
-        log.flush()
-        proc = subprocess.Popen(
-            cmd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=s.data_dir,
-            start_new_session=True,
-        )
-    s.pid_file.write_text(f"{proc.pid}\n")
-    return proc
+    return provision.launch(cmd, log_file=s.log_file, pid_file=s.pid_file, cwd=s.data_dir)
 
 
-def terminate(pid: int, timeout: float) -> str:
-    """SIGTERM, wait up to timeout, then SIGKILL. Returns how it ended."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return "already gone"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _is_our_pulsar(pid):
-            _reap(pid)
-            return "stopped (SIGTERM)"
-        time.sleep(0.5)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return "stopped (SIGTERM)"
-    for _ in range(40):
-        if not _is_our_pulsar(pid):
-            break
-        time.sleep(0.25)
-    _reap(pid)
-    return f"killed (SIGKILL after {timeout:.0f} s)"
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def wait_healthy(
-    s: Settings, proc: subprocess.Popen[bytes] | None, pid: int, started: float
-) -> Probe:
-    """Wait until healthy. proc is set when this invocation launched the JVM: only
-    then is it stopped on failure; an already-running one is left alone."""
-    deadline = started + s.start_timeout
-    next_report = time.monotonic() + PROGRESS_EVERY
-    last = Probe(False, False, "not probed yet")
+def health_check(s: Settings) -> Callable[[float], Health]:
+    """Healthy = Pulsar's health check passes, the binary port is its own and
+    public/default exists. PulsarStandalone creates public/default right after
+    the broker is up; give it NAMESPACE_GRACE seconds, then create it ourselves
+    (409 races are fine)."""
     first_healthy: float | None = None
-    while True:
-        alive = proc.poll() is None if proc is not None else _is_our_pulsar(pid)
-        if not alive:
-            code = f" with exit code {proc.returncode}" if proc is not None else ""
-            print(_log_tail(s.log_file), file=sys.stderr)
-            s.pid_file.unlink(missing_ok=True)
-            fail(
-                f"Pulsar exited during startup{code}; see {s.log_file} (try `{PROG} start --fresh` "
-                "if the data dir is corrupt)"
+
+    def check(remaining: float) -> Health:
+        nonlocal first_healthy
+        p = probe(s, health_timeout=max(1.0, min(30.0, remaining)))
+        if p.healthy and namespace_exists(s):
+            return Health(True, p.detail)
+        if p.mismatch:
+            return Health(
+                False,
+                p.detail,
+                fatal=f"{p.detail}; check KOP_PULSAR_PORT / KOP_PULSAR_HTTP_PORT, or `{PROG} "
+                "stop` the running one first",
             )
-        remaining = deadline - time.monotonic()
-        last = probe(s, health_timeout=max(1.0, min(30.0, remaining)))
-        if last.healthy and namespace_exists(s):
-            return last
-        if last.mismatch:
-            if proc is not None:
-                terminate(pid, s.stop_timeout)
-                s.pid_file.unlink(missing_ok=True)
-            fail(
-                f"{last.detail}; check KOP_PULSAR_PORT / KOP_PULSAR_HTTP_PORT, or `{PROG} stop` "
-                f"the running one first"
-            )
-        if last.healthy:
-            # PulsarStandalone creates public/default right after the broker is up;
-            # give it a few seconds, then create it ourselves (409 races are fine).
+        if p.healthy:
             if first_healthy is None:
                 first_healthy = time.monotonic()
             elif time.monotonic() - first_healthy > NAMESPACE_GRACE:
                 ensure_public_default(s)
-                continue
-            last = Probe(False, True, "healthy, waiting for namespace public/default")
-        now = time.monotonic()
-        if now >= deadline:
-            print(_log_tail(s.log_file), file=sys.stderr)
-            if proc is not None:
-                how = f"it was {terminate(pid, s.stop_timeout)}"
-                s.pid_file.unlink(missing_ok=True)
-            else:
-                how = f"it is still running (pid {pid}; `{PROG} stop` stops it)"
-            fail(
-                f"Pulsar was not healthy within {s.start_timeout:.0f} s (last: {last.detail}); "
-                f"{how}; see {s.log_file}, or raise KOP_PULSAR_START_TIMEOUT"
-            )
-        if now >= next_report:
-            next_report = now + PROGRESS_EVERY
-            say(
-                f"waiting for Pulsar to become healthy... {now - started:.0f} s elapsed "
-                f"({last.detail})"
-            )
-        time.sleep(1.0)
+                p = probe(s, health_timeout=max(1.0, min(30.0, remaining)))
+                if p.healthy and namespace_exists(s):
+                    return Health(True, p.detail)
+            return Health(False, "healthy, waiting for namespace public/default")
+        return Health(False, p.detail)
+
+    return check
 
 
 # --------------------------------------------------------------------------- commands
 
 
-@contextlib.contextmanager
-def tool_lock(s: Settings) -> Iterator[None]:
-    """Serialize fetch/start/stop of concurrent invocations (e.g. parallel test runs)."""
-    s.cache_dir.mkdir(parents=True, exist_ok=True)
-    with open(s.cache_dir / "pulsar.lock", "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            say(f"another {PROG} is fetching/starting/stopping; waiting for it")
-            fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def cmd_fetch(args: argparse.Namespace) -> int:
     s = load_settings(args)
-    with tool_lock(s):
-        fetch(s)
+    with provision.tool_lock(TOOL, s.cache_dir):
+        s.dist.fetch(TOOL)
     return 0
 
 
 def cmd_start(args: argparse.Namespace) -> int:
     s = load_settings(args)
-    with tool_lock(s):
+    with provision.tool_lock(TOOL, s.cache_dir):
         return _start(s, args.fresh)
 
 
 def _start(s: Settings, fresh: bool) -> int:
-    pid = running_pid(s)
+    broker = s.broker
+    pid = broker.running_pid()
 
     if pid is not None and fresh:
-        say(f"--fresh: stopping the Pulsar this tool started (pid {pid})")
-        terminate(pid, s.stop_timeout)
-        s.pid_file.unlink(missing_ok=True)
+        broker.stop_for_fresh(pid)
         pid = None
 
     if pid is not None:
@@ -806,13 +458,14 @@ def _start(s: Settings, fresh: bool) -> int:
                 f"{p.detail}; check KOP_PULSAR_PORT / KOP_PULSAR_HTTP_PORT, or `{PROG} stop` the "
                 "running one first"
             )
+        detail = p.detail
         if not (p.healthy and namespace_exists(s)):
             say(
                 f"Pulsar started by this tool is already running (pid {pid}); waiting until healthy"
             )
-            p = wait_healthy(s, None, pid, time.monotonic())
+            detail = broker.wait_healthy(health_check(s), None, pid, time.monotonic()).detail
         ensure_public_default(s)
-        say(f"reusing running Pulsar (pid {pid}): {p.detail}")
+        say(f"reusing running Pulsar (pid {pid}): {detail}")
         return 0
 
     s.pid_file.unlink(missing_ok=True)  # stale
@@ -830,7 +483,7 @@ def _start(s: Settings, fresh: bool) -> int:
             "it)"
         )
         return 0
-    busy = [port for port in (s.http_port, s.broker_port) if _port_open(port)]
+    busy = [port for port in (s.http_port, s.broker_port) if provision.port_open(port)]
     if busy or p.pulsar:
         fail(
             f"port(s) {', '.join(map(str, busy or [s.http_port]))} already in use by something "
@@ -839,13 +492,11 @@ def _start(s: Settings, fresh: bool) -> int:
             f"KOP_PULSAR_PORT / KOP_PULSAR_HTTP_PORT"
         )
 
-    if not shutil.which("java"):
-        fail(NO_JAVA)
-    fetch(s)
+    provision.require_java()
+    s.dist.fetch(TOOL)
 
-    if fresh and s.data_dir.exists():
-        say(f"--fresh: wiping {s.data_dir}")
-        shutil.rmtree(s.data_dir)
+    if fresh:
+        broker.wipe(s.data_dir)
     metadata_url = render_config(s)
     started = time.monotonic()
     proc = launch(s, metadata_url)
@@ -853,43 +504,24 @@ def _start(s: Settings, fresh: bool) -> int:
         f"starting Pulsar {PULSAR_VERSION} standalone (pid {proc.pid}, data {s.data_dir}, log "
         f"{s.log_file})"
     )
-    p = wait_healthy(s, proc, proc.pid, started)
+    detail = broker.wait_healthy(health_check(s), proc, proc.pid, started).detail
     ensure_public_default(s)
-    elapsed = time.monotonic() - started
-    rss = _rss_mib(proc.pid)
-    rss_text = f", RSS {rss:.0f} MiB" if rss is not None else ""
-    say(f"{p.detail} (pid {proc.pid}, healthy after {elapsed:.1f} s{rss_text})")
+    broker.report_healthy(detail, proc.pid, started)
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
     s = load_settings(args)
-    with tool_lock(s):
-        return _stop(s)
-
-
-def _stop(s: Settings) -> int:
-    pid = running_pid(s)
-    if pid is None:
-        s.pid_file.unlink(missing_ok=True)
-        say("no Pulsar started by this tool is running; nothing to stop")
-        return 0
-    say(f"stopping Pulsar (pid {pid})")
-    how = terminate(pid, s.stop_timeout)
-    s.pid_file.unlink(missing_ok=True)
-    say(f"Pulsar {how}")
-    return 0
+    with provision.tool_lock(TOOL, s.cache_dir):
+        return s.broker.stop()
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     s = load_settings(args)
-    pid = running_pid(s)
+    pid = s.broker.running_pid()
     p = probe(s)
-    owner = f"pid {pid}, started by this tool" if pid is not None else "not started by this tool"
     if p.healthy and namespace_exists(s):
-        rss = _rss_mib(pid) if pid is not None else None
-        rss_text = f", RSS {rss:.0f} MiB" if rss is not None else ""
-        print(f"healthy: {p.detail} ({owner}{rss_text})")
+        print(f"healthy: {p.detail} ({s.broker.owner_text(pid)})")
         return 0
     detail = (
         p.detail
@@ -950,19 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except ToolError as e:
-        if e.context:
-            print(e.context, file=sys.stderr)
-        print(f"{PROG}: error: {e.message}", file=sys.stderr, flush=True)
-        return 1
-    except KeyboardInterrupt:
-        print(
-            f"{PROG}: error: interrupted; run `{PROG} stop` if a Pulsar was left starting",
-            file=sys.stderr,
-        )
-        return 130
+    return TOOL.guard(lambda: args.func(args))
 
 
 if __name__ == "__main__":

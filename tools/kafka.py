@@ -1,0 +1,738 @@
+#!/usr/bin/env python3
+"""Provision and run a reference Apache Kafka broker, the one kop is judged against.
+
+Stdlib only (runs before any virtualenv exists), built on tools/provision.py like
+tools/pulsar.py. Kafka's binary tarball is not reachable from our machines, so the
+broker's and the tools' runtime classpath is resolved from Maven Central with
+Maven (tools/kafka/pom.xml) into a cache outside the repository. ``start`` runs
+one KRaft node that is broker and controller at once (``kafka.Kafka``); ``tool``
+runs the distribution's command-line tools with that classpath.
+
+Subcommands::
+
+    python3 tools/kafka.py fetch              # resolve jars into the cache (instant when cached)
+    python3 tools/kafka.py start [--fresh]    # fetch if needed, format, start, wait until healthy
+    python3 tools/kafka.py status             # exit 0 if healthy, 1 if not
+    python3 tools/kafka.py stop               # stop the Kafka this tool started
+    python3 tools/kafka.py tool NAME [ARGS]   # a CLI tool, e.g. `tool topics --list
+                                              #   --bootstrap-server 127.0.0.1:19092`
+
+Environment:
+    KOP_CACHE_DIR                cache root (default ~/.cache/kop)
+    KOP_KAFKA_DATA               data dir (default <cache>/kafka-data)
+    KOP_KAFKA_PORT               broker (PLAINTEXT) listener port (default 19092)
+    KOP_KAFKA_CONTROLLER_PORT    controller listener port (default 19093)
+    KOP_KAFKA_START_TIMEOUT      seconds to wait for health on start (default 120)
+    KOP_KAFKA_STOP_TIMEOUT       seconds to wait after SIGTERM before SIGKILL (default 30)
+    KOP_KAFKA_JVM_OPTS           replaces the broker's heap/GC options (JVM_OPTS below)
+    KOP_KAFKA_TOOL_JVM_OPTS      replaces the tools' heap/GC options (TOOL_JVM_OPTS below)
+    KOP_MAVEN_SETTINGS           Maven settings.xml to use instead of the generated
+                                 one (which mirrors every repository to Maven Central)
+    KOP_MAVEN_ARGS               extra arguments for mvn (e.g. -Dmaven.repo.local=...)
+
+See docs/kafka.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import provision
+from provision import Health, Tool, fail
+
+KAFKA_VERSION = "4.3.1"
+MAIN_CLASS = "kafka.Kafka"
+POM = provision.REPO_ROOT / "tools" / "kafka" / "pom.xml"
+
+HOST = "127.0.0.1"
+NODE_ID = 1
+DEFAULT_BROKER_PORT = 19092
+DEFAULT_CONTROLLER_PORT = 19093
+DEFAULT_START_TIMEOUT = 120.0
+DEFAULT_STOP_TIMEOUT = 30.0
+
+# Heap/GC options of the broker; KOP_KAFKA_JVM_OPTS replaces this list. Kafka's
+# bin/kafka-server-start.sh uses a 1 GiB heap; 512 MiB because the broker shares
+# a 2-core machine with Pulsar, kop and the test clients. The GC flags are
+# bin/kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
+JVM_OPTS: list[str] = [
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-XX:+PerfDisableSharedMem",
+]
+
+# Heap/GC options of `tool`; KOP_KAFKA_TOOL_JVM_OPTS replaces this list.
+# bin/kafka-run-class.sh's default heap for tools is 256 MiB too.
+TOOL_JVM_OPTS: list[str] = [
+    "-Xmx256m",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-XX:+PerfDisableSharedMem",
+]
+
+# The distribution's bin/kafka-*.sh scripts, by the name after "kafka-". Any
+# fully qualified class name is accepted as well (like kafka-run-class.sh).
+TOOLS: dict[str, str] = {
+    "console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
+    "configs": "kafka.admin.ConfigCommand",
+    "broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
+    "delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "acls": "org.apache.kafka.tools.AclCommand",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "cluster": "org.apache.kafka.tools.ClusterTool",
+    "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "dump-log": "org.apache.kafka.tools.DumpLogSegments",
+    "storage": "kafka.tools.StorageTool",
+    "verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
+    "verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
+    "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
+}
+
+# The broker's config. Kafka's defaults except what one node that is both broker
+# and controller needs; each line says why (see docs/kafka.md).
+SERVER_PROPERTIES = """\
+# Generated by tools/kafka.py on every start; edit SERVER_PROPERTIES there.
+# One KRaft node, broker and controller at once.
+process.roles=broker,controller
+node.id={node_id}
+# Dynamic quorum (KIP-853): formatted with `storage format --standalone`, no static voters.
+controller.quorum.bootstrap.servers={host}:{controller_port}
+controller.listener.names=CONTROLLER
+listeners=PLAINTEXT://{host}:{broker_port},CONTROLLER://{host}:{controller_port}
+# The default map has no CONTROLLER entry.
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={log_dirs}
+# Internal topics default to 3 replicas (and min.isr 2), which one broker cannot host:
+# __consumer_offsets, __transaction_state and __share_group_state would never be created.
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+"""
+
+# The broker logs to <data>/server.log, not to the console. launch() moves the
+# previous run's file to server.log.1; log4j rolls it at 64 MiB, keeping 3.
+# Levels as in Kafka's config/log4j2.yaml. shutdownHook=disable keeps the
+# logger alive while Kafka's own shutdown hook logs the controlled shutdown.
+LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Generated by tools/kafka.py. -->
+<Configuration status="WARN" shutdownHook="disable">
+  <Appenders>
+    <RollingFile name="File" fileName="{log}" filePattern="{log}.%i">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+      <Policies>
+        <SizeBasedTriggeringPolicy size="64 MB"/>
+      </Policies>
+      <DefaultRolloverStrategy max="3"/>
+    </RollingFile>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="warn"/>
+    <Logger name="kafka.network.RequestChannel$" level="warn"/>
+    <Root level="info">
+      <AppenderRef ref="File"/>
+    </Root>
+  </Loggers>
+</Configuration>
+"""
+
+# For `tool` and `storage format`: warnings and errors on stderr only, like
+# Kafka's config/tools-log4j2.yaml, so a tool's stdout is just its output.
+TOOLS_LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Generated by tools/kafka.py: quiet logging for the command-line tools. -->
+<Configuration status="WARN">
+  <Appenders>
+    <Console name="Stderr" target="SYSTEM_ERR">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </Console>
+  </Appenders>
+  <Loggers>
+    <Root level="warn">
+      <AppenderRef ref="Stderr"/>
+    </Root>
+  </Loggers>
+</Configuration>
+"""
+
+PROG = "tools/kafka.py"
+TOOL = Tool(PROG, "kafka", "Kafka")
+say = TOOL.say
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Settings:
+    cache_dir: Path
+    data_dir: Path
+    broker_port: int
+    controller_port: int
+    start_timeout: float
+    stop_timeout: float
+
+    @property
+    def dist(self) -> provision.Dist:
+        return provision.Dist(
+            product="Kafka",
+            version=KAFKA_VERSION,
+            pom=POM,
+            dir=self.cache_dir / f"kafka-{KAFKA_VERSION}",
+            properties={"kafka.version": KAFKA_VERSION},
+            required_jars=(f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-tools-{KAFKA_VERSION}.jar"),
+        )
+
+    @property
+    def broker(self) -> provision.Broker:
+        return provision.Broker(
+            tool=TOOL,
+            pid_file=self.pid_file,
+            # kafka.out holds the command line and what the JVM prints before log4j
+            # is up (bad options, missing classes, a crash); server.log the rest.
+            logs=(self.out_file, self.server_log),
+            # The config path tells this data dir's broker from any other kafka.Kafka.
+            markers=(MAIN_CLASS, str(self.conf_file)),
+            start_timeout=self.start_timeout,
+            stop_timeout=self.stop_timeout,
+            timeout_env="KOP_KAFKA_START_TIMEOUT",
+        )
+
+    @property
+    def conf_file(self) -> Path:
+        return self.data_dir / "server.properties"
+
+    @property
+    def log4j_file(self) -> Path:
+        return self.data_dir / "log4j2.xml"
+
+    @property
+    def tools_log4j_file(self) -> Path:
+        return self.dist.dir / "tools-log4j2.xml"
+
+    @property
+    def server_log(self) -> Path:
+        return self.data_dir / "server.log"
+
+    @property
+    def out_file(self) -> Path:
+        return self.data_dir / "kafka.out"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / "kafka.pid"
+
+    @property
+    def log_dirs(self) -> Path:
+        return self.data_dir / "kraft-combined-logs"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.broker_port}"
+
+    @property
+    def controller(self) -> str:
+        return f"{HOST}:{self.controller_port}"
+
+
+def load_settings(args: argparse.Namespace | None = None) -> Settings:
+    place = provision.load_place(
+        args,
+        "KOP_KAFKA",
+        [
+            provision.PortSpec("port", "KOP_KAFKA_PORT", "broker port", DEFAULT_BROKER_PORT),
+            provision.PortSpec(
+                "controller_port",
+                "KOP_KAFKA_CONTROLLER_PORT",
+                "controller port",
+                DEFAULT_CONTROLLER_PORT,
+            ),
+        ],
+        DEFAULT_START_TIMEOUT,
+        DEFAULT_STOP_TIMEOUT,
+    )
+    return Settings(
+        cache_dir=place.cache_dir,
+        data_dir=place.data_dir,
+        broker_port=place.ports[0],
+        controller_port=place.ports[1],
+        start_timeout=place.start_timeout,
+        stop_timeout=place.stop_timeout,
+    )
+
+
+# --------------------------------------------------------------------------- Kafka protocol
+
+API_METADATA = 3
+API_API_VERSIONS = 18
+METADATA_VERSION = 4  # the oldest version Kafka 4 still serves; v4-v8 share the layout we read
+MAX_RESPONSE = 16 * 2**20
+
+
+class _Reader:
+    """Big-endian reader over one response body (non-flexible versions only)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def _take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return int(value)
+
+    def int16(self) -> int:
+        return self._take(">h")
+
+    def int32(self) -> int:
+        return self._take(">i")
+
+    def string(self) -> str | None:
+        n = self.int16()
+        if n < 0:
+            return None
+        raw = self.data[self.pos : self.pos + n]
+        if len(raw) != n:
+            raise ValueError("truncated string")
+        self.pos += n
+        return raw.decode("utf-8", "replace")
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ValueError("connection closed mid-response")
+        buf += chunk
+    return bytes(buf)
+
+
+def _request(
+    sock: socket.socket, api_key: int, version: int, correlation: int, body: bytes
+) -> _Reader:
+    """Send one request (header v1) and return a reader over its response body."""
+    client_id = b"kop-tools-kafka"
+    header = struct.pack(">hhih", api_key, version, correlation, len(client_id)) + client_id
+    sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+    prefix = _recv_exact(sock, 4)
+    if prefix == b"HTTP":
+        raise ValueError("it answers HTTP, not the Kafka protocol")
+    (size,) = struct.unpack(">i", prefix)
+    if not 4 <= size <= MAX_RESPONSE:
+        raise ValueError(f"implausible response size {size}")
+    data = _recv_exact(sock, size)
+    (got,) = struct.unpack_from(">i", data)
+    if got != correlation:
+        raise ValueError(f"correlation id {got}, expected {correlation}")
+    return _Reader(data[4:])
+
+
+@dataclass
+class BrokerInfo:
+    cluster_id: str | None
+    brokers: list[tuple[int, str, int]]  # (node id, host, port) of registered, unfenced brokers
+
+
+def kafka_metadata(host: str, port: int, timeout: float = 5.0) -> BrokerInfo:
+    """ApiVersions, then Metadata for no topics. Raises OSError / ValueError.
+
+    A Metadata response lists only brokers that are registered with the
+    controller and unfenced, so a non-empty list means the node serves clients.
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        r = _request(sock, API_API_VERSIONS, 0, 1, b"")
+        error = r.int16()
+        if error:
+            raise ValueError(f"ApiVersions error code {error}")
+        ranges = {}
+        for _ in range(r.int32()):
+            key, low, high = r.int16(), r.int16(), r.int16()
+            ranges[key] = (low, high)
+        low, high = ranges.get(API_METADATA, (0, -1))
+        if not low <= METADATA_VERSION <= high:
+            raise ValueError(f"Metadata v{METADATA_VERSION} not supported (v{low}-v{high})")
+        # topics: empty array (= none; null would mean all), allow_auto_topic_creation: false
+        r = _request(sock, API_METADATA, METADATA_VERSION, 2, struct.pack(">ib", 0, 0))
+        r.int32()  # throttle_time_ms
+        brokers = []
+        for _ in range(r.int32()):
+            node = r.int32()
+            host_name = r.string() or ""
+            broker_port = r.int32()
+            r.string()  # rack
+            brokers.append((node, host_name, broker_port))
+        return BrokerInfo(cluster_id=r.string(), brokers=brokers)
+
+
+# --------------------------------------------------------------------------- health
+
+
+def formatted_cluster_id(s: Settings) -> str | None:
+    """The cluster id `storage format` wrote into our log dir, or None if unformatted."""
+    try:
+        text = (s.log_dirs / "meta.properties").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "cluster.id":
+            return value.strip()
+    return None
+
+
+@dataclass
+class Probe:
+    healthy: bool
+    detail: str
+    foreign: bool = False  # a Kafka-protocol server that is not the broker of our data dir
+
+
+def probe(s: Settings) -> Probe:
+    try:
+        info = kafka_metadata(HOST, s.broker_port)
+    except ConnectionRefusedError:
+        return Probe(False, f"nothing listens on {s.bootstrap}")
+    except (OSError, ValueError, struct.error) as e:
+        return Probe(False, f"{s.bootstrap} does not answer ApiVersions/Metadata ({e})")
+    ours = formatted_cluster_id(s)
+    if info.cluster_id != ours:
+        what = f"cluster id {ours}" if ours else "nothing: it is not formatted"
+        return Probe(
+            False,
+            f"{s.bootstrap} is a Kafka-protocol server with cluster id {info.cluster_id}, but "
+            f"{s.log_dirs} holds {what}",
+            foreign=True,
+        )
+    if not info.brokers:
+        return Probe(False, f"{s.bootstrap} answers, but no broker is registered and unfenced yet")
+    mine = [b for b in info.brokers if b[2] == s.broker_port]
+    if not mine:
+        listed = ", ".join(f"{h}:{p}" for _, h, p in info.brokers)
+        return Probe(False, f"{s.bootstrap} answers, but the cluster advertises {listed}")
+    if not provision.port_open(s.controller_port, HOST):
+        return Probe(False, f"the controller listener {s.controller} does not answer")
+    return Probe(
+        True,
+        f"Kafka healthy at {s.bootstrap} (cluster {info.cluster_id}, node {mine[0][0]}, "
+        f"controller {s.controller})",
+    )
+
+
+def health_check(s: Settings) -> Health:
+    p = probe(s)
+    if p.foreign:
+        return Health(
+            False,
+            p.detail,
+            fatal=f"{p.detail}; stop that server or choose other ports with KOP_KAFKA_PORT / "
+            "KOP_KAFKA_CONTROLLER_PORT",
+        )
+    return Health(p.healthy, p.detail)
+
+
+# --------------------------------------------------------------------------- format / launch
+
+
+def random_cluster_id() -> str:
+    """What `kafka-storage.sh random-uuid` prints, without starting a JVM for it.
+
+    Kafka's Uuid.toString() is URL-safe base64 without padding; randomUuid()
+    never returns the reserved all-zero / metadata-topic ids or a string
+    starting with '-' (it would parse as a command-line option).
+    """
+    while True:
+        raw = os.urandom(16)
+        text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+        if raw not in (bytes(16), bytes(15) + b"\x01") and not text.startswith("-"):
+            return text
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Atomic replace, so a concurrent `tool` never reads a half-written file."""
+    with contextlib.suppress(OSError):
+        if path.read_text() == text:
+            return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def tool_cmd(s: Settings, java: str, main_class: str, args: list[str]) -> list[str]:
+    _write_if_changed(s.tools_log4j_file, TOOLS_LOG4J2_XML)
+    return [
+        java,
+        *provision.jvm_opts("KOP_KAFKA_TOOL_JVM_OPTS", TOOL_JVM_OPTS),
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={s.tools_log4j_file}",
+        "-cp",
+        s.dist.classpath,
+        main_class,
+        *args,
+    ]
+
+
+def render_config(s: Settings) -> None:
+    s.data_dir.mkdir(parents=True, exist_ok=True)
+    s.conf_file.write_text(
+        SERVER_PROPERTIES.format(
+            node_id=NODE_ID,
+            host=HOST,
+            broker_port=s.broker_port,
+            controller_port=s.controller_port,
+            log_dirs=s.log_dirs,
+        )
+    )
+    s.log4j_file.write_text(LOG4J2_XML.format(log=s.server_log))
+
+
+def format_storage(s: Settings, java: str) -> str:
+    """`kafka-storage.sh format --standalone`: a new cluster whose only voter is this node."""
+    cluster_id = random_cluster_id()
+    say(f"formatting {s.log_dirs} (cluster id {cluster_id}, standalone dynamic quorum)")
+    args = ["format", "--standalone", "--cluster-id", cluster_id, "--config", str(s.conf_file)]
+    cmd = tool_cmd(s, java, TOOLS["storage"], args)
+    res = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if res.returncode != 0:
+        output = (res.stdout + res.stderr).strip()
+        last = output.splitlines()[-1] if output else "no output"
+        fail(
+            f"`storage format` failed with exit code {res.returncode}: {last}; try `{PROG} start "
+            "--fresh`",
+            context=output,
+        )
+    return cluster_id
+
+
+def launch(s: Settings, java: str) -> subprocess.Popen[bytes]:
+    cmd = [
+        java,
+        *provision.jvm_opts("KOP_KAFKA_JVM_OPTS", JVM_OPTS),
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={s.log4j_file}",
+        "-cp",
+        s.dist.classpath,
+        MAIN_CLASS,
+        str(s.conf_file),
+    ]
+    provision.rotate(s.server_log)
+    return provision.launch(cmd, log_file=s.out_file, pid_file=s.pid_file, cwd=s.data_dir)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    s = load_settings(args)
+    with provision.tool_lock(TOOL, s.cache_dir):
+        s.dist.fetch(TOOL)
+    return 0
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    s = load_settings(args)
+    with provision.tool_lock(TOOL, s.cache_dir):
+        return _start(s, args.fresh)
+
+
+def _start(s: Settings, fresh: bool) -> int:
+    broker = s.broker
+    pid = broker.running_pid()
+
+    if pid is not None and fresh:
+        broker.stop_for_fresh(pid)
+        pid = None
+
+    if pid is not None:
+        # Ours, already running (maybe still starting): wait for it, do not start a second one.
+        p = probe(s)
+        detail = p.detail
+        if not p.healthy:
+            say(f"Kafka started by this tool is already running (pid {pid}); waiting until healthy")
+            detail = broker.wait_healthy(
+                lambda _: health_check(s), None, pid, time.monotonic()
+            ).detail
+        say(f"reusing running Kafka (pid {pid}): {detail}")
+        return 0
+
+    s.pid_file.unlink(missing_ok=True)  # stale
+    # Unlike tools/pulsar.py, never adopt a broker this tool did not start: the
+    # reference must be the pinned Kafka, and kop itself answers the same protocol.
+    busy = [p for p in (s.broker_port, s.controller_port) if provision.port_open(p, HOST)]
+    if busy:
+        fail(
+            f"port(s) {', '.join(map(str, busy))} already in use by something this tool did not "
+            f"start ({probe(s).detail}); stop it or choose other ports with KOP_KAFKA_PORT / "
+            "KOP_KAFKA_CONTROLLER_PORT"
+        )
+
+    java = provision.require_java()
+    s.dist.fetch(TOOL)
+
+    if fresh:
+        broker.wipe(s.data_dir)
+    render_config(s)
+    started = time.monotonic()
+    cluster_id = formatted_cluster_id(s) or format_storage(s, java)
+    proc = launch(s, java)
+    say(
+        f"starting Kafka {KAFKA_VERSION} (KRaft broker+controller, cluster {cluster_id}, pid "
+        f"{proc.pid}, data {s.data_dir}, log {s.server_log})"
+    )
+    detail = broker.wait_healthy(lambda _: health_check(s), proc, proc.pid, started).detail
+    broker.report_healthy(detail, proc.pid, started)
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    s = load_settings(args)
+    with provision.tool_lock(TOOL, s.cache_dir):
+        return s.broker.stop()
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    s = load_settings(args)
+    pid = s.broker.running_pid()
+    p = probe(s)
+    if p.healthy:
+        print(f"healthy: {p.detail} ({s.broker.owner_text(pid)})")
+        return 0
+    detail = p.detail
+    if pid is not None:
+        detail += f"; a Kafka started by this tool is running (pid {pid}), log {s.server_log}"
+    print(f"not healthy: {detail}")
+    return 1
+
+
+def _tool_list() -> str:
+    width = max(map(len, TOOLS))
+    rows = "\n".join(f"  {name:<{width}}  {cls}" for name, cls in TOOLS.items())
+    return (
+        f"usage: {PROG} tool NAME [ARGS...]\n\n"
+        "Runs a Kafka command-line tool with the cached classpath; pass the broker with\n"
+        "--bootstrap-server HOST:PORT as usual. NAME is one of these (bin/kafka-NAME.sh),\n"
+        f"or a fully qualified class name:\n\n{rows}\n"
+    )
+
+
+def run_tool(argv: list[str]) -> int:
+    """Exec the tool: stdin, stdout, stderr, signals and exit code are the tool's own."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_tool_list(), end="")
+        return 0
+    name, *args = argv
+    main_class = TOOLS.get(name) or (name if "." in name else None)
+    if main_class is None:
+        fail(
+            f"unknown tool {name!r}; run `{PROG} tool --help` for the list, or pass a fully "
+            "qualified class name"
+        )
+    s = load_settings()
+    java = provision.require_java()
+    if not s.dist.is_fetched():
+        # Progress lines to stderr: the tool's stdout may be piped somewhere.
+        with contextlib.redirect_stdout(sys.stderr), provision.tool_lock(TOOL, s.cache_dir):
+            s.dist.fetch(TOOL)
+    cmd = tool_cmd(s, java, main_class, args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(java, cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Provision and run the reference Apache Kafka broker for kop."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--port",
+            help=f"broker listener port (env KOP_KAFKA_PORT, default {DEFAULT_BROKER_PORT})",
+        )
+        p.add_argument(
+            "--controller-port",
+            help="controller listener port (env KOP_KAFKA_CONTROLLER_PORT, default "
+            f"{DEFAULT_CONTROLLER_PORT})",
+        )
+        p.add_argument(
+            "--data-dir", help="data dir (env KOP_KAFKA_DATA, default <cache>/kafka-data)"
+        )
+
+    p_fetch = sub.add_parser("fetch", help="resolve the pinned Kafka jars into the cache")
+    p_fetch.set_defaults(func=cmd_fetch)
+
+    p_start = sub.add_parser("start", help="format if needed, start (or reuse), wait until healthy")
+    common(p_start)
+    p_start.add_argument(
+        "--fresh", action="store_true", help="wipe the data dir (new cluster id) before starting"
+    )
+    p_start.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for health (env KOP_KAFKA_START_TIMEOUT, default 120)",
+    )
+    p_start.set_defaults(func=cmd_start)
+
+    p_stop = sub.add_parser("stop", help="stop the Kafka this tool started")
+    common(p_stop)
+    p_stop.set_defaults(func=cmd_stop)
+
+    p_status = sub.add_parser(
+        "status", help="print whether the broker is healthy (exit 0) or not (exit 1)"
+    )
+    common(p_status)
+    p_status.set_defaults(func=cmd_status)
+
+    # Parsed by hand in main(): the tool's own options (--help included) must reach it.
+    sub.add_parser(
+        "tool",
+        help="run a Kafka CLI tool (console-producer, topics, ...); `tool --help` lists them",
+        add_help=False,
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["tool"]:
+        return TOOL.guard(lambda: run_tool(argv[1:]))
+    args = build_parser().parse_args(argv)
+    return TOOL.guard(lambda: args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
