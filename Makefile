@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
-        kafka-fetch kafka-start kafka-stop kafka-status clean
+        kafka-fetch kafka-start kafka-stop kafka-status conformance clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,8 +44,9 @@ kafka-status:
 run: pulsar-fetch
 	$(BIN)/kop standalone
 
-## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar).
-test: setup pulsar-fetch lint
+## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar,
+## and the conformance quick tier against a reference Kafka).
+test: setup pulsar-fetch kafka-fetch lint
 	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
 
 unit: setup
@@ -56,11 +57,16 @@ soak: setup
 	$(BIN)/python tools/soak.py $(SOAK_ARGS)
 
 lint: setup
-	$(BIN)/ruff check kop tests bench tools
+	$(BIN)/ruff check kop tests bench tools conformance
 	$(BIN)/mypy kop
 
 bench: pulsar-fetch
 	$(BIN)/python tools/run_tests.py --bench $(BENCH_ARGS)
+
+## make conformance: the whole matrix (every scenario x client) against kop and a reference Kafka;
+## writes docs/compatibility.md. The quick tier runs in make test.
+conformance: pulsar-fetch kafka-fetch
+	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
