@@ -10,8 +10,21 @@ from kop.protocol.errors import ErrorCode, KafkaError
 TOPIC = 2
 BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
+
+# A topic config's broker-wide counterpart, listed as its synonym (Kafka's LogConfig).
+BROKER_SYNONYM = {
+    "cleanup.policy": "log.cleanup.policy",
+    "retention.bytes": "log.retention.bytes",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "compression.type": "compression.type",
+    "min.insync.replicas": "min.insync.replicas",
+}
+# Set cluster-wide, as Kafka 4 with eligible leader replicas (KIP-966) reports it.
+CLUSTER_WIDE = {"min.insync.replicas"}
 TYPE_STRING = 2
 TYPE_INT = 3
 TYPE_LONG = 5
@@ -20,6 +33,7 @@ TYPE_LIST = 7
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
     results = []
+    defaults = services.catalog.defaults.configs()
     for res in request.resources:
         result: dict[str, Any] = {
             "error_code": ErrorCode.none,
@@ -32,11 +46,7 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             if res.resource_type == TOPIC:
                 view = await existing_topic(services, ctx, res.resource_name)
                 values = view.configs
-                defaults = services.catalog.defaults.configs()
-                sources = {
-                    k: SOURCE_DEFAULT if defaults.get(k) == v else SOURCE_DYNAMIC_TOPIC
-                    for k, v in values.items()
-                }
+                sources = {k: _topic_source(k, v, defaults) for k, v in values.items()}
             elif res.resource_type == BROKER:
                 values = {
                     "broker.id": str(services.broker.node_id),
@@ -52,8 +62,9 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
                     ErrorCode.invalid_request, f"resource type {res.resource_type} is not supported"
                 )
             keys = res.configuration_keys
+            synonyms = getattr(request, "include_synonyms", False) and res.resource_type == TOPIC
             result["configs"] = [
-                _entry(k, v, sources[k])
+                _entry(k, v, sources[k], _synonyms(k, v, sources[k], defaults) if synonyms else ())
                 for k, v in sorted(values.items())
                 if keys is None or k in keys
             ]
@@ -63,15 +74,37 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     return {"throttle_time": 0, "results": results}
 
 
-def _entry(name: str, value: str, source: int) -> dict[str, Any]:
+def _topic_source(name: str, value: str, defaults: dict[str, str]) -> int:
+    if defaults.get(name) != value:
+        return SOURCE_DYNAMIC_TOPIC
+    return SOURCE_DYNAMIC_DEFAULT_BROKER if name in CLUSTER_WIDE else SOURCE_DEFAULT
+
+
+def _synonyms(
+    name: str, value: str, source: int, defaults: dict[str, str]
+) -> tuple[dict[str, Any], ...]:
+    """The topic's own setting first (if any), then its broker-wide default."""
+    out = []
+    if source == SOURCE_DYNAMIC_TOPIC:
+        out.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
+    broker = BROKER_SYNONYM.get(name)
+    if broker is not None:
+        out.append({"name": broker, "value": defaults.get(name, value), "source": SOURCE_DEFAULT})
+    return tuple(out)
+
+
+def _entry(
+    name: str, value: str, source: int, synonyms: tuple[dict[str, Any], ...] = ()
+) -> dict[str, Any]:
     kind = TYPE_LONG if name.endswith((".ms", ".bytes")) else TYPE_STRING
     return {
         "name": name,
         "value": value,
-        "read_only": source != SOURCE_DYNAMIC_TOPIC and source != SOURCE_DEFAULT,
+        "read_only": source
+        not in (SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER),
         "config_source": source,
         "is_sensitive": False,
-        "synonyms": (),
+        "synonyms": synonyms,
         "config_type": kind,
         "documentation": None,
     }

@@ -6,15 +6,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kop.api import (
+    alter_configs,
     api_versions,
     configs,
+    delete_records,
     fetch,
     groups,
     list_offsets,
+    log_dirs,
     metadata,
     offsets,
     produce,
     producer_ids,
+    topic_partitions,
     topics_admin,
 )
 from kop.api.context import HandlerResult, RequestContext, Services
@@ -30,8 +34,11 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.CREATE_TOPICS: topics_admin.create_topics,
     ApiKey.DELETE_TOPICS: topics_admin.delete_topics,
+    ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
     ApiKey.DESCRIBE_CONFIGS: configs.handle,
+    ApiKey.ALTER_CONFIGS: alter_configs.alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.incremental_alter_configs,
     ApiKey.CREATE_PARTITIONS: topics_admin.create_partitions,
     ApiKey.FIND_COORDINATOR: groups.find_coordinator,
     ApiKey.JOIN_GROUP: groups.join_group,
@@ -44,4 +51,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.OFFSET_COMMIT: offsets.offset_commit,
     ApiKey.OFFSET_FETCH: offsets.offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.offset_delete,
+    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle,
 }

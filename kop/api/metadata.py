@@ -53,21 +53,24 @@ async def _describe(
     except Exception as exc:
         code, _ = error_of(exc)
         return _topic(name, code, [])
-    return _topic(name, ErrorCode.none, _partitions(services, view))
+    return _topic(name, ErrorCode.none, partitions(services, view), view.topic_id)
 
 
-def _topic(name: str, code: ErrorCode, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+def _topic(
+    name: str, code: ErrorCode, parts: list[dict[str, Any]], topic_id: uuid.UUID = ZERO_UUID
+) -> dict[str, Any]:
     return {
         "error_code": code,
         "name": name,
-        "topic_id": ZERO_UUID,
+        "topic_id": topic_id,
         "is_internal": False,
-        "partitions": partitions,
+        "partitions": parts,
         "topic_authorized_operations": UNKNOWN_OPERATIONS,
     }
 
 
-def _partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
+def partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
+    """kop leads every partition, and is its only replica."""
     node = services.broker.node_id
     return [
         {

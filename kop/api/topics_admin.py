@@ -42,6 +42,8 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
             )
             result["num_partitions"] = view.partitions
             result["replication_factor"] = 1
+            if not request.validate_only:
+                result["topic_id"] = view.topic_id
             result["configs"] = [
                 {
                     "name": k,
@@ -66,7 +68,7 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
     )
     responses = []
     for name in names:
-        code, message = ErrorCode.none, None
+        code, message, topic_id = ErrorCode.none, None, ZERO_UUID
         try:
             if name is None:
                 raise KafkaError(
@@ -78,11 +80,11 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
                 # Let go first: Pulsar would cut kop's readers and writers off and
                 # they would retry against a topic that no longer exists.
                 await services.logs.drop([view.partition_topic(i) for i in range(view.partitions)])
-            await services.catalog.delete(topic)
+            topic_id = (await services.catalog.delete(topic)).topic_id
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(
-            {"name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message}
+            {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
         )
     return {"throttle_time": 0, "responses": responses}
 
@@ -93,7 +95,7 @@ async def create_partitions(services: Services, ctx: RequestContext, request: An
         code, message = ErrorCode.none, None
         try:
             if t.assignments:
-                raise KafkaError(ErrorCode.invalid_request, "manual assignment is not supported")
+                await _check_assignments(services, ctx, t)
             await services.catalog.add_partitions(
                 topic_for(ctx, t.name), t.count, request.validate_only
             )
@@ -101,3 +103,24 @@ async def create_partitions(services: Services, ctx: RequestContext, request: An
             code, message = error_of(exc)
         results.append({"name": t.name, "error_code": code, "error_message": message})
     return {"throttle_time": 0, "results": results}
+
+
+async def _check_assignments(services: Services, ctx: RequestContext, t: Any) -> None:
+    """An explicit assignment can only name kop itself, once per new partition (it is
+    the one broker and the only replica), as Kafka checks against its brokers."""
+    view = await services.catalog.describe(topic_for(ctx, t.name))
+    if view is None:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {t.name!r}")
+    if len(t.assignments) != t.count - view.partitions:
+        raise KafkaError(
+            ErrorCode.invalid_replica_assignment,
+            f"{len(t.assignments)} assignments for {t.count - view.partitions} new partitions",
+        )
+    node = services.broker.node_id
+    for a in t.assignments:
+        ids = list(getattr(a, "broker_ids", a))
+        if ids != [node]:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"replicas {ids}: the only broker is {node} and topics have one replica",
+            )

@@ -3,7 +3,10 @@
 One message per checkpoint, keyed `partition|offset` (compaction keeps each
 once; a tombstone forgets one), one per partition keyed `partition|mark` (the
 last counted position and the offset after it), and one per idempotent producer
-keyed `partition|p<id>` (its epoch and last batches, as Kafka snapshots them).
+keyed `partition|p<id>` (its epoch and last batches, as Kafka snapshots them),
+and one keyed `partition|floor`: the log start DeleteRecords set (kop's own,
+since Pulsar cannot delete single messages), written alone and at once, because
+the DeleteRecords is answered only after it is persisted.
 The index is spread over `shards` topics by a hash of the partition, so a
 partition opening reads only its shard, not the whole index: loading is per
 partition, on first use. A shard read is shared by partitions opening around
@@ -27,6 +30,7 @@ from kop.storage.types import Idle, OutgoingMessage, Position
 log = logging.getLogger(__name__)
 
 _MARK = "mark"
+_FLOOR = "floor"
 
 
 @dataclass(slots=True)
@@ -34,6 +38,7 @@ class Persisted:
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)
     mark: Mark | None = None
     producers: dict[int, Snapshot] = field(default_factory=dict)
+    floor: int = 0  # DeleteRecords: offsets below are not served
 
     def sorted(self) -> list[Checkpoint]:
         return sorted(self.checkpoints.values())
@@ -69,7 +74,7 @@ class CheckpointStore:
             cached = (now, await asyncio.shield(task))
             self._cache[shard] = cached
         found = cached[1].get(partition, Persisted())
-        return Persisted(dict(found.checkpoints), found.mark, dict(found.producers))
+        return Persisted(dict(found.checkpoints), found.mark, dict(found.producers), found.floor)
 
     async def _read_shard(self, shard: int) -> dict[str, Persisted]:
         topic = f"{self.prefix}-{shard}"
@@ -86,6 +91,8 @@ class CheckpointStore:
                 try:
                     if what == _MARK:
                         state.mark = None if gone else _mark(json.loads(msg.payload))
+                    elif what == _FLOOR:
+                        state.floor = 0 if gone else int(json.loads(msg.payload)["o"])
                     elif what.startswith("p"):
                         pid = int(what[1:])
                         if gone:
@@ -155,6 +162,15 @@ class CheckpointStore:
                 else:
                     state.producers[pid] = snap
 
+    async def save_floor(self, partition: str, offset: int) -> None:
+        """Persist the DeleteRecords floor; returns once Pulsar stored it."""
+        body = json.dumps({"o": offset}).encode()
+        writer = await self._storage.writer(self.shard_topic(partition))
+        await writer.send_all([OutgoingMessage(body, {}, f"{partition}|{_FLOOR}", None)])[1]
+        cached = self._cache.get(self._shard(partition))
+        if cached is not None:
+            cached[1].setdefault(partition, Persisted()).floor = offset
+
     async def forget(self, partition: str) -> None:
         """Tombstone every entry of a deleted partition, so a topic re-created under
         the same name starts at offset 0."""
@@ -162,6 +178,7 @@ class CheckpointStore:
         messages = [OutgoingMessage(None, {}, _key(partition, o), None) for o in known.checkpoints]
         messages += [OutgoingMessage(None, {}, f"{partition}|p{p}", None) for p in known.producers]
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_MARK}", None))
+        messages.append(OutgoingMessage(None, {}, f"{partition}|{_FLOOR}", None))
         writer = await self._storage.writer(self.shard_topic(partition))
         await writer.send_all(messages)[1]
         cached = self._cache.get(self._shard(partition))

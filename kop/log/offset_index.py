@@ -7,6 +7,9 @@ is a ledger start whose offset is known), prunes what retention removed
 (`trim_to`), and thins itself past `max_checkpoints` so memory stays bounded
 however long the partition grows. The mark (last counted position, next offset)
 is what a restart resumes against and what keeps offsets from going backwards.
+The log start is where the counted data begins, or the DeleteRecords floor
+(`deleted_below`) above it: Pulsar cannot delete single messages, so a client's
+deletion is a floor kop keeps, and the data below stays until Pulsar drops it.
 """
 
 from __future__ import annotations
@@ -50,8 +53,10 @@ class OffsetIndex:
         self.conflicts = 0  # checkpoints found disagreeing with the count (healed)
         self.restore(checkpoints or [], mark)
 
-    def restore(self, checkpoints: list[Checkpoint], mark: Mark | None) -> None:
-        """Start from what was persisted: the checkpoints and the mark."""
+    def restore(
+        self, checkpoints: list[Checkpoint], mark: Mark | None, deleted_below: int = 0
+    ) -> None:
+        """Start from what was persisted: the checkpoints, the mark and the floor."""
         self._checkpoints: list[Checkpoint] = []
         self._offsets: list[int] = []
         self._times: list[int] = []
@@ -64,6 +69,7 @@ class OffsetIndex:
         self.high_watermark = mark.next_offset if mark else (last.offset if last else 0)
         self.max_timestamp = mark.max_timestamp if mark else (last.max_ts_before if last else -1)
         self.last_position: Position | None = mark.position if mark else None
+        self.deleted_below = deleted_below
 
     # -- reading ---------------------------------------------------------------
 
@@ -72,8 +78,15 @@ class OffsetIndex:
         return list(self._checkpoints)
 
     @property
-    def log_start(self) -> int:
+    def data_start(self) -> int:
+        """Where the counted data begins: retention moves it when Pulsar deletes."""
         return self._checkpoints[0].offset if self._checkpoints else self.high_watermark
+
+    @property
+    def log_start(self) -> int:
+        """The first offset served. The floor is capped at the high watermark for the
+        moment a restart counts back up to it (offsets are never served meanwhile)."""
+        return max(self.data_start, min(self.deleted_below, self.high_watermark))
 
     @property
     def first(self) -> Checkpoint | None:
@@ -136,6 +149,12 @@ class OffsetIndex:
         new_ledger = self.last_position is None or item.position.ledger != self.last_position.ledger
         return new_ledger or item.base_offset - last.offset >= self._interval
 
+    def delete_below(self, offset: int) -> None:
+        """DeleteRecords: offsets below `offset` are no longer served. Checkpoints
+        stay (their data is still in Pulsar, and reads start from them) until
+        retention prunes them. Never moves back."""
+        self.deleted_below = max(self.deleted_below, offset)
+
     def skip_to(self, position: Position, offset: int) -> None:
         """Counting resumes at `offset` with the message at `position` because what
         came before it is gone (a trim the follower ran into): everything below is
@@ -147,7 +166,7 @@ class OffsetIndex:
         """Retention removed everything below `log_start`, whose first record sits at
         `position` (None: nothing survives). Checkpoints below go; one is kept at the
         new start so a restart and history reads know it."""
-        if log_start <= self.log_start and self._checkpoints:
+        if log_start <= self.data_start and self._checkpoints:
             return
         keep = bisect.bisect_left(self._offsets, log_start)
         survivors = self._checkpoints[keep:]

@@ -3,7 +3,8 @@
 The parts share one offset index (DESIGN.md's offset model): the tail follower
 is its only writer; the appender turns Kafka batches into Pulsar writes and is
 answered by the follower's count; the history reader serves offsets older than
-the tail buffer; retention moves the log start when Pulsar deletes ledgers.
+the tail buffer; retention moves the log start when Pulsar deletes ledgers,
+the floor when a client deletes records (DeleteRecords).
 This class wires them and turns entries into Kafka record batches.
 """
 
@@ -19,6 +20,7 @@ from kop.log.appender import Appender, Handle
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.counting import LogEntry
 from kop.log.entry_format import EntryFormat
+from kop.log.floor import LogFloor
 from kop.log.history import CursorPool, HistoryReader
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
 from kop.log.own_writes import OwnWrites
@@ -98,6 +100,7 @@ class PartitionLog:
         self.history = HistoryReader(
             storage, topic, self.index, self.retention, shared.cursors, self.stats, settings
         )
+        self._floor = LogFloor(topic, store, self.index, self.tail, settings.write_timeout_s)
         self.follower.on_gap = self.appender.gap
         self._flushed_mark: Mark | None = None
         self._retention_task: asyncio.Task[None] | None = None
@@ -107,11 +110,12 @@ class PartitionLog:
     async def open(self) -> None:
         """Load this partition's index, follow it; returns once caught up with its end."""
         persisted = await self._store.load(self.topic)
-        self.index.restore(persisted.sorted(), persisted.mark)
+        self.index.restore(persisted.sorted(), persisted.mark, persisted.floor)
         self.producers.restore(persisted.producers)
         self._flushed_mark = persisted.mark
         self.follower.start(persisted.mark)
         await self.follower.ready.wait()
+        self.tail.drop_below(self.log_start)  # what catching up buffered below the floor
         if persisted.checkpoints:
             # Pulsar may have deleted ledgers while this partition was not followed: the
             # first ListOffsets must already see the log start that survived.
@@ -126,6 +130,7 @@ class PartitionLog:
 
     async def close(self) -> None:
         await self.appender.close()
+        await self._floor.close()
         if self._retention_task is not None:
             self._retention_task.cancel()
             await asyncio.gather(self._retention_task, return_exceptions=True)
@@ -192,6 +197,11 @@ class PartitionLog:
         stores each message as an entry of its own."""
         return await self.appender.begin_append(batches, fmt, batching)
 
+    async def delete_records(self, offset: int) -> int:
+        """Kafka's DeleteRecords: `offset` (-1: the high watermark) becomes the log
+        start if it is above it, once persisted; returns the log start. See `LogFloor`."""
+        return await self._floor.raise_to(offset)
+
     # -- fetch -------------------------------------------------------------------------
 
     async def read(self, offset: int, max_bytes: int) -> bytes:
@@ -214,7 +224,7 @@ class PartitionLog:
                     return item.base_offset, item.entry.record.timestamp
                 assert item.entry.batch is not None
                 for r in iter_records(item.entry.batch, item.base_offset):
-                    if r.timestamp >= timestamp:
+                    if r.timestamp >= timestamp and r.offset >= offset:  # not below a floor
                         return r.offset, r.timestamp
             offset = items[-1].next_offset
         return None

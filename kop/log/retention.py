@@ -6,7 +6,8 @@ offset of the first surviving record: known at once when a checkpoint sits at
 that entry (kop keeps one at every ledger start), else counted forward from it
 to the next position whose offset is known. Checkpoints below are pruned and the
 tail buffer never serves them again. Checks run every `retention_check_s`, and
-at once when a read finds its checkpoint's entry gone.
+at once when a read finds its checkpoint's entry gone. The log start is then the
+larger of this and the DeleteRecords floor (`OffsetIndex.log_start`).
 """
 
 from __future__ import annotations
@@ -49,21 +50,28 @@ class Retention:
             counted_any = self._index.last_position is not None
             earliest = await self._storage.earliest(self._topic)
             if earliest is None:
-                if counted_any and hw_before > self._index.log_start:
+                if counted_any and hw_before > self._index.data_start:
                     self._moved(hw_before, None)
                 return
             first = self._index.first
             if first is None or earliest.entry_key <= first.position.entry_key:
                 return
             start = await self._offset_of(earliest)
-            if start is not None and start > self._index.log_start:
+            # The data start, not the log start: a DeleteRecords floor above it must
+            # not hide that Pulsar deleted ledgers whose checkpoints reads still use.
+            if start is not None and start > self._index.data_start:
                 self._moved(start, earliest)
 
     def _moved(self, start: int, position: Position | None) -> None:
-        log.info("%s: retention moved the log start to offset %d", self._topic, start)
         self._stats.add("trims")
         self._index.trim_to(start, position)
-        self._tail.drop_below(start)
+        self._tail.drop_below(self._index.log_start)
+        log.info(
+            "%s: retention moved the data start to offset %d (log start %d)",
+            self._topic,
+            start,
+            self._index.log_start,
+        )
 
     def _known(self, item: LogEntry) -> int | None:
         """The offset kop already knows for this counted message, if any."""

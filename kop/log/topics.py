@@ -1,64 +1,38 @@
-"""Kafka topics over Pulsar partitioned topics: lookup, create, delete, grow.
+"""Kafka topics over Pulsar partitioned topics: lookup, create, alter, delete, grow.
 
-Kafka topic configs live as Pulsar topic properties (`kafka.<name>`), so they
-survive restarts and travel with the topic; retention is also applied as a
-Pulsar topic policy, because Pulsar, not kop, deletes data.
+Retention is also applied as a Pulsar topic policy, because Pulsar, not kop,
+deletes data. The configs themselves are in topic_configs.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kop.log.entry_format import EntryFormat
+from kop.log.topic_configs import (
+    ENTRY_FORMAT,
+    PROPERTY_PREFIX,
+    PULSAR_BATCHING,
+    TopicDefaults,
+    validate_configs,
+)
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import StorageAdmin
 from kop.storage.types import AdminError, TopicInfo
 
-PROPERTY_PREFIX = "kafka."
-ENTRY_FORMAT = "kop.entry.format"
-PULSAR_BATCHING = "kop.pulsar.batching"
+__all__ = ["TopicCatalog", "TopicDefaults", "TopicView", "validate_configs"]
 
+# A topic's Kafka id, chosen at creation (a recreated topic gets a new one).
+TOPIC_ID = "kop.topic.id"
 
-@dataclass(frozen=True, slots=True)
-class TopicDefaults:
-    entry_format: EntryFormat = EntryFormat.PULSAR
-    pulsar_batching: bool = True
-    partitions: int = 1
-    retention_ms: int = 7 * 24 * 3600 * 1000
-    retention_bytes: int = -1
-    max_message_bytes: int = 1048588
-
-    def configs(self) -> dict[str, str]:
-        return {
-            "cleanup.policy": "delete",
-            "retention.ms": str(self.retention_ms),
-            "retention.bytes": str(self.retention_bytes),
-            "max.message.bytes": str(self.max_message_bytes),
-            "message.timestamp.type": "CreateTime",
-            "compression.type": "producer",
-            "min.insync.replicas": "1",
-            ENTRY_FORMAT: self.entry_format.value,
-            PULSAR_BATCHING: str(self.pulsar_batching).lower(),
-        }
-
-
-# Configs a client may set at creation, with the values kop can honour.
-_SETTABLE: dict[str, tuple[str, ...] | None] = {
-    "cleanup.policy": ("delete",),
-    "retention.ms": None,
-    "retention.bytes": None,
-    "max.message.bytes": None,
-    "message.timestamp.type": ("CreateTime",),
-    "compression.type": ("producer",),
-    "min.insync.replicas": None,
-    ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
-    PULSAR_BATCHING: ("true", "false"),
-}
-_NUMERIC = {"retention.ms", "retention.bytes", "max.message.bytes", "min.insync.replicas"}
+# Room for Pulsar's per-entry metadata above a Kafka batch of max.message.bytes.
+ENTRY_METADATA_ALLOWANCE = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +49,16 @@ class TopicView:
         return self.topic.partition(index, self.info.partitioned)
 
     @property
+    def topic_id(self) -> uuid.UUID:
+        """The id kop gave the topic at creation; for a topic kop did not create (a
+        Pulsar client's), one derived from its Pulsar name, stable across restarts."""
+        given = self.info.properties.get(TOPIC_ID)
+        if given:
+            with contextlib.suppress(ValueError):
+                return uuid.UUID(given)
+        return uuid.uuid5(uuid.NAMESPACE_URL, self.topic.full)
+
+    @property
     def entry_format(self) -> EntryFormat:
         return EntryFormat(self.configs.get(ENTRY_FORMAT, EntryFormat.PULSAR.value))
 
@@ -86,29 +70,6 @@ class TopicView:
     @property
     def max_message_bytes(self) -> int:
         return int(self.configs.get("max.message.bytes", "1048588"))
-
-
-def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in configs.items():
-        if name not in _SETTABLE:
-            raise KafkaError(ErrorCode.invalid_config, f"config {name!r} is not supported by kop")
-        if value is None:
-            continue
-        allowed = _SETTABLE[name]
-        if allowed is not None and value not in allowed:
-            raise KafkaError(
-                ErrorCode.invalid_config, f"{name}={value!r}: kop supports {', '.join(allowed)}"
-            )
-        if name in _NUMERIC:
-            try:
-                int(value)
-            except ValueError:
-                raise KafkaError(
-                    ErrorCode.invalid_config, f"{name}={value!r} is not a number"
-                ) from None
-        out[name] = value
-    return out
 
 
 class TopicCatalog:
@@ -162,6 +123,7 @@ class TopicCatalog:
         validate_only: bool = False,
     ) -> TopicView:
         chosen = validate_configs(configs)
+        await self._check_storable({**self.defaults.configs(), **chosen})
         count = self.defaults.partitions if partitions <= 0 else partitions
         async with self._lock:
             self.invalidate(topic)
@@ -174,9 +136,9 @@ class TopicCatalog:
             await self.writable(topic)
             merged = {**self.defaults.configs(), **chosen}
             try:
-                await self._admin.create_partitioned(
-                    topic, count, {PROPERTY_PREFIX + k: v for k, v in merged.items()}
-                )
+                properties = {PROPERTY_PREFIX + k: v for k, v in merged.items()}
+                properties[TOPIC_ID] = str(uuid.uuid4())
+                await self._admin.create_partitioned(topic, count, properties)
             except AdminError as exc:
                 if exc.status == 409:
                     raise KafkaError(ErrorCode.topic_already_exists, str(exc)) from exc
@@ -191,6 +153,38 @@ class TopicCatalog:
                 ErrorCode.unknown_server_error, f"{topic.full} vanished after creation"
             )
         return view
+
+    async def alter(
+        self, topic: PulsarTopic, configs: Mapping[str, str | None], validate_only: bool
+    ) -> None:
+        """Make `configs` the topic's set (what is not in it reverts to its default),
+        as AlterConfigs does; IncrementalAlterConfigs computes the set first."""
+        view = await self.describe(topic)
+        if view is None:
+            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}")
+        merged = {**self.defaults.configs(), **validate_configs(configs)}
+        await self._check_storable(merged)
+        if validate_only:
+            return
+        async with self._lock:
+            await self._admin.update_properties(
+                topic, {PROPERTY_PREFIX + k: v for k, v in merged.items()}
+            )
+            await self._admin.set_retention(
+                topic, int(merged["retention.ms"]), int(merged["retention.bytes"])
+            )
+            self.invalidate(topic)
+
+    async def _check_storable(self, configs: Mapping[str, str]) -> None:
+        """A Kafka batch is one Pulsar entry in the `kafka` format, and Pulsar refuses
+        entries above its maxMessageSize: a topic must not promise more."""
+        limit = await self._admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
+        if int(configs["max.message.bytes"]) > limit:
+            raise KafkaError(
+                ErrorCode.invalid_config,
+                f"max.message.bytes={configs['max.message.bytes']} is above what Pulsar stores "
+                f"in one entry ({limit}: its broker maxMessageSize less metadata room)",
+            )
 
     async def delete(self, topic: PulsarTopic) -> TopicView:
         view = await self.describe(topic)
@@ -216,6 +210,9 @@ class TopicCatalog:
         if not validate_only:
             await self._admin.update_partitions(topic, count)
             self.invalidate(topic)
+
+    async def stored_bytes(self, partition_topic: str) -> int:
+        return await self._admin.stored_bytes(partition_topic)
 
     async def names(self, namespace: Namespace) -> list[str]:
         return sorted(await self._admin.list_topics(namespace))

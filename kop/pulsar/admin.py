@@ -18,6 +18,7 @@ class PulsarAdmin:
         self._base = http_url.rstrip("/") + "/admin/v2"
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
+        self._max_message_size: int | None = None
 
     async def close(self) -> None:
         if self._session is not None:
@@ -117,6 +118,21 @@ class PulsarAdmin:
 
     async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None:
         await self._request("POST", f"{topic.rest_path}/partitions", partitions)
+
+    async def update_properties(self, topic: PulsarTopic, properties: dict[str, str]) -> None:
+        await self._request("PUT", f"{topic.rest_path}/properties", properties)
+
+    async def stored_bytes(self, topic: str) -> int:
+        path = topic.removeprefix("persistent://")
+        stats = await self._request("GET", f"persistent/{path}/stats", ok_missing=True)
+        return int((stats or {}).get("storageSize", 0))
+
+    async def message_size_limit(self) -> int:
+        """The broker's maxMessageSize (a whole entry: payload and metadata)."""
+        if self._max_message_size is None:
+            config = await self.broker_config()
+            self._max_message_size = int(config.get("maxMessageSize", 5 << 20))
+        return self._max_message_size
 
     async def delete(self, topic: PulsarTopic, partitioned: bool) -> None:
         suffix = "/partitions" if partitioned else ""

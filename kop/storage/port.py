@@ -105,6 +105,18 @@ class StorageAdmin(Protocol):
 
     async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None: ...
 
+    async def update_properties(self, topic: PulsarTopic, properties: dict[str, str]) -> None:
+        """Set these topic properties (others are kept)."""
+        ...
+
+    async def stored_bytes(self, topic: str) -> int:
+        """What the storage holds for one topic partition, in bytes."""
+        ...
+
+    async def message_size_limit(self) -> int:
+        """The largest message (entry) the storage accepts, in bytes."""
+        ...
+
     async def delete(self, topic: PulsarTopic, partitioned: bool) -> None: ...
 
     async def set_retention(

@@ -54,6 +54,18 @@ class MemoryAdmin:
         old = self.topics[topic.full]
         self.topics[topic.full] = TopicInfo(partitions, old.properties)
 
+    async def update_properties(self, topic: PulsarTopic, properties: dict[str, str]) -> None:
+        self._up()
+        old = self.topics[topic.full]
+        self.topics[topic.full] = TopicInfo(old.partitions, {**old.properties, **properties})
+
+    async def stored_bytes(self, topic: str) -> int:
+        self._up()
+        return sum(len(m.payload) for m in self._log.topic(topic).messages())
+
+    async def message_size_limit(self) -> int:
+        return 5 << 20  # Pulsar's default maxMessageSize
+
     async def delete(self, topic: PulsarTopic, partitioned: bool) -> None:
         self._up()
         if self.topics.pop(topic.full, None) is None:

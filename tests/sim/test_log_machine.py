@@ -3,7 +3,7 @@
 A hypothesis state machine drives the real log code (tail follower, appender,
 history reads, retention, checkpoint store, log manager) over the in-memory log:
 produces in both entry formats by idempotent and plain producers, native Pulsar
-writes, fetches at random offsets, partial writes, lost receipts, re-deliveries,
+writes, fetches at random offsets, DeleteRecords, partial writes, lost receipts, re-deliveries,
 ledger rolls, retention trims, clean stops, crashes that lose whatever was not
 flushed, and restarts. After every step it checks a simple model:
 
@@ -12,6 +12,8 @@ flushed, and restarts. After every step it checks a simple model:
 - every acknowledged record is at its acknowledged offset, exactly once;
 - kop's high watermark is the truth's, and never goes backwards;
 - kop's log start never claims more than the truth, and catches up after a check;
+  the truth's start is Pulsar's first record or the highest acknowledged
+  DeleteRecords offset, whichever is later, and kop never goes below the latter;
 - a fetch returns dense offsets whose records are the truth's;
 - every operation completes within bounded simulated time.
 
@@ -35,6 +37,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kop.log.entry_format import EntryFormat
+from kop.log.partition_log import PartitionLog
 from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import iter_records
@@ -89,6 +92,7 @@ class LogMachine(RuleBasedStateMachine):
         self.unique = itertools.count()
         self.max_hw = 0
         self.flushed_through = 0
+        self.floor = 0  # the highest DeleteRecords offset acknowledged
         self.steps = 0
 
     # -- the truth -------------------------------------------------------------------
@@ -103,7 +107,8 @@ class LogMachine(RuleBasedStateMachine):
 
     def _truth_start(self) -> int:
         first = self.log.topic(TOPIC).messages()
-        return self.offset_of[tuple(first[0].position)] if first else len(self.truth)  # type: ignore[index]
+        stored = self.offset_of[tuple(first[0].position)] if first else len(self.truth)  # type: ignore[index]
+        return max(stored, self.floor)
 
     def _trimmable(self, ledgers: int) -> int:
         """How many of the oldest closed ledgers hold only flushed records."""
@@ -249,6 +254,21 @@ class LogMachine(RuleBasedStateMachine):
         assert [o for o, _ in got] == list(range(offset, offset + len(got)))
         assert [v for _, v in got] == self.truth[offset : offset + len(got)]
 
+    @precondition(lambda self: self.node is not None)
+    @rule(where=st.floats(0, 1.1))
+    def delete_records(self, where: float) -> None:
+        assert self.node is not None
+        plog = self.node.partition()
+        hw = plog.high_watermark
+        offset = int(where * hw)
+        got = self.loop.run(_deleted(plog, offset), within=self.settings.write_timeout_s + 10)
+        event(f"delete records: {'out of range' if isinstance(got, KafkaError) else 'ok'}")
+        if isinstance(got, KafkaError):
+            assert got.code == ErrorCode.offset_out_of_range and offset > hw, (got, offset, hw)
+            return
+        assert offset <= hw and got == plog.log_start >= offset, (got, offset, plog.log_start)
+        self.floor = max(self.floor, offset)
+
     # -- the model -------------------------------------------------------------------------------
 
     @invariant()
@@ -262,9 +282,16 @@ class LogMachine(RuleBasedStateMachine):
         assert hw >= self.max_hw, f"high watermark went back from {self.max_hw} to {hw}"
         assert hw == len(self.truth), (hw, len(self.truth))
         self.max_hw = hw
-        assert plog.log_start <= self._truth_start()
+        assert self.floor <= plog.log_start <= self._truth_start()
         ours = [v for v in self.truth if v is not None and v.startswith(b"v")]
         assert len(ours) == len(set(ours)), "a record was stored twice"
+
+
+async def _deleted(plog: PartitionLog, offset: int) -> int | KafkaError:
+    try:
+        return await plog.delete_records(offset)
+    except KafkaError as exc:
+        return exc
 
 
 LogMachine.TestCase.settings = settings(

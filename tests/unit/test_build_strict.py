@@ -17,15 +17,19 @@ from typing import Any, cast
 import pytest
 
 from kop.api import (
+    alter_configs,
     api_versions,
     configs,
+    delete_records,
     fetch,
     groups,
     list_offsets,
+    log_dirs,
     metadata,
     offsets,
     produce,
     producer_ids,
+    topic_partitions,
     topics_admin,
 )
 from kop.api.context import Broker, RequestContext, Response, Services
@@ -48,7 +52,7 @@ from kop.protocol.messages import (
     top_level_error_response,
 )
 from kop.storage.naming import Namespace, PulsarTopic
-from kop.storage.types import TopicInfo
+from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
 
 NS = Namespace("public", "default")
@@ -159,42 +163,6 @@ def test_entity_outside_a_message_checks_its_own_fields() -> None:
 # --- every handler, every supported version ----------------------------------
 
 
-class _MemoryAdmin:
-    """Just enough of StorageAdmin for TopicCatalog: topics live in a dict."""
-
-    def __init__(self) -> None:
-        self.topics: dict[str, TopicInfo] = {}
-
-    async def healthy(self) -> bool:
-        return True
-
-    async def topic_info(self, topic: PulsarTopic) -> TopicInfo | None:
-        return self.topics.get(topic.full)
-
-    async def list_topics(self, ns: Namespace) -> dict[str, TopicInfo]:
-        prefix = f"persistent://{ns.path}/"
-        return {k[len(prefix) :]: v for k, v in self.topics.items() if k.startswith(prefix)}
-
-    async def serve_namespace(self, ns: Namespace) -> None:
-        return None
-
-    async def create_partitioned(
-        self, topic: PulsarTopic, partitions: int, properties: dict[str, str]
-    ) -> None:
-        self.topics[topic.full] = TopicInfo(partitions, dict(properties))
-
-    async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None:
-        self.topics[topic.full] = TopicInfo(partitions, self.topics[topic.full].properties)
-
-    async def delete(self, topic: PulsarTopic, partitioned: bool) -> None:
-        del self.topics[topic.full]
-
-    async def set_retention(
-        self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
-    ) -> None:
-        return None
-
-
 class _NoLogs:
     """Partition logs are out of scope: opening one fails like a log still loading."""
 
@@ -206,9 +174,10 @@ class _NoLogs:
 
 
 async def _services() -> Services:
-    catalog = TopicCatalog(_MemoryAdmin(), TopicDefaults(), ttl_s=0)
+    memory = MemoryLog()
+    catalog = TopicCatalog(MemoryAdmin(memory), TopicDefaults(), ttl_s=0)
     await catalog.create(PulsarTopic(NS, "t", "t"), 2, {})
-    store = OffsetsStore(MemoryLog(), "persistent://public/__kop/consumer-offsets", 2)
+    store = OffsetsStore(memory, "persistent://public/__kop/consumer-offsets", 2)
     group_service = GroupService(store, GroupLimits(initial_rebalance_delay_ms=0))
     await group_service.start()
     while not group_service.loaded:
@@ -301,6 +270,17 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             calls.append(
                 topics_admin.delete_topics(s, ctx, _ns(topics=[_ns(name=None), _ns(name="x")]))
             )
+    elif api == ApiKey.DELETE_RECORDS:
+        parts = [_ns(partition_index=0, offset=4), _ns(partition_index=5, offset=-1)]
+        request = _ns(
+            timeout=datetime.timedelta(seconds=1),
+            topics=[_ns(name="t", partitions=parts), _ns(name="gone", partitions=parts)],
+        )
+        ok = delete_records._part(0, ErrorCode.none, 4)
+        calls = [
+            delete_records.handle(s, ctx, request),
+            _resolved({"throttle_time": 0, "topics": [{"name": "t", "partitions": [ok]}]}),
+        ]
     elif api == ApiKey.INIT_PRODUCER_ID:
         calls = [
             producer_ids.handle(s, ctx, _ns(transactional_id="tx")),
@@ -316,7 +296,45 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             _ns(resource_type=configs.BROKER, resource_name="1", configuration_keys=["broker.id"]),
             _ns(resource_type=99, resource_name="?", configuration_keys=None),
         ]
-        calls = [configs.handle(s, ctx, _ns(resources=resources))]
+        calls = [
+            configs.handle(s, ctx, _ns(resources=resources)),
+            configs.handle(s, ctx, _ns(resources=resources[:1], include_synonyms=True)),
+        ]
+    elif api == ApiKey.DESCRIBE_LOG_DIRS:
+        asked = [_ns(topic="t", partitions=[0, 1, 7]), _ns(topic="gone", partitions=[0])]
+        calls = [
+            log_dirs.handle(s, ctx, _ns(topics=None)),
+            log_dirs.handle(s, ctx, _ns(topics=asked)),
+        ]
+    elif api == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
+        names = [_ns(name="t"), _ns(name="gone")]
+        resume = _ns(topic_name="t", partition_index=1)
+        calls = [
+            topic_partitions.handle(
+                s, ctx, _ns(topics=names, response_partition_limit=1, cursor=None)
+            ),
+            topic_partitions.handle(
+                s, ctx, _ns(topics=names, response_partition_limit=10, cursor=resume)
+            ),
+        ]
+    elif api == ApiKey.ALTER_CONFIGS:
+        res = [
+            _ns(resource_type=configs.TOPIC, resource_name="t",
+                configs=[_ns(name="retention.ms", value="60000")]),
+            _ns(resource_type=configs.TOPIC, resource_name="t",
+                configs=[_ns(name="no.such.config", value="1")]),
+            _ns(resource_type=configs.BROKER, resource_name="1", configs=[]),
+        ]  # fmt: skip
+        calls = [alter_configs.alter_configs(s, ctx, _ns(resources=res, validate_only=False))]
+    elif api == ApiKey.INCREMENTAL_ALTER_CONFIGS:
+        res = [
+            _ns(resource_type=configs.TOPIC, resource_name="t",
+                configs=[_ns(name="retention.ms", config_operation=1, value=None)]),
+            _ns(resource_type=configs.TOPIC, resource_name="gone", configs=[]),
+        ]  # fmt: skip
+        calls = [
+            alter_configs.incremental_alter_configs(s, ctx, _ns(resources=res, validate_only=True))
+        ]
     elif api == ApiKey.CREATE_PARTITIONS:
         grow = [_ns(name="t", assignments=None, count=4), _ns(name="t", assignments=None, count=1)]
         calls = [

@@ -5,7 +5,10 @@ silently leave batching on."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from kop.log.topic_configs import APPEND, DELETE, SET, SUBTRACT, incremental
 from kop.log.topics import TopicDefaults, TopicView, validate_configs
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import Namespace, PulsarTopic
@@ -35,3 +38,34 @@ def test_new_topics_carry_the_configured_default() -> None:
     unbatched = TopicDefaults(pulsar_batching=False).configs()
     assert _view(unbatched).pulsar_batching is False
     assert _view({}).pulsar_batching is True  # a topic made by a Pulsar client
+
+
+DEFAULTS = TopicDefaults().configs()
+
+
+def test_incremental_set_and_delete_return_to_the_default() -> None:
+    changed = incremental(DEFAULTS, DEFAULTS, [("retention.ms", SET, "60000")])
+    assert changed["retention.ms"] == "60000"
+    assert changed["max.message.bytes"] == DEFAULTS["max.message.bytes"]
+    back = incremental(changed, DEFAULTS, [("retention.ms", DELETE, None)])
+    assert back == DEFAULTS
+
+
+def test_append_and_subtract_work_on_list_configs_only() -> None:
+    both = incremental(DEFAULTS, DEFAULTS, [("cleanup.policy", APPEND, "compact")])
+    assert both["cleanup.policy"] == "delete,compact"
+    again = incremental(both, DEFAULTS, [("cleanup.policy", APPEND, "compact")])
+    assert again["cleanup.policy"] == "delete,compact"
+    assert incremental(both, DEFAULTS, [("cleanup.policy", SUBTRACT, "delete")]) == {
+        **DEFAULTS,
+        "cleanup.policy": "compact",
+    }
+    with pytest.raises(KafkaError) as err:
+        incremental(DEFAULTS, DEFAULTS, [("retention.ms", APPEND, "5")])
+    assert err.value.code == ErrorCode.invalid_config
+
+
+@given(st.lists(st.tuples(st.sampled_from(sorted(DEFAULTS)), st.text(max_size=8)), max_size=6))
+def test_deleting_every_set_config_gives_the_defaults_back(sets: list[tuple[str, str]]) -> None:
+    changed = incremental(DEFAULTS, DEFAULTS, [(name, SET, value) for name, value in sets])
+    assert incremental(changed, DEFAULTS, [(name, DELETE, None) for name, _ in sets]) == DEFAULTS

@@ -1,0 +1,70 @@
+"""AlterConfigs and IncrementalAlterConfigs for topics: the configs kop honours
+are stored as Pulsar topic properties and retention is applied as the Pulsar
+retention policy (TopicCatalog.alter). kop's broker settings come from its
+configuration file, so a BROKER resource is refused with a clear message."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kop.api.configs import TOPIC
+from kop.api.context import RequestContext, Response, Services, error_of, existing_topic, topic_for
+from kop.log.topic_configs import incremental
+from kop.protocol.errors import ErrorCode, KafkaError
+
+
+async def alter_configs(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """The whole set: what a resource does not name reverts to its default."""
+
+    async def apply(res: Any) -> None:
+        configs = {c.name: c.value for c in res.configs}
+        await services.catalog.alter(
+            topic_for(ctx, res.resource_name), configs, request.validate_only
+        )
+
+    return await _each(request, apply)
+
+
+async def incremental_alter_configs(
+    services: Services, ctx: RequestContext, request: Any
+) -> Response:
+    """SET, DELETE (back to the default), APPEND and SUBTRACT (list configs) (KIP-339)."""
+
+    async def apply(res: Any) -> None:
+        view = await existing_topic(services, ctx, res.resource_name)
+        names = {c.name for c in res.configs}
+        if len(names) != len(res.configs):
+            raise KafkaError(ErrorCode.invalid_request, "a config is named twice")
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        defaults = services.catalog.defaults.configs()
+        after = incremental(view.configs, defaults, ops)
+        explicit = {k: v for k, v in after.items() if defaults.get(k) != v}
+        await services.catalog.alter(view.topic, explicit, request.validate_only)
+
+    return await _each(request, apply)
+
+
+async def _each(request: Any, apply: Callable[[Any], Awaitable[None]]) -> Response:
+    responses = []
+    for res in request.resources:
+        code, message = ErrorCode.none, None
+        try:
+            if res.resource_type != TOPIC:
+                raise KafkaError(
+                    ErrorCode.invalid_request,
+                    f"resource type {res.resource_type}: kop's broker settings come from its "
+                    "configuration file (kop.toml / KOP_* variables), not AlterConfigs",
+                )
+            await apply(res)
+        except Exception as exc:
+            code, message = error_of(exc)
+        responses.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": res.resource_type,
+                "resource_name": res.resource_name,
+            }
+        )
+    return {"throttle_time": 0, "responses": responses}

@@ -1,0 +1,60 @@
+"""DeleteRecords: move partitions' log start forward, as `kafka-delete-records` does.
+
+Pulsar cannot delete single messages, so the new log start is a floor kop
+persists (`kop/log/floor.py`); the data below stays in Pulsar until its
+retention deletes it. Each partition is answered once its floor is persisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.protocol.errors import ErrorCode, KafkaError
+
+NO_LOW_WATERMARK = -1  # what Kafka answers for a partition that failed
+
+
+async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+    timeout_s = request.timeout.total_seconds()
+    wanted = [(t.name, p) for t in request.topics for p in t.partitions]
+    parts = await asyncio.gather(
+        *(
+            _delete(services, ctx, name, p.partition_index, p.offset, timeout_s)
+            for name, p in wanted
+        )
+    )
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (name, _p), part in zip(wanted, parts, strict=True):
+        topics.setdefault(name, []).append(part)
+    return {
+        "throttle_time": 0,
+        "topics": [{"name": name, "partitions": ps} for name, ps in topics.items()],
+    }
+
+
+async def _delete(
+    services: Services, ctx: RequestContext, name: str, index: int, offset: int, timeout_s: float
+) -> dict[str, Any]:
+    try:
+        view = await existing_topic(services, ctx, name)
+        if not 0 <= index < view.partitions:
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
+            )
+        plog = await services.logs.partition(view.partition_topic(index))
+        # The request's timeout bounds the wait, not the work: a floor being
+        # persisted is still applied after the client stopped waiting.
+        async with asyncio.timeout(timeout_s if timeout_s > 0 else None):
+            low = await plog.delete_records(offset)
+        return _part(index, ErrorCode.none, low)
+    except TimeoutError:
+        return _part(index, ErrorCode.request_timed_out, NO_LOW_WATERMARK)
+    except Exception as exc:
+        code, _ = error_of(exc)
+        return _part(index, code, NO_LOW_WATERMARK)
+
+
+def _part(index: int, code: ErrorCode, low_watermark: int) -> dict[str, Any]:
+    return {"partition_index": index, "low_watermark": low_watermark, "error_code": code}
