@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conformance.clients.aiokafka_client import AioKafka
 from conformance.clients.base import Client
+from conformance.clients.java_tools import JavaTools
 from conformance.clients.kafka_python import KafkaPython
 from conformance.clients.librdkafka import ConfluentKafka
 
@@ -17,6 +18,6 @@ class Raw:
     codecs: tuple[str, ...] = ()
 
 
-DRIVERS: dict[str, Client | Raw] = {
-    c.name: c for c in (ConfluentKafka(), KafkaPython(), AioKafka(), Raw())
+DRIVERS: dict[str, Client | Raw | JavaTools] = {
+    c.name: c for c in (ConfluentKafka(), KafkaPython(), AioKafka(), Raw(), JavaTools())
 }

@@ -1,3 +1,3 @@
 """The catalogue: importing this package registers every scenario."""
 
-from conformance.scenarios import admin, bad_input, groups, positions, produce  # noqa: F401
+from conformance.scenarios import admin, bad_input, groups, positions, produce, tools  # noqa: F401
