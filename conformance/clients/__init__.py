@@ -8,7 +8,9 @@ from conformance.clients.java_tools import JavaTools
 from conformance.clients.kafka_python import KafkaPython
 from conformance.clients.librdkafka import ConfluentKafka
 
-PYTHON: tuple[str, ...] = ("confluent-kafka", "kafka-python", "aiokafka")
+# Client libraries driven through the Client protocol (base.py): every scenario
+# written against that protocol runs with each of them.
+LIBRARIES: tuple[str, ...] = ("confluent-kafka", "kafka-python", "aiokafka")
 
 
 class Raw:

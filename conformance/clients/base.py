@@ -50,7 +50,18 @@ class Client(Protocol):
         """The first `n` records of a partition from `start` (fewer after a timeout)."""
         ...
 
-    def list_offset(self, bootstrap: str, topic: str, partition: int, spec: OffsetSpec) -> int: ...
+    def list_offset(self, bootstrap: str, topic: str, partition: int, spec: OffsetSpec) -> int:
+        """ListOffsets for one partition (raise Unsupported for a spec the client lacks)."""
+        ...
+
+    def group_consume(self, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
+        """subscribe() as a member of `group` (earliest when nothing is committed), take
+        `n` records, commit the offsets after them, leave the group."""
+        ...
+
+    def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
+        """The group's committed offset for a partition (None: nothing committed)."""
+        ...
 
 
 def until(what: str, within: float, step: Callable[[], T | None]) -> T:

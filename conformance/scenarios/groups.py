@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.clients import PYTHON
+from conformance.clients import LIBRARIES
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
 
 
-@scenario("groups/commit-resume", PYTHON, quick=True)
+@scenario("groups/commit-resume", LIBRARIES, quick=True)
 def commit_resume(ctx: Ctx, client: Any) -> Observation:
     """subscribe(), read 6 of 10 records, commit, leave; a new member of the group gets
     exactly the other 4; the committed offset reads back."""

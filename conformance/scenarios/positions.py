@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.clients import PYTHON
+from conformance.clients import LIBRARIES
 from conformance.clients.base import Client, ClientError, Unsupported
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
@@ -10,7 +10,7 @@ from conformance.setup import create_topic
 T0 = 1_700_000_000_000
 
 
-@scenario("positions/list-offsets", PYTHON, quick=True)
+@scenario("positions/list-offsets", LIBRARIES, quick=True)
 def list_offsets(ctx: Ctx, client: Client) -> Observation:
     """Earliest, latest, the first record at or after a time, after the last time,
     and the record with the largest timestamp (not the last one)."""
@@ -38,7 +38,7 @@ def list_offsets(ctx: Ctx, client: Client) -> Observation:
     return out
 
 
-@scenario("positions/seek", PYTHON, quick=True)
+@scenario("positions/seek", LIBRARIES, quick=True)
 def seek(ctx: Ctx, client: Client) -> Observation:
     """Reading from the middle of the log gets exactly the records from there on."""
     topic = ctx.name("seek")

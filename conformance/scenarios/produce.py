@@ -3,7 +3,7 @@ producer was told."""
 
 from __future__ import annotations
 
-from conformance.clients import PYTHON
+from conformance.clients import LIBRARIES
 from conformance.clients.base import Client
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
@@ -38,13 +38,13 @@ def round_trip(
     return {"offsets": offsets, "records": [r.seen() for r in got]}
 
 
-@scenario("produce/records", PYTHON, quick=True)
+@scenario("produce/records", LIBRARIES, quick=True)
 def records(ctx: Ctx, client: Client) -> Observation:
     """Keys (text, binary, null), null values, repeated and binary headers, timestamps."""
     return round_trip(ctx, client, "records", sample(30))
 
 
-@scenario("produce/codecs", PYTHON)
+@scenario("produce/codecs", LIBRARIES)
 def codecs(ctx: Ctx, client: Client) -> Observation:
     """Every codec the client has: gzip, snappy, lz4, zstd and none."""
     return {
@@ -53,13 +53,13 @@ def codecs(ctx: Ctx, client: Client) -> Observation:
     }
 
 
-@scenario("produce/idempotent", PYTHON, quick=True)
+@scenario("produce/idempotent", LIBRARIES, quick=True)
 def idempotent(ctx: Ctx, client: Client) -> Observation:
     """enable.idempotence=true (the Java client's default)."""
     return round_trip(ctx, client, "idem", sample(50), idempotent=True)
 
 
-@scenario("produce/partitions", PYTHON)
+@scenario("produce/partitions", LIBRARIES)
 def partitions(ctx: Ctx, client: Client) -> Observation:
     """Records to chosen partitions of a 3-partition topic: offsets per partition."""
     topic = ctx.name("parts")
