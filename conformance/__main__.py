@@ -8,6 +8,7 @@ reason (or a known difference went stale), so `make test` can run the quick tier
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ import conformance.scenarios  # noqa: F401  (registers the catalogue)
 from conformance import report
 from conformance.clients import DRIVERS
 from conformance.model import CATALOGUE
-from conformance.runner import DIFFER, STALE, Cell, run_all
+from conformance.runner import DIFFER, STALE, Cell, observation_of, run_all
 from conformance.targets import REPO, kafka_target, kop_target
 
 
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--client", action="append", default=[], choices=sorted(DRIVERS))
     ap.add_argument("--no-write", action="store_true", help="do not write docs/compatibility.md")
     ap.add_argument("--log-dir", type=Path, default=REPO / ".conformance")
+    ap.add_argument("--show", action="store_true", help="print what each target observed")
     args = ap.parse_args(argv)
 
     chosen = [
@@ -42,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.monotonic() - started
         print(f"[conformance] {i}/{n} {cell.scenario} [{cell.client}]: {cell.status} "
               f"({cell.seconds:.1f} s; {elapsed:.0f} s elapsed)", flush=True)  # fmt: skip
+        if args.show:
+            for target in ("kop", "kafka"):
+                seen = json.dumps(observation_of(cell, target), default=str)
+                print(f"    {target}: {seen[:2000]}", flush=True)
 
     with kafka_target() as kafka, kop_target(args.log_dir) as kop:
         cells = run_all(chosen, clients, kop, kafka, progress)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -161,3 +163,22 @@ class AioKafka:
             return asyncio.run(run())
         except KafkaError as exc:
             raise ClientError(_name(exc)) from exc
+
+    def member_loop(
+        self, bootstrap: str, topic: str, group: str, stop: threading.Event,
+        report: Callable[[frozenset[int]], None],
+    ) -> None:  # fmt: skip
+        async def run() -> None:
+            consumer = AIOKafkaConsumer(
+                topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            )  # fmt: skip
+            await consumer.start()
+            try:
+                while not stop.is_set():
+                    await consumer.getmany(timeout_ms=200)
+                    report(frozenset(tp.partition for tp in consumer.assignment()))
+            finally:
+                await consumer.stop()
+
+        asyncio.run(run())

@@ -4,6 +4,7 @@ the names need not agree across clients."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
@@ -61,6 +62,15 @@ class Client(Protocol):
 
     def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
         """The group's committed offset for a partition (None: nothing committed)."""
+        ...
+
+    def member_loop(
+        self, bootstrap: str, topic: str, group: str, stop: threading.Event,
+        report: Callable[[frozenset[int]], None],
+    ) -> None:  # fmt: skip
+        """Be a member of `group` subscribed to `topic`, polling until `stop` is set and
+        calling `report` with the assignment after each poll; then leave cleanly.
+        Runs in a thread of its own (conformance/members.py)."""
         ...
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, OffsetSpec
@@ -135,3 +137,18 @@ class KafkaPython:
         finally:
             consumer.close()
         return None if offset is None else int(offset)
+
+    def member_loop(
+        self, bootstrap: str, topic: str, group: str, stop: threading.Event,
+        report: Callable[[frozenset[int]], None],
+    ) -> None:  # fmt: skip
+        consumer = KafkaConsumer(
+            topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )  # fmt: skip
+        try:
+            while not stop.is_set():
+                consumer.poll(timeout_ms=200)
+                report(frozenset(tp.partition for tp in consumer.assignment()))
+        finally:
+            consumer.close()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -169,3 +171,23 @@ class ConfluentKafka:
         finally:
             consumer.close()
         return None if tp.offset < 0 else int(tp.offset)
+
+    def member_loop(
+        self, bootstrap: str, topic: str, group: str, stop: threading.Event,
+        report: Callable[[frozenset[int]], None],
+    ) -> None:  # fmt: skip
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while not stop.is_set():
+                consumer.poll(0.2)
+                report(frozenset(tp.partition for tp in consumer.assignment()))
+        finally:
+            consumer.close()

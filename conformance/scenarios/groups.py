@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.clients import LIBRARIES
+from conformance.members import Member, settle
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
 
@@ -27,3 +28,20 @@ def commit_resume(ctx: Ctx, client: Any) -> Observation:
         "second member": [r.offset for r in second],
         "committed after": client.committed(ctx.bootstrap, group, topic, 0),
     }
+
+
+@scenario("groups/join-leave", LIBRARIES, quick=True)
+def join_leave(ctx: Ctx, client: Any) -> Observation:
+    """On a 4-partition topic: one member gets every partition; a second joins and
+    they split them; the first leaves cleanly and the second gets them all again."""
+    topic, group = ctx.name("jl-topic"), ctx.name("jl")
+    create_topic(ctx.bootstrap, topic, 4)
+    first = Member(client.member_loop, ctx.bootstrap, topic, group)
+    out: dict[str, Any] = {"alone": settle([first], 4)}
+    second = Member(client.member_loop, ctx.bootstrap, topic, group)
+    both = settle([first, second], 4)
+    out["two members"] = sorted(both) if isinstance(both, list) else both
+    first.leave()
+    out["after the first left"] = settle([second], 4)
+    second.leave()
+    return out

@@ -1,0 +1,350 @@
+// The conformance driver for franz-go (github.com/twmb/franz-go): one JSON
+// command on stdin, one JSON answer on stdout, using kgo and kadm the way an
+// application would. conformance/clients/go_clients.py builds and runs it.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Bytes is a []byte that is base64 in JSON and keeps null apart from empty.
+type Bytes []byte
+
+func (b Bytes) MarshalJSON() ([]byte, error) {
+	if b == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(base64.StdEncoding.EncodeToString(b))
+}
+
+func (b *Bytes) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*b = nil
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	*b = append(Bytes{}, raw...) // never nil: an empty value is not a null one
+	return nil
+}
+
+// Header is [name, value] in JSON.
+type Header struct {
+	Key   string
+	Value Bytes
+}
+
+func (h Header) MarshalJSON() ([]byte, error) { return json.Marshal([]any{h.Key, h.Value}) }
+
+func (h *Header) UnmarshalJSON(data []byte) error {
+	var pair []json.RawMessage
+	if err := json.Unmarshal(data, &pair); err != nil {
+		return err
+	}
+	if len(pair) != 2 {
+		return fmt.Errorf("a header is [name, value], got %s", data)
+	}
+	if err := json.Unmarshal(pair[0], &h.Key); err != nil {
+		return err
+	}
+	return json.Unmarshal(pair[1], &h.Value)
+}
+
+type Rec struct {
+	Partition int32    `json:"partition"`
+	Offset    int64    `json:"offset"`
+	Key       Bytes    `json:"key"`
+	Value     Bytes    `json:"value"`
+	Headers   []Header `json:"headers"`
+	Timestamp int64    `json:"timestamp"` // ms; -1 on produce: the client's clock
+}
+
+type Command struct {
+	Op          string          `json:"op"`
+	Bootstrap   string          `json:"bootstrap"`
+	Topic       string          `json:"topic"`
+	Records     []Rec           `json:"records"`
+	Compression string          `json:"compression"`
+	Idempotent  bool            `json:"idempotent"`
+	Partition   int32           `json:"partition"`
+	Start       int64           `json:"start"`
+	N           int             `json:"n"`
+	Within      float64         `json:"within"` // seconds to wait for records
+	Spec        json.RawMessage `json:"spec"`
+	Group       string          `json:"group"`
+	Timeout     float64         `json:"timeout"` // seconds for the whole command
+}
+
+func main() {
+	var cmd Command
+	if err := json.NewDecoder(os.Stdin).Decode(&cmd); err != nil {
+		fail(fmt.Errorf("bad command: %w", err))
+	}
+	if cmd.Timeout <= 0 {
+		cmd.Timeout = 60
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), seconds(cmd.Timeout))
+	defer cancel()
+	var (
+		out any
+		err error
+	)
+	switch cmd.Op {
+	case "produce":
+		out, err = produce(ctx, cmd)
+	case "consume":
+		out, err = consume(ctx, cmd)
+	case "list_offset":
+		out, err = listOffset(ctx, cmd)
+	case "group_consume":
+		out, err = groupConsume(ctx, cmd)
+	case "committed":
+		out, err = committed(ctx, cmd)
+	default:
+		err = fmt.Errorf("unknown op %q", cmd.Op)
+	}
+	if err != nil {
+		answer(map[string]any{"error": errName(err)})
+		return
+	}
+	answer(out)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func answer(v any) {
+	if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(2)
+}
+
+// errName is the name franz-go gives an error: kerr's Kafka error name, else its text.
+func errName(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return err.Error()
+}
+
+func client(cmd Command, opts ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cmd.Bootstrap)}, opts...)...)
+}
+
+func codec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("unknown codec %q", name)
+}
+
+func produce(ctx context.Context, cmd Command) (any, error) {
+	c, err := codec(cmd.Compression)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), // each record names its partition
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(c),
+		kgo.ProducerLinger(5 * time.Millisecond),
+	}
+	if !cmd.Idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	cl, err := client(cmd, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, len(cmd.Records))
+	for i, r := range cmd.Records {
+		rec := &kgo.Record{Topic: cmd.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		}
+		if r.Timestamp >= 0 {
+			rec.Timestamp = time.UnixMilli(r.Timestamp)
+		}
+		recs[i] = rec
+	}
+	results := cl.ProduceSync(ctx, recs...)
+	if err := results.FirstErr(); err != nil {
+		return nil, err
+	}
+	offsets := make([]int64, len(results))
+	for i, res := range results {
+		offsets[i] = res.Record.Offset
+	}
+	return map[string]any{"offsets": offsets}, nil
+}
+
+func seen(r *kgo.Record) Rec {
+	headers := []Header{}
+	for _, h := range r.Headers {
+		headers = append(headers, Header{h.Key, h.Value})
+	}
+	return Rec{r.Partition, r.Offset, r.Key, r.Value, headers, r.Timestamp.UnixMilli()}
+}
+
+// poll takes up to n records within `within`: fewer after that, or the first
+// error the client reports.
+func poll(ctx context.Context, cl *kgo.Client, n int, within float64) ([]Rec, []*kgo.Record, error) {
+	pctx, cancel := context.WithTimeout(ctx, seconds(within))
+	defer cancel()
+	got, raw := []Rec{}, []*kgo.Record{}
+	for len(got) < n && pctx.Err() == nil {
+		fetches := cl.PollRecords(pctx, n-len(got))
+		for _, fe := range fetches.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+				continue
+			}
+			return nil, nil, fe.Err
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if len(got) < n {
+				got = append(got, seen(r))
+				raw = append(raw, r)
+			}
+		})
+	}
+	return got, raw, nil
+}
+
+func consume(ctx context.Context, cmd Command) (any, error) {
+	at := map[string]map[int32]kgo.Offset{
+		cmd.Topic: {cmd.Partition: kgo.NewOffset().At(cmd.Start)},
+	}
+	cl, err := client(cmd, kgo.ConsumePartitions(at))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	got, _, err := poll(ctx, cl, cmd.N, cmd.Within)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"records": got}, nil
+}
+
+func listOffset(ctx context.Context, cmd Command) (any, error) {
+	cl, err := client(cmd)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var (
+		which string
+		ms    int64
+	)
+	if err := json.Unmarshal(cmd.Spec, &which); err != nil {
+		if err := json.Unmarshal(cmd.Spec, &ms); err != nil {
+			return nil, fmt.Errorf("bad spec %s", cmd.Spec)
+		}
+	}
+	var listed kadm.ListedOffsets
+	switch which {
+	case "earliest":
+		listed, err = adm.ListStartOffsets(ctx, cmd.Topic)
+	case "latest":
+		listed, err = adm.ListEndOffsets(ctx, cmd.Topic)
+	case "max-timestamp":
+		listed, err = adm.ListMaxTimestampOffsets(ctx, cmd.Topic)
+	case "":
+		listed, err = adm.ListOffsetsAfterMilli(ctx, ms, cmd.Topic)
+	default:
+		return nil, fmt.Errorf("bad spec %s", cmd.Spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if topicErr, ok := listed.Lookup(cmd.Topic, -1); ok && topicErr.Err != nil {
+		return nil, topicErr.Err
+	}
+	got, ok := listed.Lookup(cmd.Topic, cmd.Partition)
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if got.Err != nil {
+		return nil, got.Err
+	}
+	return map[string]any{"offset": got.Offset}, nil
+}
+
+func groupConsume(ctx context.Context, cmd Command) (any, error) {
+	cl, err := client(cmd,
+		kgo.ConsumerGroup(cmd.Group),
+		kgo.ConsumeTopics(cmd.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	got, raw, err := poll(ctx, cl, cmd.N, cmd.Within)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > 0 {
+		if err := cl.CommitRecords(ctx, raw...); err != nil {
+			return nil, err
+		}
+	}
+	if err := cl.LeaveGroupContext(ctx); err != nil {
+		return nil, err
+	}
+	return map[string]any{"records": got}, nil
+}
+
+func committed(ctx context.Context, cmd Command) (any, error) {
+	cl, err := client(cmd)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	fetched, err := kadm.NewClient(cl).FetchOffsets(ctx, cmd.Group)
+	if err != nil {
+		return nil, err
+	}
+	got, ok := fetched.Lookup(cmd.Topic, cmd.Partition)
+	if ok && got.Err != nil {
+		return nil, got.Err
+	}
+	if !ok || got.At < 0 {
+		return map[string]any{"offset": nil}, nil
+	}
+	return map[string]any{"offset": got.At}, nil
+}

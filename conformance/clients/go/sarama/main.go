@@ -1,0 +1,5 @@
+package main
+
+import _ "github.com/IBM/sarama"
+
+func main() {}
