@@ -70,6 +70,10 @@ class Ctx:
         self._topics.append(real)
         return real
 
+    @property
+    def names(self) -> list[str]:
+        return list(self._topics)
+
     def strip(self, text: str) -> str:
         """Text with this run's names turned back into their logical names."""
         return text.replace(f"-{self.run_id}", "").replace("cf-", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from conformance.clients import DRIVERS
 from conformance.clients.base import ClientError, Unsupported
 from conformance.known import KNOWN
 from conformance.model import Ctx, Observation, Outcome, Scenario, Target, differences
+from conformance.setup import drop_topics
 
 AGREE, DIFFER, KNOWN_DIFF, STALE, NA = "agree", "differ", "known", "stale", "n/a"
 
@@ -29,6 +31,14 @@ class Cell:
 
 def _outcome(sc: Scenario, client: str, target: Target) -> Outcome:
     ctx = Ctx(target)
+    try:
+        return _observe(sc, client, ctx)
+    finally:
+        with contextlib.suppress(Exception):  # clean-up only: never the verdict
+            drop_topics(ctx.bootstrap, ctx.names)
+
+
+def _observe(sc: Scenario, client: str, ctx: Ctx) -> Outcome:
     try:
         return Outcome(observation=sc.fn(ctx, DRIVERS[client]))
     except Unsupported as exc:

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def drop_topics(bootstrap: str, names: list[str]) -> None:
+    """Delete what a scenario made (names that are not topics are skipped), so runs
+    do not pile up topics on either broker."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    existing = set(admin.list_topics(timeout=30).topics)
+    doomed = [n for n in names if n in existing]
+    if doomed:
+        for fut in admin.delete_topics(doomed, operation_timeout=60).values():
+            with contextlib.suppress(KafkaException):
+                fut.result(60)
 
 
 def create_topic(

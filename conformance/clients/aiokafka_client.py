@@ -31,10 +31,12 @@ class AioKafka:
         *,
         compression: str | None = None,
         idempotent: bool = False,
+        max_request_bytes: int = 1 << 20,
     ) -> list[int]:
         async def run() -> list[int]:
             producer = AIOKafkaProducer(
                 bootstrap_servers=bootstrap,
+                max_request_size=max_request_bytes,
                 compression_type=None if compression in (None, "none") else compression,
                 linger_ms=5,
                 enable_idempotence=idempotent,

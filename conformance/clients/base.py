@@ -41,8 +41,11 @@ class Client(Protocol):
         *,
         compression: str | None = None,
         idempotent: bool = False,
+        max_request_bytes: int = 1 << 20,
     ) -> list[int]:
-        """Send `recs` (each to its `partition`); their offsets, in order."""
+        """Send `recs` (each to its `partition`); their offsets, in order. The client's
+        own request size limit is raised to `max_request_bytes` (its default is about
+        1 MiB), for records larger than that."""
         ...
 
     def consume(

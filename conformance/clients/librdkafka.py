@@ -27,10 +27,12 @@ class ConfluentKafka:
         *,
         compression: str | None = None,
         idempotent: bool = False,
+        max_request_bytes: int = 1 << 20,
         **extra: Any,
     ) -> list[int]:
         conf = {
             "bootstrap.servers": bootstrap,
+            "message.max.bytes": max_request_bytes,
             "linger.ms": 5,
             "compression.type": compression or "none",
             "enable.idempotence": idempotent,
@@ -174,17 +176,27 @@ class ConfluentKafka:
 
     def member_loop(
         self, bootstrap: str, topic: str, group: str, stop: threading.Event,
-        report: Callable[[frozenset[int]], None],
+        report: Callable[[frozenset[int]], None], **conf: Any,
     ) -> None:  # fmt: skip
+        """Extra `conf` (e.g. group.instance.id, partition.assignment.strategy) goes to
+        the consumer; a `revoked` list in it collects each revocation, as partition
+        lists. A static member (group.instance.id) does not leave when it closes."""
+        revoked: list[list[int]] | None = conf.pop("revoked", None)
         consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                **conf,
             }
         )
-        consumer.subscribe([topic])
+
+        def on_revoke(c: Any, parts: list[TopicPartition]) -> None:
+            if revoked is not None:
+                revoked.append(sorted(tp.partition for tp in parts))
+
+        consumer.subscribe([topic], on_revoke=on_revoke)
         try:
             while not stop.is_set():
                 consumer.poll(0.2)

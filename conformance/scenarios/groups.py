@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from conformance.clients import LIBRARIES
@@ -45,3 +46,53 @@ def join_leave(ctx: Ctx, client: Any) -> Observation:
     out["after the first left"] = settle([second], 4)
     second.leave()
     return out
+
+
+@scenario("groups/static-restart", ("confluent-kafka",))
+def static_restart(ctx: Ctx, client: Any) -> Observation:
+    """Two static members (group.instance.id, KIP-345); one closes (a static member
+    does not leave) and comes back within its session timeout: it gets its old
+    partitions back and the other member's are never revoked."""
+    topic, group = ctx.name("st-topic"), ctx.name("st")
+    create_topic(ctx.bootstrap, topic, 4)
+    revoked: list[list[int]] = []
+
+    def static(instance: str, **extra: Any) -> Member:
+        loop = functools.partial(
+            client.member_loop, **{"group.instance.id": instance, "session.timeout.ms": 30000},
+            **extra,
+        )  # fmt: skip
+        return Member(loop, ctx.bootstrap, topic, group)
+
+    a, b = static("a"), static("b", revoked=revoked)
+    before = settle([a, b], 4)
+    a.leave()
+    again = static("a")
+    after = settle([again, b], 4)
+    during = [r for r in revoked if r]  # before b itself closes
+    b.leave()
+    again.leave()
+    return {"before": before, "after": after, "revoked from b meanwhile": during}
+
+
+@scenario("groups/cooperative-sticky", ("confluent-kafka",))
+def cooperative_sticky(ctx: Ctx, client: Any) -> Observation:
+    """partition.assignment.strategy=cooperative-sticky: when a second member joins,
+    the first gives up only the partitions that move (an incremental rebalance)."""
+    topic, group = ctx.name("coop-topic"), ctx.name("coop")
+    create_topic(ctx.bootstrap, topic, 4)
+    revoked: list[list[int]] = []
+    coop = {"partition.assignment.strategy": "cooperative-sticky"}
+    first = Member(functools.partial(client.member_loop, revoked=revoked, **coop),
+                   ctx.bootstrap, topic, group)  # fmt: skip
+    alone = settle([first], 4)
+    second = Member(functools.partial(client.member_loop, **coop), ctx.bootstrap, topic, group)
+    both = settle([first, second], 4)
+    moved = [len(r) for r in revoked if r]
+    second.leave()
+    first.leave()
+    return {
+        "alone": alone,
+        "split evenly": isinstance(both, list) and sorted(len(p) for p in both) == [2, 2],
+        "partitions revoked from the first": moved,
+    }

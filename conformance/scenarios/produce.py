@@ -4,7 +4,7 @@ producer was told."""
 from __future__ import annotations
 
 from conformance.clients import LIBRARIES
-from conformance.clients.base import Client
+from conformance.clients.base import Client, ClientError
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
 
@@ -71,5 +71,44 @@ def partitions(ctx: Ctx, client: Client) -> Observation:
     seen = {
         p: [r.seen() for r in client.consume(ctx.bootstrap, topic, 4, partition=p)]
         for p in range(3)
+    }
+    return {"offsets": offsets, "records": seen}
+
+
+@scenario("produce/large-records", LIBRARIES)
+def large_records(ctx: Ctx, client: Client) -> Observation:
+    """Records of 1.5 and 3 MiB to a topic with max.message.bytes=4 MiB are stored
+    and read back; 5 MiB is refused."""
+    topic = ctx.name("large")
+    create_topic(ctx.bootstrap, topic, configs={"max.message.bytes": str(4 << 20)})
+    big = [Rec(b"k1", b"a" * (3 << 19), (), BASE_TS), Rec(b"k2", b"b" * (3 << 20), (), BASE_TS)]
+    offsets = client.produce(ctx.bootstrap, topic, big, max_request_bytes=16 << 20)
+    got = client.consume(ctx.bootstrap, topic, 2)
+    try:
+        too_big = client.produce(
+            ctx.bootstrap, topic, [Rec(None, b"c" * (5 << 20), (), BASE_TS)],
+            max_request_bytes=16 << 20,
+        )  # fmt: skip
+        refused: object = {"offsets": too_big}
+    except ClientError as exc:
+        refused = exc.name
+    return {
+        "offsets": offsets,
+        "read back": [(r.offset, (r.key or b"").decode(), len(r.value or b"")) for r in got],
+        "5 MiB": refused,
+    }
+
+
+@scenario("topics/1000-partitions", ("confluent-kafka",))
+def thousand_partitions(ctx: Ctx, client: Client) -> Observation:
+    """One topic of 1,000 partitions: metadata lists them all, and records sent to the
+    first, a middle and the last partition are read back from each."""
+    topic = ctx.name("wide")
+    create_topic(ctx.bootstrap, topic, 1000)
+    chosen = (0, 499, 999)
+    recs = [Rec(f"k{p}".encode(), f"v{p}".encode(), (), BASE_TS, partition=p) for p in chosen]
+    offsets = client.produce(ctx.bootstrap, topic, recs)
+    seen = {
+        p: [r.seen() for r in client.consume(ctx.bootstrap, topic, 1, partition=p)] for p in chosen
     }
     return {"offsets": offsets, "records": seen}
