@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -120,3 +120,54 @@ def describe_cluster(ctx: Ctx, _client: object) -> Observation:
     if isinstance(got, dict):
         return got
     return {"brokers": len(got.nodes), "has controller": got.controller is not None}
+
+
+BROKER_KEYS = (
+    "auto.create.topics.enable", "message.max.bytes", "log.retention.bytes", "log.retention.ms",
+    "log.retention.hours", "num.partitions", "default.replication.factor", "min.insync.replicas",
+    "log.cleanup.policy", "compression.type", "log.message.timestamp.type",
+    "offsets.retention.minutes", "group.initial.rebalance.delay.ms",
+)  # fmt: skip
+
+
+@scenario("admin/broker-configs", CF, quick=True)
+def broker_configs(ctx: Ctx, _client: object) -> Observation:
+    """The broker's settings a client or operator looks up, with their sources."""
+    admin = _admin(ctx)
+    node = admin.describe_cluster(request_timeout=30).result(30).nodes[0].id
+    res = ConfigResource(ResourceType.BROKER, str(node))
+    got = _result(admin.describe_configs([res])[res])
+    if isinstance(got, dict) and "client error" in got:
+        return got
+    return {k: [got[k].value, int(got[k].source)] if k in got else "missing" for k in BROKER_KEYS}
+
+
+@scenario("admin/groups", CF)
+def groups(ctx: Ctx, client: Any) -> Observation:
+    """A group that committed and left: listed (Empty), described, its offsets listed,
+    deleted, and gone from the list."""
+    admin = _admin(ctx)
+    topic, group = ctx.name("ag-topic"), ctx.name("ag")
+    create_topic(ctx.bootstrap, topic)
+    client.produce(ctx.bootstrap, topic, [Rec(None, f"v{i}".encode()) for i in range(5)])
+    client.group_consume(ctx.bootstrap, topic, group, 3)
+
+    def listed() -> Any:
+        found = _result(admin.list_consumer_groups(request_timeout=30))
+        if isinstance(found, dict):
+            return found
+        return [str(g.state) for g in found.valid if g.group_id == group]
+
+    before = listed()
+    described = _result(admin.describe_consumer_groups([group])[group])
+    offsets = _result(
+        admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+    )
+    out: dict[str, Any] = {"listed": before}
+    if not isinstance(described, dict):
+        out["described"] = [str(described.state), len(described.members)]
+    if not isinstance(offsets, dict):
+        out["offsets"] = [(p.partition, p.offset) for p in offsets.topic_partitions]
+    out["delete"] = _result(admin.delete_consumer_groups([group])[group])
+    out["listed after"] = listed()
+    return out

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 from typing import Any
 
 from conformance.clients import LIBRARIES
+from conformance.clients.base import until
 from conformance.members import Member, settle
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
@@ -96,3 +99,48 @@ def cooperative_sticky(ctx: Ctx, client: Any) -> Observation:
         "split evenly": isinstance(both, list) and sorted(len(p) for p in both) == [2, 2],
         "partitions revoked from the first": moved,
     }
+
+
+_CRASHING_MEMBER = """
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+              "session.timeout.ms": 6000, "auto.offset.reset": "earliest"})
+c.subscribe([sys.argv[3]])
+while True:
+    c.poll(0.2)
+    if c.assignment():
+        print("assigned", flush=True)
+"""
+
+
+@scenario("groups/crash", ("confluent-kafka",))
+def crash(ctx: Ctx, client: Any) -> Observation:
+    """A member killed with SIGKILL never leaves: once its session (6 s) times out,
+    the other member gets its partitions."""
+    topic, group = ctx.name("crash-topic"), ctx.name("crash")
+    create_topic(ctx.bootstrap, topic, 4)
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_MEMBER, ctx.bootstrap, group, topic],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        assert doomed.stdout is not None
+        doomed.stdout.readline()  # it has partitions
+        survivor = Member(
+            functools.partial(client.member_loop, **{"session.timeout.ms": 6000}),
+            ctx.bootstrap, topic, group,
+        )  # fmt: skip
+        shared = until("two members share the topic", 60, lambda: _has_some(survivor, 4))
+        doomed.kill()
+        alone = settle([survivor], 4, within=60)
+        survivor.leave()
+    finally:
+        doomed.kill()
+        doomed.wait(10)
+    return {"survivor's share before": shared, "survivor after the crash": alone}
+
+
+def _has_some(member: Member, total: int) -> int | None:
+    n = len(member.assigned)
+    return n if 0 < n < total else None

@@ -42,21 +42,14 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             "resource_name": res.resource_name,
             "configs": (),
         }
+        values: dict[str, str | None]
         try:
             if res.resource_type == TOPIC:
                 view = await existing_topic(services, ctx, res.resource_name)
-                values = view.configs
-                sources = {k: _topic_source(k, v, defaults) for k, v in values.items()}
+                values = dict(view.configs)
+                sources = {k: _topic_source(k, v, defaults) for k, v in view.configs.items()}
             elif res.resource_type == BROKER:
-                values = {
-                    "broker.id": str(services.broker.node_id),
-                    "auto.create.topics.enable": str(services.auto_create_topics).lower(),
-                    **{
-                        f"log.{k}" if k.startswith("retention") else k: v
-                        for k, v in services.catalog.defaults.configs().items()
-                    },
-                }
-                sources = dict.fromkeys(values, SOURCE_STATIC_BROKER)
+                values, sources = _broker(services, defaults)
             else:
                 raise KafkaError(
                     ErrorCode.invalid_request, f"resource type {res.resource_type} is not supported"
@@ -74,6 +67,36 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     return {"throttle_time": 0, "results": results}
 
 
+def _broker(
+    services: Services, defaults: dict[str, str]
+) -> tuple[dict[str, str | None], dict[str, int]]:
+    """The broker-wide settings, under Kafka's broker names, from kop's configuration."""
+    node = str(services.broker.node_id)
+    retention_ms = int(defaults["retention.ms"])
+    hours, rest = divmod(retention_ms, 3_600_000)
+    values: dict[str, str | None] = {
+        "broker.id": node,
+        "node.id": node,
+        "auto.create.topics.enable": str(services.auto_create_topics).lower(),
+        "num.partitions": str(services.catalog.defaults.partitions),
+        "default.replication.factor": "1",
+        # Kafka keeps log.retention.ms unset and derives it from the hours.
+        "log.retention.ms": None if rest == 0 and retention_ms > 0 else str(retention_ms),
+        "log.retention.hours": str(hours if rest == 0 and retention_ms > 0 else 168),
+        **{
+            broker: defaults[topic] for topic, broker in BROKER_SYNONYM.items() if topic in defaults
+        },
+    }
+    if services.groups is not None:
+        values["offsets.retention.minutes"] = str(services.groups.offsets.retention_ms // 60_000)
+        limits = services.groups.coordinator.limits
+        values["group.initial.rebalance.delay.ms"] = str(limits.initial_rebalance_delay_ms)
+    sources = dict.fromkeys(values, SOURCE_DEFAULT)
+    sources.update({"broker.id": SOURCE_STATIC_BROKER, "node.id": SOURCE_STATIC_BROKER})
+    sources.update(dict.fromkeys(CLUSTER_WIDE, SOURCE_DYNAMIC_DEFAULT_BROKER))
+    return values, sources
+
+
 def _topic_source(name: str, value: str, defaults: dict[str, str]) -> int:
     if defaults.get(name) != value:
         return SOURCE_DYNAMIC_TOPIC
@@ -81,7 +104,7 @@ def _topic_source(name: str, value: str, defaults: dict[str, str]) -> int:
 
 
 def _synonyms(
-    name: str, value: str, source: int, defaults: dict[str, str]
+    name: str, value: str | None, source: int, defaults: dict[str, str]
 ) -> tuple[dict[str, Any], ...]:
     """The topic's own setting first (if any), then its broker-wide default."""
     out = []
@@ -94,7 +117,7 @@ def _synonyms(
 
 
 def _entry(
-    name: str, value: str, source: int, synonyms: tuple[dict[str, Any], ...] = ()
+    name: str, value: str | None, source: int, synonyms: tuple[dict[str, Any], ...] = ()
 ) -> dict[str, Any]:
     kind = TYPE_LONG if name.endswith((".ms", ".bytes")) else TYPE_STRING
     return {
