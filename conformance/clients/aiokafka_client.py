@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
@@ -14,9 +15,15 @@ from aiokafka.structs import TopicPartition
 from conformance.clients.base import ClientError, OffsetSpec, Unsupported
 from conformance.model import Rec
 
+T = TypeVar("T")
 
-def _name(exc: Exception) -> str:
-    return type(exc).__name__
+
+def _sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run one call on an event loop of its own, with the client's errors named."""
+    try:
+        return asyncio.run(work)
+    except KafkaError as exc:
+        raise ClientError(type(exc).__name__) from exc
 
 
 class AioKafka:
@@ -59,10 +66,7 @@ class AioKafka:
             finally:
                 await producer.stop()
 
-        try:
-            return asyncio.run(run())
-        except KafkaError as exc:
-            raise ClientError(_name(exc)) from exc
+        return _sync(run())
 
     def consume(
         self, bootstrap: str, topic: str, n: int, *, partition: int = 0, start: int = 0
@@ -88,10 +92,7 @@ class AioKafka:
             finally:
                 await consumer.stop()
 
-        try:
-            return asyncio.run(run())
-        except KafkaError as exc:
-            raise ClientError(_name(exc)) from exc
+        return _sync(run())
 
     def list_offset(self, bootstrap: str, topic: str, partition: int, spec: OffsetSpec) -> int:
         if spec == "max-timestamp":
@@ -112,10 +113,7 @@ class AioKafka:
             finally:
                 await consumer.stop()
 
-        try:
-            return asyncio.run(run())
-        except KafkaError as exc:
-            raise ClientError(_name(exc)) from exc
+        return _sync(run())
 
     def group_consume(self, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
         """Subscribe as a member of `group`, take `n` records, commit after them, leave."""
@@ -146,10 +144,7 @@ class AioKafka:
             finally:
                 await consumer.stop()
 
-        try:
-            return asyncio.run(run())
-        except KafkaError as exc:
-            raise ClientError(_name(exc)) from exc
+        return _sync(run())
 
     def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
         async def run() -> int | None:
@@ -161,10 +156,7 @@ class AioKafka:
             finally:
                 await consumer.stop()
 
-        try:
-            return asyncio.run(run())
-        except KafkaError as exc:
-            raise ClientError(_name(exc)) from exc
+        return _sync(run())
 
     def member_loop(
         self, bootstrap: str, topic: str, group: str, stop: threading.Event,

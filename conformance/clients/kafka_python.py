@@ -100,13 +100,7 @@ class KafkaPython:
 
     def group_consume(self, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
         """Subscribe as a member of `group`, take `n` records, commit after them, leave."""
-        consumer = KafkaConsumer(
-            topic,
-            bootstrap_servers=bootstrap,
-            group_id=group,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )
+        consumer = _member(bootstrap, topic, group)
         got: list[Rec] = []
         deadline = time.monotonic() + 60
         try:
@@ -144,13 +138,21 @@ class KafkaPython:
         self, bootstrap: str, topic: str, group: str, stop: threading.Event,
         report: Callable[[frozenset[int]], None],
     ) -> None:  # fmt: skip
-        consumer = KafkaConsumer(
-            topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )  # fmt: skip
+        consumer = _member(bootstrap, topic, group)
         try:
             while not stop.is_set():
                 consumer.poll(timeout_ms=200)
                 report(frozenset(tp.partition for tp in consumer.assignment()))
         finally:
             consumer.close()
+
+
+def _member(bootstrap: str, topic: str, group: str) -> KafkaConsumer:
+    """A group member that commits explicitly and starts from the earliest offset."""
+    return KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )

@@ -133,14 +133,7 @@ class ConfluentKafka:
 
     def group_consume(self, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
         """Subscribe as a member of `group`, take `n` records, commit after them, leave."""
-        consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
+        consumer = _member(bootstrap, group)
         consumer.subscribe([topic])
         got: list[Rec] = []
         deadline = time.monotonic() + 60
@@ -182,15 +175,7 @@ class ConfluentKafka:
         the consumer; a `revoked` list in it collects each revocation, as partition
         lists. A static member (group.instance.id) does not leave when it closes."""
         revoked: list[list[int]] | None = conf.pop("revoked", None)
-        consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                **conf,
-            }
-        )
+        consumer = _member(bootstrap, group, **conf)
 
         def on_revoke(c: Any, parts: list[TopicPartition]) -> None:
             if revoked is not None:
@@ -203,3 +188,16 @@ class ConfluentKafka:
                 report(frozenset(tp.partition for tp in consumer.assignment()))
         finally:
             consumer.close()
+
+
+def _member(bootstrap: str, group: str, **conf: Any) -> Consumer:
+    """A group member that commits explicitly and starts from the earliest offset."""
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **conf,
+        }
+    )

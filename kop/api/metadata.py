@@ -52,11 +52,11 @@ async def _describe(
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
     except Exception as exc:
         code, _ = error_of(exc)
-        return _topic(name, code, [])
-    return _topic(name, ErrorCode.none, partitions(services, view), view.topic_id)
+        return topic_entry(name, code, [])
+    return topic_entry(name, ErrorCode.none, partitions(services, view), view.topic_id)
 
 
-def _topic(
+def topic_entry(
     name: str, code: ErrorCode, parts: list[dict[str, Any]], topic_id: uuid.UUID = ZERO_UUID
 ) -> dict[str, Any]:
     return {

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
-from kop.api.metadata import UNKNOWN_OPERATIONS, ZERO_UUID, partitions
+from kop.api.metadata import partitions, topic_entry
 from kop.protocol.errors import ErrorCode
 
 
@@ -27,7 +27,7 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             view = await existing_topic(services, ctx, name)
         except Exception as exc:
             code, _ = error_of(exc)
-            topics.append(_topic(name, code, ZERO_UUID, []))
+            topics.append(topic_entry(name, code, []))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         parts = [p for p in partitions(services, view) if p["partition_index"] >= first]
@@ -35,7 +35,8 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             next_cursor = {"topic_name": name, "partition_index": parts[budget]["partition_index"]}
             parts = parts[:budget]
         budget -= len(parts)
-        topics.append(_topic(name, ErrorCode.none, view.topic_id, [_with_elr(p) for p in parts]))
+        elr = [_with_elr(p) for p in parts]
+        topics.append(topic_entry(name, ErrorCode.none, elr, view.topic_id))
         if next_cursor is not None:
             break
     return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}
@@ -43,16 +44,3 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
 
 def _with_elr(partition: dict[str, Any]) -> dict[str, Any]:
     return {**partition, "eligible_leader_replicas": (), "last_known_elr": ()}
-
-
-def _topic(
-    name: str, code: ErrorCode, topic_id: Any, parts: list[dict[str, Any]]
-) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": topic_id,
-        "is_internal": False,
-        "partitions": parts,
-        "topic_authorized_operations": UNKNOWN_OPERATIONS,
-    }

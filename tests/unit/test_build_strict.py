@@ -134,7 +134,7 @@ def test_key_of_another_version_is_dropped_at_top_level() -> None:
 
 def test_key_of_another_version_is_dropped_when_nested() -> None:
     # Metadata topic ids arrive in v10; the nested topic class of v9 has none.
-    topic = metadata._topic("t", ErrorCode.none, [])
+    topic = metadata.topic_entry("t", ErrorCode.none, [])
     data = {"throttle_time": 0, "brokers": (), "topics": [topic]}
     old: Any = build_response(ApiKey.METADATA, 9, data)
     new: Any = build_response(ApiKey.METADATA, 10, data)
