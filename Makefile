@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
-        kafka-fetch kafka-start kafka-stop kafka-status conformance clean
+        kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,7 +46,7 @@ run: pulsar-fetch
 
 ## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar,
 ## and the conformance quick tier against a reference Kafka).
-test: setup pulsar-fetch kafka-fetch lint
+test: setup pulsar-fetch kafka-fetch kcat lint
 	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
 
 unit: setup
@@ -63,9 +63,13 @@ lint: setup
 bench: pulsar-fetch
 	$(BIN)/python tools/run_tests.py --bench $(BENCH_ARGS)
 
+## kcat (librdkafka's CLI, Debian package) for the conformance suite's kcat driver; apt-get only when missing.
+kcat:
+	bash tools/install_kcat.sh
+
 ## make conformance: the whole matrix (every scenario x client) against kop and a reference Kafka;
 ## writes docs/compatibility.md. The quick tier runs in make test.
-conformance: pulsar-fetch kafka-fetch
+conformance: pulsar-fetch kafka-fetch kcat
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
 clean:

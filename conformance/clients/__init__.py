@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from conformance.clients.aiokafka_client import AioKafka
 from conformance.clients.base import Client
+from conformance.clients.go_clients import FranzGo, Sarama
 from conformance.clients.java_tools import JavaTools
 from conformance.clients.kafka_python import KafkaPython
+from conformance.clients.kafkajs import KafkaJS
+from conformance.clients.kcat import Kcat
 from conformance.clients.librdkafka import ConfluentKafka
 
 # Client libraries driven through the Client protocol (base.py): every scenario
 # written against that protocol runs with each of them.
-LIBRARIES: tuple[str, ...] = ("confluent-kafka", "kafka-python", "aiokafka")
+LIBRARIES: tuple[str, ...] = (
+    "confluent-kafka",
+    "kafka-python",
+    "aiokafka",
+    "franz-go",
+    "sarama",
+    "kafkajs",
+    "kcat",
+)
 
 
 class Raw:
@@ -21,5 +32,16 @@ class Raw:
 
 
 DRIVERS: dict[str, Client | Raw | JavaTools] = {
-    c.name: c for c in (ConfluentKafka(), KafkaPython(), AioKafka(), Raw(), JavaTools())
+    c.name: c
+    for c in (
+        ConfluentKafka(),
+        KafkaPython(),
+        AioKafka(),
+        FranzGo(),
+        Sarama(),
+        KafkaJS(),
+        Kcat(),
+        Raw(),
+        JavaTools(),
+    )
 }

@@ -42,7 +42,7 @@ function client(cmd) {
 
 // Headers as kafkajs takes them: an object, a repeated name's values in an array.
 function headersIn(pairs) {
-  const out = {}
+  const out = Object.create(null) // a header may be called "constructor"
   for (const [name, value] of pairs) {
     const v = bytes(value)
     if (!(name in out)) out[name] = v
@@ -73,6 +73,35 @@ function record(partition, m) {
   }
 }
 
+function message(r) {
+  const m = { partition: r.partition, key: bytes(r.key), value: bytes(r.value) }
+  if (r.headers.length) m.headers = headersIn(r.headers)
+  if (r.timestamp >= 0) m.timestamp = String(r.timestamp)
+  return m
+}
+
+const b64size = x => (x ? Buffer.byteLength(x, 'base64') : 0)
+const size = r =>
+  b64size(r.key) + b64size(r.value) + r.headers.reduce((n, [k, v]) => n + k.length + b64size(v), 0)
+
+// Consecutive runs of records of at most `limit` bytes (a larger record alone).
+function chunks(records, limit) {
+  const out = []
+  let current = []
+  let bytes = 0
+  for (const r of records) {
+    if (current.length && bytes + size(r) > limit) {
+      out.push(current)
+      current = []
+      bytes = 0
+    }
+    current.push(r)
+    bytes += size(r)
+  }
+  if (current.length) out.push(current)
+  return out
+}
+
 async function produce(cmd) {
   const codec = cmd.compression || 'none'
   if (!(codec in CODECS)) throw new Error(`codec ${codec} is not built into kafkajs`)
@@ -83,28 +112,28 @@ async function produce(cmd) {
   })
   await producer.connect()
   try {
-    const messages = cmd.records.map(r => {
-      const m = { partition: r.partition, key: bytes(r.key), value: bytes(r.value) }
-      if (r.headers.length) m.headers = headersIn(r.headers)
-      if (r.timestamp >= 0) m.timestamp = String(r.timestamp)
-      return m
-    })
-    const sent = await producer.send({
-      topic: cmd.topic,
-      acks: -1,
-      timeout: 30000,
-      compression: CODECS[codec],
-      messages,
-    })
-    // One batch per partition: a record's offset is its batch's base offset plus
-    // its place among that partition's records.
-    const base = new Map(sent.map(s => [s.partition, Number(s.baseOffset)]))
-    const seen = new Map()
-    const offsets = cmd.records.map(r => {
-      const i = seen.get(r.partition) || 0
-      seen.set(r.partition, i + 1)
-      return base.get(r.partition) + i
-    })
+    // kafkajs puts all of one send()'s records for a partition in one batch, with no
+    // size limit of its own: records go in consecutive sends of at most 1 MiB (the
+    // Java producer's default request size), so a large record gets a batch alone.
+    const offsets = []
+    for (const chunk of chunks(cmd.records, 1 << 20)) {
+      const sent = await producer.send({
+        topic: cmd.topic,
+        acks: -1,
+        timeout: 30000,
+        compression: CODECS[codec],
+        messages: chunk.map(message),
+      })
+      // A record's offset is its batch's base offset plus its place among that
+      // partition's records in the send.
+      const base = new Map(sent.map(s => [s.partition, Number(s.baseOffset)]))
+      const seen = new Map()
+      for (const r of chunk) {
+        const i = seen.get(r.partition) || 0
+        seen.set(r.partition, i + 1)
+        offsets.push(base.get(r.partition) + i)
+      }
+    }
     return { offsets }
   } finally {
     await producer.disconnect()
@@ -212,22 +241,60 @@ async function committed(cmd) {
   }
 }
 
+// A member that stays in the group until stdin closes, printing {"assigned": [...]}
+// after each join (kafkajs reports its assignment then); then it leaves.
+async function member(cmd, input) {
+  const consumer = client(cmd).consumer({ groupId: cmd.group, maxWaitTimeInMs: 200 })
+  const say = obj => process.stdout.write(JSON.stringify(obj) + '\n')
+  consumer.on(consumer.events.GROUP_JOIN, e => {
+    say({ assigned: (e.payload.memberAssignment[cmd.topic] || []).slice().sort((a, b) => a - b) })
+  })
+  consumer.on(consumer.events.CRASH, e => say({ error: errorName(e.payload.error) }))
+  await consumer.connect()
+  await consumer.subscribe({ topics: [cmd.topic], fromBeginning: true })
+  await consumer.run({ autoCommit: false, eachMessage: async () => {} })
+  await input.closed
+  await consumer.disconnect()
+  return { left: true }
+}
+
 const OPS = {
   produce,
   consume,
   list_offset: listOffset,
   group_consume: groupConsume,
   committed,
+  member,
 }
 
 function answer(obj, code) {
   process.stdout.write(JSON.stringify(obj) + '\n', () => process.exit(code))
 }
 
+// The command is stdin's first line; `closed` resolves when stdin ends.
+function readCommand() {
+  let buffered = ''
+  let closedResolve
+  const closed = new Promise(resolve => (closedResolve = resolve))
+  const first = new Promise((resolve, reject) => {
+    process.stdin.setEncoding('utf8')
+    process.stdin.on('data', chunk => {
+      buffered += chunk
+      const end = buffered.indexOf('\n')
+      if (end >= 0) resolve(buffered.slice(0, end))
+    })
+    process.stdin.on('end', () => {
+      resolve(buffered)
+      closedResolve()
+    })
+    process.stdin.on('error', reject)
+  })
+  return { first, closed }
+}
+
 async function main() {
-  const chunks = []
-  for await (const chunk of process.stdin) chunks.push(chunk)
-  const cmd = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+  const input = readCommand()
+  const cmd = JSON.parse(await input.first)
   const op = OPS[cmd.op]
   if (!op) throw new Error(`unknown op ${cmd.op}`)
   // Every call ends: past its deadline the process says so and exits.
@@ -236,7 +303,7 @@ async function main() {
     process.exit(3)
   }, cmd.timeout_ms)
   try {
-    answer(await op(cmd), 0)
+    answer(await op(cmd, input), 0)
   } catch (e) {
     if (!isClientError(e)) throw e
     answer({ error: errorName(e) }, 0)

@@ -4,12 +4,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -89,22 +93,29 @@ type Command struct {
 	Spec        json.RawMessage `json:"spec"`
 	Group       string          `json:"group"`
 	Timeout     float64         `json:"timeout"` // seconds for the whole command
+	MaxRequest  int32           `json:"max_request_bytes"`
 }
 
 func main() {
+	in := bufio.NewReader(os.Stdin)
+	line, err := in.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		fail(err)
+	}
 	var cmd Command
-	if err := json.NewDecoder(os.Stdin).Decode(&cmd); err != nil {
+	if err := json.Unmarshal(line, &cmd); err != nil {
 		fail(fmt.Errorf("bad command: %w", err))
+	}
+	if cmd.Op == "member" {
+		member(cmd, in)
+		return
 	}
 	if cmd.Timeout <= 0 {
 		cmd.Timeout = 60
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), seconds(cmd.Timeout))
 	defer cancel()
-	var (
-		out any
-		err error
-	)
+	var out any
 	switch cmd.Op {
 	case "produce":
 		out, err = produce(ctx, cmd)
@@ -180,6 +191,9 @@ func produce(ctx context.Context, cmd Command) (any, error) {
 		kgo.ProducerBatchCompression(c),
 		kgo.ProducerLinger(5 * time.Millisecond),
 	}
+	if cmd.MaxRequest > 0 {
+		opts = append(opts, kgo.ProducerBatchMaxBytes(cmd.MaxRequest))
+	}
 	if !cmd.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
@@ -203,9 +217,9 @@ func produce(ctx context.Context, cmd Command) (any, error) {
 	if err := results.FirstErr(); err != nil {
 		return nil, err
 	}
-	offsets := make([]int64, len(results))
-	for i, res := range results {
-		offsets[i] = res.Record.Offset
+	offsets := make([]int64, len(recs)) // results come in completion order, not ours
+	for i, rec := range recs {
+		offsets[i] = rec.Offset
 	}
 	return map[string]any{"offsets": offsets}, nil
 }
@@ -347,4 +361,83 @@ func committed(ctx context.Context, cmd Command) (any, error) {
 		return map[string]any{"offset": nil}, nil
 	}
 	return map[string]any{"offset": got.At}, nil
+}
+
+// member is a group member subscribed to the topic until stdin has a line or
+// ends: it prints {"assigned": [...]} whenever its assignment changes (checked
+// after each poll), then leaves the group and prints {"left": true}; a failure
+// the client reports ends it with {"error": name}.
+func member(cmd Command, in *bufio.Reader) {
+	var (
+		mu       sync.Mutex
+		assigned = map[int32]bool{}
+	)
+	change := func(ps map[string][]int32, to bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range ps[cmd.Topic] {
+			if to {
+				assigned[p] = true
+			} else {
+				delete(assigned, p)
+			}
+		}
+	}
+	cl, err := client(cmd,
+		kgo.ConsumerGroup(cmd.Group),
+		kgo.ConsumeTopics(cmd.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			change(ps, true)
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			change(ps, false)
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			change(ps, false)
+		}),
+	)
+	if err != nil {
+		answer(map[string]any{"error": errName(err)})
+		return
+	}
+	defer cl.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	go func() {
+		_, _ = in.ReadBytes('\n') // a line, or the end of stdin: time to leave
+		stop()
+	}()
+	last := []int32{}
+	answer(map[string]any{"assigned": last})
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		for _, fe := range fetches.Errors() {
+			if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+				continue
+			}
+			answer(map[string]any{"error": errName(fe.Err)})
+			return
+		}
+		mu.Lock()
+		now := []int32{}
+		for p := range assigned {
+			now = append(now, p)
+		}
+		mu.Unlock()
+		slices.Sort(now)
+		if !slices.Equal(now, last) {
+			answer(map[string]any{"assigned": now})
+			last = now
+		}
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.LeaveGroupContext(lctx); err != nil {
+		answer(map[string]any{"error": errName(err)})
+		return
+	}
+	answer(map[string]any{"left": true})
 }

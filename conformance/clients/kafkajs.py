@@ -1,0 +1,227 @@
+"""kafkajs (Node), as an application would use it: conformance/clients/node/driver.js
+runs one operation per `node` process, a JSON command on stdin and a JSON answer on
+stdout. kafkajs is pinned by node/package-lock.json and installed with `npm ci` into
+node/node_modules on first use (again whenever the lock file changes)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conformance.clients.base import ClientError, OffsetSpec, Unsupported
+from conformance.model import Rec
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+MODULES = NODE_DIR / "node_modules"
+STAMP = MODULES / ".conformance-installed"  # the sha256 of the lock file installed
+LOCK = NODE_DIR.parents[2] / ".conformance" / "npm-ci.lock"  # .conformance/ is ignored by git
+
+
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode()
+
+
+def _raw(s: str | None) -> bytes | None:
+    return None if s is None else base64.b64decode(s)
+
+
+def ensure_installed() -> None:
+    """`npm ci` into node/node_modules when it is missing or the lock file changed."""
+    want = hashlib.sha256((NODE_DIR / "package-lock.json").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text().strip() == want:
+        return
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run may be installing right now
+        if STAMP.exists() and STAMP.read_text().strip() == want:
+            return
+        npm = shutil.which("npm")
+        if npm is None:
+            raise RuntimeError("kafkajs driver: npm not found (Node.js and npm are needed)")
+        print("[conformance] kafkajs: npm ci in conformance/clients/node", flush=True)
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=NODE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"kafkajs driver: npm ci failed:\n{done.stdout}{done.stderr}")
+        STAMP.write_text(want + "\n")
+
+
+class KafkaJS:
+    name = "kafkajs"
+    codecs: tuple[str, ...] = ("none", "gzip")  # built in; snappy, lz4 and zstd need codec packages
+
+    def _call(self, op: str, within: float = 60.0, **args: Any) -> Any:
+        ensure_installed()
+        command = {"op": op, "timeout_ms": int(within * 1000), **args}
+        try:
+            done = subprocess.run(
+                ["node", "driver.js"],
+                cwd=NODE_DIR,
+                input=json.dumps(command) + "\n",
+                capture_output=True,
+                text=True,
+                timeout=within + 15,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise TimeoutError(f"kafkajs {op}: no answer within {within + 15:.0f} s") from exc
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines:
+            tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+            raise RuntimeError(f"kafkajs {op}: exit {done.returncode}: {tail}")
+        answer = json.loads(lines[-1])
+        if "error" in answer:
+            raise ClientError(answer["error"])
+        return answer
+
+    def produce(
+        self,
+        bootstrap: str,
+        topic: str,
+        recs: list[Rec],
+        *,
+        compression: str | None = None,
+        idempotent: bool = False,
+        max_request_bytes: int = 1 << 20,
+    ) -> list[int]:
+        """kafkajs has no request size limit of its own: `max_request_bytes` is moot."""
+        if compression not in (None, *self.codecs):
+            raise Unsupported(f"kafkajs has no built-in {compression} codec")
+        if any(v is None for r in recs for _, v in r.headers):
+            raise Unsupported("kafkajs cannot send a null header value")
+        records = [
+            {
+                "partition": r.partition,
+                "key": _b64(r.key),
+                "value": _b64(r.value),
+                "headers": [[k, _b64(v)] for k, v in r.headers],
+                "timestamp": r.timestamp,
+            }
+            for r in recs
+        ]
+        answer = self._call(
+            "produce",
+            bootstrap=bootstrap,
+            topic=topic,
+            records=records,
+            compression=compression or "none",
+            idempotent=idempotent,
+        )
+        return [int(o) for o in answer["offsets"]]
+
+    def consume(
+        self, bootstrap: str, topic: str, n: int, *, partition: int = 0, start: int = 0
+    ) -> list[Rec]:
+        answer = self._call(
+            "consume",
+            within=60,
+            bootstrap=bootstrap,
+            topic=topic,
+            n=n,
+            partition=partition,
+            start=start,
+            within_ms=30000,
+        )
+        return [_rec(r) for r in answer["records"]]
+
+    def list_offset(self, bootstrap: str, topic: str, partition: int, spec: OffsetSpec) -> int:
+        if spec == "max-timestamp":
+            raise Unsupported("kafkajs's admin has no max-timestamp offset lookup")
+        answer = self._call(
+            "list_offset", bootstrap=bootstrap, topic=topic, partition=partition, spec=spec
+        )
+        return int(answer["offset"])
+
+    def group_consume(self, bootstrap: str, topic: str, group: str, n: int) -> list[Rec]:
+        answer = self._call(
+            "group_consume",
+            within=90,
+            bootstrap=bootstrap,
+            topic=topic,
+            group=group,
+            n=n,
+            within_ms=60000,
+        )
+        return [_rec(r) for r in answer["records"]]
+
+    def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
+        answer = self._call(
+            "committed", bootstrap=bootstrap, group=group, topic=topic, partition=partition
+        )
+        return None if answer["offset"] is None else int(answer["offset"])
+
+    def member_loop(
+        self, bootstrap: str, topic: str, group: str, stop: threading.Event,
+        report: Callable[[frozenset[int]], None],
+    ) -> None:  # fmt: skip
+        """driver.js stays a member, printing {"assigned": [...]} after each join, until
+        its stdin closes; then it leaves the group and prints {"left": true}."""
+        ensure_installed()
+        command = {"op": "member", "timeout_ms": 900_000, "bootstrap": bootstrap,
+                   "topic": topic, "group": group}  # fmt: skip
+        failures: list[str] = []
+        with tempfile.TemporaryFile("w+") as errors:
+            proc = subprocess.Popen(
+                ["node", "driver.js"], cwd=NODE_DIR, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=errors, text=True,
+            )  # fmt: skip
+            assert proc.stdin is not None and proc.stdout is not None
+            out = proc.stdout
+
+            def read() -> None:
+                for line in out:
+                    event = json.loads(line)
+                    if "assigned" in event:
+                        report(frozenset(event["assigned"]))
+                    elif "error" in event:
+                        failures.append(event["error"])
+
+            reader = threading.Thread(target=read, daemon=True)
+            reader.start()
+            try:
+                proc.stdin.write(json.dumps(command) + "\n")
+                proc.stdin.flush()
+                while not stop.wait(0.2) and proc.poll() is None:
+                    pass
+                with contextlib.suppress(OSError):  # gone already when it failed
+                    proc.stdin.close()  # the member leaves
+                proc.wait(60)
+            except subprocess.TimeoutExpired as exc:
+                raise TimeoutError("kafkajs member: did not leave within 60 s") from exc
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                reader.join(10)
+            if failures:
+                raise ClientError(failures[0])
+            if proc.returncode != 0:
+                errors.seek(0)
+                raise RuntimeError(
+                    f"kafkajs member: exit {proc.returncode}: {errors.read().strip()[-2000:]}"
+                )
+
+
+def _rec(r: dict[str, Any]) -> Rec:
+    return Rec(
+        _raw(r["key"]),
+        _raw(r["value"]),
+        tuple((k, _raw(v)) for k, v in r["headers"]),
+        int(r["timestamp"]),
+        int(r["offset"]),
+        int(r["partition"]),
+    )
