@@ -119,24 +119,42 @@ def _proc_ticks(pid: int) -> int | None:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def find_pulsar_pid() -> int | None:
-    """The standalone broker's JVM, found by its main class (read-only /proc scan)."""
+def _find_jvm(main_class: bytes) -> int | None:
+    """A JVM whose command line has `main_class` as one argument (read-only /proc scan)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmd = (entry / "cmdline").read_bytes()
+            args = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"PulsarStandaloneStarter" in cmd and b"java" in cmd:
+        if args and args[0].endswith(b"java") and main_class in args:
             return int(entry.name)
     return None
 
 
+def find_pulsar_pid() -> int | None:
+    """The standalone broker's JVM, found by its main class."""
+    return _find_jvm(b"org.apache.pulsar.PulsarStandaloneStarter")
+
+
+def find_kafka_pid() -> int | None:
+    """The reference Kafka broker's JVM: the pid in the pid file of tools/kafka.py's data dir
+    (KOP_KAFKA_DATA, default <cache>/kafka-data), if that process is a `kafka.Kafka` JVM."""
+    cache = Path(os.environ.get("KOP_CACHE_DIR") or "~/.cache/kop").expanduser()
+    data = Path(os.environ.get("KOP_KAFKA_DATA") or cache / "kafka-data").expanduser()
+    try:
+        pid = int((data / "kafka.pid").read_text().split()[0])
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if args[0].endswith(b"java") and b"kafka.Kafka" in args else None
+
+
 @dataclass
 class PhaseResult:
-    target: str  # "kop(kafka)", "kop(pulsar)", "native"
-    phase: str  # "produce", "consume", "latency"
+    target: str  # "kop(kafka)", "kop(pulsar)", "native", "native(java)", "refkafka"
+    phase: str  # "produce", "produce-idempotent", "consume", "latency", "perf-produce", ...
     records: int = 0
     bytes: int = 0
     seconds: float = 0.0
@@ -144,6 +162,8 @@ class PhaseResult:
     latencies_ms: list[float] = field(default_factory=list, repr=False)
     cpu: dict[str, float] = field(default_factory=dict)
     note: str = ""
+    # figures a tool reported itself (Kafka's perf tools: avg_ms, p50_ms, p99_ms, ...)
+    stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def mb_s(self) -> float:
@@ -159,6 +179,12 @@ class PhaseResult:
         data = sorted(self.latencies_ms)
         return data[max(0, math.ceil(q / 100 * len(data)) - 1)]  # nearest rank
 
+    def latency(self, q: float) -> float:
+        """The q-th percentile in ms: measured here, or as the tool reported it (stats)."""
+        if self.latencies_ms:
+            return self.percentile(q)
+        return self.stats.get(f"p{q:g}_ms", math.nan)
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("latencies_ms")
@@ -173,5 +199,7 @@ class PhaseResult:
         else:
             out["mb_s"] = round(self.mb_s, 2)
             out["records_s"] = round(self.rec_s, 1)
+        if not self.stats:
+            out.pop("stats")
         out["seconds"] = round(self.seconds, 3)
         return out

@@ -12,11 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import PhaseResult
+from bench.refkafka import kafka_version
 
-TARGETS = ("native", "native(java)", "native e2e", "kop(kafka)", "kop(pulsar)")
+TARGETS = ("native", "native(java)", "native e2e", "refkafka", "kop(kafka)", "kop(pulsar)")
 FORMATS = ("kafka", "pulsar")
+PHASES = ("produce", "produce-idempotent", "consume", "latency", "perf-produce", "perf-consume")
+BASES = ("native", "native(java)", "refkafka")
 _LABELS = {"native": "native (Python client)", "native(java)": "native (Java client)",
-           "kop(kafka)": "kop, kafka entries", "kop(pulsar)": "kop, pulsar entries"}  # fmt: skip
+           "refkafka": "Kafka (reference)", "kop(kafka)": "kop, kafka entries",
+           "kop(pulsar)": "kop, pulsar entries"}  # fmt: skip
+CPU_KEYS = ("client", "kop", "pulsar", "kafka")
 
 
 def find(results: list[PhaseResult], target: str, phase: str) -> PhaseResult | None:
@@ -26,46 +31,156 @@ def find(results: list[PhaseResult], target: str, phase: str) -> PhaseResult | N
     return None
 
 
-def ratio(results: list[PhaseResult], fmt: str, phase: str, base: str = "native") -> float:
-    """kop/`base`: throughput ratio (higher is better) or p50 ratio for latency."""
-    kop, native = find(results, f"kop({fmt})", phase), find(results, base, phase)
-    if kop is None or native is None:
+def _base_phase(base: str, phase: str) -> str:
+    """Native Pulsar has no idempotent producer (the broker de-duplicates every producer
+    in kop's namespaces), so kop's idempotent row is compared with its plain produce."""
+    if base != "refkafka" and phase == "produce-idempotent":
+        return "produce"
+    return phase
+
+
+def ratio(
+    results: list[PhaseResult], fmt: str, phase: str, base: str = "native", q: float = 50
+) -> float:
+    """kop/`base`: throughput ratio (higher is better), or for latency the ratio of the
+    q-th percentiles (lower is better)."""
+    kop, other = find(results, f"kop({fmt})", phase), find(results, base, _base_phase(base, phase))
+    if kop is None or other is None or kop.records == 0:
         return math.nan
     if phase == "latency":
-        a, b = kop.percentile(50), native.percentile(50)
+        a, b = kop.latency(q), other.latency(q)
     else:
-        a, b = kop.mb_s, native.mb_s
+        a, b = kop.rec_s, other.rec_s  # same record size within a phase: = the MB/s ratio
     return a / b if b > 0 and not math.isnan(a) else math.nan
 
 
+def ratios(results: list[PhaseResult]) -> dict[str, dict[str, dict[str, float | None]]]:
+    """{base: {phase: {fmt: kop/base}}}; "latency" compares p50, "latency_p99" p99."""
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for base in BASES:
+        per: dict[str, dict[str, float | None]] = {}
+        for phase in PHASES:
+            qs = ((phase, 50), ("latency_p99", 99)) if phase == "latency" else ((phase, 50),)
+            for key, q in qs:
+                vals = {f: _num(ratio(results, f, phase, base, q)) for f in FORMATS}
+                if any(v is not None for v in vals.values()):
+                    per[key] = vals
+        if per:
+            out[base] = per
+    return out
+
+
+def _num(x: float, digits: int = 3) -> float | None:
+    return None if math.isnan(x) else round(x, digits)
+
+
 def table(results: list[PhaseResult]) -> str:
-    """A markdown table, one row per (phase, target)."""
+    """A markdown table, one row per (phase, target). Ratio cells on latency rows are
+    p50/p99; the CPU column is cores per process during the phase."""
     head = (
         "| phase | target | records | MB/s | records/s | p50 ms | p99 ms | kop/native "
-        "| kop/java | errors | CPU cores client/kop/pulsar |"
+        "| kop/java | kop/kafka | errors | CPU cores client/kop/pulsar/kafka |"
     )
-    lines = [head, "|---|---|" + "---:|" * 8 + "---|"]
-    for phase in ("produce", "consume", "latency"):
+    lines = [head, "|---|---|" + "---:|" * 9 + "---|"]
+    for phase in PHASES:
         for target in TARGETS:
             r = find(results, target, phase)
             if r is None:
                 continue
-            rat = jrat = ""
+            cells = ["", "", ""]
             if target.startswith("kop("):
-                rat = _fmt(ratio(results, target[4:-1], phase))
-                jrat = _fmt(ratio(results, target[4:-1], phase, "native(java)"))
-            if phase == "latency":
-                mb = rs = ""
-                p50, p99 = f"{r.percentile(50):.2f}", f"{r.percentile(99):.2f}"
+                fmt = target[4:-1]
+                for i, base in enumerate(BASES):
+                    if phase == "latency":
+                        a = ratio(results, fmt, phase, base)
+                        b = ratio(results, fmt, phase, base, 99)
+                        cells[i] = f"{_fmt(a)}/{_fmt(b)}" if not math.isnan(a) else ""
+                    else:
+                        cells[i] = _fmt(ratio(results, fmt, phase, base))
+            if phase == "latency" or "p50_ms" in r.stats:
+                p50, p99 = f"{r.latency(50):.2f}", f"{r.latency(99):.2f}"
             else:
-                mb, rs, p50, p99 = f"{r.mb_s:.1f}", f"{r.rec_s:,.0f}", "", ""
-            cpu = "/".join(f"{r.cpu.get(k, 0):.2f}" if k in r.cpu else "-"
-                           for k in ("client", "kop", "pulsar"))  # fmt: skip
+                p50 = p99 = ""
+            mb, rs = ("", "") if phase == "latency" else (f"{r.mb_s:.1f}", f"{r.rec_s:,.0f}")
+            cpu = "/".join(f"{r.cpu[k]:.2f}" if k in r.cpu else "-" for k in CPU_KEYS)
             errors = str(r.errors) + (f" ({r.note})" if r.note else "")
             lines.append(
-                f"| {phase} | {target} | {r.records:,} | {mb} | {rs} | {p50} | {p99} | {rat} "
-                f"| {jrat} | {errors} | {cpu} |"
+                f"| {phase} | {target} | {r.records:,} | {mb} | {rs} | {p50} | {p99} "
+                f"| {' | '.join(cells)} | {errors} | {cpu} |"
             )
+    return "\n".join(lines)
+
+
+# (row label, phase, metric): metric is mb_s, rec_s, p50, p99 or avg (ms, from the tool)
+SUMMARY_ROWS = (
+    ("produce MB/s", "produce", "mb_s"),
+    ("produce, idempotent MB/s", "produce-idempotent", "mb_s"),
+    ("consume MB/s", "consume", "mb_s"),
+    ("latency p50 ms", "latency", "p50"),
+    ("latency p99 ms", "latency", "p99"),
+    ("perf-test produce records/s", "perf-produce", "rec_s"),
+    ("perf-test produce avg ms", "perf-produce", "avg"),
+    ("perf-test produce p99 ms", "perf-produce", "p99"),
+    ("perf-test consume records/s", "perf-consume", "rec_s"),
+)
+SUMMARY_TARGETS = ("native", "native(java)", "refkafka", "kop(kafka)", "kop(pulsar)")
+
+
+def _metric(r: PhaseResult | None, metric: str) -> float:
+    if r is None or (r.records == 0 and metric in ("mb_s", "rec_s")):
+        return math.nan
+    if metric == "mb_s":
+        return r.mb_s
+    if metric == "rec_s":
+        return r.rec_s
+    if metric == "avg":
+        return r.stats.get("avg_ms", math.nan)
+    return r.latency(float(metric[1:]))
+
+
+def summary(results: list[PhaseResult]) -> dict[str, dict[str, float | None]]:
+    """{row label: {target: value}}, plus "kop(fmt)/native" and "kop(fmt)/refkafka" ratios
+    (for latency rows: kop's milliseconds over the base's, lower is better)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for label, phase, metric in SUMMARY_ROWS:
+        row: dict[str, float | None] = {}
+        for t in SUMMARY_TARGETS:
+            row[t] = _num(_metric(find(results, t, phase), metric), 2)
+        for fmt in FORMATS:
+            kop = _metric(find(results, f"kop({fmt})", phase), metric)
+            for base in ("native", "refkafka"):
+                b = _metric(find(results, base, _base_phase(base, phase)), metric)
+                if phase.startswith("perf") and base == "native":
+                    b = math.nan  # the perf tools speak only the Kafka protocol
+                row[f"kop({fmt})/{base}"] = _num(kop / b if b > 0 else math.nan, 2)
+        if any(v is not None for v in row.values()):
+            out[label] = row
+    return out
+
+
+def summary_table(results: list[PhaseResult], kafka_version: str = "") -> str:
+    """The headline figures, one column per target (Kafka's included), then the ratios
+    kop/native Pulsar (Python client) and kop/Kafka as `kafka entries, pulsar entries`."""
+    data = summary(results)
+    kafka = f"Kafka {kafka_version}".strip()
+    head = ("| | native Python | native Java | " + kafka + " | kop kafka | kop pulsar "
+            "| kop/native (kafka, pulsar) | kop/Kafka (kafka, pulsar) |")  # fmt: skip
+    lines = [head, "|---|" + "---:|" * 7]
+
+    def cell(v: float | None, digits: int) -> str:
+        if v is None:
+            return ""
+        return f"{v:,.0f}" if digits == 0 else f"{v:.{digits}f}"
+
+    for label, row in data.items():
+        digits = 0 if "records/s" in label else (1 if "MB/s" in label else 2)
+        vals = [cell(row[t], digits) for t in SUMMARY_TARGETS]
+        pairs = []
+        for base in ("native", "refkafka"):
+            a, b = row[f"kop(kafka)/{base}"], row[f"kop(pulsar)/{base}"]
+            both = f"{cell(a, 2) or '-'}, {cell(b, 2) or '-'}"
+            pairs.append("" if a is None and b is None else both)
+        lines.append(f"| {label} | {' | '.join(vals)} | {pairs[0]} | {pairs[1]} |")
     return "\n".join(lines)
 
 
@@ -73,10 +188,20 @@ def _fmt(x: float) -> str:
     return "" if math.isnan(x) else f"{x:.2f}"
 
 
-def ratio_line(results: list[PhaseResult], base: str = "native") -> str:
-    parts = " ".join(f"{fmt}={ratio(results, fmt, 'produce', base):.2f}" for fmt in FORMATS)
+def ratio_line(results: list[PhaseResult], base: str = "native", extended: bool = False) -> str:
+    """`ratio kop/native produce: kafka=X.XX pulsar=Y.YY`; `extended` appends kop's
+    idempotent produce over the same base, and kop/Kafka for plain and idempotent produce."""
+
+    def parts(phase: str, b: str) -> str:
+        return " ".join(f"{fmt}={ratio(results, fmt, phase, b):.2f}" for fmt in FORMATS)
+
     name = "native" if base == "native" else base.replace("native(", "").rstrip(")") + "-native"
-    return f"ratio kop/{name} produce: {parts}"
+    line = f"ratio kop/{name} produce: {parts('produce', base)}"
+    if extended:
+        line += f" idempotent: {parts('produce-idempotent', base)}"
+        line += f" | kop/kafka produce: {parts('produce', 'refkafka')}"
+        line += f" idempotent: {parts('produce-idempotent', 'refkafka')}"
+    return line
 
 
 def machine() -> dict[str, Any]:
@@ -106,6 +231,7 @@ def versions(http_url: str) -> dict[str, str]:
         "confluent-kafka": getattr(confluent_kafka, "__version__", "?"),
         "librdkafka": confluent_kafka.libversion()[0],
         "pulsar-client": getattr(pulsar, "__version__", "?"),
+        "kafka-broker": kafka_version(),
     }
     try:
         with urllib.request.urlopen(f"{http_url}/admin/v2/brokers/version", timeout=10) as resp:
@@ -163,24 +289,36 @@ def plot(results: list[PhaseResult], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, lax) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [2, 1.2]})
+    fig, (ax, lax) = plt.subplots(
+        1, 2, figsize=(12.5, 4.6), gridspec_kw={"width_ratios": [2.6, 1.3]}
+    )
     colors = {"kop(kafka)": "#1f77b4", "kop(pulsar)": "#ff7f0e", "native": "#2ca02c",
-              "native(java)": "#98df8a", "native e2e": "#7f7f7f"}  # fmt: skip
-    order = [t for t in ("kop(kafka)", "kop(pulsar)", "native", "native(java)")
-             if find(results, t, "produce") is not None]  # fmt: skip
+              "native(java)": "#98df8a", "refkafka": "#9467bd",
+              "native e2e": "#7f7f7f"}  # fmt: skip
+    order = [t for t in ("kop(kafka)", "kop(pulsar)", "refkafka", "native", "native(java)")
+             if any(r.target == t for r in results)]  # fmt: skip
+    groups = [g for g in ("produce", "produce-idempotent", "consume", "perf-produce",
+                          "perf-consume") if any(r.phase == g for r in results)]  # fmt: skip
     width = 0.8 / max(1, len(order))
-    for j, phase in enumerate(("produce", "consume")):
+    labelled: set[str] = set()
+    for j, phase in enumerate(groups):
         for i, target in enumerate(order):
             r = find(results, target, phase)
-            v = r.mb_s if r else 0.0
+            if r is None:
+                continue
+            v = r.mb_s
             x = j + (i - (len(order) - 1) / 2) * width
-            label = _LABELS.get(target, target) if j == 0 else None
+            label = None if target in labelled else _LABELS.get(target, target)
+            labelled.add(target)
             ax.bar(x, v, width, color=colors[target], label=label)
-            ax.text(x, v, f"{v:.0f}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks([0, 1], ["produce", "consume"])
-    ax.set_ylabel("MB/s (key+value, 10^6 B)")
-    ax.set_title("throughput, 1 partition, 1 KiB values")
-    ax.legend(fontsize=8)
+            ax.text(x, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
+    names = {"produce-idempotent": "produce\nidempotent",
+             "perf-produce": "perf-test\nproduce (Java)",
+             "perf-consume": "perf-test\nconsume (Java)"}  # fmt: skip
+    ax.set_xticks(range(len(groups)), [names.get(g, g) for g in groups], fontsize=8)
+    ax.set_ylabel("MB/s (10^6 B; perf-test: values only)")
+    ax.set_title("throughput, 1 partition, 1 KiB values", fontsize=9)
+    ax.legend(fontsize=7)
     lat_order = [t for t in (*order, "native e2e") if find(results, t, "latency") is not None]
     for i, target in enumerate(lat_order):
         r = find(results, target, "latency")
@@ -190,10 +328,12 @@ def plot(results: list[PhaseResult], path: Path, title: str) -> None:
             v = r.percentile(q)
             x = i + (k - 0.5) * 0.38
             lax.bar(x, v, 0.38, color=colors[target], hatch=hatch, edgecolor="white")
-            lax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
-    lax.set_xticks(range(len(lat_order)), [t.replace(" ", "\n") for t in lat_order], fontsize=7)
+            lax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=7)
+    short = {"refkafka": "Kafka\n(ref)"}
+    lax.set_xticks(range(len(lat_order)), [short.get(t, t.replace(" ", "\n").replace("(", "\n("))
+                                           for t in lat_order], fontsize=7)  # fmt: skip
     lax.set_ylabel("ms")
-    lax.set_title("produce latency p50 / p99 (hatched)")
+    lax.set_title("produce latency p50 / p99 (hatched), one at a time", fontsize=9)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,16 +1,29 @@
-"""`python -m bench`: kop (both entry formats) vs the native Pulsar client.
+"""`python -m bench`: kop (both entry formats) vs the native Pulsar client and the
+reference Apache Kafka.
 
-For each target (native Pulsar client, kop with `kafka` entries, kop with
-`pulsar` entries) against the same Pulsar:
+For each target (native Pulsar Python client, native Pulsar Java client, kop with
+`kafka` entries, kop with `pulsar` entries, the reference Kafka 4.3.1 broker of
+tools/kafka.py), one at a time:
 
 1. warm-up: a short produce to a scratch topic (not measured);
 2. produce: N records (16-byte keys, 1 KiB values) as fast as the client goes;
 3. consume: those N records from the start, every key and value checked;
-4. latency: records sent one at a time, produce -> acknowledgement.
+4. latency: records sent one at a time, produce -> acknowledgement;
 
-Progress goes to stderr; the report (markdown table) to stdout, ending with
-`ratio kop/native produce: kafka=X.XX pulsar=Y.YY`. Results are written to
-bench/results/latest.json and docs/bench.png.
+and for the Kafka-protocol targets (kop, Kafka) also:
+
+5. produce, idempotent: as 2 with enable.idempotence=true, acks=all;
+6. Kafka's own perf tools (the Java client): producer-perf-test, then
+   consumer-perf-test over what it wrote.
+
+The reference Kafka is started (tools/kafka.py start) only for its own phases when it
+is not running, and stopped afterwards; one that was already running is used and left
+running (its CPU then shows in the others' phases, in the CPU column's last figure).
+
+Progress goes to stderr; the report (markdown tables) to stdout, ending with
+`ratio kop/native produce: kafka=X.XX pulsar=Y.YY idempotent: kafka=.. pulsar=..
+| kop/kafka produce: kafka=.. pulsar=.. idempotent: kafka=.. pulsar=..` (one line).
+Results are written to bench/results/latest.json and docs/bench.png.
 
 `--profile` instead runs kop's produce and fetch paths under py-spy (one kop
 process per phase) and summarises the hot spots; see bench/profile.py.
@@ -21,6 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -29,11 +43,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import kafka_side, report
-from bench.common import CpuMeter, PhaseResult, Values, Workload, find_pulsar_pid, log
+from bench import kafka_side, refkafka, report
+from bench.common import (
+    CpuMeter,
+    PhaseResult,
+    Values,
+    Workload,
+    find_kafka_pid,
+    find_pulsar_pid,
+    log,
+)
 from bench.java_side import JavaClient
 from bench.kop_process import REPO, KopProcess
 from bench.native_side import Native, create_topic, delete_topic
+from bench.refkafka import RefKafka
 
 RESULTS = REPO / "bench" / "results"
 PLOT = REPO / "docs" / "bench.png"
@@ -51,14 +74,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
         prog="python -m bench", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    ap.add_argument("--quick", action="store_true", help="smaller run (< 5 minutes)")
+    ap.add_argument("--quick", action="store_true", help="smaller run (3.5-4 minutes on 2 cores)")
     ap.add_argument("--records", type=int, help="records per throughput phase")
     ap.add_argument("--latency-records", type=int, help="records for the latency phase")
     ap.add_argument("--max-phase-s", type=float, help="stop producing after this many seconds")
     ap.add_argument("--value-bytes", type=int, default=1024)
-    ap.add_argument("--targets", default="native,java,kafka,pulsar",
+    ap.add_argument("--targets", default="native,java,kafka,pulsar,refkafka",
                     help="comma list of native (Python client), java (Java client reference), "
-                    "kafka, pulsar (kop entry formats)")  # fmt: skip
+                    "kafka, pulsar (kop entry formats), refkafka (the reference Kafka broker "
+                    "of tools/kafka.py)")  # fmt: skip
+    ap.add_argument("--no-idempotent", action="store_true",
+                    help="skip the idempotent-producer rows (kop and Kafka)")  # fmt: skip
+    ap.add_argument("--no-perf-tools", action="store_true",
+                    help="skip Kafka's producer-perf-test and consumer-perf-test")  # fmt: skip
     ap.add_argument("--keep-topics", action="store_true", help="do not delete the bench topics")
     ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
     ap.add_argument("--http-url", default="http://localhost:8080")
@@ -125,7 +153,9 @@ def run_target(
     if "consume" in phases:
         log(f"{name}: read the warm-up topic (not measured), then consume {produced:,} records "
             "from offset 0")  # fmt: skip
-        ops.consume(topics["warm"], w, values, warm, "", quiet=True)
+        _, _, bad, why = ops.consume(topics["warm"], w, values, warm, "", quiet=True)
+        if bad:
+            log(f"warning: {name}: warm-up read: {bad} bad records ({why})")
         a = meter.sample()
         n, secs, errors, note = ops.consume(topics["tput"], w, values, produced, f"{name} consume")
         b = meter.sample()
@@ -150,24 +180,100 @@ def _summary(r: PhaseResult) -> str:
         body = f"p50 {r.percentile(50):.2f} ms  p99 {r.percentile(99):.2f} ms"
     else:
         body = f"{r.records:,} rec in {r.seconds:.1f}s: {r.mb_s:.1f} MB/s, {r.rec_s:,.0f} rec/s"
+        if "p99_ms" in r.stats:
+            body += f", avg {r.stats['avg_ms']:.1f} ms p99 {r.stats['p99_ms']:.0f} ms"
     cpu = " ".join(f"{k}={v:.2f}" for k, v in r.cpu.items())
     return f"{r.target} {r.phase}: {body}  errors={r.errors}  cores[{cpu}] {r.note}"
 
 
-def _kop_ops(fmt: str, bootstrap: str) -> Ops:
+def _kafka_ops(name: str, bootstrap: str) -> Ops:
+    """The librdkafka workload against any Kafka-protocol endpoint (kop or Kafka)."""
     return Ops(
-        f"kop({fmt})",
+        name,
         lambda topic, *a, **k: kafka_side.produce(bootstrap, topic, *a, **k),
         lambda topic, *a, **k: kafka_side.consume(bootstrap, topic, *a, **k),
         lambda topic, *a, **k: kafka_side.latency(bootstrap, topic, *a, **k),
     )
 
 
-def _kop_topics(run_id: str, formats: list[str]) -> dict[str, dict[str, str]]:
-    return {
-        fmt: {kind: f"bench-{run_id}-{fmt}-{kind}" for kind in ("warm", "tput", "lat")}
-        for fmt in formats
-    }
+def _kop_ops(fmt: str, bootstrap: str) -> Ops:
+    return _kafka_ops(f"kop({fmt})", bootstrap)
+
+
+# topics of a Kafka-protocol target: the workload's three, the idempotent row's, the perf tools'
+KINDS = ("warm", "tput", "lat")
+KAFKA_KINDS = (*KINDS, "idem", "perf")
+
+
+def _kop_topics(
+    run_id: str, formats: list[str], kinds: tuple[str, ...] = KINDS
+) -> dict[str, dict[str, str]]:
+    return {fmt: {kind: f"bench-{run_id}-{fmt}-{kind}" for kind in kinds} for fmt in formats}
+
+
+def run_extra(
+    ops: Ops, bootstrap: str, topics: dict[str, str], w: Workload, values: Values,
+    meter: CpuMeter, args: argparse.Namespace, done: list[PhaseResult],
+) -> list[PhaseResult]:  # fmt: skip
+    """The idempotent-producer row and Kafka's perf tools for a Kafka-protocol target;
+    `done` holds the target's results so far (the perf tools are sized from its produce)."""
+    out: list[PhaseResult] = []
+    name = ops.name
+    if not args.no_idempotent:
+        log(f"{name}: produce {w.records:,} records, idempotent (enable.idempotence=true, "
+            "acks=all)")  # fmt: skip
+        a = meter.sample()
+        label, idem = f"{name} produce idem", kafka_side.IDEMPOTENT
+        n, secs, errors = ops.produce(topics["idem"], w, values, w.records, label, extra=idem)
+        b = meter.sample()
+        note = f"time cap {w.max_phase_s:.0f} s" if n < w.records else ""
+        out.append(PhaseResult(name, "produce-idempotent", n, n * w.record_bytes, secs, errors,
+                               cpu=CpuMeter.usage(a, b), note=note))  # fmt: skip
+        log("  = " + _summary(out[-1]))
+    if not args.no_perf_tools:
+        out += run_perf_tools(name, bootstrap, topics["perf"], w, meter, done)
+    return out
+
+
+def run_perf_tools(
+    name: str, bootstrap: str, topic: str, w: Workload, meter: CpuMeter,
+    done: list[PhaseResult],
+) -> list[PhaseResult]:  # fmt: skip
+    """producer-perf-test (sized to about `max_phase_s` at the rate librdkafka reached on
+    this target), then consumer-perf-test over everything it wrote."""
+    out: list[PhaseResult] = []
+    plain = report.find(done, name, "produce")
+    rate = plain.rec_s if plain is not None and plain.rec_s > 0 else 0.0
+    n = w.records if rate <= 0 else min(w.records, max(20_000, int(rate * w.max_phase_s)))
+    warm = min(w.warmup_records, n // 10)
+    limit = 4 * w.max_phase_s + 60
+    log(f"{name}: Kafka producer-perf-test, {n:,} records of {w.value_bytes} B (no keys), "
+        f"first {warm:,} warm-up")  # fmt: skip
+    a = meter.sample()
+    res = refkafka.producer_perf(bootstrap, topic, n, warm, w.value_bytes, w.linger_ms,
+                                 w.batch_bytes, f"{name} perf produce", limit)  # fmt: skip
+    b = meter.sample()
+    out.append(PhaseResult(name, "perf-produce", res.records, res.records * w.value_bytes,
+                           res.seconds, res.errors, cpu=CpuMeter.usage(a, b), note=res.note,
+                           stats=res.stats))  # fmt: skip
+    log("  = " + _summary(out[-1]))
+    total = int(res.stats.get("total_records", 0))
+    if total <= 0:
+        log(f"{name}: producer-perf-test failed ({res.note}); no consumer-perf-test")
+        return out
+    log(f"{name}: Kafka consumer-perf-test, {total:,} records from the earliest offset")
+    a = meter.sample()
+    res = refkafka.consumer_perf(bootstrap, topic, total, f"{name} perf consume", limit)
+    b = meter.sample()
+    out.append(PhaseResult(name, "perf-consume", res.records, res.records * w.value_bytes,
+                           res.seconds, res.errors, cpu=CpuMeter.usage(a, b), note=res.note,
+                           stats=res.stats))  # fmt: skip
+    log("  = " + _summary(out[-1]))
+    return out
+
+
+def _load(avg: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in avg)
 
 
 def _setup_logging() -> Path:
@@ -207,20 +313,26 @@ def main(argv: list[str]) -> int:
         return profile_run(args, w)
     started = time.time()
     t_start = time.perf_counter()
+    load_start = os.getloadavg()
     rev = report.kop_revision(REPO)
     run_id = time.strftime("%Y%m%d-%H%M%S")
     wanted = [t.strip() for t in args.targets.split(",") if t.strip()]
     formats = [f for f in ("kafka", "pulsar") if f in wanted]
     log(f"bench {run_id}: up to {w.records:,} records or {w.max_phase_s:.0f} s per produce phase, "
         f"{w.key_bytes} B keys + {w.value_bytes} B values, latency {w.latency_records:,} records, "
-        f"targets {', '.join(wanted)}")  # fmt: skip
+        f"targets {', '.join(wanted)}; load average {_load(load_start)}")  # fmt: skip
     values = Values(w.value_bytes)
     meter = CpuMeter()
     pulsar_pid = find_pulsar_pid()
     if pulsar_pid is not None:
         meter.pids["pulsar"] = pulsar_pid
+    kafka_pid = find_kafka_pid()  # a reference Kafka running already: what it costs the others
+    if kafka_pid is not None:
+        meter.pids["kafka"] = kafka_pid
+        log(f"a Kafka broker is running already (pid {kafka_pid}): its CPU shows as `kafka` "
+            "in every phase")  # fmt: skip
     results: list[PhaseResult] = []
-    kinds = ("warm", "tput", "lat")
+    kinds = KINDS
 
     if "native" in wanted:
         names = [f"bench-{run_id}-native-{kind}" for kind in kinds]
@@ -260,7 +372,7 @@ def main(argv: list[str]) -> int:
         rev = report.kop_revision(REPO)  # what kop runs is the tree at its start
         kop = KopProcess(RESULTS / "kop.log", pulsar_url=args.pulsar_url, http_url=args.http_url)
         kop.start()
-        all_topics = _kop_topics(run_id, formats)
+        all_topics = _kop_topics(run_id, formats, KAFKA_KINDS)
         names = [t for kinds_ in all_topics.values() for t in kinds_.values()]
         try:
             meter.pids["kop"] = kop.pid
@@ -269,7 +381,10 @@ def main(argv: list[str]) -> int:
             )
             for fmt in formats:
                 ops = _kop_ops(fmt, kop.bootstrap)
-                results += run_target(ops, all_topics[fmt], w, values, meter)
+                done = run_target(ops, all_topics[fmt], w, values, meter)
+                done += run_extra(ops, kop.bootstrap, all_topics[fmt], w, values, meter, args,
+                                  done)  # fmt: skip
+                results += done
         finally:
             if not args.keep_topics:
                 for err in kafka_side.delete_topics(kop.bootstrap, names):
@@ -279,28 +394,58 @@ def main(argv: list[str]) -> int:
         if kop_exit not in (0, None):
             log(f"warning: kop exited with {kop_exit} (see {kop.log_path})")
 
+    kafka_started_here = False
+    if "refkafka" in wanted:
+        ref = RefKafka()
+        try:
+            ref.start()
+        except RuntimeError as exc:
+            log(f"skipping the reference Kafka: {exc}")
+        else:
+            kafka_started_here = ref.started_here
+            bootstrap = refkafka.bootstrap()
+            topics = {kind: f"bench-{run_id}-refkafka-{kind}" for kind in KAFKA_KINDS}
+            try:
+                pid = find_kafka_pid()
+                if pid is not None:
+                    meter.pids["kafka"] = pid
+                kafka_side.create_topics(bootstrap, dict.fromkeys(topics.values()))
+                ops = _kafka_ops("refkafka", bootstrap)
+                done = run_target(ops, topics, w, values, meter)
+                done += run_extra(ops, bootstrap, topics, w, values, meter, args, done)
+                results += done
+            finally:
+                if not args.keep_topics:
+                    for err in kafka_side.delete_topics(bootstrap, list(topics.values())):
+                        log(f"warning: could not delete {err}")
+                ref.stop()
+                if kafka_started_here:
+                    meter.pids.pop("kafka", None)
+
     duration = time.perf_counter() - t_start
     restarted = pulsar_pid is not None and find_pulsar_pid() != pulsar_pid
     if restarted:
         log("WARNING: the Pulsar broker was restarted during the run; these numbers are not valid")
+    load_end = os.getloadavg()
     doc: dict[str, Any] = {
         "run_id": run_id,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "duration_s": round(duration, 1),
+        "load_average_start": [round(x, 2) for x in load_start],
+        "load_average_end": [round(x, 2) for x in load_end],
         "quick": args.quick,
         "machine": report.machine(),
         "versions": report.versions(args.http_url),
         "pulsar_settings": report.pulsar_settings(args.http_url),
         "kop_revision": rev,
         "workload": dataclasses.asdict(w),
+        "kafka_started_by_bench": kafka_started_here,
         "results": [r.to_json() for r in results],
-        "ratios": {
-            base: {
-                phase: {fmt: round(report.ratio(results, fmt, phase, base), 3) for fmt in formats}
-                for phase in ("produce", "consume", "latency")
-            }
-            for base in ("native", "native(java)")
-        },
+        # {base: {phase: {fmt: kop/base}}}, base native / native(java) / refkafka;
+        # latency = p50 ratio, latency_p99 = p99 ratio (lower is better)
+        "ratios": report.ratios(results),
+        # the headline figures with one column per target (the markdown summary table)
+        "summary": report.summary(results),
         "kop_exit_code": kop_exit,
         "pulsar_restarted_during_run": restarted,
     }
@@ -309,7 +454,8 @@ def main(argv: list[str]) -> int:
         try:
             report.plot(results, PLOT, f"kop bench {run_id}: {doc['machine']['nproc']} cores "
                         f"({doc['machine']['cpu']}), Pulsar {doc['versions']['pulsar-broker']} "
-                        f"standalone, 1 KiB values")  # fmt: skip
+                        f"standalone, Kafka {doc['versions']['kafka-broker']} (KRaft, 1 node), "
+                        f"1 KiB values")  # fmt: skip
         except ImportError:
             log("matplotlib not installed: no plot (pip install matplotlib)")
     sys.stderr.flush()
@@ -319,7 +465,10 @@ def main(argv: list[str]) -> int:
     print(f"kop bench {run_id} (kop {rev['commit']}{dirty}): up to {w.records:,} records or "
           f"{w.max_phase_s:.0f} s per produce phase, {w.key_bytes} B keys, {w.value_bytes} B "
           f"values, 1 partition; Pulsar new-entries check delay {delay} ms; "
-          f"run took {duration:.0f} s")  # fmt: skip
+          f"run took {duration:.0f} s; load average {_load(load_start)} at the start, "
+          f"{_load(load_end)} at the end")  # fmt: skip
+    print()
+    print(report.summary_table(results, doc["versions"].get("kafka-broker", "")))
     print()
     print(report.table(results))
     print()
@@ -329,6 +478,6 @@ def main(argv: list[str]) -> int:
         print(f"wrote {(RESULTS / 'latest.json').relative_to(REPO)} and {PLOT.relative_to(REPO)}")
     if report.find(results, "native(java)", "produce") is not None:
         print(report.ratio_line(results, "native(java)"))
-    print(report.ratio_line(results), flush=True)
+    print(report.ratio_line(results, extended=True), flush=True)
     failed = any(r.errors for r in results) or (kop_exit not in (0, None))
     return 1 if failed else 0
