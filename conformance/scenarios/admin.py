@@ -45,7 +45,8 @@ def _configs(admin: AdminClient, topic: str) -> Any:
 
 @scenario("admin/topics", CF, quick=True)
 def topics(ctx: Ctx, _client: object) -> Observation:
-    """Create, create again, grow, describe, delete, delete again."""
+    """Create, create again, grow (also with an explicit assignment), describe, delete,
+    delete again."""
     admin = _admin(ctx)
     topic = ctx.name("admin-topic")
     out: dict[str, Any] = {}
@@ -54,7 +55,12 @@ def topics(ctx: Ctx, _client: object) -> Observation:
     out["create again"] = _result(admin.create_topics([new], operation_timeout=30)[topic])
     out["grow to 4"] = _result(admin.create_partitions([NewPartitions(topic, 4)])[topic])
     out["shrink to 3"] = _result(admin.create_partitions([NewPartitions(topic, 3)])[topic])
-    out["partitions"] = until("4 partitions in metadata", 30, lambda: _partitions(admin, topic, 4))
+    node = admin.describe_cluster(request_timeout=30).result(30).nodes[0].id
+    placed = NewPartitions(topic, 5, replica_assignment=[[node]])
+    out["grow to 5 on the broker"] = _result(admin.create_partitions([placed])[topic])
+    elsewhere = NewPartitions(topic, 6, replica_assignment=[[node + 100]])
+    out["grow on a broker that is not there"] = _result(admin.create_partitions([elsewhere])[topic])
+    out["partitions"] = until("5 partitions in metadata", 30, lambda: _partitions(admin, topic, 5))
     out["delete"] = _result(admin.delete_topics([topic], operation_timeout=30)[topic])
     out["delete again"] = _result(admin.delete_topics([topic], operation_timeout=30)[topic])
     return out

@@ -3,6 +3,7 @@ the broker closes the connection. Kafka's answer is the specification."""
 
 from __future__ import annotations
 
+import datetime
 import struct
 from typing import Any
 
@@ -23,10 +24,14 @@ def _raw(ctx: Ctx) -> RawClient:
     return RawClient(int(port), timeout=15, host=host)
 
 
-def batch(values: list[bytes], magic: int = 2) -> bytes:
+def batch(
+    values: list[bytes], magic: int = 2, producer: tuple[int, int, int] = (-1, -1, -1)
+) -> bytes:
+    """A record batch; `producer` is (id, epoch, base sequence) for an idempotent one."""
+    pid, epoch, sequence = producer
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=0, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 24,
+        magic=2, compression_type=0, is_transactional=0, producer_id=pid,
+        producer_epoch=epoch, base_sequence=sequence, batch_size=1 << 24,
     )  # fmt: skip
     for i, v in enumerate(values):
         builder.append(i, timestamp=T0 + i, key=None, value=v, headers=[])
@@ -140,3 +145,39 @@ def unknown_topic_reads(ctx: Ctx, _client: object) -> Observation:
 def _list_topic(name: str) -> Any:
     part = ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1)
     return ListOffsetsTopic(name=TopicName(name), partitions=(part,))
+
+
+@scenario("produce/idempotent-retries", RAW, quick=True)
+def idempotent_retries(ctx: Ctx, _client: object) -> Observation:
+    """An idempotent producer's retries, sent exactly: a retried batch (the last one,
+    or an older one of the last five) is answered with its original offset and stored
+    once; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    topic = ctx.name("idem-retry")
+    create_topic(ctx.bootstrap, topic)
+    client = _raw(ctx)
+    try:
+        pid = client.request(
+            22, 4, transactional_id=None, transaction_timeout=datetime.timedelta(0),
+            producer_id=-1, producer_epoch=-1,
+        )  # fmt: skip
+        stamp = (pid.producer_id, pid.producer_epoch)
+
+        def send(sequence: int, values: list[bytes]) -> Any:
+            code, offset = client.produce(topic, batch(values, producer=(*stamp, sequence)))
+            return [code.name, offset if code.name == "none" else None]
+
+        steps = {
+            "seq 0": send(0, [b"a", b"b"]),
+            "seq 0 again": send(0, [b"a", b"b"]),
+            "seq 2": send(2, [b"c"]),
+            "seq 0 once more": send(0, [b"a", b"b"]),
+            "seq 10 (a gap)": send(10, [b"x"]),
+            "seq 3": send(3, [b"d"]),
+        }
+        latest = client.request(
+            2, 7, replica_id=-1, isolation_level=0, topics=(_list_topic(topic),)
+        )
+        steps["high watermark"] = latest.topics[0].partitions[0].offset
+    finally:
+        client.close()
+    return steps

@@ -170,3 +170,15 @@ def verifiable(ctx: Ctx, tools: JavaTools) -> Observation:
         "consumed": sum(r["count"] for r in records),
         "commits ok": all(c.get("success") for c in commits) and bool(commits),
     }
+
+
+@scenario("tools/broker-api-versions", JAVA)
+def broker_api_versions(ctx: Ctx, tools: JavaTools) -> Observation:
+    """kafka-broker-api-versions: the APIs and the newest usable version of each."""
+    run = tools.run(ctx, "broker-api-versions", *_bs(ctx))
+    apis = {}
+    for line in run.out:
+        name, _, rest = line.strip().partition(": ")
+        if "(" in name and name.endswith(")"):
+            apis[name] = rest.rstrip(",").split("usable: ")[-1].rstrip("]")
+    return {"code": run.code, "apis": apis}
