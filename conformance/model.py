@@ -87,7 +87,12 @@ class Scenario:
     name: str  # "area/what", e.g. "produce/codecs"
     fn: ScenarioFn
     clients: tuple[str, ...]  # which client drivers can run it
-    quick: bool  # part of the quick tier (in `make test`)
+    quick: bool | tuple[str, ...]  # in the quick tier (make test): with every client, or these
+
+    def quick_clients(self) -> tuple[str, ...]:
+        if self.quick is True:
+            return self.clients
+        return self.quick or ()
     doc: str
 
 
@@ -95,7 +100,7 @@ CATALOGUE: dict[str, Scenario] = {}
 
 
 def scenario(
-    name: str, clients: tuple[str, ...], quick: bool = False
+    name: str, clients: tuple[str, ...], quick: bool | tuple[str, ...] = False
 ) -> Callable[[ScenarioFn], ScenarioFn]:
     def register(fn: ScenarioFn) -> ScenarioFn:
         if name in CATALOGUE:

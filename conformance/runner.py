@@ -81,8 +81,14 @@ def run_all(
     kop: Target,
     kafka: Target,
     progress: Callable[[Cell, int, int], None],
+    quick: bool = False,
 ) -> list[Cell]:
-    pairs = [(sc, c) for sc in scenarios for c in sc.clients if c in clients]
+    pairs = [
+        (sc, c)
+        for sc in scenarios
+        for c in (sc.quick_clients() if quick else sc.clients)
+        if c in clients
+    ]
     cells = []
     for i, (sc, client) in enumerate(pairs, 1):
         cell = judge(sc, client, kop, kafka)

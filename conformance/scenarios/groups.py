@@ -13,8 +13,12 @@ from conformance.members import Member, settle
 from conformance.model import Ctx, Observation, Rec, scenario
 from conformance.setup import create_topic
 
+# Group scenarios take 10-30 s per client (joins wait group.initial.rebalance.delay.ms):
+# the quick tier runs them with librdkafka and franz-go; the full matrix with every client.
+QUICK_GROUPS = ("confluent-kafka", "franz-go")
 
-@scenario("groups/commit-resume", LIBRARIES, quick=True)
+
+@scenario("groups/commit-resume", LIBRARIES, quick=QUICK_GROUPS)
 def commit_resume(ctx: Ctx, client: Any) -> Observation:
     """subscribe(), read 6 of 10 records, commit, leave; a new member of the group gets
     exactly the other 4; the committed offset reads back."""
@@ -34,7 +38,7 @@ def commit_resume(ctx: Ctx, client: Any) -> Observation:
     }
 
 
-@scenario("groups/join-leave", LIBRARIES, quick=True)
+@scenario("groups/join-leave", LIBRARIES, quick=QUICK_GROUPS)
 def join_leave(ctx: Ctx, client: Any) -> Observation:
     """On a 4-partition topic: one member gets every partition; a second joins and
     they split them; the first leaves cleanly and the second gets them all again."""

@@ -8,9 +8,12 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.integration.conftest import REPO
 
 
+@pytest.mark.timeout(900)
 def test_quick_tier_agrees_with_kafka(pulsar: str) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "conformance", "--quick"],

@@ -6,6 +6,7 @@ import base64
 
 import pulsar
 
+from conformance.clients.kafka_python import KafkaPython
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec, cf_consume, kp_consume
 from tests.integration.conftest import PULSAR_URL, KopProcess
@@ -22,7 +23,7 @@ def test_pulsar_consumer_reads_what_kafka_wrote(kop: KopProcess, topic: str) -> 
         Rec(b"\xff\xfe", b"binary key", (), 1_700_000_000_124),
         Rec(b"user-2", None, (("a", b"1"), ("a", b"2")), 1_700_000_000_125),
     ]
-    assert PRODUCERS["kafka-python"](kop.bootstrap, topic, recs, None) == [0, 1, 2]
+    assert KafkaPython().produce(kop.bootstrap, topic, recs, idempotent=True) == [0, 1, 2]
     client = pulsar.Client(PULSAR_URL)
     try:
         reader = client.create_reader(_partition0(topic), pulsar.MessageId.earliest)
