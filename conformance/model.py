@@ -93,6 +93,7 @@ class Scenario:
         if self.quick is True:
             return self.clients
         return self.quick or ()
+
     doc: str
 
 

@@ -3,6 +3,8 @@ producer was told."""
 
 from __future__ import annotations
 
+import time
+
 from conformance.clients import LIBRARIES
 from conformance.clients.base import Client, ClientError
 from conformance.model import Ctx, Observation, Rec, scenario
@@ -111,4 +113,26 @@ def thousand_partitions(ctx: Ctx, client: Client) -> Observation:
     seen = {
         p: [r.seen() for r in client.consume(ctx.bootstrap, topic, 1, partition=p)] for p in chosen
     }
+    return {"offsets": offsets, "records": seen}
+
+
+@scenario("produce/client-timestamps", LIBRARIES, quick=True)
+def client_timestamps(ctx: Ctx, client: Client) -> Observation:
+    """Records without an explicit timestamp (the client stamps them, as most
+    applications do): text keys, a null key, headers; every record comes back with a
+    CreateTime in the few minutes around the send."""
+    topic = ctx.name("stamped")
+    create_topic(ctx.bootstrap, topic)
+    recs = [
+        Rec(f"key-{i}".encode() if i % 3 else None, f"value {i}".encode(),
+            (("n", str(i).encode()),) if i % 2 else ())
+        for i in range(12)
+    ]  # fmt: skip
+    before = int(time.time() * 1000)
+    offsets = client.produce(ctx.bootstrap, topic, recs)
+    got = client.consume(ctx.bootstrap, topic, len(recs))
+    after = int(time.time() * 1000)
+    seen = [
+        {**r.seen(), "timestamp": before - 60_000 <= r.timestamp <= after + 60_000} for r in got
+    ]
     return {"offsets": offsets, "records": seen}
