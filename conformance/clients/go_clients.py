@@ -10,10 +10,7 @@ source (or a bumped library) builds anew and an unchanged one never rebuilds."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -25,7 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conformance.clients.base import ClientError, OffsetSpec, Unsupported
+from conformance.clients.base import OffsetSpec, Unsupported
+from conformance.clients.program import Program, from_wire, to_wire
 from conformance.model import Rec
 
 SOURCES = Path(__file__).resolve().parent / "go"
@@ -37,35 +35,6 @@ BATCH_BYTES = 1_000_000  # both libraries' default batch (and record) limit
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kop" / "conformance-go"
-
-
-def _b64(b: bytes | None) -> str | None:
-    return None if b is None else base64.b64encode(b).decode("ascii")
-
-
-def _bytes(s: str | None) -> bytes | None:
-    return None if s is None else base64.b64decode(s)
-
-
-def _rec_out(r: Rec) -> dict[str, Any]:
-    return {
-        "partition": r.partition,
-        "key": _b64(r.key),
-        "value": _b64(r.value),
-        "headers": [[k, _b64(v)] for k, v in r.headers],
-        "timestamp": r.timestamp,
-    }
-
-
-def _rec_in(d: dict[str, Any]) -> Rec:
-    return Rec(
-        _bytes(d["key"]),
-        _bytes(d["value"]),
-        tuple((k, _bytes(v)) for k, v in d["headers"]),
-        d["timestamp"],
-        d["offset"],
-        d["partition"],
-    )
 
 
 def _size(r: Rec) -> int:
@@ -102,6 +71,7 @@ class GoDriver:
     def __init__(self) -> None:
         self._binary: Path | None = None
         self._lock = threading.Lock()
+        self._program = Program(self.name, lambda: [str(self.binary())])
 
     # -- building ---------------------------------------------------------------
 
@@ -173,29 +143,7 @@ class GoDriver:
     def _call(self, op: str, bootstrap: str, timeout: float = CALL_TIMEOUT, **fields: Any) -> Any:
         """Run one command; its answer, or ClientError with the library's error name."""
         command = {"op": op, "bootstrap": bootstrap, "timeout": timeout, **fields}
-        exe = self.binary()
-        try:
-            done = subprocess.run(
-                [str(exe)],
-                input=json.dumps(command),
-                capture_output=True,
-                text=True,
-                timeout=timeout + 15,  # the program answers by `timeout`; this is for a hang
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise TimeoutError(f"{self.name} {op}: no answer within {timeout + 15:.0f} s") from exc
-        try:
-            answer = json.loads(done.stdout)
-        except json.JSONDecodeError:
-            answer = None
-        if done.returncode != 0 or not isinstance(answer, dict):
-            raise RuntimeError(
-                f"{self.name} {op}: the driver exited {done.returncode}: "
-                f"{(done.stderr or done.stdout).strip()[-2000:]}"
-            )
-        if "error" in answer:
-            raise ClientError(answer["error"])
-        return answer
+        return self._program.call(command, timeout)
 
     # -- the Client protocol ----------------------------------------------------
 
@@ -215,7 +163,7 @@ class GoDriver:
                 "produce",
                 bootstrap,
                 topic=topic,
-                records=[_rec_out(r) for r in run],
+                records=[to_wire(r) for r in run],
                 compression=compression or "none",
                 idempotent=idempotent,
                 max_request_bytes=max_request_bytes,
@@ -229,7 +177,7 @@ class GoDriver:
         got = self._call(
             "consume", bootstrap, topic=topic, partition=partition, start=start, n=n, within=30
         )
-        return [_rec_in(d) for d in got["records"]]
+        return [from_wire(d) for d in got["records"]]
 
     def list_offset(self, bootstrap: str, topic: str, partition: int, spec: OffsetSpec) -> int:
         if spec == "max-timestamp" and not self.max_timestamp:
@@ -242,7 +190,7 @@ class GoDriver:
         got = self._call(
             "group_consume", bootstrap, timeout=90, topic=topic, group=group, n=n, within=60
         )
-        return [_rec_in(d) for d in got["records"]]
+        return [from_wire(d) for d in got["records"]]
 
     def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
         got = self._call("committed", bootstrap, topic=topic, group=group, partition=partition)
@@ -252,51 +200,8 @@ class GoDriver:
         self, bootstrap: str, topic: str, group: str, stop: threading.Event,
         report: Callable[[frozenset[int]], None],
     ) -> None:  # fmt: skip
-        """The program stays a member, printing {"assigned": [...]} on each change,
-        until its stdin closes; then it leaves the group and prints {"left": true}."""
         command = {"op": "member", "bootstrap": bootstrap, "topic": topic, "group": group}
-        failures: list[str] = []
-        with tempfile.TemporaryFile("w+") as errors:
-            proc = subprocess.Popen(
-                [str(self.binary())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=errors, text=True,
-            )  # fmt: skip
-            assert proc.stdin is not None and proc.stdout is not None
-            out = proc.stdout
-
-            def read() -> None:
-                for line in out:
-                    event = json.loads(line)
-                    if "assigned" in event:
-                        report(frozenset(event["assigned"]))
-                    elif "error" in event:
-                        failures.append(event["error"])
-
-            reader = threading.Thread(target=read, daemon=True)
-            reader.start()
-            try:
-                proc.stdin.write(json.dumps(command) + "\n")
-                proc.stdin.flush()
-                while not stop.wait(0.2) and proc.poll() is None:
-                    pass
-                with contextlib.suppress(OSError):  # gone already when it failed
-                    proc.stdin.close()  # the member leaves
-                proc.wait(60)
-            except subprocess.TimeoutExpired as exc:
-                raise TimeoutError(f"{self.name} member: did not leave within 60 s") from exc
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                reader.join(10)
-            if failures:
-                raise ClientError(failures[0])
-            if proc.returncode != 0:
-                errors.seek(0)
-                raise RuntimeError(
-                    f"{self.name} member: the driver exited {proc.returncode}: "
-                    f"{errors.read().strip()[-2000:]}"
-                )
+        self._program.member(command, stop, report)
 
 
 class FranzGo(GoDriver):

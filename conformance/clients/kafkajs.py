@@ -5,34 +5,23 @@ node/node_modules on first use (again whenever the lock file changes)."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import fcntl
 import hashlib
-import json
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conformance.clients.base import ClientError, OffsetSpec, Unsupported
+from conformance.clients.base import OffsetSpec, Unsupported
+from conformance.clients.program import Program, from_wire, to_wire
 from conformance.model import Rec
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 MODULES = NODE_DIR / "node_modules"
 STAMP = MODULES / ".conformance-installed"  # the sha256 of the lock file installed
 LOCK = NODE_DIR.parents[2] / ".conformance" / "npm-ci.lock"  # .conformance/ is ignored by git
-
-
-def _b64(b: bytes | None) -> str | None:
-    return None if b is None else base64.b64encode(b).decode()
-
-
-def _raw(s: str | None) -> bytes | None:
-    return None if s is None else base64.b64decode(s)
 
 
 def ensure_installed() -> None:
@@ -65,28 +54,12 @@ class KafkaJS:
     name = "kafkajs"
     codecs: tuple[str, ...] = ("none", "gzip")  # built in; snappy, lz4 and zstd need codec packages
 
+    def __init__(self) -> None:
+        self._program = Program(self.name, lambda: ["node", "driver.js"], NODE_DIR)
+
     def _call(self, op: str, within: float = 60.0, **args: Any) -> Any:
         ensure_installed()
-        command = {"op": op, "timeout_ms": int(within * 1000), **args}
-        try:
-            done = subprocess.run(
-                ["node", "driver.js"],
-                cwd=NODE_DIR,
-                input=json.dumps(command) + "\n",
-                capture_output=True,
-                text=True,
-                timeout=within + 15,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise TimeoutError(f"kafkajs {op}: no answer within {within + 15:.0f} s") from exc
-        lines = done.stdout.strip().splitlines()
-        if done.returncode != 0 or not lines:
-            tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-            raise RuntimeError(f"kafkajs {op}: exit {done.returncode}: {tail}")
-        answer = json.loads(lines[-1])
-        if "error" in answer:
-            raise ClientError(answer["error"])
-        return answer
+        return self._program.call({"op": op, "timeout_ms": int(within * 1000), **args}, within)
 
     def produce(
         self,
@@ -103,16 +76,7 @@ class KafkaJS:
             raise Unsupported(f"kafkajs has no built-in {compression} codec")
         if any(v is None for r in recs for _, v in r.headers):
             raise Unsupported("kafkajs cannot send a null header value")
-        records = [
-            {
-                "partition": r.partition,
-                "key": _b64(r.key),
-                "value": _b64(r.value),
-                "headers": [[k, _b64(v)] for k, v in r.headers],
-                "timestamp": r.timestamp,
-            }
-            for r in recs
-        ]
+        records = [to_wire(r) for r in recs]
         answer = self._call(
             "produce",
             bootstrap=bootstrap,
@@ -136,7 +100,7 @@ class KafkaJS:
             start=start,
             within_ms=30000,
         )
-        return [_rec(r) for r in answer["records"]]
+        return [from_wire(r) for r in answer["records"]]
 
     def list_offset(self, bootstrap: str, topic: str, partition: int, spec: OffsetSpec) -> int:
         if spec == "max-timestamp":
@@ -156,7 +120,7 @@ class KafkaJS:
             n=n,
             within_ms=60000,
         )
-        return [_rec(r) for r in answer["records"]]
+        return [from_wire(r) for r in answer["records"]]
 
     def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
         answer = self._call(
@@ -169,59 +133,8 @@ class KafkaJS:
         report: Callable[[frozenset[int]], None],
     ) -> None:  # fmt: skip
         """driver.js stays a member, printing {"assigned": [...]} after each join, until
-        its stdin closes; then it leaves the group and prints {"left": true}."""
+        its stdin closes; then it leaves the group."""
         ensure_installed()
         command = {"op": "member", "timeout_ms": 900_000, "bootstrap": bootstrap,
                    "topic": topic, "group": group}  # fmt: skip
-        failures: list[str] = []
-        with tempfile.TemporaryFile("w+") as errors:
-            proc = subprocess.Popen(
-                ["node", "driver.js"], cwd=NODE_DIR, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=errors, text=True,
-            )  # fmt: skip
-            assert proc.stdin is not None and proc.stdout is not None
-            out = proc.stdout
-
-            def read() -> None:
-                for line in out:
-                    event = json.loads(line)
-                    if "assigned" in event:
-                        report(frozenset(event["assigned"]))
-                    elif "error" in event:
-                        failures.append(event["error"])
-
-            reader = threading.Thread(target=read, daemon=True)
-            reader.start()
-            try:
-                proc.stdin.write(json.dumps(command) + "\n")
-                proc.stdin.flush()
-                while not stop.wait(0.2) and proc.poll() is None:
-                    pass
-                with contextlib.suppress(OSError):  # gone already when it failed
-                    proc.stdin.close()  # the member leaves
-                proc.wait(60)
-            except subprocess.TimeoutExpired as exc:
-                raise TimeoutError("kafkajs member: did not leave within 60 s") from exc
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-                reader.join(10)
-            if failures:
-                raise ClientError(failures[0])
-            if proc.returncode != 0:
-                errors.seek(0)
-                raise RuntimeError(
-                    f"kafkajs member: exit {proc.returncode}: {errors.read().strip()[-2000:]}"
-                )
-
-
-def _rec(r: dict[str, Any]) -> Rec:
-    return Rec(
-        _raw(r["key"]),
-        _raw(r["value"]),
-        tuple((k, _raw(v)) for k, v in r["headers"]),
-        int(r["timestamp"]),
-        int(r["offset"]),
-        int(r["partition"]),
-    )
+        self._program.member(command, stop, report)
