@@ -11,12 +11,12 @@ import zlib
 import pytest
 
 from kop.log.entry_format import EntryFormat
-from kop.log.partition_log import LogSettings
+from kop.log.partition_log import LogSettings, PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 from tests.sim.clock import SimLoop
 from tests.sim.harness import INDEX_TOPIC, TOPIC, TS, Node, batch
-from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_log import MemoryLog, MemoryWriter
 
 HISTORY_ONLY = LogSettings(checkpoint_interval=2, tail_buffer_bytes=0, write_timeout_s=5)
 FORMATS = [EntryFormat.PULSAR, EntryFormat.KAFKA]
@@ -135,14 +135,21 @@ def test_the_floor_survives_a_restart(loop: SimLoop, stop: str) -> None:
     assert again.produce(batch([b"next"])) == 10
 
 
-def test_the_answer_waits_until_the_floor_is_persisted(loop: SimLoop) -> None:
+def _five_records_and_a_stalled_index(
+    loop: SimLoop, write_timeout_s: float
+) -> tuple[Node, PartitionLog, MemoryWriter]:
+    """A partition holding a0..a4 whose offset-index writes (where floors go) stall."""
     log = MemoryLog()
-    node = Node(loop, log, LogSettings(write_timeout_s=30))
+    node = Node(loop, log, LogSettings(write_timeout_s=write_timeout_s))
     node.start()
     node.produce(batch(_values("a", 5)))
-    plog = node.partition()
     shard = loop.run(log.writer(_index_shard()), within=5)
     shard.stall()
+    return node, node.partition(), shard
+
+
+def test_the_answer_waits_until_the_floor_is_persisted(loop: SimLoop) -> None:
+    _node, plog, shard = _five_records_and_a_stalled_index(loop, write_timeout_s=30)
     pending = loop.create_task(plog.delete_records(3))
     loop.settle(5)
     assert not pending.done()
@@ -153,12 +160,7 @@ def test_the_answer_waits_until_the_floor_is_persisted(loop: SimLoop) -> None:
 
 
 def test_a_floor_that_cannot_be_persisted_is_not_applied(loop: SimLoop) -> None:
-    log = MemoryLog()
-    node = Node(loop, log, LogSettings(write_timeout_s=5))
-    node.start()
-    node.produce(batch(_values("a", 5)))
-    plog = node.partition()
-    loop.run(log.writer(_index_shard()), within=5).stall()
+    node, plog, _ = _five_records_and_a_stalled_index(loop, write_timeout_s=5)
     got = _delete(node, 3)
     assert isinstance(got, KafkaError) and got.code == ErrorCode.request_timed_out
     assert plog.log_start == 0
@@ -168,13 +170,7 @@ def test_a_floor_that_cannot_be_persisted_is_not_applied(loop: SimLoop) -> None:
 def test_the_work_finishes_when_the_caller_goes_away(loop: SimLoop) -> None:
     # A client that disconnects (or whose request timeout passes) does not leave a
     # floor persisted but not applied.
-    log = MemoryLog()
-    node = Node(loop, log, LogSettings(write_timeout_s=30))
-    node.start()
-    node.produce(batch(_values("a", 5)))
-    plog = node.partition()
-    shard = loop.run(log.writer(_index_shard()), within=5)
-    shard.stall()
+    _node, plog, shard = _five_records_and_a_stalled_index(loop, write_timeout_s=30)
     caller = loop.create_task(plog.delete_records(2))
     loop.settle(1)
     caller.cancel()
