@@ -1,11 +1,9 @@
 """The Go clients franz-go and Sarama, each through a small Go program of its own
-(conformance/clients/go/<lib>/main.go) that takes one JSON command on stdin and
-prints one JSON answer: {"offsets": ...}, {"records": ...}, {"offset": ...}, or
-{"error": "<the library's name for the failure>"} (kerr's UNKNOWN_TOPIC_OR_PARTITION,
-Sarama's ErrUnknownTopicOrPartition). Bytes travel as base64, null as null. A group
-member (member_loop) is one long-running program printing {"assigned": [...]} lines
-until its stdin closes. The programs are built with `go build` on first use into
-~/.cache/kop/conformance-go/<lib>-<hash of go.mod, go.sum and *.go>, so a changed
+(conformance/clients/go/<lib>/main.go; the JSON types shared in go/wire), run by
+program.py: one JSON command on stdin, one JSON answer on stdout ({"error": ...}
+with the library's name for a failure: kerr's UNKNOWN_TOPIC_OR_PARTITION, Sarama's
+ErrUnknownTopicOrPartition). The programs are built with `go build` on first use
+into ~/.cache/kop/conformance-go/<lib>-<hash of the module files>, so a changed
 source (or a bumped library) builds anew and an unchanged one never rebuilds."""
 
 from __future__ import annotations
@@ -76,11 +74,12 @@ class GoDriver:
     # -- building ---------------------------------------------------------------
 
     def fingerprint(self) -> str:
-        """A hash of what the binary is built from: go.mod, go.sum and the Go sources."""
-        src = SOURCES / self.source
+        """A hash of what the binary is built from: go.mod, go.sum and the Go sources,
+        its own and the shared wire package's."""
         h = hashlib.sha256()
-        for f in sorted([src / "go.mod", src / "go.sum", *src.glob("*.go")]):
-            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+        for src in (SOURCES / self.source, SOURCES / "wire"):
+            for f in sorted([*src.glob("go.*"), *src.glob("*.go")]):
+                h.update(f"{src.name}/{f.name}".encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()[:16]
 
     def binary(self) -> Path:

@@ -12,3 +12,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.0 // indirect
 )
+
+require kop/conformance/wire v0.0.0
+
+replace kop/conformance/wire => ../wire

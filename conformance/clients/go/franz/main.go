@@ -6,7 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,82 +19,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kop/conformance/wire"
 )
 
-// Bytes is a []byte that is base64 in JSON and keeps null apart from empty.
-type Bytes []byte
-
-func (b Bytes) MarshalJSON() ([]byte, error) {
-	if b == nil {
-		return []byte("null"), nil
-	}
-	return json.Marshal(base64.StdEncoding.EncodeToString(b))
-}
-
-func (b *Bytes) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		*b = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(data, &s); err != nil {
-		return err
-	}
-	raw, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return err
-	}
-	*b = append(Bytes{}, raw...) // never nil: an empty value is not a null one
-	return nil
-}
-
-// Header is [name, value] in JSON.
-type Header struct {
-	Key   string
-	Value Bytes
-}
-
-func (h Header) MarshalJSON() ([]byte, error) { return json.Marshal([]any{h.Key, h.Value}) }
-
-func (h *Header) UnmarshalJSON(data []byte) error {
-	var pair []json.RawMessage
-	if err := json.Unmarshal(data, &pair); err != nil {
-		return err
-	}
-	if len(pair) != 2 {
-		return fmt.Errorf("a header is [name, value], got %s", data)
-	}
-	if err := json.Unmarshal(pair[0], &h.Key); err != nil {
-		return err
-	}
-	return json.Unmarshal(pair[1], &h.Value)
-}
-
-type Rec struct {
-	Partition int32    `json:"partition"`
-	Offset    int64    `json:"offset"`
-	Key       Bytes    `json:"key"`
-	Value     Bytes    `json:"value"`
-	Headers   []Header `json:"headers"`
-	Timestamp int64    `json:"timestamp"` // ms; -1 on produce: the client's clock
-}
-
-type Command struct {
-	Op          string          `json:"op"`
-	Bootstrap   string          `json:"bootstrap"`
-	Topic       string          `json:"topic"`
-	Records     []Rec           `json:"records"`
-	Compression string          `json:"compression"`
-	Idempotent  bool            `json:"idempotent"`
-	Partition   int32           `json:"partition"`
-	Start       int64           `json:"start"`
-	N           int             `json:"n"`
-	Within      float64         `json:"within"` // seconds to wait for records
-	Spec        json.RawMessage `json:"spec"`
-	Group       string          `json:"group"`
-	Timeout     float64         `json:"timeout"` // seconds for the whole command
-	MaxRequest  int32           `json:"max_request_bytes"`
-}
+// The wire types, shared with the other Go driver.
+type (
+	Bytes   = wire.Bytes
+	Header  = wire.Header
+	Rec     = wire.Rec
+	Command = wire.Command
+)
 
 func main() {
 	in := bufio.NewReader(os.Stdin)
@@ -137,7 +72,7 @@ func main() {
 	answer(out)
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+var seconds = wire.Seconds
 
 func answer(v any) {
 	if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
@@ -227,9 +162,12 @@ func produce(ctx context.Context, cmd Command) (any, error) {
 func seen(r *kgo.Record) Rec {
 	headers := []Header{}
 	for _, h := range r.Headers {
-		headers = append(headers, Header{h.Key, h.Value})
+		headers = append(headers, Header{Key: h.Key, Value: h.Value})
 	}
-	return Rec{r.Partition, r.Offset, r.Key, r.Value, headers, r.Timestamp.UnixMilli()}
+	return Rec{
+		Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value,
+		Headers: headers, Timestamp: r.Timestamp.UnixMilli(),
+	}
 }
 
 // poll takes up to n records within `within`: fewer after that, or the first

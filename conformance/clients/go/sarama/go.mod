@@ -20,3 +20,7 @@ require (
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
+
+require kop/conformance/wire v0.0.0
+
+replace kop/conformance/wire => ../wire

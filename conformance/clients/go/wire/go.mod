@@ -1,0 +1,3 @@
+module kop/conformance/wire
+
+go 1.26.0
