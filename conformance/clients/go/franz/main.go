@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"sync"
@@ -33,20 +32,13 @@ type (
 
 func main() {
 	in := bufio.NewReader(os.Stdin)
-	line, err := in.ReadBytes('\n')
-	if err != nil && err != io.EOF {
+	cmd, err := wire.ReadCommand(in)
+	if err != nil {
 		fail(err)
-	}
-	var cmd Command
-	if err := json.Unmarshal(line, &cmd); err != nil {
-		fail(fmt.Errorf("bad command: %w", err))
 	}
 	if cmd.Op == "member" {
 		member(cmd, in)
 		return
-	}
-	if cmd.Timeout <= 0 {
-		cmd.Timeout = 60
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), seconds(cmd.Timeout))
 	defer cancel()

@@ -4,9 +4,11 @@
 package wire
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -87,3 +89,20 @@ type Command struct {
 
 // Seconds turns a JSON number of seconds into a Duration.
 func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// ReadCommand reads the one command a driver gets, from the first line of stdin
+// (a group member keeps reading stdin after it, to learn when to leave).
+func ReadCommand(in *bufio.Reader) (Command, error) {
+	var cmd Command
+	line, err := in.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return cmd, err
+	}
+	if err := json.Unmarshal(line, &cmd); err != nil {
+		return cmd, fmt.Errorf("bad command: %w", err)
+	}
+	if cmd.Timeout <= 0 {
+		cmd.Timeout = 60
+	}
+	return cmd, nil
+}
