@@ -180,13 +180,19 @@ def test_the_work_finishes_when_the_caller_goes_away(loop: SimLoop) -> None:
     assert plog.log_start == 2
 
 
-def test_retention_past_the_floor_still_moves_the_start(loop: SimLoop) -> None:
+def _two_ledgers(loop: SimLoop) -> tuple[MemoryLog, Node]:
+    """a0..a4 in the first ledger, b0..b4 (offsets 5..9) in the second."""
     log = MemoryLog()
     node = Node(loop, log, HISTORY_ONLY)
     node.start()
     node.produce(batch(_values("a", 5)))
     log.topic(TOPIC).roll()
     node.produce(batch(_values("b", 5)))
+    return log, node
+
+
+def test_retention_past_the_floor_still_moves_the_start(loop: SimLoop) -> None:
+    log, node = _two_ledgers(loop)
     assert _delete(node, 2) == 2
     log.topic(TOPIC).trim(1)
     loop.settle(120)  # the periodic retention check
@@ -199,12 +205,7 @@ def test_retention_past_the_floor_still_moves_the_start(loop: SimLoop) -> None:
 def test_retention_below_the_floor_keeps_the_floor_and_reads_work(loop: SimLoop) -> None:
     # Pulsar deletes the ledger under the floor: the floor stays the log start, and
     # the checkpoints of the deleted ledger are pruned (reads never start from them).
-    log = MemoryLog()
-    node = Node(loop, log, HISTORY_ONLY)
-    node.start()
-    node.produce(batch(_values("a", 5)))
-    log.topic(TOPIC).roll()
-    node.produce(batch(_values("b", 5)))
+    log, node = _two_ledgers(loop)
     assert _delete(node, 7) == 7
     log.topic(TOPIC).trim(1)
     loop.settle(120)
