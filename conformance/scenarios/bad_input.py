@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import struct
+import time
 from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
@@ -147,6 +148,23 @@ def _list_topic(name: str) -> Any:
     return ListOffsetsTopic(name=TopicName(name), partitions=(part,))
 
 
+def _init_producer_id(client: RawClient, within: float = 30.0) -> tuple[int, int]:
+    """A producer id, asked for again while the broker answers a retriable error: a
+    freshly started Kafka has no producer-id block from its controller yet, and a
+    batch stamped with the -1 it answers then is not idempotent at all."""
+    deadline = time.monotonic() + within
+    while True:
+        answer = client.request(
+            22, 4, transactional_id=None, transaction_timeout=datetime.timedelta(0),
+            producer_id=-1, producer_epoch=-1,
+        )  # fmt: skip
+        if answer.error_code.name == "none":
+            return answer.producer_id, answer.producer_epoch
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"InitProducerId still answers {answer.error_code.name}")
+        time.sleep(0.2)
+
+
 @scenario("produce/idempotent-retries", RAW, quick=True)
 def idempotent_retries(ctx: Ctx, _client: object) -> Observation:
     """An idempotent producer's retries, sent exactly: a retried batch (the last one,
@@ -156,11 +174,7 @@ def idempotent_retries(ctx: Ctx, _client: object) -> Observation:
     create_topic(ctx.bootstrap, topic)
     client = _raw(ctx)
     try:
-        pid = client.request(
-            22, 4, transactional_id=None, transaction_timeout=datetime.timedelta(0),
-            producer_id=-1, producer_epoch=-1,
-        )  # fmt: skip
-        stamp = (pid.producer_id, pid.producer_epoch)
+        stamp = _init_producer_id(client)
 
         def send(sequence: int, values: list[bytes]) -> Any:
             code, offset = client.produce(topic, batch(values, producer=(*stamp, sequence)))
