@@ -147,6 +147,19 @@ class PulsarAdmin:
             return None
         return (int(found["ledgerId"]), int(found["entryId"]), int(found.get("batchIndex", -1)))
 
+    async def ledgers(self, topic: str) -> list[tuple[int, int]]:
+        """(ledger id, entries) of a topic partition's ledgers, oldest first, the open
+        one last: where a reader may start, for whoever splits a partition's reading."""
+        path = topic.removeprefix("persistent://")
+        stats = await self._request("GET", f"persistent/{path}/internalStats", ok_missing=True)
+        if not isinstance(stats, dict):
+            return []
+        found = [(int(d["ledgerId"]), int(d.get("entries", 0))) for d in stats.get("ledgers", [])]
+        current = int(stats.get("currentLedgerEntries", 0))
+        if found:
+            found[-1] = (found[-1][0], max(found[-1][1], current))
+        return found
+
     async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
         path = _subscription_path(topic, name)
         body = (

@@ -85,13 +85,13 @@ class Reader:
             quiet = empty >= self._QUIET_AFTER and not self._report_idle
             try:
                 wait_ms = self._QUIET_POLL_MS if quiet else self._POLL_MS
-                first = _convert(self._raw.read_next(wait_ms))
+                first = stored_message(self._raw.read_next(wait_ms))
                 batch: list[Any] = [first]
                 size = len(first.payload or b"")
                 empty = 0
                 while len(batch) < self._BATCH and size < self._BATCH_BYTES:
                     try:
-                        msg = _convert(self._raw.read_next(0))
+                        msg = stored_message(self._raw.read_next(0))
                         batch.append(msg)
                         size += len(msg.payload or b"")
                     except _pulsar.Timeout:
@@ -161,7 +161,8 @@ class Reader:
         await asyncio.to_thread(self._thread.join, 2.0)
 
 
-def _convert(raw: Any) -> StoredMessage:
+def stored_message(raw: Any) -> StoredMessage:
+    """A pulsar-client Message as the storage port's StoredMessage."""
     mid = raw.message_id()
     return StoredMessage(
         position=Position(mid.ledger_id(), mid.entry_id(), mid.batch_index()),
@@ -418,7 +419,7 @@ class PulsarSession:
                     if not await _await_callback(raw.has_message_available_async):
                         return None
                     msg = await _await_callback(raw.read_next_async)
-                    return _convert(msg).position
+                    return stored_message(msg).position
                 finally:
                     raw.close_async(lambda _result: None)
         except (pulsar_asyncio.PulsarException, TimeoutError) as exc:

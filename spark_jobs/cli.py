@@ -1,0 +1,148 @@
+"""`kop-spark`: the PySpark jobs. Every subcommand has --help; under spark-submit
+run this file: `spark-submit --packages <connector> spark_jobs/cli.py validate-offsets ...`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from spark_jobs.options import stack_from, stack_options
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """PySpark jobs that check kop's Kafka view and Pulsar's view of a topic agree."""
+
+
+@main.command()
+@stack_options
+@click.option(
+    "--events",
+    "count",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="events written through kop",
+)
+@click.option(
+    "--pulsar-events",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="events written straight to Pulsar by native producers, after them",
+)
+@click.option("--partitions", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option(
+    "--entities",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="distinct keys (accounts)",
+)
+@click.option(
+    "--entry-format",
+    type=click.Choice(["pulsar", "kafka"]),
+    default=None,
+    help="the topic's kop.entry.format [kop's default]",
+)
+@click.option("--recreate", is_flag=True, help="delete and re-create the topic if it exists")
+@click.option(
+    "--producer-option",
+    "producer",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a Kafka producer config for Spark's sink (repeatable)",
+)
+def generate(**kwargs: Any) -> None:
+    """Write events through kop with Spark's Kafka sink; report records/s."""
+    from spark_jobs.generate import generate as run
+    from spark_jobs.session import spark_session
+
+    stack = stack_from(kwargs)
+    producer = dict(_pair(p) for p in kwargs.pop("producer"))
+    spark = spark_session("generate", stack.master)
+    try:
+        run(spark, stack, producer=producer, **kwargs)
+    finally:
+        spark.stop()
+
+
+@main.command("validate-offsets")
+@stack_options
+@click.option(
+    "--split-entries",
+    type=click.IntRange(min=1),
+    default=200_000,
+    show_default=True,
+    help="Pulsar entries per task of the Pulsar view",
+)
+@click.option(
+    "--min-partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    help="tasks of the Kafka view [one per partition]",
+)
+def validate_offsets(**kwargs: Any) -> None:
+    """Read the topic through kop and straight from Pulsar; exit 1 unless every
+    offset, position and record agrees."""
+    from spark_jobs.session import spark_session
+    from spark_jobs.validate import validate_offsets as run
+
+    stack = stack_from(kwargs)
+    spark = spark_session("validate-offsets", stack.master)
+    try:
+        outcome = run(spark, stack, kwargs["split_entries"], kwargs["min_partitions"])
+    finally:
+        spark.stop()
+    sys.exit(0 if outcome.ok else 1)
+
+
+@main.command("replay-check")
+@stack_options
+@click.option(
+    "--split-entries",
+    type=click.IntRange(min=1),
+    default=200_000,
+    show_default=True,
+    help="Pulsar entries per task of the Pulsar view",
+)
+@click.option(
+    "--stream-batches",
+    type=click.IntRange(min=2),
+    default=6,
+    show_default=True,
+    help="micro-batches the streaming run is cut into",
+)
+@click.option(
+    "--stop-after",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="micro-batches before the stream is stopped and restarted",
+)
+def replay_check(**kwargs: Any) -> None:
+    """Per-entity state materialized four ways (batch, streaming with a restart,
+    rollback and replay, the Pulsar view); exit 1 unless all agree."""
+    from spark_jobs.replay import replay_check as run
+    from spark_jobs.session import spark_session
+
+    stack = stack_from(kwargs)
+    spark = spark_session("replay-check", stack.master)
+    try:
+        ok = run(spark, stack, **kwargs)
+    finally:
+        spark.stop()
+    sys.exit(0 if ok else 1)
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE", param_hint="--producer-option")
+    return key, value
+
+
+if __name__ == "__main__":
+    main()

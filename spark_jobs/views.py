@@ -1,0 +1,60 @@
+"""The two views of one topic as DataFrames with the same columns: the Kafka view
+through kop (Spark's own Kafka source: an unmodified Java consumer) and the
+Pulsar view straight from Pulsar (spark_jobs.pulsar_source)."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.layout import PartitionLayout
+from spark_jobs.options import Stack
+from spark_jobs.pulsar_source import NAME, PulsarView, splits_option
+
+RECORD = ["partition", "offset", "key", "value", "timestamp", "headers"]
+
+
+def kafka_view(
+    spark: SparkSession,
+    stack: Stack,
+    ending: dict[int, int] | None = None,
+    min_partitions: int | None = None,
+) -> DataFrame:
+    """Every record from the earliest offset to `ending` (partition -> offset,
+    exclusive; default the latest), as a batch."""
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", stack.bootstrap)
+        .option("subscribe", stack.topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .option("failOnDataLoss", "true")
+    )
+    if ending is not None:
+        reader = reader.option("endingOffsets", json.dumps({stack.topic: ending}))
+    if min_partitions:
+        reader = reader.option("minPartitions", str(min_partitions))
+    return reader.load().select(
+        "partition",
+        "offset",
+        "key",
+        "value",
+        F.unix_millis("timestamp").alias("timestamp"),
+        F.coalesce("headers", F.array().cast("array<struct<key:string,value:binary>>")).alias(
+            "headers"
+        ),
+    )
+
+
+def pulsar_rows(spark: SparkSession, stack: Stack, layouts: list[PartitionLayout]) -> DataFrame:
+    """The Pulsar view's raw rows (no offsets yet: see spark_jobs.offsets)."""
+    spark.dataSource.register(PulsarView)
+    splits = [s for layout in layouts for s in layout.splits]
+    return (
+        spark.read.format(NAME)
+        .option("serviceUrl", stack.pulsar_url)
+        .option("splits", splits_option(splits))
+        .load()
+    )
