@@ -57,8 +57,8 @@ soak: setup
 	$(BIN)/python tools/soak.py $(SOAK_ARGS)
 
 lint: setup
-	$(BIN)/ruff check kop tests bench tools conformance
-	$(BIN)/mypy kop
+	$(BIN)/ruff check kop spark_jobs tests bench tools conformance
+	$(BIN)/mypy kop spark_jobs
 
 bench: pulsar-fetch
 	$(BIN)/python tools/run_tests.py --bench $(BENCH_ARGS)

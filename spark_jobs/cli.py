@@ -4,11 +4,36 @@ run this file: `spark-submit --packages <connector> spark_jobs/cli.py validate-o
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from spark_jobs.options import stack_from, stack_options
+from spark_jobs.options import stack_from, stack_options, unreachable
+
+split_entries = click.option(
+    "--split-entries", type=click.IntRange(min=1), default=200_000, show_default=True,
+    help="Pulsar entries per task of the Pulsar view (a larger partition is cut)",
+)  # fmt: skip
+
+
+def _run(job: str, kwargs: dict[str, Any], body: Callable[..., bool]) -> None:
+    """Run `body(spark, stack, **the job's own flags)` in a session of its own;
+    exit 1 when it says the check failed."""
+    from spark_jobs.session import spark_session
+
+    stack = stack_from(kwargs)
+    missing = unreachable(stack)
+    if missing:
+        raise click.ClickException(
+            "cannot reach " + "; ".join(missing) + " (is `make run` going? see --help)"
+        )
+    spark = spark_session(job, stack.master)
+    try:
+        ok = body(spark, stack, **kwargs)
+    finally:
+        spark.stop()
+    sys.exit(0 if ok else 1)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,66 +73,32 @@ def main() -> None:
     help="the topic's kop.entry.format [kop's default]",
 )
 @click.option("--recreate", is_flag=True, help="delete and re-create the topic if it exists")
-@click.option(
-    "--producer-option",
-    "producer",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="a Kafka producer config for Spark's sink (repeatable)",
-)
+@click.option("--producer-option", "producer", multiple=True, metavar="KEY=VALUE",
+              help="a Kafka producer config for Spark's sink (repeatable)")  # fmt: skip
 def generate(**kwargs: Any) -> None:
     """Write events through kop with Spark's Kafka sink; report records/s."""
-    from spark_jobs.generate import generate as run
-    from spark_jobs.session import spark_session
+    from spark_jobs.generate import generate as body
 
-    stack = stack_from(kwargs)
-    producer = dict(_pair(p) for p in kwargs.pop("producer"))
-    spark = spark_session("generate", stack.master)
-    try:
-        run(spark, stack, producer=producer, **kwargs)
-    finally:
-        spark.stop()
+    kwargs["producer"] = dict(_pair(p) for p in kwargs["producer"])
+    _run("generate", kwargs, body)
 
 
 @main.command("validate-offsets")
 @stack_options
-@click.option(
-    "--split-entries",
-    type=click.IntRange(min=1),
-    default=200_000,
-    show_default=True,
-    help="Pulsar entries per task of the Pulsar view",
-)
-@click.option(
-    "--min-partitions",
-    type=click.IntRange(min=1),
-    default=None,
-    help="tasks of the Kafka view [one per partition]",
-)
+@split_entries
+@click.option("--min-partitions", type=click.IntRange(min=1), default=None,
+              help="tasks of the Kafka view [one per partition]")  # fmt: skip
 def validate_offsets(**kwargs: Any) -> None:
     """Read the topic through kop and straight from Pulsar; exit 1 unless every
     offset, position and record agrees."""
-    from spark_jobs.session import spark_session
-    from spark_jobs.validate import validate_offsets as run
+    from spark_jobs.validate import validate_offsets as body
 
-    stack = stack_from(kwargs)
-    spark = spark_session("validate-offsets", stack.master)
-    try:
-        outcome = run(spark, stack, kwargs["split_entries"], kwargs["min_partitions"])
-    finally:
-        spark.stop()
-    sys.exit(0 if outcome.ok else 1)
+    _run("validate-offsets", kwargs, body)
 
 
 @main.command("replay-check")
 @stack_options
-@click.option(
-    "--split-entries",
-    type=click.IntRange(min=1),
-    default=200_000,
-    show_default=True,
-    help="Pulsar entries per task of the Pulsar view",
-)
+@split_entries
 @click.option(
     "--stream-batches",
     type=click.IntRange(min=2),
@@ -115,26 +106,14 @@ def validate_offsets(**kwargs: Any) -> None:
     show_default=True,
     help="micro-batches the streaming run is cut into",
 )
-@click.option(
-    "--stop-after",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="micro-batches before the stream is stopped and restarted",
-)
+@click.option("--stop-after", type=click.IntRange(min=1), default=2, show_default=True,
+              help="micro-batches before the stream is stopped and restarted")  # fmt: skip
 def replay_check(**kwargs: Any) -> None:
     """Per-entity state materialized four ways (batch, streaming with a restart,
     rollback and replay, the Pulsar view); exit 1 unless all agree."""
-    from spark_jobs.replay import replay_check as run
-    from spark_jobs.session import spark_session
+    from spark_jobs.replay import replay_check as body
 
-    stack = stack_from(kwargs)
-    spark = spark_session("replay-check", stack.master)
-    try:
-        ok = run(spark, stack, **kwargs)
-    finally:
-        spark.stop()
-    sys.exit(0 if ok else 1)
+    _run("replay-check", kwargs, body)
 
 
 def _pair(text: str) -> tuple[str, str]:

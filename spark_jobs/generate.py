@@ -29,7 +29,7 @@ def generate(
     entry_format: str | None,
     recreate: bool,
     producer: dict[str, str],
-) -> dict[str, Any]:
+) -> bool:
     admin = KafkaAdmin(spark, stack.bootstrap)
     phases = Phases(spark.sparkContext)
     try:
@@ -73,9 +73,10 @@ def generate(
     )
     total = sum(ends.values())
     if total != count + pulsar_events:
-        raise SystemExit(f"the topic holds {total} records, {count + pulsar_events} were written")
+        say(f"generate FAILED: kop counts {total:,} records; {count + pulsar_events:,} written")
+        return False
     say(f"generate: {total:,} records in {stack.topic}")
-    return report
+    return True
 
 
 def _write_native(spark: SparkSession, stack: Stack, count: int, entities: int, first: int) -> None:

@@ -13,7 +13,9 @@ from pyspark.sql import SparkSession
 
 class KafkaAdmin:
     def __init__(self, spark: SparkSession, bootstrap: str) -> None:
-        self._jvm: Any = spark.sparkContext._jvm
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None, "no JVM: a SparkSession must be running"
+        self._jvm: Any = jvm
         props = self._jvm.java.util.Properties()
         props.put("bootstrap.servers", bootstrap)
         props.put("default.api.timeout.ms", "60000")

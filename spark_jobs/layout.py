@@ -40,6 +40,24 @@ class PartitionLayout:
     end: Pos | None  # the last stored message; None = empty
     splits: list[Split] = field(default_factory=list)
     persisted: Persisted = field(default_factory=Persisted)
+    first: Pos | None = None  # the first stored message
+
+    @property
+    def start(self) -> int:
+        """The offset of the first stored record: 0, unless kop persisted a checkpoint
+        naming the first message (retention deleted the oldest ledgers, and kop
+        knows what the first survivor's offset is)."""
+        return self.checkpoint_at(self.first) or 0
+
+    @property
+    def anchored(self) -> bool:
+        return self.checkpoint_at(self.first) is not None
+
+    def checkpoint_at(self, position: Pos | None) -> int | None:
+        for c in self.persisted.checkpoints.values():
+            if tuple(c.position) == position:
+                return c.offset
+        return None
 
 
 def plan_splits(
@@ -77,6 +95,8 @@ async def _layout(stack: Stack, split_entries: int) -> list[PartitionLayout]:
             end = await admin.last_message_id(name)
             layout = PartitionLayout(name, p, end, persisted=await store.load(name))
             if end is not None:
+                first = await session.earliest(name)
+                layout.first = None if first is None else (first.ledger, first.entry, first.batch)
                 ledgers = await admin.ledgers(name)
                 layout.splits = plan_splits(name, p, end, ledgers, split_entries)
             out.append(layout)

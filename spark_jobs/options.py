@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -49,6 +51,25 @@ def stack_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
+
+
+def unreachable(stack: Stack) -> list[str]:
+    """What of the stack does not answer a TCP connect: said before Spark starts,
+    instead of a Java stack trace a minute later."""
+    wanted = {
+        "kop (--bootstrap)": stack.bootstrap.split(",")[0],
+        "Pulsar (--pulsar-url)": urlsplit(stack.pulsar_url).netloc,
+        "Pulsar admin (--admin-url)": urlsplit(stack.admin_url).netloc,
+    }
+    out = []
+    for what, address in wanted.items():
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=5):
+                pass
+        except (OSError, ValueError) as exc:
+            out.append(f"{what} at {address}: {exc}")
+    return out
 
 
 def stack_from(kwargs: dict[str, Any]) -> Stack:

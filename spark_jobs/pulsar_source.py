@@ -32,7 +32,7 @@ READ_TIMEOUT_MS = 60_000
 
 
 @dataclass
-class SplitPartition(InputPartition):  # type: ignore[misc]
+class SplitPartition(InputPartition):
     """A Split in the form Spark ships to tasks (MessageId does not pickle)."""
 
     split: Split
@@ -54,7 +54,7 @@ def _splits(text: str) -> list[Split]:
     return out
 
 
-class PulsarView(DataSource):  # type: ignore[misc]
+class PulsarView(DataSource):
     """Options: `serviceUrl`, and `splits` (from splits_option, planned in the driver)."""
 
     @classmethod
@@ -68,7 +68,7 @@ class PulsarView(DataSource):  # type: ignore[misc]
         return _Reader(self.options)
 
 
-class _Reader(DataSourceReader):  # type: ignore[misc]
+class _Reader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.service_url = options.get("serviceUrl", "pulsar://localhost:6650")
         self.splits = _splits(options["splits"])
@@ -77,6 +77,7 @@ class _Reader(DataSourceReader):  # type: ignore[misc]
         return [SplitPartition(s) for s in self.splits]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, SplitPartition)
         return read_split(self.service_url, partition.split)
 
 

@@ -21,7 +21,7 @@ def write_report(
 
     report_dir.mkdir(parents=True, exist_ok=True)
     json_path = report_dir / f"{job}.json"
-    json_path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+    json_path.write_text(json.dumps(report, indent=2, default=str) + "\n")
     fig = plt.figure(figsize=(11, 4.5))
     draw(fig)
     fig.tight_layout()
@@ -42,10 +42,11 @@ def draw_counts_and_rates(
     for i, (label, series) in enumerate(counts.items()):
         xs = [p + i * width for p in partitions]
         left.bar(xs, [series.get(p, 0) for p in partitions], width=width, label=label)
+    left.set_xticks([p + width * (len(counts) - 1) / 2 for p in partitions], map(str, partitions))
     left.set_xlabel("partition")
     left.set_ylabel("records")
     left.set_title(f"{title}: records per partition")
-    left.legend()
+    left.legend(loc="lower right")
     right = fig.add_subplot(1, 2, 2)
     rated = {k: v["records_per_s"] for k, v in timings.items() if "records_per_s" in v}
     right.barh(list(rated), list(rated.values()), color="tab:green")

@@ -21,19 +21,25 @@ def kafka_view(
     stack: Stack,
     ending: dict[int, int] | None = None,
     min_partitions: int | None = None,
+    by_time: bool = False,
+    lossy: bool = False,
 ) -> DataFrame:
     """Every record from the earliest offset to `ending` (partition -> offset,
-    exclusive; default the latest), as a batch."""
+    exclusive, or with `by_time` -> a timestamp: up to the first record at or
+    after it; default the latest), as a batch. `lossy`: skip offsets that do not
+    come instead of failing (Spark's failOnDataLoss=false)."""
     reader = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", stack.bootstrap)
         .option("subscribe", stack.topic)
         .option("startingOffsets", "earliest")
         .option("includeHeaders", "true")
-        .option("failOnDataLoss", "true")
+        .option("failOnDataLoss", "false" if lossy else "true")
     )
     if ending is not None:
-        reader = reader.option("endingOffsets", json.dumps({stack.topic: ending}))
+        option = "endingOffsetsByTimestamp" if by_time else "endingOffsets"
+        ending_json = {stack.topic: {str(p): v for p, v in ending.items()}}
+        reader = reader.option(option, json.dumps(ending_json))
     if min_partitions:
         reader = reader.option("minPartitions", str(min_partitions))
     return reader.load().select(
