@@ -14,6 +14,17 @@ from kop.log.counting import LogEntry
 from kop.storage.types import Position
 
 
+# A buffered item's own cost besides its entry's: the LogEntry, its Position and
+# offset, and a slot in each of the buffer's three lists (tests/unit/test_tail_memory.py).
+_ITEM_COST = 140
+
+
+def _cost(item: LogEntry) -> int:
+    """Memory the budget counts for an item: what its entry holds as Python objects
+    (several times the wire size for small records), not the bytes it serves."""
+    return max(item.entry.footprint, item.entry.size) + _ITEM_COST
+
+
 class TailBudget:
     def __init__(self, limit_bytes: int) -> None:
         self.limit = limit_bytes
@@ -61,8 +72,8 @@ class TailBuffer:
         self._entries.append(item)
         self._offsets.append(item.base_offset)
         self._positions.append(item.position)
-        self.bytes += item.entry.size
-        self._budget.used += item.entry.size
+        self.bytes += _cost(item)
+        self._budget.used += _cost(item)
         if self._budget.limit <= 0:
             self.shrink_to(0)
         else:
@@ -71,7 +82,7 @@ class TailBuffer:
     def shrink_to(self, size: int) -> None:
         drop, freed = 0, 0
         while drop < len(self._entries) and self.bytes - freed > size:
-            freed += self._entries[drop].entry.size
+            freed += _cost(self._entries[drop])
             drop += 1
         self._cut(drop, freed)
 
@@ -80,7 +91,7 @@ class TailBuffer:
         drop = bisect.bisect_left(self._offsets, offset)
         while drop and self._entries[drop - 1].last_offset >= offset:
             drop -= 1
-        self._cut(drop, sum(e.entry.size for e in self._entries[:drop]))
+        self._cut(drop, sum(_cost(e) for e in self._entries[:drop]))
 
     def clear(self) -> None:
         self._cut(len(self._entries), self.bytes)
