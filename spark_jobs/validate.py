@@ -23,6 +23,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.index_check import check_index
 from spark_jobs.kafka_admin import KafkaAdmin
 from spark_jobs.layout import PartitionLayout, topic_layout
 from spark_jobs.offsets import with_offsets
@@ -203,41 +204,17 @@ class _Checks:
             )
 
     def _checkpoints(self) -> list[dict[str, Any]]:
-        """Each persisted checkpoint (offset -> position of the message holding it) and
-        each mark (position -> the offset after it) against the recomputed offsets."""
-        claims = []
-        for lay in self.layouts:
-            start = self.partitions[lay.partition]["log_start"]
-            for c in lay.persisted.checkpoints.values():
-                if c.offset >= start:
-                    claims.append((lay.partition, "checkpoint", c.offset, *c.position))
-            m = lay.persisted.mark
-            if m is not None and m.next_offset > start:
-                claims.append((lay.partition, "mark", m.next_offset, *m.position))
+        starts = {pid: info["log_start"] for pid, info in self.partitions.items()}
+        checked, wrong = check_index(self.spark, self.layouts, starts, self.pulsar)
         for pid, info in self.partitions.items():
-            info["checkpoints_checked"] = sum(1 for c in claims if c[0] == pid)
-        if not claims:
-            return []
-        schema = "partition int, claim string, claimed long, ledger long, entry long, batch int"
-        claim_df = self.spark.createDataFrame(claims, schema)
-        messages = self.pulsar.groupBy("partition", "ledger", "entry", "batch").agg(
-            F.min("offset").alias("first"), F.max("offset").alias("last")
-        )
-        found = claim_df.join(messages, ["partition", "ledger", "entry", "batch"], "left")
-        expected = F.when(F.col("claim") == "mark", F.col("last") + 1).otherwise(F.col("first"))
-        wrong = found.filter(F.col("first").isNull() | (expected != F.col("claimed")))
-        rows = wrong.withColumn("recomputed", expected).orderBy("partition", "claimed").collect()
-        out = []
-        for r in rows:
+            info["checkpoints_checked"] = checked.get(pid, 0)
+        for w in wrong:
+            says = "holds no such message" if w["recomputed"] is None else f"says {w['recomputed']}"
             self.failures.append(
-                f"partition {r.partition}: kop's {r.claim} says offset {r.claimed} at "
-                f"{r.ledger}:{r.entry}:{r.batch}, the Pulsar log says {r.recomputed}"
+                f"partition {w['partition']}: kop's {w['kind'].split()[0]} says offset "
+                f"{w['offset']} at {w['position']}, the Pulsar log {says}"
             )
-            out.append(
-                {"partition": r.partition, "kind": f"{r.claim} disagrees", "offset": r.claimed,
-                 "position": f"{r.ledger}:{r.entry}:{r.batch}", "recomputed": r.recomputed}
-            )  # fmt: skip
-        return out[:SHOWN]
+        return wrong[:SHOWN]
 
 
 def _recomputed_ends(pulsar: DataFrame) -> dict[int, int]:
