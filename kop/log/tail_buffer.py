@@ -13,7 +13,6 @@ import bisect
 from kop.log.counting import LogEntry
 from kop.storage.types import Position
 
-
 # A buffered item's own cost besides its entry's: the LogEntry, its Position and
 # offset, and a slot in each of the buffer's three lists (tests/unit/test_tail_memory.py).
 _ITEM_COST = 140
