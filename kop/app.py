@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from typing import Protocol
 
 from kop.api.context import Broker, Services
@@ -22,7 +23,7 @@ from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
 from kop.log.settings import LogSettings
-from kop.log.topics import TopicCatalog, TopicDefaults
+from kop.log.topics import ENTRY_METADATA_ALLOWANCE, TopicCatalog, TopicDefaults
 from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.pulsar.admin import PulsarAdmin
@@ -75,7 +76,6 @@ class PulsarBackend:
         self._session = PulsarSession(
             config.pulsar_service_url,
             self._pulsar_admin,
-            batching_delay_ms=config.pulsar_batching_delay_ms,
             send_budget_bytes=config.pulsar_send_budget_bytes,
         )
         return self._session
@@ -164,7 +164,10 @@ class Gateway:
         c = self.config
         storage = await self.backend.prepare(c)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
-        self.logs = LogManager(storage, store, log_settings(c))
+        # A `pulsar`-format batch entry is split where Pulsar would refuse it.
+        entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
+        settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
+        self.logs = LogManager(storage, store, settings)
         self.metrics.watch(self.logs)
         await self.logs.start()
         defaults = TopicDefaults(

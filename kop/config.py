@@ -69,7 +69,6 @@ class KopConfig(BaseSettings):
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
     mirror_interval_s: float = Field(5.0, gt=0)
     # Pulsar producers
-    pulsar_batching_delay_ms: int = Field(1, ge=0)
     pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

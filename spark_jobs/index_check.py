@@ -1,6 +1,8 @@
 """kop's persisted offset index against the offsets recomputed from Pulsar: each
-checkpoint (offset -> the message holding it) and each mark (message -> the offset
-after it) must name what the Pulsar log says."""
+checkpoint (offset -> the entry it begins) and each mark (entry -> the offset
+after it) must name what the Pulsar log says. kop counts whole entries, so a
+claim names an entry (ledger, entry); the Pulsar view's messages carry their
+batch index too."""
 
 from __future__ import annotations
 
@@ -22,26 +24,26 @@ def check_index(
         start = starts[lay.partition]
         for c in lay.persisted.checkpoints.values():
             if c.offset >= start:
-                claims.append((lay.partition, "checkpoint", c.offset, *c.position))
+                claims.append((lay.partition, "checkpoint", c.offset, *c.position[:2]))
         m = lay.persisted.mark
         if m is not None and m.next_offset > start:
-            claims.append((lay.partition, "mark", m.next_offset, *m.position))
+            claims.append((lay.partition, "mark", m.next_offset, *m.position[:2]))
     checked: dict[int, int] = {}
     for claim in claims:
         checked[claim[0]] = checked.get(claim[0], 0) + 1
     if not claims:
         return checked, []
-    schema = "partition int, claim string, claimed long, ledger long, entry long, batch int"
+    schema = "partition int, claim string, claimed long, ledger long, entry long"
     claim_df = spark.createDataFrame(claims, schema)
-    messages = pulsar.groupBy("partition", "ledger", "entry", "batch").agg(
+    entries = pulsar.groupBy("partition", "ledger", "entry").agg(
         F.min("offset").alias("first"), F.max("offset").alias("last")
     )
-    found = claim_df.join(messages, ["partition", "ledger", "entry", "batch"], "left")
+    found = claim_df.join(entries, ["partition", "ledger", "entry"], "left")
     expected = F.when(F.col("claim") == "mark", F.col("last") + 1).otherwise(F.col("first"))
     wrong = found.filter(F.col("first").isNull() | (expected != F.col("claimed")))
     rows = wrong.withColumn("recomputed", expected).orderBy("partition", "claimed").collect()
     return checked, [
         {"partition": r.partition, "kind": f"{r.claim} disagrees", "offset": r.claimed,
-         "position": f"{r.ledger}:{r.entry}:{r.batch}", "recomputed": r.recomputed}
+         "position": f"{r.ledger}:{r.entry}", "recomputed": r.recomputed}
         for r in rows
     ]  # fmt: skip

@@ -84,14 +84,12 @@ class _Reader(DataSourceReader):
 def read_split(service_url: str, split: Split) -> Iterator[Any]:
     import pulsar  # on the executor: imported where the task runs
 
-    from kop.pulsar.client import message_id_at, stored_message
-    from kop.storage.types import Position
-
     client = pulsar.Client(service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     try:
         start = pulsar.MessageId.earliest
         if split.start is not None:
-            start = message_id_at(Position(*split.start))
+            # the whole entry holding the split's first message
+            start = pulsar.MessageId(-1, split.start[0], split.start[1], -1)
         reader = client.create_reader(
             split.topic, start, receiver_queue_size=2000, start_message_id_inclusive=True
         )
@@ -120,6 +118,24 @@ def read_split(service_url: str, split: Split) -> Iterator[Any]:
         client.close()
 
 
+def stored_message(raw: Any) -> Any:
+    """A pulsar-client Message as kop's StoredMessage (its position with the
+    batch index: this view reads message by message, as Pulsar applications do)."""
+    from kop.storage.types import Position, StoredMessage
+
+    mid = raw.message_id()
+    return StoredMessage(
+        position=Position(mid.ledger_id(), mid.entry_id(), mid.batch_index()),
+        payload=raw.data(),
+        null_value=raw.has_null_value(),
+        properties=raw.properties(),
+        partition_key=raw.partition_key(),
+        event_time=raw.event_timestamp(),
+        publish_time=raw.publish_timestamp(),
+        producer_name=raw.producer_name(),
+    )
+
+
 class _Rows:
     """Column buffers of one split's rows, flushed as Arrow record batches."""
 
@@ -134,16 +150,15 @@ class _Rows:
         return len(self.cols["ordinal"])
 
     def add(self, msg: Any) -> None:
-        from kop.log.entry_format import decode
-        from kop.protocol.records import iter_records
+        from kop.log.entries import decode
+        from kop.protocol.records import iter_batches
+        from kop.storage.types import StoredEntry
 
         pos = tuple(msg.position)
         in_order = self.previous is None or pos > self.previous
         self.previous = pos
-        entry = decode(msg)
-        records = list(iter_records(entry.batch, 0)) if entry.batch is not None else []
-        if entry.record is not None:
-            records = [entry.record]
+        # The message alone, as kop would read it if it were an entry of its own.
+        records = list(iter_batches(decode(StoredEntry(msg.position, "", 0, 0, 1, msg), 0).data))
         c = self.cols
         for rec, r in enumerate(records):
             c["partition"].append(self.split.partition)

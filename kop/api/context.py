@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Namespace"]  # the server names a connection's namespace through this layer
 
@@ -90,4 +93,5 @@ def error_of(exc: BaseException) -> tuple[ErrorCode, str]:
         if exc.status == 409:
             return ErrorCode.topic_already_exists, str(exc)
         return ErrorCode.unknown_server_error, str(exc)
+    log.error("unexpected error, answered UNKNOWN_SERVER_ERROR", exc_info=exc)
     return ErrorCode.unknown_server_error, f"{type(exc).__name__}: {exc}"

@@ -34,6 +34,7 @@ from kop.groups.offsets_codec import (
     tombstone_offset,
 )
 from kop.groups.types import CommittedOffset, GroupMetadata, LoadedGroups, TopicPartition
+from kop.storage import batch_layout
 from kop.storage.port import MessageLog
 from kop.storage.types import Idle, OutgoingMessage, StorageError
 
@@ -69,14 +70,15 @@ class OffsetsStore:
         reader = await self._storage.reader(topic, None, compacted=True)
         reader.report_idle()
         try:
-            while not isinstance(msg := await reader.read(), Idle):
-                try:
-                    record = decode(msg.partition_key, None if msg.null_value else msg.payload)
-                except MalformedRecord as exc:
-                    skipped += 1
-                    first_skipped = first_skipped or f"{msg.partition_key!r}: {exc}"
-                    continue
-                _apply(loaded, record)
+            while not isinstance(stored := await reader.read(), Idle):
+                for msg in batch_layout.messages(stored):
+                    try:
+                        record = decode(msg.partition_key, None if msg.null_value else msg.payload)
+                    except MalformedRecord as exc:
+                        skipped += 1
+                        first_skipped = first_skipped or f"{msg.partition_key!r}: {exc}"
+                        continue
+                    _apply(loaded, record)
         finally:
             await reader.close()
         if skipped:
@@ -96,8 +98,8 @@ class OffsetsStore:
         await self._write(group, [tombstone_offset(group, tp) for tp in tps])
 
     async def delete_group(self, group: str, tps: Iterable[TopicPartition]) -> None:
-        """The offsets' tombstones go first: sends are stored in order and stop at the
-        first failure, so a group found deleted never keeps stale offsets."""
+        """The offsets' tombstones go first, in the same entry (stored all or
+        nothing), so a group found deleted never keeps stale offsets."""
         await self._write(
             group, [*(tombstone_offset(group, tp) for tp in tps), tombstone_group(group)]
         )
@@ -117,7 +119,7 @@ class OffsetsStore:
             async with asyncio.timeout(self._write_timeout_s):
                 writer = await self._storage.writer(topic)
                 self._writers[topic] = writer.name
-                await writer.send_all(messages)[1]
+                await writer.send_all([batch_layout.entry(messages)])[1]
         except TimeoutError:
             raise StorageError(f"{topic}: not persisted within {self._write_timeout_s}s") from None
 

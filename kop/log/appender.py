@@ -4,9 +4,9 @@
 reach Pulsar in the order sent) and returns a task owned by the log, not by the
 connection: a write completes, and its idempotence handle resolves, even if the
 connection that sent it has gone. A write completes when the tail follower has
-counted its last message (its offset is then the one every reader computes);
+counted its last entry (its offset is then the one every reader computes);
 a failed send or `write_timeout_s` without it fails the write with a retriable
-error and retires the writer, whose numbering no longer names its messages.
+error and retires the writer, whose numbering no longer names its entries.
 
 Retrying a batch that failed waits until that failure has settled (the retired
 writer closed, the follower caught up with the log's end), so what the log
@@ -22,20 +22,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kop.log import entry_format
+from kop.log import entries
 from kop.log.entry_format import EntryFormat, ProducerStamp
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import BatchHeader, Record, iter_records
+from kop.protocol.records import BatchHeader, iter_records
 from kop.storage.port import MessageLog, TopicWriter
-from kop.storage.types import OutgoingMessage, Position, StorageError, message_size
+from kop.storage.types import OutgoingEntry, Position, StorageError
 
 log = logging.getLogger(__name__)
 
 Handle = asyncio.Future[int]
-# Waits until the tail follower has counted the message at a position.
+# Waits until the tail follower has counted the entry at a position.
 CaughtUp = Callable[[Position], Awaitable[None]]
 
 
@@ -75,7 +75,6 @@ class Appender:
         self._tasks: set[asyncio.Task[int]] = set()
         self._retired: set[str] = set()
         self._settling: asyncio.Task[None] | None = None
-        self._batching = True  # the mode of the writes being planned (see MessageLog.writer)
         self.closed = False
 
     async def begin_append(
@@ -83,12 +82,13 @@ class Appender:
     ) -> Awaitable[int]:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
-        # Decode before touching any state: a corrupt batch leaves nothing behind.
-        decoded = [(head, batch, _records(head, batch, fmt)) for head, batch in batches]
+        # Encode before touching any state: a corrupt batch leaves nothing behind.
+        encoded = [(h, b, self._encode(h, b, fmt, batching, 0)) for h, b in batches]
         async with self._lock:
-            self._batching = batching
             writer = await self._writer()
-            jobs = [await self._plan(writer, head, b, recs, fmt) for head, b, recs in decoded]
+            jobs = [
+                await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded
+            ]
         task = asyncio.ensure_future(self._complete(jobs))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -99,10 +99,10 @@ class Appender:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
-                writer = await self._storage.writer(self._topic, batching=self._batching)
+                writer = await self._storage.writer(self._topic)
                 while writer.name in self._retired:
                     await self._storage.close_writer(self._topic, writer.name)
-                    writer = await self._storage.writer(self._topic, batching=self._batching)
+                    writer = await self._storage.writer(self._topic)
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"no writer for {self._topic} in time"
@@ -115,8 +115,9 @@ class Appender:
         writer: TopicWriter,
         head: BatchHeader,
         batch: bytes,
-        records: list[Record] | None,
+        whole: list[OutgoingEntry],
         fmt: EntryFormat,
+        batching: bool,
     ) -> _Job:
         job = _Job(head)
         if job.idempotent:
@@ -128,8 +129,10 @@ class Appender:
                 job.wait = decision.handle
                 return job
             job.first_index = decision.first_index
-        messages = _messages(head, batch, records, fmt, job.first_index)
-        size = sum(message_size(m) for m in messages)
+        out = whole
+        if job.first_index:
+            out = self._encode(head, batch, fmt, batching, job.first_index)
+        size = sum(e.size for e in out)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
                 await writer.wait_capacity(size)
@@ -140,10 +143,10 @@ class Appender:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
             ) from None
-        ref, acked = writer.send_all(messages)  # in the same step as the room was found
+        ref, acked = writer.send_all(out)  # in the same step as the room was found
         acked.add_done_callback(_retrieve)
         job.writer, job.acked = ref[0], acked
-        job.observed = self._own.expect(ref[0], ref[1], len(messages))
+        job.observed = self._own.expect(ref[0], ref[1], len(out))
         if job.idempotent:
             job.handle = asyncio.get_running_loop().create_future()
             job.handle.add_done_callback(_retrieve)
@@ -152,6 +155,31 @@ class Appender:
                 job.handle,
             )  # fmt: skip
         return job
+
+    def _encode(
+        self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first_index: int
+    ) -> list[OutgoingEntry]:
+        """The entries for records `first_index ..` of the batch. Either way a
+        compressed batch is decompressed: Kafka refuses one that does not decode
+        (CORRUPT_MESSAGE) rather than store what no consumer can read."""
+        if fmt is EntryFormat.KAFKA:
+            if head.compression:
+                for _ in iter_records(batch):
+                    pass
+            return [entries.kafka_entry(batch, head)]
+        stamp = None
+        if head.producer_id >= 0 and head.base_sequence >= 0:
+            stamp = ProducerStamp(
+                head.producer_id, head.producer_epoch, head.base_sequence, head.record_count
+            )
+        return entries.pulsar_entries(
+            batch,
+            head,
+            stamp,
+            first_index,
+            batching=batching,
+            max_entry_bytes=self._settings.max_entry_bytes,
+        )
 
     async def _decide(self, head: BatchHeader) -> Write | Duplicate | InFlight[Handle]:
         args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
@@ -244,9 +272,9 @@ class Appender:
 
     def gap(self) -> None:
         """Messages went missing under the tail follower: counting no longer names
-        any writer's messages, so every writer in use is retired."""
+        any writer's entries, so every writer in use is retired."""
         for writer in self._own.writers():
-            self.retire(writer, "messages went missing under the tail follower")
+            self.retire(writer, "entries went missing under the tail follower")
 
     async def close(self) -> None:
         self.closed = True
@@ -256,39 +284,10 @@ class Appender:
             self._settling.cancel()
 
 
-def _records(head: BatchHeader, batch: bytes, fmt: EntryFormat) -> list[Record] | None:
-    """The batch's records for the `pulsar` format. Either way a compressed batch is
-    decompressed once: Kafka refuses one that does not decode (CORRUPT_MESSAGE)
-    rather than store what no consumer can read."""
-    if fmt is EntryFormat.PULSAR:
-        return list(iter_records(batch))
-    if head.compression:
-        for _ in iter_records(batch):
-            pass
-    return None
-
-
-def _messages(
-    head: BatchHeader,
-    batch: bytes,
-    records: list[Record] | None,
-    fmt: EntryFormat,
-    first_index: int,
-) -> list[OutgoingMessage]:
-    if records is None:
-        return [entry_format.encode_batch(batch, head)]
-    stamp = None
-    if head.producer_id >= 0 and head.base_sequence >= 0:
-        stamp = ProducerStamp(
-            head.producer_id, head.producer_epoch, head.base_sequence, head.record_count, 0
-        )
-    return entry_format.encode_records(records[first_index:], stamp, first_index)
-
-
 async def _observed_unless_failed(
     observed: asyncio.Future[int], acked: asyncio.Future[None]
 ) -> int:
-    """The first message's offset once counted; a failed send fails it sooner. A lost
+    """The first entry's offset once counted; a failed send fails it sooner. A lost
     receipt changes nothing: what was counted is stored."""
     either: set[asyncio.Future[Any]] = {observed, acked}
     await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)

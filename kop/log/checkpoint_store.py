@@ -1,17 +1,16 @@
 """Offset-index checkpoints and marks, persisted in compacted Pulsar topics.
 
-One message per checkpoint, keyed `partition|offset` (compaction keeps each
-once; a tombstone forgets one), one per partition keyed `partition|mark` (the
-last counted position and the offset after it), and one per idempotent producer
-keyed `partition|p<id>` (its epoch and last batches, as Kafka snapshots them),
-and one keyed `partition|floor`: the log start DeleteRecords set (kop's own,
-since Pulsar cannot delete single messages), written alone and at once, because
-the DeleteRecords is answered only after it is persisted.
-The index is spread over `shards` topics by a hash of the partition, so a
-partition opening reads only its shard, not the whole index: loading is per
-partition, on first use. A shard read is shared by partitions opening around
-the same time.
-"""
+One message per checkpoint (a flush is one batch entry), keyed
+`partition|offset` (compaction keeps each once; a tombstone forgets one), one
+per partition keyed `partition|mark` (the last counted position and the offset
+after it), and one per idempotent producer keyed `partition|p<id>` (its epoch
+and last batches, as Kafka snapshots them), and one keyed `partition|floor`: the
+log start DeleteRecords set (kop's own, since Pulsar cannot delete single
+messages), written alone and at once, because the DeleteRecords is answered only
+after it is persisted. The index is spread over `shards` topics by a hash of the
+partition, so a partition opening reads only its shard, not the whole index:
+loading is per partition, on first use. A shard read is shared by partitions
+opening around the same time. """
 
 from __future__ import annotations
 
@@ -24,8 +23,9 @@ from typing import Any
 
 from kop.log.offset_index import Checkpoint, Mark
 from kop.log.producer_state import Snapshot
+from kop.storage import batch_layout
 from kop.storage.port import MessageLog
-from kop.storage.types import Idle, OutgoingMessage, Position
+from kop.storage.types import Idle, OutgoingEntry, OutgoingMessage, Position, StoredMessage
 
 log = logging.getLogger(__name__)
 
@@ -83,28 +83,10 @@ class CheckpointStore:
         reader.report_idle()
         count = 0
         try:
-            while not isinstance(msg := await reader.read(), Idle):
-                count += 1
-                partition, _, what = msg.partition_key.rpartition("|")
-                state = found.setdefault(partition, Persisted())
-                gone = msg.null_value or not msg.payload
-                try:
-                    if what == _MARK:
-                        state.mark = None if gone else _mark(json.loads(msg.payload))
-                    elif what == _FLOOR:
-                        state.floor = 0 if gone else int(json.loads(msg.payload)["o"])
-                    elif what.startswith("p"):
-                        pid = int(what[1:])
-                        if gone:
-                            state.producers.pop(pid, None)
-                        else:
-                            state.producers[pid] = _snapshot(json.loads(msg.payload))
-                    elif gone:
-                        state.checkpoints.pop(int(what), None)
-                    else:
-                        state.checkpoints[int(what)] = _checkpoint(int(what), msg.payload)
-                except (ValueError, KeyError, TypeError) as exc:
-                    log.warning("%s: unreadable index entry %r: %s", topic, msg.partition_key, exc)
+            while not isinstance(stored := await reader.read(), Idle):
+                for msg in batch_layout.messages(stored):
+                    count += 1
+                    _apply(found, topic, msg)
         finally:
             await reader.close()
         log.debug("read %d index messages of %d partitions from %s", count, len(found), topic)
@@ -118,8 +100,8 @@ class CheckpointStore:
         mark: Mark | None,
         producers: dict[int, Snapshot | None] | None = None,
     ) -> None:
-        """Persist in one ordered send: tombstones, new checkpoints, producers, then
-        the mark (so a persisted mark never names state that is missing)."""
+        """Persist in one entry (all or nothing): tombstones, new checkpoints,
+        producers, then the mark (a persisted mark never names state that is missing)."""
         producers = producers or {}
         keep = {c.offset for c in created}
         messages = [
@@ -148,7 +130,7 @@ class CheckpointStore:
         if not messages:
             return
         writer = await self._storage.writer(self.shard_topic(partition))
-        await writer.send_all(messages)[1]
+        await writer.send_all([batch_layout.entry(messages)])[1]
         cached = self._cache.get(self._shard(partition))
         if cached is not None:
             state = cached[1].setdefault(partition, Persisted())
@@ -166,7 +148,8 @@ class CheckpointStore:
         """Persist the DeleteRecords floor; returns once Pulsar stored it."""
         body = json.dumps({"o": offset}).encode()
         writer = await self._storage.writer(self.shard_topic(partition))
-        await writer.send_all([OutgoingMessage(body, {}, f"{partition}|{_FLOOR}", None)])[1]
+        floor = OutgoingMessage(body, {}, f"{partition}|{_FLOOR}", None)
+        await writer.send_all([OutgoingEntry.of(floor)])[1]
         cached = self._cache.get(self._shard(partition))
         if cached is not None:
             cached[1].setdefault(partition, Persisted()).floor = offset
@@ -180,10 +163,34 @@ class CheckpointStore:
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_MARK}", None))
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_FLOOR}", None))
         writer = await self._storage.writer(self.shard_topic(partition))
-        await writer.send_all(messages)[1]
+        await writer.send_all([batch_layout.entry(messages)])[1]
         cached = self._cache.get(self._shard(partition))
         if cached is not None:
             cached[1].pop(partition, None)
+
+
+def _apply(found: dict[str, Persisted], topic: str, msg: StoredMessage) -> None:
+    """One index message read back: its key says what it sets (a tombstone clears)."""
+    partition, _, what = msg.partition_key.rpartition("|")
+    state = found.setdefault(partition, Persisted())
+    gone = msg.null_value or not msg.payload
+    try:
+        if what == _MARK:
+            state.mark = None if gone else _mark(json.loads(msg.payload))
+        elif what == _FLOOR:
+            state.floor = 0 if gone else int(json.loads(msg.payload)["o"])
+        elif what.startswith("p"):
+            pid = int(what[1:])
+            if gone:
+                state.producers.pop(pid, None)
+            else:
+                state.producers[pid] = _snapshot(json.loads(msg.payload))
+        elif gone:
+            state.checkpoints.pop(int(what), None)
+        else:
+            state.checkpoints[int(what)] = _checkpoint(int(what), msg.payload)
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: unreadable index entry %r: %s", topic, msg.partition_key, exc)
 
 
 def _key(partition: str, offset: int) -> str:

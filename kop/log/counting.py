@@ -1,13 +1,14 @@
-"""The one place where Pulsar messages become Kafka offsets.
+"""The one place where stored entries become Kafka offsets.
 
-A counter starts from an anchor whose offset is known (a checkpoint, the mark
-of the last counted message, or the topic's beginning) and assigns each next
-message its base offset. The tail follower, history reads and retention scans
-all count with it, so they cannot disagree. It checks what DESIGN.md asks of
-every read: the first message must be the one the anchor names (else the data
-was trimmed, and counting on would shift every offset), and a message passing a
-known checkpoint must be at that checkpoint's offset. Re-deliveries after a
-reconnect (positions at or before the last counted one) are skipped.
+A counter starts from an anchor whose offset is known (a checkpoint, the mark of
+the last counted entry, or the topic's beginning) and assigns each next entry
+its base offset (an entry takes as many offsets as it holds records). The tail
+follower, history reads and retention scans all count with it, so they cannot
+disagree. It checks what DESIGN.md asks of every read: the first entry must be
+the one the anchor names (else the data was trimmed, and counting on would shift
+every offset), and an entry passing a known checkpoint must be at that
+checkpoint's offset. Re-deliveries after a reconnect (positions at or before the
+last counted one) are skipped.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kop.log import entry_format
-from kop.log.entry_format import Entry
-from kop.storage.types import Position, StoredMessage
+from kop.log import entries
+from kop.log.entries import Entry
+from kop.storage.types import Position, StoredEntry
 
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
-    """A counted message: `entry.count` offsets from `base_offset`."""
+    """A counted entry: `entry.count` offsets from `base_offset`."""
 
     base_offset: int
     position: Position
@@ -39,7 +40,7 @@ class LogEntry:
 
 @dataclass(frozen=True, slots=True)
 class Anchor:
-    """Where counting starts. `inclusive`: the message at `position` is the first
+    """Where counting starts. `inclusive`: the entry at `position` is the first
     counted, at `offset` (a checkpoint). Otherwise `position` was counted already
     and `offset` is the next one (a mark). No position: the topic's beginning."""
 
@@ -52,7 +53,7 @@ class TrimDetected(Exception):
     """The anchor's entry is gone (or a checkpoint disagrees with the count):
     what the reader delivered first is `found` (None: nothing at all)."""
 
-    def __init__(self, anchor: Anchor, found: StoredMessage | None) -> None:
+    def __init__(self, anchor: Anchor, found: StoredEntry | None) -> None:
         where = "nothing" if found is None else found.position
         super().__init__(f"expected {anchor.position}, found {where}")
         self.anchor = anchor
@@ -71,8 +72,8 @@ class LogCounter:
         self._known = known
         self._checked = anchor.position is None
 
-    def feed(self, msg: StoredMessage) -> LogEntry | None:
-        """The counted entry, or None for a message counted already."""
+    def feed(self, msg: StoredEntry) -> LogEntry | None:
+        """The counted entry, or None for an entry counted already."""
         pos = msg.position
         if not self._checked:
             expected = self.anchor.position
@@ -82,21 +83,21 @@ class LogCounter:
             self._checked = True
             if not self.anchor.inclusive:
                 self.last = expected
-        if self.last is not None and pos <= self.last:
+        if self.last is not None and pos.entry_key <= self.last.entry_key:
             return None
-        if self._known is not None and pos.is_entry_start and self.last is not None:
+        if self._known is not None and self.last is not None:
             known = self._known(pos.entry_key)
             if known is not None and known != self.next_offset:
                 raise TrimDetected(self.anchor, msg)
-        entry = entry_format.decode(msg)
         base = self.next_offset
+        entry = entries.decode(msg, base)
         self.next_offset = base + entry.count
         self.last = pos
         return LogEntry(base, pos, entry)
 
     @property
     def checked(self) -> bool:
-        """Whether the anchor's message was found (False: nothing read yet)."""
+        """Whether the anchor's entry was found (False: nothing read yet)."""
         return self._checked
 
     @property

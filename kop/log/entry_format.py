@@ -6,17 +6,21 @@ timestamp = event time, null value = Pulsar's null value). What a plain
 message cannot carry exactly is kept in reserved `__kafka.*` properties, which
 are not shown to Kafka clients as headers:
 
-- `__kafka.key`: `b64` (partition key is base64 of a binary key) or `empty`.
+- `__kafka.key`: `b64` (partition key is base64 of a binary key; Pulsar's own
+  flag for that, `partition_key_b64_encoded`, is set too, and is honoured alone
+  on messages Pulsar applications wrote with binary keys) or `empty`.
 - `__kafka.headers`: JSON list of `[key, base64 value or null]`, written when
   headers are not all UTF-8, repeat a key, are not in key order, or use the
   reserved prefix; it then wins over the plain properties.
 - `__kafka.ts`: the Kafka timestamp when event time cannot hold it (<= 0).
-- `__kafka.producer`: `pid/epoch/first-sequence/count/index` on every message
-  of an idempotent batch, index = the record's position in the batch. Pulsar
-  may store only a prefix of a batch's messages; the last stamp read says how
-  far the batch got, so a retry can complete it and producer state can be
-  rebuilt from the log. The legacy form `pid/epoch/first-sequence/count` (first
-  message only, older kop) means the whole batch: index = count - 1.
+- `__kafka.producer`: `pid/epoch/first-sequence/count/index`: the idempotent
+  batch a write belongs to, index = its last record's position in the batch.
+  It is a property of the entry (`kop.log.entries`): of a batch entry's own
+  metadata, or of a single-record message. Older kop stamped every message of a
+  batch entry; those stamps are still read. A batch can be stored only in part
+  (a prefix of its entries); the last stamp read says how far it got, so a retry
+  can complete it and producer state can be rebuilt from the log. The legacy
+  form `pid/epoch/first-sequence/count` means the whole batch: index = count - 1.
 
 `kafka` format: the producer's record batch verbatim as one message, marked
 `__kafka.entry=batch`; only that property is read, the stamp comes from the
@@ -25,7 +29,7 @@ batch header.
 Any Pulsar application can write these properties, so reading never raises:
 a tail reader that failed on a message would retry it forever and stop the
 partition. A malformed reserved property is served as a plain header (name =
-the property, value = its UTF-8 bytes), named in `Entry.anomalies`, and
+the property, value = its UTF-8 bytes), named in the entry's `anomalies` (`kop.log.entries`), and
 otherwise falls back to the plain meaning:
 
 - `__kafka.ts` not an int64: event time if set (> 0), else publish time.
@@ -45,8 +49,8 @@ never headers.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -85,32 +89,10 @@ class ProducerStamp:
     count: int
     index: int = -1
 
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One Pulsar message as the offset model sees it."""
-
-    count: int  # Kafka records it holds (offsets it takes), >= 1
-    max_timestamp: int
-    size: int  # bytes, for tail-buffer and fetch budgeting
-    batch: bytes | None  # kafka format: the stored batch
-    record: Record | None  # pulsar format: the record (its offset field is 0)
-    stamp: ProducerStamp | None
-    # Malformed reserved properties (sorted), served as headers instead; for the
-    # caller to log and count. Empty for anything kop wrote.
-    anomalies: tuple[str, ...] = ()
-    # What the entry holds in Python memory, objects included: the tail budget's
-    # measure. A small record holds several times its `size`.
-    footprint: int = 0
-
-
-# Python object costs (CPython 3.11, 64-bit), measured with tracemalloc by
-# tests/unit/test_tail_memory.py: an Entry with its Record and timestamps; a bytes
-# object's header; one header (tuple, name, value); a producer stamp.
-_ENTRY_COST = 300
-_BYTES_COST = 33
-_HEADER_COST = 145
-_STAMP_COST = 190
+    @property
+    def batch_key(self) -> tuple[int, int, int, int]:
+        """Which batch it stamps (whatever part of it)."""
+        return (self.producer_id, self.epoch, self.first_seq, self.count)
 
 
 def encode_batch(batch: bytes, head: BatchHeader) -> OutgoingMessage:
@@ -122,29 +104,11 @@ def encode_batch(batch: bytes, head: BatchHeader) -> OutgoingMessage:
     )
 
 
-def encode_records(
-    records: Sequence[Record], stamp: ProducerStamp | None = None, first_index: int = 0
-) -> list[OutgoingMessage]:
-    """Messages for `records`, which are records `first_index ..` of the batch
-    `stamp` names (a retry completing a partly stored batch writes a suffix)."""
-    if stamp is None:
-        return [_encode(r, None) for r in records]
-    if first_index < 0 or first_index + len(records) > stamp.count:
-        raise ValueError(
-            f"records {first_index}..{first_index + len(records) - 1} "
-            f"are outside a batch of {stamp.count}"
-        )
-    prefix = f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}/"
-    return [_encode(r, prefix + str(first_index + i)) for i, r in enumerate(records)]
-
-
-def encode_record(record: Record) -> OutgoingMessage:
-    return _encode(record, None)
-
-
-def _encode(record: Record, producer: str | None) -> OutgoingMessage:
+def encode_record(record: Record, producer: str | None = None) -> OutgoingMessage:
+    """The record as one Pulsar message; `producer` is its `__kafka.producer` stamp."""
     props: dict[str, str] = {}
     partition_key: str | None = None
+    key_b64 = False
     if record.key is not None:
         if record.key == b"":
             props[P_KEY] = "empty"
@@ -153,6 +117,7 @@ def _encode(record: Record, producer: str | None) -> OutgoingMessage:
             if text is None:
                 partition_key = base64.b64encode(record.key).decode()
                 props[P_KEY] = "b64"
+                key_b64 = True
             else:
                 partition_key = text
     if record.headers:
@@ -180,42 +145,19 @@ def _encode(record: Record, producer: str | None) -> OutgoingMessage:
         event_time = None
     if producer is not None:
         props[P_PRODUCER] = producer
-    return OutgoingMessage(record.value, props, partition_key, event_time)
-
-
-def decode(msg: StoredMessage) -> Entry:
-    """Never raises: see the module docstring for what malformed input means."""
-    if msg.properties.get(P_ENTRY) == "batch":
-        head = _whole_batch(msg.payload)
-        if head is not None:
-            stamp = None
-            if head.producer_id >= 0 and head.base_sequence >= 0:
-                count = head.record_count
-                stamp = ProducerStamp(
-                    head.producer_id, head.producer_epoch, head.base_sequence, count, count - 1
-                )
-            size = len(msg.payload)
-            footprint = _ENTRY_COST + _BYTES_COST + size + (_STAMP_COST if stamp else 0)
-            return Entry(
-                head.record_count, head.max_timestamp, size, msg.payload, None, stamp, (), footprint
-            )
-    record, stamp, anomalies = _read(msg, 0)
-    size = 21 + len(record.value or b"") + len(record.key or b"")
-    size += sum(len(k) + len(v or b"") + 2 for k, v in record.headers)
-    footprint = size + _ENTRY_COST + _HEADER_COST * len(record.headers)
-    footprint += _BYTES_COST * ((record.value is not None) + (record.key is not None))
-    if stamp is not None:
-        footprint += _STAMP_COST
-    return Entry(1, record.timestamp, size, None, record, stamp, anomalies, footprint)
+    return OutgoingMessage(record.value, props, partition_key, event_time, key_b64)
 
 
 def decode_record(msg: StoredMessage, offset: int = 0) -> Record:
-    """The message as one record, as `decode` serves any message that is not a
-    valid kafka-format batch. Never raises."""
-    return _read(msg, offset)[0]
+    """The message as one record, as any message that is not a valid kafka-format
+    batch is served. Never raises."""
+    return read_message(msg, offset)[0]
 
 
-def _read(msg: StoredMessage, offset: int) -> tuple[Record, ProducerStamp | None, tuple[str, ...]]:
+def read_message(
+    msg: StoredMessage, offset: int
+) -> tuple[Record, ProducerStamp | None, tuple[str, ...]]:
+    """The record a message holds, its stamp and its malformed reserved properties."""
     props = msg.properties
     bad: list[str] = []
     if P_ENTRY in props:  # a valid batch never gets here
@@ -224,6 +166,9 @@ def _read(msg: StoredMessage, offset: int) -> tuple[Record, ProducerStamp | None
     pk = msg.partition_key
     key = pk.encode() if pk else None
     mode = props.get(P_KEY)
+    if mode is None and msg.key_b64 and pk:
+        with contextlib.suppress(ValueError):  # not base64 after all: its own bytes
+            key = base64.b64decode(pk, validate=True)
     if mode is not None:
         if mode == "b64" and pk:
             try:
@@ -248,7 +193,7 @@ def _read(msg: StoredMessage, offset: int) -> tuple[Record, ProducerStamp | None
     stamp = None
     stamp_text = props.get(P_PRODUCER)
     if stamp_text is not None:
-        stamp = _stamp(stamp_text)
+        stamp = parse_stamp(stamp_text)
         if stamp is None:
             bad.append(P_PRODUCER)
 
@@ -271,7 +216,7 @@ def _read(msg: StoredMessage, offset: int) -> tuple[Record, ProducerStamp | None
     return Record(offset, timestamp, key, value, headers), stamp, tuple(sorted(bad)) if bad else ()
 
 
-def _whole_batch(payload: bytes) -> BatchHeader | None:
+def whole_batch(payload: bytes) -> BatchHeader | None:
     """The header if `payload` is exactly one magic-2 batch whose record count
     agrees with its offsets (what kop stores); the CRC is left to clients."""
     if len(payload) < HEADER_SIZE:
@@ -287,7 +232,7 @@ def _whole_batch(payload: bytes) -> BatchHeader | None:
     return head
 
 
-def _stamp(text: str) -> ProducerStamp | None:
+def parse_stamp(text: str) -> ProducerStamp | None:
     parts = text.split("/")
     if len(parts) not in (4, 5):
         return None

@@ -23,7 +23,7 @@ from kop.storage.types import Position
 
 @dataclass(frozen=True, slots=True, order=True)
 class Checkpoint:
-    """Message at `position` (an entry start) holds offset `offset`;
+    """The entry at `position` begins at offset `offset`;
     `max_ts_before` is the largest timestamp of all records before it."""
 
     offset: int
@@ -33,7 +33,7 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """The last message counted and the offset after it."""
+    """The last entry counted and the offset after it."""
 
     position: Position
     next_offset: int
@@ -56,15 +56,22 @@ class OffsetIndex:
     def restore(
         self, checkpoints: list[Checkpoint], mark: Mark | None, deleted_below: int = 0
     ) -> None:
-        """Start from what was persisted: the checkpoints, the mark and the floor."""
+        """Start from what was persisted: the checkpoints, the mark and the floor.
+
+        Older kop counted message by message and could checkpoint a message inside
+        a batch entry; counting is by entry now, so such checkpoints are forgotten
+        and positions name entries (batch index -1)."""
         self._checkpoints: list[Checkpoint] = []
         self._offsets: list[int] = []
         self._times: list[int] = []
         self._by_entry: dict[tuple[int, int], Checkpoint] = {}
         self.created: list[Checkpoint] = []  # new since the last flush, for the store to keep
-        self.dropped: list[Checkpoint] = []  # pruned or thinned, for the store to forget
+        self.dropped = [c for c in checkpoints if c.position.batch > 0]  # for the store to forget
         for c in sorted(checkpoints):
-            self._append(c)
+            if c.position.batch <= 0:
+                self._append(Checkpoint(c.offset, _entry(c.position), c.max_ts_before))
+        if mark is not None:
+            mark = Mark(_entry(mark.position), mark.next_offset, mark.max_timestamp)
         last = self._checkpoints[-1] if self._checkpoints else None
         self.high_watermark = mark.next_offset if mark else (last.offset if last else 0)
         self.max_timestamp = mark.max_timestamp if mark else (last.max_ts_before if last else -1)
@@ -156,7 +163,7 @@ class OffsetIndex:
         self.deleted_below = max(self.deleted_below, offset)
 
     def skip_to(self, position: Position, offset: int) -> None:
-        """Counting resumes at `offset` with the message at `position` because what
+        """Counting resumes at `offset` with the entry at `position` because what
         came before it is gone (a trim the follower ran into): everything below is
         pruned and `position` becomes the log start."""
         self.high_watermark = max(self.high_watermark, offset)
@@ -213,3 +220,7 @@ class OffsetIndex:
         """A flush failed: keep its changes for the next one."""
         self.created[:0] = created
         self.dropped[:0] = dropped
+
+
+def _entry(position: Position) -> Position:
+    return Position(position.ledger, position.entry)

@@ -1,10 +1,11 @@
 """Recognising this kop's own writes as the tail follower counts them.
 
-A writer's messages are stored in send order and each at most once, so its
-n-th observed message is its n-th sent one: a write is found by counting, not
-by trusting Pulsar's send receipts (a reconnect can lose them). Only writes in
-flight are tracked, in send order per writer, so memory is what is in flight.
-When counting cannot be trusted any more (a writer failed, or messages went
+A writer's entries are stored in send order, each at most once, under its name
+and sequence id (the n-th entry it sent has id n), which the follower reads
+back: a write is found when its entries are counted, not by trusting Pulsar's
+send receipts (a reconnect can lose them). Only writes in flight are tracked,
+in send order per writer, so memory is what is in flight. When the log can no
+longer be trusted to show a writer's entries (it failed, or entries went
 missing under the follower), its pending writes fail and the writer is dropped.
 """
 
@@ -19,20 +20,20 @@ from kop.storage.types import StorageError
 
 @dataclass(slots=True)
 class _Pending:
-    first: int  # index of the write's first message among the writer's sends
+    first: int  # sequence id of the write's first entry
     last: int
-    future: asyncio.Future[int]  # the base offset of its first message
+    future: asyncio.Future[int]  # the base offset of its first entry
     base: int | None = None
 
 
 class OwnWrites:
     def __init__(self) -> None:
-        self._seen: dict[str, int] = {}  # writer -> messages of it counted so far
+        self._tracked: set[str] = set()
         self._pending: dict[str, deque[_Pending]] = {}
 
     def track(self, writer: str) -> None:
-        """Start counting a new writer's messages (before it sends any)."""
-        self._seen.setdefault(writer, 0)
+        """Start watching for a new writer's entries (before it sends any)."""
+        self._tracked.add(writer)
 
     def expect(self, writer: str, first: int, count: int) -> asyncio.Future[int]:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -40,12 +41,10 @@ class OwnWrites:
         self._pending.setdefault(writer, deque()).append(_Pending(first, first + count - 1, future))
         return future
 
-    def observed(self, writer: str, offset: int) -> None:
-        """The follower counted the next message of `writer` at `offset`."""
-        index = self._seen.get(writer)
-        if index is None:
+    def observed(self, writer: str, index: int, offset: int) -> None:
+        """The follower counted entry `index` of `writer` at `offset`."""
+        if writer not in self._tracked:
             return  # not ours (another kop, a Pulsar application, a retired writer)
-        self._seen[writer] = index + 1
         queue = self._pending.get(writer)
         while queue and queue[0].last < index:  # failed writes whose messages never came
             queue.popleft()
@@ -60,19 +59,19 @@ class OwnWrites:
                 head.future.set_result(head.base)
 
     def fail_writer(self, writer: str, why: str) -> None:
-        """Counting this writer's messages no longer names them: fail its pending
-        writes and forget it."""
-        self._seen.pop(writer, None)
+        """The log no longer shows this writer's entries faithfully: fail its
+        pending writes and forget it."""
+        self._tracked.discard(writer)
         for pending in self._pending.pop(writer, ()):
             if not pending.future.done():
                 pending.future.set_exception(StorageError(why))
 
     def fail_all(self, why: str) -> None:
-        for writer in list(self._seen):
+        for writer in list(self._tracked):
             self.fail_writer(writer, why)
 
     def writers(self) -> list[str]:
-        return list(self._seen)
+        return list(self._tracked)
 
     @property
     def in_flight(self) -> int:

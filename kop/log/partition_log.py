@@ -5,7 +5,7 @@ is its only writer; the appender turns Kafka batches into Pulsar writes and is
 answered by the follower's count; the history reader serves offsets older than
 the tail buffer; retention moves the log start when Pulsar deletes ledgers,
 the floor when a client deletes records (DeleteRecords).
-This class wires them and turns entries into Kafka record batches.
+This class wires them and serves the counted entries' record batches.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from kop.log.stats import LogStats
 from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import BatchHeader, Record, build_batch, iter_records, with_base_offset
+from kop.protocol.records import BatchHeader, iter_batches
 from kop.storage.port import MessageLog
 from kop.storage.types import Position, StorageError
 
@@ -207,7 +207,7 @@ class PartitionLog:
     async def read(self, offset: int, max_bytes: int) -> bytes:
         """Record batches from `offset`: at least one batch, then up to `max_bytes`."""
         self._check_range(offset)
-        return encode_entries(await self._entries(offset, max_bytes))
+        return b"".join([item.entry.data for item in await self._entries(offset, max_bytes)])
 
     async def offset_for_time(self, timestamp: int) -> tuple[int, int] | None:
         """First (offset, timestamp) with timestamp >= `timestamp`, or None."""
@@ -220,10 +220,7 @@ class PartitionLog:
             for item in items:
                 if item.entry.max_timestamp < timestamp:
                     continue
-                if item.entry.record is not None:
-                    return item.base_offset, item.entry.record.timestamp
-                assert item.entry.batch is not None
-                for r in iter_records(item.entry.batch, item.base_offset):
+                for r in iter_batches(item.entry.data):
                     if r.timestamp >= timestamp and r.offset >= offset:  # not below a floor
                         return r.offset, r.timestamp
             offset = items[-1].next_offset
@@ -268,23 +265,3 @@ class PartitionLog:
         if out and out[0].last_offset < self.log_start:  # trimmed while we read
             raise KafkaError(ErrorCode.offset_out_of_range, f"offset {offset} was just trimmed")
         return out
-
-
-def encode_entries(entries: list[LogEntry]) -> bytes:
-    """Kafka record batches for counted entries: stored batches re-based, runs of
-    single-record messages built into one batch each."""
-    out: list[bytes] = []
-    pending: list[Record] = []
-    for item in entries:
-        if item.entry.batch is not None:
-            if pending:
-                out.append(build_batch(pending))
-                pending = []
-            out.append(with_base_offset(item.entry.batch, item.base_offset))
-        else:
-            assert item.entry.record is not None
-            r = item.entry.record
-            pending.append(Record(item.base_offset, r.timestamp, r.key, r.value, r.headers))
-    if pending:
-        out.append(build_batch(pending))
-    return b"".join(out)

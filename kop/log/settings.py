@@ -16,3 +16,6 @@ class LogSettings:
     history_readers: int = 64  # kept readers for lagging consumers, in total
     history_prefetch: int = 100  # messages each history reader reads ahead
     max_producers: int = 10_000  # idempotent producers remembered per partition
+    # A `pulsar`-format batch entry larger than this is split (Pulsar refuses entries
+    # past its maxMessageSize, 5 MiB by default; the rest is room for metadata).
+    max_entry_bytes: int = 4 << 20

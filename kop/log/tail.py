@@ -2,12 +2,12 @@
 
 It follows the Pulsar partition in order from an anchor (the last checkpoint at
 or before the persisted mark, so producer state is rebuilt from recent records),
-counts every message (`LogCounter`) into the offset index, keeps recent entries
-in the tail buffer, and tells the appender which messages are its own writes and
+counts every entry (`LogCounter`) into the offset index, keeps recent entries
+in the tail buffer, and tells the appender which entries are its own writes and
 the producer state which batches are stored.
 
 When the anchor's entry is gone (retention deleted it while kop was away, or
-while the follower reconnected), counting resumes at the first surviving message
+while the follower reconnected), counting resumes at the first surviving entry
 with the lowest offset that cannot reuse one: exact when the persisted mark lies
 in the surviving data (counted back from it), else the mark's next offset.
 """
@@ -25,13 +25,13 @@ from kop.log.producer_state import ProducerStates
 from kop.log.stats import LogStats
 from kop.log.tail_buffer import TailBuffer
 from kop.storage.port import MessageLog, TopicReader
-from kop.storage.types import Idle, Position, StoredMessage
+from kop.storage.types import Idle, Position, StoredEntry
 
 log = logging.getLogger(__name__)
 
 
 class Wakeups:
-    """Futures resolved when the next message is counted (long-poll fetches wait on
+    """Futures resolved when the next entry is counted (long-poll fetches wait on
     them); abandoned ones are pruned so an idle partition does not collect them."""
 
     def __init__(self) -> None:
@@ -57,11 +57,11 @@ class Wakeups:
 
 
 async def _count_back(
-    found: StoredMessage, mark: Mark, reader: TopicReader
-) -> tuple[int | None, list[StoredMessage]]:
+    found: StoredEntry, mark: Mark, reader: TopicReader
+) -> tuple[int | None, list[StoredEntry]]:
     """The mark lies in the surviving data: count from `found` up to it, so the
-    offset of `found` is exact (None if the mark's message is not met). Also
-    returns the messages read on the way, to be counted again."""
+    offset of `found` is exact (None if the mark's entry is not met). Also
+    returns the entries read on the way, to be counted again."""
     probe = LogCounter(Anchor(found.position, 0, inclusive=True))
     ahead = [found]
     probe.feed(found)
@@ -147,7 +147,7 @@ class TailFollower:
                         counter = await self._resume_after_trim(trim, mark, reader)
                         continue
                     if item is not None:
-                        self._observe(item, msg.producer_name, mark)
+                        self._observe(item, msg, mark)
                     backoff = 0.2
             except asyncio.CancelledError:
                 raise
@@ -164,10 +164,10 @@ class TailFollower:
     async def _resume_after_trim(
         self, trim: TrimDetected, mark: Mark | None, reader: TopicReader
     ) -> LogCounter:
-        """Count on from the first surviving message, replaying what was read ahead."""
+        """Count on from the first surviving entry, replaying what was read ahead."""
         found = trim.found
         assert found is not None
-        ahead: list[StoredMessage] = [found]
+        ahead: list[StoredEntry] = [found]
         offset: int | None = None
         if mark is not None and found.position <= mark.position:
             offset, ahead = await _count_back(found, mark, reader)
@@ -186,18 +186,18 @@ class TailFollower:
         for msg in ahead:
             item = counter.feed(msg)
             if item is not None:
-                self._observe(item, msg.producer_name, mark)
+                self._observe(item, msg, mark)
         return counter
 
     def _lower_bound(self, anchor: Anchor, mark: Mark | None) -> int:
         """The lowest offset that cannot reuse one given out before the anchor's data
-        went: past the anchor's message, the persisted mark and everything counted."""
+        went: past the anchor's entry, the persisted mark and everything counted."""
         floor = anchor.offset + (1 if anchor.inclusive else 0)
         return max(self._index.high_watermark, floor, mark.next_offset if mark else 0)
 
     def _anchor_gone(self, anchor: Anchor, mark: Mark | None) -> LogCounter:
-        """Caught up without meeting the anchor's message: all of it is gone and
-        nothing newer exists yet. The next message counts from the lower bound."""
+        """Caught up without meeting the anchor's entry: all of it is gone and
+        nothing newer exists yet. The next entry counts from the lower bound."""
         offset = self._lower_bound(anchor, mark)
         log.warning(
             "%s: the data at %s is gone (retention or truncation) and nothing newer "
@@ -212,22 +212,19 @@ class TailFollower:
         # Whatever comes next is the first record after the gap.
         return LogCounter(Anchor(None, offset))
 
-    def _observe(self, item: LogEntry, producer: str, mark: Mark | None) -> None:
+    def _observe(self, item: LogEntry, stored: StoredEntry, mark: Mark | None) -> None:
         self._index.record(item)
         self._tail.append(item)
         entry = item.entry
-        if entry.stamp is not None:
-            s = entry.stamp
-            self._producers.observe(
-                s.producer_id, s.epoch, s.first_seq, s.count, s.index, item.last_offset
-            )
-        self._own.observed(producer, item.base_offset)
+        for s, at in entry.stamps:
+            self._producers.observe(s.producer_id, s.epoch, s.first_seq, s.count, s.index, at)
+        self._own.observed(stored.producer_name, stored.sequence_id, item.base_offset)
         if entry.anomalies:
             self._stats.add("malformed")
             if not self._warned:
                 self._warned = True
                 log.warning(
-                    "%s: message at %s has malformed %s; served with the documented "
+                    "%s: entry at %s has malformed %s; served with the documented "
                     "fallbacks (logged once per partition, counted in kop_malformed_messages)",
                     self._topic, item.position, ", ".join(entry.anomalies),
                 )  # fmt: skip
@@ -246,7 +243,7 @@ class TailFollower:
     # -- waiting on it ------------------------------------------------------------------
 
     def data_changed(self) -> asyncio.Future[None]:
-        """Resolved when the next message is counted (long-poll fetches wait on it)."""
+        """Resolved when the next entry is counted (long-poll fetches wait on it)."""
         return self.wakeups.next()
 
     async def caught_up(self, position: Position) -> None:

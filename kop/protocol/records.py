@@ -12,7 +12,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import crc32c
-from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode, zstd_decode
+from aiokafka.record.default_records import (
+    DefaultRecordBatch,
+    DefaultRecordBatchBuilder,
+    _DefaultRecordBatchBuilderPy,
+)
 
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -144,6 +149,15 @@ def iter_records(batch: bytes, base_offset: int | None = None) -> Iterator[Recor
         raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
 
 
+def iter_batches(data: bytes) -> Iterator[Record]:
+    """Every record of concatenated batches (a fetch response's records)."""
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        length = read_header(data, pos).length
+        yield from iter_records(data[pos : pos + length])
+        pos += length
+
+
 def build_batch(
     records: Sequence[Record],
     *,
@@ -156,15 +170,39 @@ def build_batch(
     be ascending (gaps allowed)."""
     if not records:
         raise ValueError("a record batch needs at least one record")
-    builder = DefaultRecordBatchBuilder(
-        2, compression, 0, producer_id, producer_epoch, base_sequence, 1 << 62
-    )
+    # aiokafka's C builder takes a first timestamp of -1 for "none yet" and bases the
+    # batch on the next record's, so a -1 would be served as that; its Python twin
+    # writes what it is given.
+    make = DefaultRecordBatchBuilder if records[0].timestamp != -1 else _DefaultRecordBatchBuilderPy
+    builder = make(2, compression, 0, producer_id, producer_epoch, base_sequence, 1 << 62)
     base = records[0].offset
     for r in records:
         builder.append(r.offset - base, r.timestamp, r.key, r.value, list(r.headers))
     out = builder.build()
     _BASE_OFFSET.pack_into(out, 0, base)
     return bytes(out)
+
+
+def records_section(batch: bytes, head: BatchHeader) -> bytes:
+    """The batch's records, decompressed: what follows the header, as a sequence of
+    length-prefixed records. Raises KafkaError(CORRUPT_MESSAGE) when it does not
+    decompress."""
+    body = memoryview(batch)[HEADER_SIZE:]
+    codec = head.compression
+    try:
+        if codec == 0:
+            return bytes(body)
+        if codec == 1:
+            return bytes(gzip_decode(body))
+        if codec == 2:
+            return bytes(snappy_decode(body.tobytes()))
+        if codec == 3:
+            return bytes(lz4_decode(body.tobytes()))
+        if codec == 4:
+            return bytes(zstd_decode(body.tobytes()))
+    except Exception as exc:
+        raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
+    raise KafkaError(ErrorCode.corrupt_message, f"unknown compression codec {codec}")
 
 
 def with_base_offset(batch: bytes, base_offset: int) -> bytes:

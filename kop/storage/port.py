@@ -1,9 +1,11 @@
 """The Protocols the partition log and the topic catalog are written against.
 
-Narrow on purpose (the shape of Tansu's `Storage` trait): ordered appends that
-name each write by its writer, in-order readers from a position, where the log
-now begins (Pulsar deletes whole ledgers behind kop's back) and where it ends,
-and the few admin calls topics need. Pulsar implements it in `kop/pulsar`; an
+Narrow on purpose (the shape of Tansu's `Storage` trait): ordered appends of
+whole entries that name each write by its writer, in-order readers of entries
+from a position, where the log now begins (Pulsar deletes whole ledgers behind
+kop's back) and where it ends, and the few admin calls topics need. The unit is
+the entry, never the message: a Kafka batch is one entry (one send, one read),
+so nothing on the hot path costs a call per record. Pulsar implements it in `kop/pulsar`; an
 in-memory log with faults on command implements it in `tests/sim`.
 """
 
@@ -14,27 +16,28 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kop.storage.naming import Namespace, PulsarTopic
-from kop.storage.types import Idle, OutgoingMessage, Position, StoredMessage, TopicInfo, WriteRef
+from kop.storage.types import Idle, OutgoingEntry, Position, StoredEntry, TopicInfo, WriteRef
 
 
 class TopicWriter(Protocol):
-    """Appends to one topic partition in send order. Each message is stored at most
-    once (the storage de-duplicates re-sends after reconnects), so "this writer's
-    n-th message" names a write without trusting receipts."""
+    """Appends entries to one topic partition in send order. Each is stored at most
+    once (the storage de-duplicates re-sends after reconnects) under this writer's
+    name and its sequence id (0, 1, 2, ...: the n-th entry sent), which readers
+    see: a write is recognised when it is read, without trusting receipts."""
 
     @property
     def name(self) -> str: ...
 
     def send_all(
-        self, messages: Sequence[OutgoingMessage]
+        self, entries: Sequence[OutgoingEntry]
     ) -> tuple[WriteRef, asyncio.Future[None]]:
-        """Enqueue `messages` without blocking; returns the first one's reference and a
+        """Enqueue `entries` without blocking; returns the first one's reference and a
         future that fails with StorageError if any of them failed. A refused send
         (queue full) refuses all of them: nothing is half-enqueued."""
         ...
 
     async def wait_capacity(self, size: int) -> None:
-        """Returns once `size` more bytes (by `message_size`) fit in the send queue
+        """Returns once `size` more bytes (by `OutgoingEntry.size`) fit in the send queue
         (back-pressure); a `send_all` right after it, in the same step, is accepted."""
         ...
 
@@ -46,8 +49,8 @@ class TopicWriter(Protocol):
 class TopicReader(Protocol):
     """A non-durable, in-order reader of one topic partition: it pins no data."""
 
-    async def read(self) -> StoredMessage | Idle:
-        """The next message, or IDLE once after `report_idle()` when caught up."""
+    async def read(self) -> StoredEntry | Idle:
+        """The next entry, or IDLE once after `report_idle()` when caught up."""
         ...
 
     def report_idle(self) -> None: ...
@@ -56,12 +59,8 @@ class TopicReader(Protocol):
 
 
 class MessageLog(Protocol):
-    async def writer(self, topic: str, *, batching: bool = True) -> TopicWriter:
-        """The topic's writer, created on first use and shared until closed.
-
-        `batching=False` stores every message as an entry of its own: Pulsar counts
-        a subscription's backlog in entries, so only then is it a count of records.
-        Asking with the other mode closes the shared writer and makes a new one."""
+    async def writer(self, topic: str) -> TopicWriter:
+        """The topic's writer, created on first use and shared until closed."""
         ...
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:
@@ -71,18 +70,18 @@ class MessageLog(Protocol):
     async def reader(
         self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
     ) -> TopicReader:
-        """A reader from the entry holding `start` (None: the earliest message).
-        If that entry is gone, it starts at the first stored message after it.
+        """A reader from the entry holding `start` (None: the earliest entry).
+        If that entry is gone, it starts at the first stored entry after it.
         It reads at most about `prefetch` messages ahead of its consumer: what an
         idle reader holds in memory."""
         ...
 
     async def earliest(self, topic: str) -> Position | None:
-        """Where the topic now begins (None: it holds no message)."""
+        """Its first stored entry (None: it holds none)."""
         ...
 
     async def end(self, topic: str) -> Position | None:
-        """The last stored message (None: none)."""
+        """Its last stored entry (None: none)."""
         ...
 
     async def close(self) -> None: ...

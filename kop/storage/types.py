@@ -30,6 +30,7 @@ class OutgoingMessage:
     properties: dict[str, str]
     partition_key: str | None
     event_time: int | None
+    key_b64: bool = False  # the partition key is base64 of a binary key (Pulsar's flag)
 
 
 def message_size(message: OutgoingMessage) -> int:
@@ -37,6 +38,30 @@ def message_size(message: OutgoingMessage) -> int:
     and for whoever waits for room in it."""
     props = sum(len(k) + len(v) for k, v in message.properties.items())
     return 64 + len(message.payload or b"") + props
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingEntry:
+    """One entry to store, all or nothing: a single message, or `count` messages
+    in the batch layout (`kop.storage.batch_layout`), which Pulsar applications
+    read as `count` messages. `properties` of a batch are the entry's own (its
+    outer metadata), never shown to Pulsar applications as message properties."""
+
+    message: OutgoingMessage | None = None
+    batch: bytes = b""
+    count: int = 1
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, message: OutgoingMessage) -> OutgoingEntry:
+        return cls(message=message)
+
+    @property
+    def size(self) -> int:
+        """Its weight in a send queue (see `message_size`)."""
+        if self.message is not None:
+            return message_size(self.message)
+        return 64 + len(self.batch) + sum(len(k) + len(v) for k, v in self.properties.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +74,23 @@ class StoredMessage:
     event_time: int  # 0 = not set
     publish_time: int
     producer_name: str = ""
+    key_b64: bool = False  # Pulsar's flag: the partition key is base64 of binary bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEntry:
+    """One stored entry, as readers deliver it: a single message (`message`), or a
+    batch of `count` messages in the batch layout (`batch`, uncompressed) with the
+    entry's own `properties`. `sequence_id` is its writer's numbering of it."""
+
+    position: Position  # batch = -1: readers deliver whole entries
+    producer_name: str
+    sequence_id: int
+    publish_time: int
+    count: int
+    message: StoredMessage | None = None
+    batch: bytes = b""
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 class Idle:
@@ -60,7 +102,7 @@ class Idle:
 
 IDLE = Idle()
 
-# A write named by its writer: (writer name, index of the message among its sends).
+# A write named by its writer: (writer name, sequence id of its first entry).
 WriteRef = tuple[str, int]
 
 

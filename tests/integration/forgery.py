@@ -14,8 +14,9 @@ from kop.log.checkpoint_store import CheckpointStore
 from kop.log.offset_index import Checkpoint
 from kop.protocol.records import Record, build_batch
 from kop.pulsar.admin import PulsarAdmin
-from kop.pulsar.client import PulsarSession, stored_message
+from kop.pulsar.client import PulsarSession
 from kop.storage.types import Position
+from spark_jobs.pulsar_source import stored_message
 
 _HEADER = 61  # a v2 batch header; records follow
 _CRC_AT, _CRC_FROM, _LAST_DELTA_AT = 17, 21, 23
@@ -64,13 +65,14 @@ def write_straight_to_pulsar(pulsar_url: str, topic: str, batch: bytes) -> None:
 
 
 def nth_position(pulsar_url: str, topic: str, n: int) -> Position:
-    """Where the n-th message (0-based) of a Pulsar partition is stored."""
+    """The entry holding the n-th message (0-based) of a Pulsar partition."""
     client = pulsar.Client(pulsar_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     try:
         reader = client.create_reader(topic, pulsar.MessageId.earliest)
         for _ in range(n):
             reader.read_next(timeout_millis=10_000)
-        return stored_message(reader.read_next(timeout_millis=10_000)).position
+        position = stored_message(reader.read_next(timeout_millis=10_000)).position
+        return Position(position.ledger, position.entry)
     finally:
         client.close()
 

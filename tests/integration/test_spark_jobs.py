@@ -137,9 +137,9 @@ def test_validate_offsets_fails_on_forged_records_a_gap_and_a_wrong_checkpoint(
     producer = Producer({"bootstrap.servers": kop.bootstrap})
 
     def produce(partition: int, n: int) -> None:
-        for i in range(n):
+        for i in range(n):  # a batch (a Pulsar entry) each
             producer.produce(topic, value=f"real-{partition}-{i}".encode(), partition=partition)
-        assert producer.flush(30) == 0
+            assert producer.flush(30) == 0
 
     for p in range(3):
         produce(p, 10)
@@ -167,7 +167,7 @@ def test_validate_offsets_fails_on_forged_records_a_gap_and_a_wrong_checkpoint(
     assert any("partition 1: 1 gaps" in f for f in found["failures"])
     assert first[2] == {
         "partition": 2, "kind": "checkpoint disagrees", "offset": 3,
-        "position": "{}:{}:{}".format(*wrong.position), "recomputed": 7,
+        "position": "{}:{}".format(*wrong.position[:2]), "recomputed": 7,
     }  # fmt: skip
 
 

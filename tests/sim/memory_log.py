@@ -1,17 +1,18 @@
 """An in-memory partitioned message log implementing kop's storage port, with
 Pulsar's behaviours and faults on command.
 
-What it keeps from Pulsar: topics are ledgers of entries; an entry holds one
-message or a batch of them (batch index 0..n-1); ledger ids only grow; retention
-deletes whole ledgers from the oldest, never the current one; a writer's messages
-are stored in send order, each at most once (broker de-duplication); readers are
-non-durable, start at the entry holding a position, or at the first stored
-message after it when that entry is gone.
+What it keeps from Pulsar: topics are ledgers of entries, stored as sent (one
+message, or a batch in the batch layout: the same bytes Pulsar would hold);
+ledger ids only grow; retention deletes whole ledgers from the oldest, never the
+current one; a writer's entries are stored in send order, each at most once
+(broker de-duplication), under its name and sequence id; readers are
+non-durable, deliver whole entries, start at the entry holding a position, or at
+the first stored entry after it when that entry is gone.
 
 Faults, each armed for a topic and consumed by the next matching operation:
-persist only k of the next send's messages (then every send queued behind it
-fails, as the C++ producer fails its pending queue), persist a send but lose its
-receipt (it fails after the send timeout), re-deliver messages to open readers
+persist only k of the next send's entries (then every send queued behind it
+fails, as a producer fails its pending queue), persist a send but lose its
+receipt (it fails after the send timeout), re-deliver entries to open readers
 (a reconnect), roll the ledger, trim the oldest ledgers, stall a writer, and a
 whole-store outage. Time is the loop's: use it under `tests.sim.clock.SimLoop`.
 """
@@ -24,12 +25,14 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kop.storage import batch_layout
 from kop.storage.types import (
     IDLE,
     Idle,
-    OutgoingMessage,
+    OutgoingEntry,
     Position,
     StorageError,
+    StoredEntry,
     StoredMessage,
     WriteRef,
 )
@@ -43,14 +46,15 @@ CONNECT_TIMEOUT_S = 10.0
 @dataclass
 class _Ledger:
     id: int
-    entries: list[list[StoredMessage]] = field(default_factory=list)
+    entries: list[StoredEntry] = field(default_factory=list)
 
 
 @dataclass
 class _Send:
-    messages: Sequence[OutgoingMessage]
+    entries: Sequence[OutgoingEntry]
+    first_seq: int
     future: asyncio.Future[None]
-    persist: int  # how many of the messages get stored
+    persist: int  # how many of the entries get stored
     lose_receipt: bool
 
 
@@ -59,29 +63,25 @@ class MemoryTopic:
         self.store = store
         self.name = name
         self.ledgers: list[_Ledger] = [_Ledger(store.next_ledger_id())]
-        self.batch_size = 1  # messages per entry for writers (1 = unbatched entries)
         self._waiters: list[asyncio.Future[None]] = []
         self.readers: list[MemoryReader] = []
-        self.observers: list[Callable[[list[StoredMessage]], None]] = []  # see every append
+        self.observers: list[Callable[[StoredEntry], None]] = []  # see every append
         # armed faults
         self.persist_next: int | None = None
         self.lose_next_receipt = False
 
     # -- storage ------------------------------------------------------------
 
-    def append(
-        self, messages: Sequence[OutgoingMessage], producer: str, batching: bool = True
-    ) -> None:
+    def append(self, entries: Sequence[OutgoingEntry], producer: str, first_seq: int) -> None:
         ledger = self.ledgers[-1]
         now = int(asyncio.get_running_loop().time() * 1000) + EPOCH_MS
-        size = self.batch_size if batching else 1
-        for start in range(0, len(messages), size):
-            chunk = messages[start : start + size]
-            entry_id = len(ledger.entries)
-            batched = len(chunk) > 1
-            entry = [
-                StoredMessage(
-                    position=Position(ledger.id, entry_id, i if batched else -1),
+        for seq, out in enumerate(entries, first_seq):
+            position = Position(ledger.id, len(ledger.entries))
+            message = None
+            if out.message is not None:
+                m = out.message
+                message = StoredMessage(
+                    position=position,
                     payload=m.payload or b"",
                     null_value=m.payload is None,
                     properties=dict(m.properties),
@@ -89,16 +89,28 @@ class MemoryTopic:
                     event_time=m.event_time or 0,
                     publish_time=now,
                     producer_name=producer,
+                    key_b64=m.key_b64,
                 )
-                for i, m in enumerate(chunk)
-            ]
+            entry = StoredEntry(
+                position=position,
+                producer_name=producer,
+                sequence_id=seq,
+                publish_time=now,
+                count=out.count,
+                message=message,
+                batch=out.batch,
+                properties=dict(out.properties) if message is None else {},
+            )
             ledger.entries.append(entry)
             for observe in self.observers:
                 observe(entry)
         self.wake()
 
+    def entries(self) -> list[StoredEntry]:
+        return [entry for ledger in self.ledgers for entry in ledger.entries]
+
     def messages(self) -> list[StoredMessage]:
-        return [m for ledger in self.ledgers for entry in ledger.entries for m in entry]
+        return [m for entry in self.entries() for m in batch_layout.messages(entry)]
 
     def wake(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -134,7 +146,7 @@ class MemoryTopic:
         return n
 
     def redeliver(self, back: int) -> None:
-        """Open readers re-deliver up to `back` messages they already delivered."""
+        """Open readers re-deliver up to `back` entries they already delivered."""
         for reader in self.readers:
             reader.rewind(back)
 
@@ -142,9 +154,8 @@ class MemoryTopic:
 class MemoryWriter:
     _ids = itertools.count()
 
-    def __init__(self, topic: MemoryTopic, batching: bool = True) -> None:
+    def __init__(self, topic: MemoryTopic) -> None:
         self._topic = topic
-        self.batching = batching
         self._name = f"mem-{next(self._ids)}"
         self._sent = 0
         self._queue: deque[_Send] = deque()
@@ -162,21 +173,21 @@ class MemoryWriter:
             await self._topic.changed()
 
     def send_all(
-        self, messages: Sequence[OutgoingMessage]
+        self, entries: Sequence[OutgoingEntry]
     ) -> tuple[WriteRef, asyncio.Future[None]]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         first = (self._name, self._sent)
-        self._sent += len(messages)
+        self._sent += len(entries)
         if self.closed:
             future.set_exception(StorageError("writer is closed"))
             return first, future
         topic = self._topic
-        persist = len(messages)
+        persist = len(entries)
         if topic.persist_next is not None:
             persist, topic.persist_next = min(topic.persist_next, persist), None
         lose, topic.lose_next_receipt = topic.lose_next_receipt, False
-        self._queue.append(_Send(messages, future, persist, lose))
+        self._queue.append(_Send(entries, first[1], future, persist, lose))
         self._schedule()
         return first, future
 
@@ -196,8 +207,8 @@ class MemoryWriter:
                 return
             send = self._queue.popleft()
             if send.persist:
-                self._topic.append(send.messages[: send.persist], self._name, self.batching)
-            if send.persist < len(send.messages):
+                self._topic.append(send.entries[: send.persist], self._name, send.first_seq)
+            if send.persist < len(send.entries):
                 # A failure in the middle: this send and all queued behind it fail.
                 failed = [send, *self._queue]
                 self._queue.clear()
@@ -230,10 +241,10 @@ def _fail_all(sends: list[_Send], why: str) -> None:
 class MemoryReader:
     def __init__(self, topic: MemoryTopic, start: Position | None) -> None:
         self._topic = topic
-        # The next message to deliver, as (ledger id, entry index, index in entry).
-        self._at = (0, 0, 0) if start is None else (start.ledger, start.entry, 0)
+        # The next entry to deliver, as (ledger id, entry index).
+        self._at = (0, 0) if start is None else (start.ledger, start.entry)
         self._idle_wanted = False
-        self._delivered: deque[tuple[int, int, int]] = deque(maxlen=64)
+        self._delivered: deque[tuple[int, int]] = deque(maxlen=64)
         self.closed = False
         topic.readers.append(self)
 
@@ -244,35 +255,27 @@ class MemoryReader:
         if back > 0 and self._delivered:
             self._at = self._delivered[-min(back, len(self._delivered))]
 
-    def _next(self) -> StoredMessage | None:
-        ledger_id, entry, index = self._at
-        found = self._topic.first_at_or_after(ledger_id, entry)
+    def _next(self) -> StoredEntry | None:
+        found = self._topic.first_at_or_after(*self._at)
         if found is None:
             return None
         li, ei = found
         ledger = self._topic.ledgers[li]
-        if (ledger.id, ei) != (ledger_id, entry):
-            index = 0
-        batch = ledger.entries[ei]
-        msg = batch[index]
-        self._delivered.append((ledger.id, ei, index))
-        if index + 1 < len(batch):
-            self._at = (ledger.id, ei, index + 1)
-        else:
-            self._at = (ledger.id, ei + 1, 0)
-        return msg
+        self._delivered.append((ledger.id, ei))
+        self._at = (ledger.id, ei + 1)
+        return ledger.entries[ei]
 
-    async def read(self) -> StoredMessage | Idle:
+    async def read(self) -> StoredEntry | Idle:
         while True:
             if self.closed:
                 raise StorageError("reader is closed")
             if self._topic.store.down:
                 await self._topic.changed()
                 continue
-            msg = self._next()
-            if msg is not None:
+            entry = self._next()
+            if entry is not None:
                 await asyncio.sleep(0)  # a real reader hands over asynchronously
-                return msg
+                return entry
             if self._idle_wanted:
                 self._idle_wanted = False
                 return IDLE
@@ -314,16 +317,13 @@ class MemoryLog:
             await asyncio.sleep(CONNECT_TIMEOUT_S)
             raise StorageError(f"cannot {what}: storage unreachable")
 
-    async def writer(self, topic: str, *, batching: bool = True) -> MemoryWriter:
+    async def writer(self, topic: str) -> MemoryWriter:
         existing = self.writers.get(topic)
-        if existing is not None and existing.batching != batching:
-            await self.close_writer(topic, existing.name)
-            existing = None
         if existing is not None:
             return existing
         await self._reachable(f"create a writer on {topic}")
         if topic not in self.writers:
-            self.writers[topic] = MemoryWriter(self.topic(topic), batching)
+            self.writers[topic] = MemoryWriter(self.topic(topic))
         return self.writers[topic]
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:
@@ -341,13 +341,13 @@ class MemoryLog:
 
     async def earliest(self, topic: str) -> Position | None:
         await self._reachable(f"find where {topic} begins")
-        messages = self.topic(topic).messages()
-        return messages[0].position if messages else None
+        entries = self.topic(topic).entries()
+        return entries[0].position if entries else None
 
     async def end(self, topic: str) -> Position | None:
         await self._reachable(f"find where {topic} ends")
-        messages = self.topic(topic).messages()
-        return messages[-1].position if messages else None
+        entries = self.topic(topic).entries()
+        return entries[-1].position if entries else None
 
     async def close(self) -> None:
         for name in list(self.writers):

@@ -41,7 +41,8 @@ from kop.log.partition_log import PartitionLog
 from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import iter_records
-from kop.storage.types import OutgoingMessage, StoredMessage
+from kop.storage import batch_layout
+from kop.storage.types import OutgoingEntry, OutgoingMessage, StoredEntry
 from tests.sim.clock import SimLoop
 from tests.sim.harness import TOPIC, Node, Producer, batch
 from tests.sim.memory_log import MemoryLog
@@ -84,10 +85,11 @@ class LogMachine(RuleBasedStateMachine):
             write_timeout_s=5,
             retention_check_s=20,
             history_readers=3,
+            max_entry_bytes=40,  # a pulsar-format batch of 3-4 records takes 2 entries
         )
         self.node: Node | None = None
         self.truth: list[bytes | None] = []
-        self.offset_of: dict[tuple[int, int, int], int] = {}
+        self.offset_of: dict[tuple[int, int], int] = {}  # entry -> its base offset
         self.clients = {pid: _Client(pid) for pid in (1, 2)}
         self.unique = itertools.count()
         self.max_hw = 0
@@ -97,17 +99,17 @@ class LogMachine(RuleBasedStateMachine):
 
     # -- the truth -------------------------------------------------------------------
 
-    def _appended(self, entry: list[StoredMessage]) -> None:
-        for m in entry:
-            self.offset_of[tuple(m.position)] = len(self.truth)  # type: ignore[index]
+    def _appended(self, entry: StoredEntry) -> None:
+        self.offset_of[entry.position.entry_key] = len(self.truth)
+        for m in batch_layout.messages(entry):
             if m.properties.get("__kafka.entry") == "batch":
                 self.truth.extend(r.value for r in iter_records(m.payload))
             else:
                 self.truth.append(None if m.null_value else m.payload)
 
     def _truth_start(self) -> int:
-        first = self.log.topic(TOPIC).messages()
-        stored = self.offset_of[tuple(first[0].position)] if first else len(self.truth)  # type: ignore[index]
+        first = self.log.topic(TOPIC).entries()
+        stored = self.offset_of[first[0].position.entry_key] if first else len(self.truth)
         return max(stored, self.floor)
 
     def _trimmable(self, ledgers: int) -> int:
@@ -116,8 +118,8 @@ class LogMachine(RuleBasedStateMachine):
         closed = topic.ledgers[:-1]
         n = 0
         for i, ledger in enumerate(closed[:ledgers]):
-            later = [e[0] for lg in topic.ledgers[i + 1 :] for e in lg.entries]
-            end = self.offset_of[tuple(later[0].position)] if later else len(self.truth)  # type: ignore[index]
+            later = [e for lg in topic.ledgers[i + 1 :] for e in lg.entries]
+            end = self.offset_of[later[0].position.entry_key] if later else len(self.truth)
             if end > self.flushed_through and ledger.entries:
                 break
             n += 1
@@ -192,9 +194,8 @@ class LogMachine(RuleBasedStateMachine):
         messages = [OutgoingMessage(self._value(), {"app": "native"}, None, None) for _ in range(n)]
 
         async def write() -> None:
-            topic.batch_size = n if batched else 1
-            topic.append(messages, "pulsar-app")
-            topic.batch_size = 1
+            entries = [batch_layout.entry(messages)] if batched else map(OutgoingEntry.of, messages)
+            topic.append(list(entries), "pulsar-app", 0)
 
         self.loop.run(write(), within=1)
 
@@ -220,13 +221,12 @@ class LogMachine(RuleBasedStateMachine):
             values = [self._value() for _ in range(n)]
             seq = client.seq if client else 0
         topic = self.log.topic(TOPIC)
-        topic.batch_size = 2 if batched else 1
         if fault == "partial":
             topic.persist_next = k
         elif fault == "receipt":
             topic.lose_next_receipt = True
-        result = self.node.produce(batch(values, Producer(pid), seq), fmt)
-        topic.persist_next, topic.lose_next_receipt, topic.batch_size = None, False, 1
+        result = self.node.produce(batch(values, Producer(pid), seq), fmt, batching=batched)
+        topic.persist_next, topic.lose_next_receipt = None, False
         event(f"produce {fmt.value} {fault}: {'error' if isinstance(result, KafkaError) else 'ok'}")
         if isinstance(result, KafkaError):
             assert result.code in RETRIABLE, result

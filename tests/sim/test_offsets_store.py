@@ -8,7 +8,8 @@ import pytest
 
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
-from kop.storage.types import OutgoingMessage, StorageError
+from kop.storage import batch_layout
+from kop.storage.types import OutgoingEntry, OutgoingMessage, StorageError
 from tests.sim.clock import SimLoop
 from tests.sim.memory_log import MemoryLog
 
@@ -134,14 +135,16 @@ def test_a_commit_during_an_outage_fails_in_time_and_is_never_stored(loop: SimLo
     assert _offsets(loop, log, GROUP) == {ORDERS: CommittedOffset(7)}
 
 
-def test_a_partly_persisted_commit_is_not_acknowledged(loop: SimLoop) -> None:
+def test_a_commit_is_stored_all_or_nothing(loop: SimLoop) -> None:
+    """A commit of several partitions is one entry: a failed write stores none of
+    them (and is not acknowledged), the client's retry stores all."""
     log = MemoryLog()
     store = _store(log)
     offsets = {ORDERS: CommittedOffset(1), ORDERS_1: CommittedOffset(2), AUDIT: CommittedOffset(3)}
-    log.topic(_topic_of(store, GROUP)).persist_next = 1
+    log.topic(_topic_of(store, GROUP)).persist_next = 0
     with pytest.raises(StorageError):
         loop.run(store.commit(GROUP, offsets), within=10)
-    assert len(_offsets(loop, log, GROUP)) == 1  # not atomic: the client's retry completes it
+    assert _offsets(loop, log, GROUP) == {}
     loop.run(store.commit(GROUP, offsets), within=10)
     assert _offsets(loop, log, GROUP) == offsets
 
@@ -163,14 +166,12 @@ def test_an_unreadable_record_is_skipped_and_counted(loop: SimLoop) -> None:
     loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(5)}), within=10)
 
     async def garbage() -> None:  # as if some other program wrote into the topic
-        topic.append(
-            [
-                OutgoingMessage(b"\xff not json", {}, "o|billing%7Ceu|orders|0", None),
-                OutgoingMessage(b'{"v": 1}', {}, "g|billing%7Ceu", None),
-                OutgoingMessage(b"{}", {}, "not a key", None),
-            ],
-            "stranger",
-        )
+        messages = [
+            OutgoingMessage(b"\xff not json", {}, "o|billing%7Ceu|orders|0", None),
+            OutgoingMessage(b'{"v": 1}', {}, "g|billing%7Ceu", None),
+            OutgoingMessage(b"{}", {}, "not a key", None),
+        ]
+        topic.append([batch_layout.entry(messages[:2]), OutgoingEntry.of(messages[2])], "x", 0)
 
     loop.run(garbage(), within=10)
     loop.run(store.commit(GROUP, {AUDIT: CommittedOffset(6)}), within=10)

@@ -14,7 +14,8 @@ from kop.log.entry_format import EntryFormat
 from kop.log.partition_log import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import split_batches
-from kop.storage.types import OutgoingMessage
+from kop.storage import batch_layout
+from kop.storage.types import OutgoingEntry, OutgoingMessage
 from tests.sim.clock import SimLoop
 from tests.sim.harness import TOPIC, Node, Producer, batch
 from tests.sim.memory_log import MemoryLog
@@ -156,22 +157,29 @@ def test_restart_after_a_crash_and_a_trim_keeps_flushed_offsets(loop: SimLoop) -
 # -- 3. a partly stored idempotent batch ----------------------------------------------
 
 
-def test_retry_of_a_partly_stored_batch_stores_the_missing_records(loop: SimLoop) -> None:
+@pytest.mark.parametrize(
+    ("batching", "max_entry_bytes"),
+    [(False, 4 << 20), (True, 1)],  # an entry per record; a batch split into entries
+)
+def test_retry_of_a_partly_stored_batch_stores_the_missing_records(
+    loop: SimLoop, batching: bool, max_entry_bytes: int
+) -> None:
     # Old log: the stamp on the first message marked the whole batch written, so the
     # retry was answered as a duplicate: 3 records acknowledged, 1 stored.
     log = MemoryLog()
-    node = Node(loop, log, LogSettings(write_timeout_s=5))
+    node = Node(loop, log, LogSettings(write_timeout_s=5, max_entry_bytes=max_entry_bytes))
     node.start()
     producer = Producer(pid=7)
     data = batch([b"a", b"b", b"c"], producer)
     node.partition()
     log.topic(TOPIC).persist_next = 1
-    first = node.produce(data)
+    first = node.produce(data, batching=batching)
     assert isinstance(first, KafkaError)
     loop.settle(1)
-    assert node.produce(data) == 0
+    assert len(log.topic(TOPIC).entries()) == 1
+    assert node.produce(data, batching=batching) == 0
     assert node.fetch(0) == [(0, b"a"), (1, b"b"), (2, b"c")]
-    assert node.produce(data) == 0  # and a further retry is a duplicate
+    assert node.produce(data, batching=batching) == 0  # and a further retry is a duplicate
     assert node.partition().high_watermark == 3
 
 
@@ -237,15 +245,15 @@ def test_malformed_reserved_properties_never_block_a_partition(loop: SimLoop) ->
     topic = log.topic(TOPIC)
 
     async def native_writes() -> None:
-        topic.append(
-            [
-                OutgoingMessage(b"v0", {"__kafka.ts": "not-a-number"}, "k0", 1_650_000_000_000),
-                OutgoingMessage(b"v1", {"__kafka.key": "b64"}, "%%not base64%%", None),
-                OutgoingMessage(b"v2", {"__kafka.producer": "1/x"}, None, None),
-                OutgoingMessage(b"v3", {"app": "fine"}, "k3", None),
-            ],
-            "pulsar-app",
-        )
+        messages = [
+            OutgoingMessage(b"v0", {"__kafka.ts": "not-a-number"}, "k0", 1_650_000_000_000),
+            OutgoingMessage(b"v1", {"__kafka.key": "b64"}, "%%not base64%%", None),
+            OutgoingMessage(b"v2", {"__kafka.producer": "1/x"}, None, None),
+            OutgoingMessage(b"v3", {"app": "fine"}, "k3", None),
+        ]
+        # two messages of their own, two in one batch entry
+        entries = [OutgoingEntry.of(messages[0]), OutgoingEntry.of(messages[1])]
+        topic.append([*entries, batch_layout.entry(messages[2:])], "pulsar-app", 0)
 
     loop.run(native_writes(), within=1)
     node = Node(loop, log, LogSettings())

@@ -1,16 +1,18 @@
-"""The pulsar entry format: any Kafka record survives the trip through a Pulsar
-message exactly, and what a Pulsar application sees is plain where it can be."""
+"""The pulsar entry format, message by message: any Kafka record survives the trip
+through a Pulsar message exactly, and what a Pulsar application sees is plain
+where it can be. (Whole entries, batches of such messages: test_entries.py.)"""
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kop.log import entry_format
+from kop.log import entries, entry_format
 from kop.log.entry_format import (
     P_ENTRY,
     P_HEADERS,
@@ -20,12 +22,54 @@ from kop.log.entry_format import (
     EntryFormat,
     ProducerStamp,
 )
-from kop.protocol.records import Record, build_batch, read_header
-from kop.storage.types import OutgoingMessage, Position
+from kop.protocol.records import Record, build_batch, iter_batches, read_header, with_base_offset
+from kop.storage.types import OutgoingMessage, Position, StoredEntry
 from kop.storage.types import StoredMessage as PulsarMessage
 
 PUBLISH_TIME = 1_700_000_000_000
 AT = Position(1, 1)
+
+
+def encode_records(
+    recs: list[Record], stamp: ProducerStamp | None = None, first_index: int = 0
+) -> list[OutgoingMessage]:
+    """Records as single messages, as an unbatched topic stores them (each stamped
+    with its index in the batch)."""
+    if stamp is not None and (first_index < 0 or first_index + len(recs) > stamp.count):
+        raise ValueError("outside the batch")
+    prefix = None if stamp is None else f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/"
+    return [
+        entry_format.encode_record(
+            r, None if prefix is None else f"{prefix}{stamp.count}/{first_index + i}"  # type: ignore[union-attr]
+        )
+        for i, r in enumerate(recs)
+    ]
+
+
+@dataclass
+class Decoded:
+    """What reading one single-message entry gives, in the terms of these tests."""
+
+    count: int
+    max_timestamp: int
+    record: Record | None  # a plain message's record
+    batch: bytes | None  # a kafka-format message's batch (at offset 0)
+    stamp: ProducerStamp | None
+    anomalies: tuple[str, ...]
+
+
+def decode(msg: PulsarMessage) -> Decoded:
+    entry = entries.decode(StoredEntry(msg.position, "", 0, PUBLISH_TIME, 1, msg), 0)
+    stamp = entry.stamps[0][0] if entry.stamps else None
+    kafka = msg.properties.get(P_ENTRY) == "batch" and entry_format.whole_batch(msg.payload)
+    return Decoded(
+        entry.count,
+        entry.max_timestamp,
+        None if kafka else next(iter_batches(entry.data)),
+        entry.data if kafka else None,
+        stamp,
+        entry.anomalies,
+    )
 
 
 def through_pulsar(msg: OutgoingMessage) -> PulsarMessage:
@@ -58,15 +102,15 @@ records = st.builds(
 @settings(max_examples=500, deadline=None)
 @given(record=records)
 def test_every_record_roundtrips_exactly(record: Record) -> None:
-    [msg] = entry_format.encode_records([record])
+    [msg] = encode_records([record])
     assert entry_format.decode_record(through_pulsar(msg)) == record
-    entry = entry_format.decode(through_pulsar(msg))
+    entry = decode(through_pulsar(msg))
     assert entry.count == 1 and entry.record == record and entry.batch is None
 
 
 def test_plain_record_looks_native_to_pulsar() -> None:
     record = Record(0, 1234, b"user-1", b"hello", (("a", b"1"), ("b", b"2")))
-    [msg] = entry_format.encode_records([record])
+    [msg] = encode_records([record])
     assert msg.partition_key == "user-1"
     assert msg.properties == {"a": "1", "b": "2"}
     assert msg.event_time == 1234
@@ -74,20 +118,20 @@ def test_plain_record_looks_native_to_pulsar() -> None:
 
 
 def test_binary_key_is_base64_and_marked() -> None:
-    [msg] = entry_format.encode_records([Record(0, 5, b"\xff\x00", b"v")])
+    [msg] = encode_records([Record(0, 5, b"\xff\x00", b"v")])
     assert msg.partition_key == base64.b64encode(b"\xff\x00").decode()
     assert msg.properties[P_KEY] == "b64"
 
 
 def test_repeated_headers_keep_order_and_plain_first_value() -> None:
     record = Record(0, 5, None, b"v", (("z", b"1"), ("z", b"2"), ("a", b"\xff")))
-    [msg] = entry_format.encode_records([record])
+    [msg] = encode_records([record])
     assert msg.properties["z"] == "1"
     assert json.loads(msg.properties[P_HEADERS])[1] == ["z", base64.b64encode(b"2").decode()]
 
 
 def test_null_value_is_pulsar_null() -> None:
-    [msg] = entry_format.encode_records([Record(0, 5, b"k", None)])
+    [msg] = encode_records([Record(0, 5, b"k", None)])
     assert msg.payload is None
 
 
@@ -105,18 +149,19 @@ def test_kafka_format_is_the_batch_verbatim_and_counts_its_records() -> None:
         base_sequence=4,
     )
     msg = entry_format.encode_batch(batch, read_header(batch))
-    entry = entry_format.decode(through_pulsar(msg))
+    entry = decode(through_pulsar(msg))
     assert entry.batch == batch and entry.count == 2 and entry.max_timestamp == 20
     assert entry.stamp == ProducerStamp(9, 1, 4, 2, index=1)  # the whole batch
     assert entry.anomalies == ()
 
 
-def test_producer_stamp_rides_on_every_pulsar_message() -> None:
-    """Pulsar may store a prefix of a batch: each message says how far it got."""
+def test_producer_stamp_rides_on_every_unbatched_message() -> None:
+    """Unbatched, each record is an entry of its own and Pulsar may store a prefix
+    of a batch's entries: each message says how far it got."""
     recs = [Record(0, 5, None, b"a"), Record(1, 5, None, b"b")]
-    first, second = entry_format.encode_records(recs, ProducerStamp(7, 0, 10, 2))
-    assert entry_format.decode(through_pulsar(first)).stamp == ProducerStamp(7, 0, 10, 2, 0)
-    assert entry_format.decode(through_pulsar(second)).stamp == ProducerStamp(7, 0, 10, 2, 1)
+    first, second = encode_records(recs, ProducerStamp(7, 0, 10, 2))
+    assert decode(through_pulsar(first)).stamp == ProducerStamp(7, 0, 10, 2, 0)
+    assert decode(through_pulsar(second)).stamp == ProducerStamp(7, 0, 10, 2, 1)
     assert first.properties[P_PRODUCER] == "7/0/10/2/0"  # compact: it is on every message
     assert entry_format.decode_record(through_pulsar(first)).headers == ()
 
@@ -144,9 +189,9 @@ def test_records_and_stamps_roundtrip_including_a_suffix_of_the_batch(
     message read back names its own position, so the log shows how far it got."""
     count = first_index + len(recs) + more
     batch = ProducerStamp(producer_id, epoch, first_seq, count)
-    msgs = entry_format.encode_records(recs, batch, first_index)
+    msgs = encode_records(recs, batch, first_index)
     for i, (record, msg) in enumerate(zip(recs, msgs, strict=True)):
-        entry = entry_format.decode(through_pulsar(msg))
+        entry = decode(through_pulsar(msg))
         assert entry.record == record and entry.count == 1
         assert entry.stamp == ProducerStamp(producer_id, epoch, first_seq, count, first_index + i)
         assert entry.anomalies == ()
@@ -155,7 +200,7 @@ def test_records_and_stamps_roundtrip_including_a_suffix_of_the_batch(
 def test_legacy_four_field_stamp_means_the_whole_batch() -> None:
     """Older kop stamped the first message only, for the whole batch; those topics
     must still rebuild duplicate detection."""
-    entry = entry_format.decode(native({P_PRODUCER: "7/0/10/3"}))
+    entry = decode(native({P_PRODUCER: "7/0/10/3"}))
     assert entry.stamp == ProducerStamp(7, 0, 10, 3, index=2)
     assert entry.anomalies == () and entry.record is not None and entry.record.headers == ()
 
@@ -165,7 +210,7 @@ def test_stamp_indices_outside_the_batch_are_refused(first_index: int, n: int) -
     """Writing a stamp the reader would reject would silently lose duplicate detection."""
     recs = [Record(0, 5, None, b"v")] * n
     with pytest.raises(ValueError):
-        entry_format.encode_records(recs, ProducerStamp(1, 0, 0, 3), first_index)
+        encode_records(recs, ProducerStamp(1, 0, 0, 3), first_index)
 
 
 # --- messages kop did not write: never raise, documented fallbacks ----------------------
@@ -249,12 +294,13 @@ def test_any_message_decodes_to_a_servable_entry(msg: PulsarMessage) -> None:
     """No message can stop a partition: decode never raises, and what it returns
     can be served to a Kafka consumer, with malformed properties visible as headers
     and well-formed ones hidden."""
-    entry = entry_format.decode(msg)
+    entry = decode(msg)
     assert set(entry.anomalies) <= set(RESERVED_NAMES) & set(msg.properties)
     assert list(entry.anomalies) == sorted(set(entry.anomalies))
     assert entry.count >= 1
     if entry.batch is not None:
-        assert msg.properties[P_ENTRY] == "batch" and entry.batch == msg.payload
+        assert msg.properties[P_ENTRY] == "batch"
+        assert entry.batch == with_base_offset(msg.payload, 0)
         assert entry.record is None and entry.anomalies == ()
         assert entry.count == read_header(msg.payload).record_count
         return
@@ -271,7 +317,7 @@ def test_any_message_decodes_to_a_servable_entry(msg: PulsarMessage) -> None:
 
 @pytest.mark.parametrize("bad", ["abc", "", "1.5", str(2**63)])
 def test_bad_timestamp_property_falls_back_to_event_time_then_publish_time(bad: str) -> None:
-    with_event_time = entry_format.decode(native({P_TS: bad, "a": "1"}, event_time=1234))
+    with_event_time = decode(native({P_TS: bad, "a": "1"}, event_time=1234))
     assert with_event_time.record == Record(
         0, 1234, None, b"v", ((P_TS, bad.encode()), ("a", b"1"))
     )
@@ -293,7 +339,7 @@ def test_bad_timestamp_property_falls_back_to_event_time_then_publish_time(bad: 
 def test_bad_key_property_serves_the_partition_key(
     mode: str, partition_key: str, key: bytes | None
 ) -> None:
-    entry = entry_format.decode(native({P_KEY: mode}, partition_key=partition_key))
+    entry = decode(native({P_KEY: mode}, partition_key=partition_key))
     assert entry.record is not None and entry.record.key == key
     assert entry.record.headers == ((P_KEY, mode.encode()),)
     assert entry.anomalies == (P_KEY,)
@@ -314,7 +360,7 @@ def test_bad_key_property_serves_the_partition_key(
     ],
 )
 def test_bad_headers_property_serves_the_plain_properties(bad: str) -> None:
-    entry = entry_format.decode(native({P_HEADERS: bad, "b": "2", "a": "1", P_KEY: "empty"}))
+    entry = decode(native({P_HEADERS: bad, "b": "2", "a": "1", P_KEY: "empty"}))
     assert entry.record is not None
     assert entry.record.headers == ((P_HEADERS, bad.encode()), ("a", b"1"), ("b", b"2"))
     assert entry.record.key == b""  # the other reserved properties still mean what they say
@@ -340,7 +386,7 @@ def _with_count(count: int) -> bytes:
     ],
 )
 def test_bad_batch_is_served_as_one_plain_record(kind: str, payload: bytes) -> None:
-    entry = entry_format.decode(native({P_ENTRY: kind, "a": "1"}, payload=payload))
+    entry = decode(native({P_ENTRY: kind, "a": "1"}, payload=payload))
     assert entry.count == 1 and entry.batch is None and entry.stamp is None
     assert entry.record == Record(
         0, PUBLISH_TIME, None, payload, ((P_ENTRY, kind.encode()), ("a", b"1"))
@@ -365,16 +411,16 @@ def test_bad_batch_is_served_as_one_plain_record(kind: str, payload: bytes) -> N
     ],
 )
 def test_bad_producer_property_means_no_stamp(bad: str) -> None:
-    entry = entry_format.decode(native({P_PRODUCER: bad}))
+    entry = decode(native({P_PRODUCER: bad}))
     assert entry.stamp is None and entry.anomalies == (P_PRODUCER,)
     assert entry.record is not None and entry.record.headers == ((P_PRODUCER, bad.encode()),)
 
 
 def test_bad_property_beside_exact_headers_follows_them() -> None:
-    [msg] = entry_format.encode_records([Record(0, -1, None, b"v", (("z", b"\xff"), ("a", None)))])
+    [msg] = encode_records([Record(0, -1, None, b"v", (("z", b"\xff"), ("a", None)))])
     stored = through_pulsar(msg)
     stored.properties[P_PRODUCER] = "junk"
-    entry = entry_format.decode(stored)
+    entry = decode(stored)
     assert entry.record == Record(
         0, -1, None, b"v", (("z", b"\xff"), ("a", None), (P_PRODUCER, b"junk"))
     )
@@ -382,7 +428,7 @@ def test_bad_property_beside_exact_headers_follows_them() -> None:
 
 
 def test_several_bad_properties_are_all_named() -> None:
-    entry = entry_format.decode(native({P_TS: "x", P_KEY: "x", P_PRODUCER: "x"}, event_time=7))
+    entry = decode(native({P_TS: "x", P_KEY: "x", P_PRODUCER: "x"}, event_time=7))
     assert entry.anomalies == (P_KEY, P_PRODUCER, P_TS)
     assert entry.record == Record(
         0, 7, None, b"v", ((P_KEY, b"x"), (P_PRODUCER, b"x"), (P_TS, b"x"))
@@ -391,7 +437,7 @@ def test_several_bad_properties_are_all_named() -> None:
 
 def test_unknown_reserved_names_stay_hidden() -> None:
     """A newer kop may add reserved properties; they are not user headers."""
-    entry = entry_format.decode(native({"__kafka.future": "1", "a": "1"}))
+    entry = decode(native({"__kafka.future": "1", "a": "1"}))
     assert entry.record is not None and entry.record.headers == (("a", b"1"),)
     assert entry.anomalies == ()
 

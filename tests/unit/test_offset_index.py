@@ -9,28 +9,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kop.log.counting import Anchor, LogCounter, LogEntry, TrimDetected
-from kop.log.entry_format import Entry
+from kop.log.entries import Entry
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
 from kop.storage.types import Position
 
-# A message is (position, records it counts for, its max timestamp).
+# An entry is (position, records it counts for, its max timestamp).
 Message = tuple[Position, int, int]
 
 
 @st.composite
 def pulsar_logs(draw: st.DrawFn) -> list[Message]:
+    """Entries of one or several messages, each a kafka-format batch (its records)
+    or a plain message (one record)."""
     log: list[Message] = []
     ledger, entry, ts = 1, 0, 1000
     for _ in range(draw(st.integers(0, 60))):
         if draw(st.integers(0, 9)) == 0:
             ledger, entry = ledger + draw(st.integers(1, 3)), 0
-        batched = draw(st.booleans())
-        size = draw(st.integers(1, 5)) if batched else 1
-        for b in range(size):
+        count = 0
+        for _message in range(draw(st.integers(1, 5))):
             kafka_format = draw(st.booleans())
-            count = draw(st.integers(1, 20)) if kafka_format else 1
+            count += draw(st.integers(1, 20)) if kafka_format else 1
             ts += draw(st.integers(0, 50))
-            log.append((Position(ledger, entry, b if batched else -1), count, ts))
+        log.append((Position(ledger, entry), count, ts))
         entry += 1
     return log
 
@@ -45,7 +46,7 @@ def from_scratch(log: list[Message]) -> list[int]:
 
 def _item(base: int, message: Message) -> LogEntry:
     pos, count, ts = message
-    return LogEntry(base, pos, Entry(count, ts, 10, None, None, None))
+    return LogEntry(base, pos, Entry(count, ts, b""))
 
 
 def read_from(log: list[Message], start: Position | None) -> int:
@@ -109,7 +110,7 @@ def test_floor_finds_a_checkpoint_at_or_below_and_it_is_true(
     by_position = {pos: truth[i] for i, (pos, _, _) in enumerate(log)}
     target = data.draw(st.integers(0, index.high_watermark))
     found = index.floor(target)
-    assert found is not None  # the first message is always a checkpoint
+    assert found is not None  # the first entry is always a checkpoint
     assert found.offset <= target
     assert by_position[found.position] == found.offset
     assert found.position.is_entry_start
@@ -185,10 +186,11 @@ def test_checkpoint_disagreeing_with_the_count_is_healed_not_trusted() -> None:
 
 
 def test_a_counter_refuses_to_start_anywhere_but_its_anchor() -> None:
-    from kop.storage.types import StoredMessage
+    from kop.storage.types import StoredEntry, StoredMessage
 
-    def msg(entry: int) -> StoredMessage:
-        return StoredMessage(Position(3, entry, -1), b"v", False, {}, "", 0, 1)
+    def msg(entry: int) -> StoredEntry:
+        at = Position(3, entry, -1)
+        return StoredEntry(at, "p", entry, 1, 1, StoredMessage(at, b"v", False, {}, "", 0, 1))
 
     counter = LogCounter(Anchor(Position(3, 2, -1), 7))
     with pytest.raises(TrimDetected):
@@ -201,3 +203,14 @@ def test_a_counter_refuses_to_start_anywhere_but_its_anchor() -> None:
     assert after.feed(msg(2)) is None
     item = after.feed(msg(3))
     assert item is not None and item.base_offset == 8
+
+
+def test_checkpoints_inside_a_batch_entry_from_older_kop_are_forgotten() -> None:
+    """Older kop counted message by message; counting is by entry now, so a
+    checkpoint at a message inside an entry cannot anchor a read."""
+    inside = Checkpoint(3, Position(1, 0, 3))
+    first = Checkpoint(0, Position(1, 0, 0))
+    index = OffsetIndex(10, [first, inside], Mark(Position(1, 1, 4), 9))
+    assert index.checkpoints == [Checkpoint(0, Position(1, 0, -1))]
+    assert index.mark == Mark(Position(1, 1, -1), 9)
+    assert index.take_changes()[1] == [inside]

@@ -125,3 +125,10 @@ def test_header_fields() -> None:
     head = read_header(batch)
     assert (head.base_timestamp, head.max_timestamp, head.last_offset_delta) == (100, 300, 1)
     assert not head.is_transactional and not head.is_control and head.compression == 0
+
+
+def test_a_first_timestamp_of_minus_one_is_kept() -> None:
+    """aiokafka's C builder reads -1 as "no timestamp yet" and served the record
+    with the next one's timestamp."""
+    built = build_batch([Record(0, -1, None, b"a"), Record(1, 0, None, b"b")])
+    assert [r.timestamp for r in iter_records(built)] == [-1, 0]

@@ -54,11 +54,11 @@ async def test_commits_place_move_and_delete_the_groups_subscription(
 ) -> None:
     gateway, backend = running
     client = RawClient(gateway.kafka_port)
-    for i in range(10):  # ten records, one message each
+    for i in range(10):  # ten records, one entry each
         batch = build_batch([Record(0, 1_700_000_000_000, None, f"v{i}".encode())])
         code, _ = await asyncio.to_thread(client.produce, "hot", batch)
         assert code == 0
-    stored = backend.log.topic(PARTITION).messages()
+    stored = backend.log.topic(PARTITION).entries()
     await until(lambda: gateway.groups is not None and gateway.groups.loaded, 5)
 
     subs = backend.admin.subscriptions

@@ -1,0 +1,264 @@
+"""Kafka batches <-> stored entries: the entry formats at the unit of storage.
+
+A Kafka batch becomes whole entries, never loose messages, so Pulsar stores it
+all or nothing and nothing on the hot path costs a call per record:
+
+- `kafka` format: the batch verbatim, one single-message entry (see
+  `entry_format`).
+- `pulsar` format, batching (the default): one batch entry holding one Pulsar
+  message per record (the message rules of `entry_format`), split only where an
+  entry would pass `max_entry_bytes`. An idempotent batch's stamp is the entry's
+  own property `__kafka.producer` (`pid/epoch/first-sequence/count/index`, index
+  = the batch's last record in this entry), not a property of every message.
+- `pulsar` format, not batching: one single-message entry per record, each
+  stamped with its index (Pulsar counts a subscription's backlog in entries).
+
+Reading an entry (`decode`) gives the Kafka view of it at its base offset:
+how many offsets it takes (DESIGN.md's rule: a valid kafka-format message
+counts its records, any other message one), the record batches to serve, the
+producer stamps it carries and any malformed reserved property. A batch entry
+whose layout does not parse still takes one offset per message, served as
+null-valued records at its publish time and named in `anomalies` ("batch").
+
+The two per-record loops (records -> batch layout, batch layout -> Kafka batch)
+run in the native extension when it is built (`kop_native`, see
+docs/decisions.md), else in the Python here; both give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kop.log import entry_format
+from kop.log.entry_format import (
+    P_ENTRY,
+    P_PRODUCER,
+    ProducerStamp,
+    encode_record,
+    parse_stamp,
+    read_message,
+    whole_batch,
+)
+from kop.log.native import native
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.records import (
+    BatchHeader,
+    Record,
+    build_batch,
+    iter_records,
+    records_section,
+    with_base_offset,
+)
+from kop.storage import batch_layout
+from kop.storage.types import OutgoingEntry, StoredEntry, StoredMessage
+
+# A stamp and the offset of the last record it covers.
+StampAt = tuple[ProducerStamp, int]
+
+# Python object costs (CPython 3.11, 64-bit), measured with tracemalloc by
+# tests/unit/test_tail_memory.py: an Entry with its bytes object; a stamp with
+# its tuple.
+_ENTRY_COST = 190
+_STAMP_COST = 250
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stored entry as the offset model sees it, at its base offset."""
+
+    count: int  # Kafka records (offsets) it holds, >= 1
+    max_timestamp: int
+    data: bytes  # its records as Kafka record batches, at their offsets
+    stamps: tuple[StampAt, ...] = ()
+    # Malformed reserved properties (sorted), served as headers instead; for the
+    # caller to log and count. Empty for anything kop wrote.
+    anomalies: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """Bytes it serves (fetch budgeting)."""
+        return len(self.data)
+
+    @property
+    def footprint(self) -> int:
+        """What it holds in Python memory: the tail budget's measure."""
+        return _ENTRY_COST + len(self.data) + _STAMP_COST * len(self.stamps)
+
+
+# -- writing -------------------------------------------------------------------
+
+
+def kafka_entry(batch: bytes, head: BatchHeader) -> OutgoingEntry:
+    return OutgoingEntry.of(entry_format.encode_batch(batch, head))
+
+
+def pulsar_entries(
+    batch: bytes,
+    head: BatchHeader,
+    stamp: ProducerStamp | None,
+    first_index: int,
+    *,
+    batching: bool,
+    max_entry_bytes: int,
+) -> list[OutgoingEntry]:
+    """Entries for records `first_index ..` of `batch` (a retry completing a partly
+    stored batch writes a suffix). Raises KafkaError(CORRUPT_MESSAGE) when the
+    batch does not decode."""
+    if first_index < 0 or (stamp is not None and first_index >= stamp.count):
+        raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
+    if not batching:
+        records = _records(batch, head)[first_index:]
+        return [
+            OutgoingEntry.of(
+                encode_record(r, None if stamp is None else _stamp_text(stamp, first_index + i))
+            )
+            for i, r in enumerate(records)
+        ]
+    fast = native()
+    if fast is not None:
+        section = records_section(batch, head)
+        try:
+            chunks = fast.records_to_layouts(
+                section, head.record_count, head.base_timestamp, first_index, max_entry_bytes
+            )
+        except ValueError as exc:
+            raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
+    else:
+        chunks = layouts(_records(batch, head)[first_index:], max_entry_bytes)
+    out: list[OutgoingEntry] = []
+    index = first_index
+    for layout, count in chunks:
+        index += count
+        props = {} if stamp is None else {P_PRODUCER: _stamp_text(stamp, index - 1)}
+        out.append(OutgoingEntry(batch=layout, count=count, properties=props))
+    return out
+
+
+def layouts(records: Sequence[Record], max_entry_bytes: int) -> list[tuple[bytes, int]]:
+    """`records` as batch layouts of at most `max_entry_bytes` (at least one record
+    each): (layout, records in it). The Python twin of the native kernel."""
+    out: list[tuple[bytes, int]] = []
+    current: list[bytes] = []
+    size = 0
+    for r in records:
+        part = batch_layout.build([encode_record(r, None)])
+        if current and size + len(part) > max_entry_bytes:
+            out.append((b"".join(current), len(current)))
+            current, size = [], 0
+        current.append(part)
+        size += len(part)
+    if current:
+        out.append((b"".join(current), len(current)))
+    return out
+
+
+def _stamp_text(stamp: ProducerStamp, index: int) -> str:
+    return f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}/{index}"
+
+
+def _records(batch: bytes, head: BatchHeader) -> list[Record]:
+    return list(iter_records(batch))
+
+
+# -- reading -------------------------------------------------------------------
+
+
+def decode(entry: StoredEntry, base_offset: int) -> Entry:
+    """Never raises: see `entry_format` for what malformed input means."""
+    if entry.message is not None:
+        return _single(entry.message, base_offset)
+    stamps: list[StampAt] = []
+    anomalies: list[str] = []
+    outer = entry.properties.get(P_PRODUCER)
+    fast = native()
+    if fast is not None:
+        count, max_ts, data, inner, bad = fast.decode_layout(
+            entry.batch, entry.count, base_offset, entry.publish_time
+        )
+        stamps.extend((ProducerStamp(*s[:5]), s[5]) for s in inner)
+        anomalies.extend(bad)
+    else:
+        count, max_ts, data, inner_stamps, bad = decode_layout(entry, base_offset)
+        stamps.extend(inner_stamps)
+        anomalies.extend(bad)
+    if outer is not None:
+        stamp = parse_stamp(outer)
+        if stamp is None:
+            anomalies.append(P_PRODUCER)
+        else:
+            stamps.append((stamp, base_offset + count - 1))
+    return Entry(count, max_ts, data, tuple(stamps), tuple(sorted(set(anomalies))))
+
+
+def decode_layout(
+    entry: StoredEntry, base_offset: int
+) -> tuple[int, int, bytes, list[StampAt], list[str]]:
+    """A batch entry's (count, max timestamp, Kafka batches, stamps, anomalies).
+    The Python twin of the native kernel."""
+    messages = batch_layout.messages(entry, compacted_out=True)
+    if not messages:
+        n = max(1, entry.count)
+        records = [Record(base_offset + i, entry.publish_time, None, None) for i in range(n)]
+        return n, entry.publish_time, build_batch(records), [], ["batch"]
+    out: list[bytes] = []
+    pending: list[Record] = []
+    stamps: list[StampAt] = []
+    anomalies: list[str] = []
+    offset = base_offset
+    max_ts = -1
+    for msg in messages:
+        head = whole_batch(msg.payload) if msg.properties.get(P_ENTRY) == "batch" else None
+        if head is not None:
+            if pending:
+                out.append(build_batch(pending))
+                pending = []
+            out.append(with_base_offset(msg.payload, offset))
+            max_ts = max(max_ts, head.max_timestamp)
+            offset += head.record_count
+            continue
+        record, stamp, bad = read_message(msg, offset)
+        pending.append(record)
+        max_ts = max(max_ts, record.timestamp)
+        if stamp is not None:
+            stamps.append((stamp, offset))
+        anomalies.extend(bad)
+        offset += 1
+    if pending:
+        out.append(build_batch(pending))
+    return offset - base_offset, max_ts, b"".join(out), _last_per_batch(stamps), anomalies
+
+
+def _last_per_batch(stamps: list[StampAt]) -> list[StampAt]:
+    """Of consecutive stamps of one batch, the last says how far it got."""
+    out: list[StampAt] = []
+    for stamp, at in stamps:
+        if out and out[-1][0].batch_key == stamp.batch_key:
+            out[-1] = (stamp, at)
+        else:
+            out.append((stamp, at))
+    return out
+
+
+def _single(msg: StoredMessage, base_offset: int) -> Entry:
+    if msg.properties.get(P_ENTRY) == "batch":
+        head = whole_batch(msg.payload)
+        if head is not None:
+            stamps: tuple[StampAt, ...] = ()
+            last = base_offset + head.record_count - 1
+            if head.producer_id >= 0 and head.base_sequence >= 0:
+                count = head.record_count
+                whole = ProducerStamp(
+                    head.producer_id, head.producer_epoch, head.base_sequence, count, count - 1
+                )
+                stamps = ((whole, last),)
+            data = with_base_offset(msg.payload, base_offset)
+            return Entry(head.record_count, head.max_timestamp, data, stamps)
+    record, stamp, bad = read_message(msg, base_offset)
+    return Entry(
+        1,
+        record.timestamp,
+        build_batch([record]),
+        () if stamp is None else ((stamp, base_offset),),
+        bad,
+    )

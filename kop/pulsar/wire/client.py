@@ -1,0 +1,94 @@
+"""The entry point: one `WireClient` per Pulsar cluster, any number of producers and
+readers on it, all sharing one connection per broker."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kop.pulsar.wire.errors import PulsarWireError
+from kop.pulsar.wire.producer import DEFAULT_MAX_PENDING_BYTES, WireProducer
+from kop.pulsar.wire.reader import Position, WireReader
+from kop.pulsar.wire.session import Session
+
+
+class WireClient:
+    """An asyncio Pulsar client for raw entries. Create it inside a running loop.
+
+    `operation_timeout_s` bounds each broker round trip (lookup, create, subscribe,
+    close, ...), the retries of creating a producer or reader, and how long a PING
+    may go unanswered. `send_timeout_s` bounds how long a sent entry may wait for its
+    receipt (across reconnects); `max_pending_bytes` is a producer's default limit
+    for `wait_for_room`.
+    """
+
+    def __init__(
+        self,
+        service_url: str,
+        *,
+        operation_timeout_s: float = 10.0,
+        send_timeout_s: float = 30.0,
+        keepalive_s: float = 30.0,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+    ) -> None:
+        self._session = Session(
+            service_url, operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s
+        )
+        self._send_timeout = send_timeout_s
+        self._max_pending = max_pending_bytes
+        self._closed = False
+
+    @property
+    def service_url(self) -> str:
+        return self._session.service_url
+
+    async def create_producer(
+        self,
+        topic: str,
+        *,
+        max_pending_bytes: int | None = None,
+        send_timeout_s: float | None = None,
+    ) -> WireProducer:
+        """A producer on `topic` (a full name of one partition, or a non-partitioned
+        topic), ready to send."""
+        self._check_open()
+        producer = WireProducer(
+            self._session,
+            topic,
+            max_pending_bytes=max_pending_bytes or self._max_pending,
+            send_timeout_s=send_timeout_s or self._send_timeout,
+        )
+        await producer.start()
+        return producer
+
+    async def create_reader(
+        self,
+        topic: str,
+        start: Position | None,
+        *,
+        compacted: bool = False,
+        receiver_queue: int = 1000,
+    ) -> WireReader:
+        """A reader of `topic` starting at entry `start` = (ledger, entry), inclusive,
+        or at the earliest entry when None. `receiver_queue` bounds the messages
+        fetched ahead (a batch entry counts as its messages)."""
+        self._check_open()
+        reader = WireReader(
+            self._session, topic, start, compacted=compacted, receiver_queue=receiver_queue
+        )
+        await reader.start()
+        return reader
+
+    async def close(self) -> None:
+        """Closes every producer (after what was sent is stored or failed) and reader,
+        then the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.gather(
+            *(resource.close() for resource in list(self._session.open)), return_exceptions=True
+        )
+        self._session.pool.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PulsarWireError("client is closed", retriable=False)

@@ -1,0 +1,82 @@
+"""One exception type for everything the wire client raises, with the one fact a
+caller acts on: whether trying again can succeed."""
+
+from __future__ import annotations
+
+from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
+
+# Errors after which the same request can never succeed; every other ServerError is
+# a broker's transient state (a topic being loaded or unloaded, a lost bookie, a
+# producer or consumer of ours the broker has not yet noticed is gone).
+_FINAL_SERVER_ERRORS = frozenset(
+    {
+        pb.AuthenticationError,
+        pb.AuthorizationError,
+        pb.ChecksumError,
+        pb.UnsupportedVersionError,
+        pb.TopicNotFound,
+        pb.SubscriptionNotFound,
+        pb.TopicTerminatedError,
+        pb.InvalidTopicName,
+        pb.IncompatibleSchema,
+        pb.NotAllowedError,
+        pb.ProducerFenced,
+        pb.InvalidTxnStatus,
+        pb.TransactionConflict,
+        pb.TransactionNotFound,
+    }
+)
+
+
+class PulsarWireError(Exception):
+    """A failed Pulsar operation. `retriable` says whether repeating it can succeed;
+    `server_error` is the broker's ServerError code when the broker said no."""
+
+    def __init__(
+        self, message: str, retriable: bool, server_error: pb.ServerError | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retriable = retriable
+        self.server_error = server_error
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, retriable={self.retriable})"
+
+
+class ConnectionClosedError(PulsarWireError):
+    """The connection to a broker ended (or never started); always retriable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=True)
+
+
+class OperationTimeoutError(PulsarWireError):
+    """No answer within the operation (or send) timeout; retriable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=True)
+
+
+class ProtocolError(PulsarWireError):
+    """The peer broke the protocol (a bad frame, a corrupt entry, a receipt out of
+    order). The connection or producer that saw it starts over; retriable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=True)
+
+
+class CorruptEntryError(PulsarWireError):
+    """An entry whose checksum, size or compression does not add up. Never accepted:
+    reading it again gives the same bytes, so it is not retriable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=False)
+
+
+def server_error(code: pb.ServerError, message: str) -> PulsarWireError:
+    """The exception for a broker's ServerError (in ERROR, SEND_ERROR or a failed lookup)."""
+    name = pb.ServerError.Name(code) if code in pb.ServerError.values() else str(code)
+    return PulsarWireError(
+        f"{name}: {message}", retriable=code not in _FINAL_SERVER_ERRORS, server_error=code
+    )
