@@ -8,13 +8,13 @@ checkpoint store, so the validator reads kop's index exactly as kop does.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 
 from kop.log.checkpoint_store import CheckpointStore, Persisted
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
 from kop.storage.naming import Namespace, PulsarTopic, resolve
+from spark_jobs.blocking import run_apart
 from spark_jobs.options import Stack
 
 Pos = tuple[int, int, int]  # (ledger, entry, batch index): plain ints, they pickle
@@ -107,4 +107,4 @@ async def _layout(stack: Stack, split_entries: int) -> list[PartitionLayout]:
 
 
 def topic_layout(stack: Stack, split_entries: int) -> list[PartitionLayout]:
-    return asyncio.run(_layout(stack, split_entries))
+    return run_apart(_layout(stack, split_entries))

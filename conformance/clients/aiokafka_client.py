@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -19,9 +20,13 @@ T = TypeVar("T")
 
 
 def _sync(work: Coroutine[Any, Any, T]) -> T:
-    """Run one call on an event loop of its own, with the client's errors named."""
+    """Run one call on an event loop of its own, with the client's errors named.
+
+    The loop lives on a worker thread: `asyncio.run` on the caller's thread would
+    unset that thread's current loop when done, under a test session's feet."""
     try:
-        return asyncio.run(work)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, work).result()
     except KafkaError as exc:
         raise ClientError(type(exc).__name__) from exc
 

@@ -4,7 +4,6 @@ counts them, and an offset-index checkpoint that names the wrong message."""
 
 from __future__ import annotations
 
-import asyncio
 import struct
 
 import crc32c
@@ -16,6 +15,7 @@ from kop.protocol.records import Record, build_batch
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
 from kop.storage.types import Position
+from spark_jobs.blocking import run_apart
 from spark_jobs.pulsar_source import stored_message
 
 _HEADER = 61  # a v2 batch header; records follow
@@ -92,4 +92,4 @@ def forge_checkpoint(
             await session.close()
             await admin.close()
 
-    asyncio.run(save())
+    run_apart(save())
