@@ -26,11 +26,12 @@ from kop.log import entries
 from kop.log.entry_format import EntryFormat, ProducerStamp
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
+from kop.log.receipts import ReceiptFeed
 from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_records
 from kop.storage.port import MessageLog, TopicWriter
-from kop.storage.types import OutgoingEntry, Position, StorageError
+from kop.storage.types import OutgoingEntry, Position, StorageError, StoredEntry
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class _Job:
     offset: int | None = None  # a duplicate: known already
     wait: Handle | None = None  # in flight: the original's outcome
     observed: asyncio.Future[int] | None = None  # our write: counted by the follower
-    acked: asyncio.Future[None] | None = None
+    acked: asyncio.Future[list[StoredEntry | None]] | None = None
     writer: str = ""
     handle: Handle | None = None  # idempotent: this batch's outcome, for its retries
     first_index: int = 0
@@ -64,8 +65,10 @@ class Appender:
         producers: ProducerStates[Handle],
         caught_up: CaughtUp,
         settings: LogSettings,
+        receipts: ReceiptFeed,
     ) -> None:
         self._storage = storage
+        self._receipts = receipts
         self._topic = topic
         self._own = own
         self._producers = producers
@@ -86,9 +89,7 @@ class Appender:
         encoded = [(h, b, self._encode(h, b, fmt, batching, 0)) for h, b in batches]
         async with self._lock:
             writer = await self._writer()
-            jobs = [
-                await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded
-            ]
+            jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
         task = asyncio.ensure_future(self._complete(jobs))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -144,7 +145,7 @@ class Appender:
                 ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
             ) from None
         ref, acked = writer.send_all(out)  # in the same step as the room was found
-        acked.add_done_callback(_retrieve)
+        acked.add_done_callback(self._acked)
         job.writer, job.acked = ref[0], acked
         job.observed = self._own.expect(ref[0], ref[1], len(out))
         if job.idempotent:
@@ -180,6 +181,12 @@ class Appender:
             batching=batching,
             max_entry_bytes=self._settings.max_entry_bytes,
         )
+
+    def _acked(self, acked: asyncio.Future[list[StoredEntry | None]]) -> None:
+        if acked.cancelled() or acked.exception() is not None:
+            self._receipts.failed()
+        else:
+            self._receipts.put(acked.result())
 
     async def _decide(self, head: BatchHeader) -> Write | Duplicate | InFlight[Handle]:
         args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
@@ -285,7 +292,7 @@ class Appender:
 
 
 async def _observed_unless_failed(
-    observed: asyncio.Future[int], acked: asyncio.Future[None]
+    observed: asyncio.Future[int], acked: asyncio.Future[list[StoredEntry | None]]
 ) -> int:
     """The first entry's offset once counted; a failed send fails it sooner. A lost
     receipt changes nothing: what was counted is stored."""

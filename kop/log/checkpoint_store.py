@@ -10,7 +10,7 @@ messages), written alone and at once, because the DeleteRecords is answered only
 after it is persisted. The index is spread over `shards` topics by a hash of the
 partition, so a partition opening reads only its shard, not the whole index:
 loading is per partition, on first use. A shard read is shared by partitions
-opening around the same time. """
+opening around the same time."""
 
 from __future__ import annotations
 

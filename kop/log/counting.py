@@ -95,6 +95,11 @@ class LogCounter:
         self.last = pos
         return LogEntry(base, pos, entry)
 
+    def restart(self, other: LogCounter) -> None:
+        """Count on as `other` does (counting resumed elsewhere, after a trim)."""
+        self.anchor, self.next_offset, self.last = other.anchor, other.next_offset, other.last
+        self._known, self._checked = other._known, other._checked
+
     @property
     def checked(self) -> bool:
         """Whether the anchor's entry was found (False: nothing read yet)."""

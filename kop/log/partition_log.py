@@ -25,6 +25,7 @@ from kop.log.history import CursorPool, HistoryReader
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import ProducerStates, Snapshot
+from kop.log.receipts import ReceiptFeed
 from kop.log.retention import Retention
 from kop.log.settings import LogSettings
 from kop.log.stats import LogStats
@@ -90,11 +91,12 @@ class PartitionLog:
         self.tail = TailBuffer(shared.tail_budget)
         self.producers: ProducerStates[Handle] = ProducerStates(settings.max_producers)
         own = OwnWrites()
+        receipts = ReceiptFeed()
         self.follower = TailFollower(
-            storage, topic, self.index, self.tail, own, self.producers, self.stats
+            storage, topic, self.index, self.tail, own, self.producers, self.stats, receipts
         )
         self.appender = Appender(
-            storage, topic, own, self.producers, self.follower.caught_up, settings
+            storage, topic, own, self.producers, self.follower.caught_up, settings, receipts
         )
         self.retention = Retention(storage, topic, self.index, self.tail, self.stats, settings)
         self.history = HistoryReader(

@@ -12,6 +12,8 @@ class LogStats:
     trims: int = 0  # times counting met data deleted under it (retention, truncation)
     conflicts: int = 0  # persisted index entries found disagreeing with the count (healed)
     history_readers: int = 0  # Pulsar readers opened for reads behind the tail
+    counted_from_receipts: int = 0  # own entries counted from their receipts, not read back
+    counted_from_reads: int = 0  # entries the tail follower read from the log
     parent: LogStats | None = None
 
     def add(self, name: str, n: int = 1) -> None:

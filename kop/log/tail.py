@@ -22,6 +22,7 @@ from kop.log.counting import Anchor, LogCounter, LogEntry, TrimDetected
 from kop.log.offset_index import Mark, OffsetIndex
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import ProducerStates
+from kop.log.receipts import ReceiptFeed
 from kop.log.stats import LogStats
 from kop.log.tail_buffer import TailBuffer
 from kop.storage.port import MessageLog, TopicReader
@@ -86,8 +87,10 @@ class TailFollower:
         own: OwnWrites,
         producers: ProducerStates[asyncio.Future[int]],
         stats: LogStats,
+        receipts: ReceiptFeed,
     ) -> None:
         self._storage = storage
+        self._receipts = receipts
         self._topic = topic
         self._index = index
         self._tail = tail
@@ -126,29 +129,15 @@ class TailFollower:
     # -- following ----------------------------------------------------------------
 
     async def _run(self, anchor: Anchor, mark: Mark | None) -> None:
+        """Read the log; while this kop's receipts describe it entry after entry,
+        count them instead (see `ReceiptFeed`), then read again."""
         backoff = 0.2
         while True:
-            reader: TopicReader | None = None
             counter = LogCounter(anchor)
             try:
-                reader = await self._storage.reader(self._topic, anchor.position)
-                if not self.ready.is_set():
-                    reader.report_idle()
-                while True:
-                    msg = await reader.read()
-                    if isinstance(msg, Idle):
-                        if not counter.checked:
-                            counter = self._anchor_gone(counter.anchor, mark)
-                        self.ready.set()
-                        continue
-                    try:
-                        item = counter.feed(msg)
-                    except TrimDetected as trim:
-                        counter = await self._resume_after_trim(trim, mark, reader)
-                        continue
-                    if item is not None:
-                        self._observe(item, msg, mark)
-                    backoff = 0.2
+                if await self._read(counter, mark):
+                    await self._count_receipts(counter, mark)
+                backoff = 0.2
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep following whatever went wrong
@@ -158,8 +147,48 @@ class TailFollower:
                 backoff = min(backoff * 2, 5.0)
             finally:
                 anchor = counter.mark
-                if reader is not None:
-                    await reader.close()
+
+    async def _read(self, counter: LogCounter, mark: Mark | None) -> bool:
+        """Count what a reader delivers; True once the next receipt of this kop's
+        writes is the entry right after the last counted (see `ReceiptFeed`)."""
+        reader = await self._storage.reader(self._topic, counter.anchor.position)
+        try:
+            if not self.ready.is_set():
+                reader.report_idle()
+            while True:
+                msg = await reader.read()
+                if isinstance(msg, Idle):
+                    if not counter.checked:
+                        counter.restart(self._anchor_gone(counter.anchor, mark))
+                    self.ready.set()
+                    continue
+                try:
+                    item = counter.feed(msg)
+                except TrimDetected as trim:
+                    counter.restart(await self._resume_after_trim(trim, mark, reader))
+                    continue
+                if item is not None:
+                    self._stats.add("counted_from_reads")
+                    self._observe(item, msg, mark)
+                    if self.ready.is_set() and self._receipts.follows(item.position):
+                        return True
+        finally:
+            await reader.close()
+
+    async def _count_receipts(self, counter: LogCounter, mark: Mark | None) -> None:
+        """Count this kop's entries from their receipts while each is the very next
+        entry of the log; returns when the log must be read again."""
+        while counter.last is not None:
+            stored = await self._receipts.next(counter.last)
+            if stored is None:
+                return
+            try:
+                item = counter.feed(stored)
+            except TrimDetected:
+                return  # a checkpoint disagrees: reading will sort it out
+            if item is not None:
+                self._stats.add("counted_from_receipts")
+                self._observe(item, stored, mark)
 
     async def _resume_after_trim(
         self, trim: TrimDetected, mark: Mark | None, reader: TopicReader

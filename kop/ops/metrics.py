@@ -89,6 +89,14 @@ class _LogCollector(Collector):
                 "Pulsar readers opened to serve offsets behind the tail buffer",
                 stats.history_readers,
             ),
+            "kop_entries_counted_from_receipts": (
+                "kop's own entries counted from Pulsar's receipts, without reading them back",
+                stats.counted_from_receipts,
+            ),
+            "kop_entries_counted_from_reads": (
+                "Entries the tail followers read from Pulsar to count them",
+                stats.counted_from_reads,
+            ),
         }
         for name, (doc, value) in counters.items():
             yield CounterMetricFamily(name, doc, value=value)

@@ -10,6 +10,7 @@ messages ahead.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 
@@ -25,6 +26,7 @@ from kop.storage.types import (
     StoredEntry,
     StoredMessage,
     WriteRef,
+    stored_as,
 )
 
 log = logging.getLogger(__name__)
@@ -65,9 +67,7 @@ def _metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
     if m is None:
         meta.num_messages_in_batch = entry.count
         if entry.properties:
-            meta.properties.extend(
-                pb.KeyValue(key=k, value=v) for k, v in entry.properties.items()
-            )
+            meta.properties.extend(pb.KeyValue(key=k, value=v) for k, v in entry.properties.items())
         meta.uncompressed_size = len(entry.batch)
         return meta, entry.batch
     if m.properties:
@@ -127,10 +127,11 @@ class PulsarWriter:
 
     def send_all(
         self, entries: Sequence[OutgoingEntry]
-    ) -> tuple[WriteRef, asyncio.Future[None]]:
+    ) -> tuple[WriteRef, asyncio.Future[list[StoredEntry | None]]]:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        first = (self.name, self._producer.next_sequence_id)
+        future: asyncio.Future[list[StoredEntry | None]] = loop.create_future()
+        first_seq = self._producer.next_sequence_id
+        first = (self.name, first_seq)
         built = [_metadata(e) for e in entries]
         limit = self._producer.max_message_size
         for meta, payload in built:
@@ -146,23 +147,33 @@ class PulsarWriter:
             )
             return first, future
         self._budget.take(size)
-        left = len(built)
+        stored: list[StoredEntry | None] = [None] * len(entries)
+        left = len(entries)
 
-        def settle(done: asyncio.Future[tuple[int, int]]) -> None:
+        def settle(i: int, meta: pb.MessageMetadata, done: asyncio.Future[tuple[int, int]]) -> None:
             # The first failure fails the write; the budget is given back once every
             # entry is stored or failed.
             nonlocal left
             left -= 1
             exc = done.exception()
-            if exc is not None and not future.done():
-                future.set_exception(_storage_error(exc, "send failed"))
+            if exc is not None:
+                if not future.done():
+                    future.set_exception(_storage_error(exc, "send failed"))
+            else:
+                ledger, entry = done.result()
+                if ledger >= 0:  # (-1, -1): a re-send Pulsar de-duplicated, place unknown
+                    stored[i] = stored_as(
+                        entries[i], Position(ledger, entry), meta.producer_name,
+                        first_seq + i, meta.publish_time,
+                    )  # fmt: skip
             if left == 0:
                 self._budget.give(size)
                 if not future.done():
-                    future.set_result(None)
+                    future.set_result(stored)
 
-        for meta, payload in built:
-            self._producer.send(meta, payload).add_done_callback(settle)
+        for i, (meta, payload) in enumerate(built):
+            sent = self._producer.send(meta, payload)
+            sent.add_done_callback(functools.partial(settle, i, meta))
         return first, future
 
     async def close(self) -> None:

@@ -30,10 +30,12 @@ class TopicWriter(Protocol):
 
     def send_all(
         self, entries: Sequence[OutgoingEntry]
-    ) -> tuple[WriteRef, asyncio.Future[None]]:
+    ) -> tuple[WriteRef, asyncio.Future[list[StoredEntry | None]]]:
         """Enqueue `entries` without blocking; returns the first one's reference and a
-        future that fails with StorageError if any of them failed. A refused send
-        (queue full) refuses all of them: nothing is half-enqueued."""
+        future that fails with StorageError if any of them failed, else gives each
+        one as a reader will read it (`stored_as`), at the position the storage
+        acknowledged, or None where it could not say (a re-send it de-duplicated).
+        A refused send (queue full) refuses all of them: nothing is half-enqueued."""
         ...
 
     async def wait_capacity(self, size: int) -> None:

@@ -93,6 +93,31 @@ class StoredEntry:
     properties: dict[str, str] = field(default_factory=dict)
 
 
+def stored_as(
+    out: OutgoingEntry, position: Position, producer: str, sequence_id: int, publish_time: int
+) -> StoredEntry:
+    """What a reader gets back for an entry written as `out`: every storage's
+    receipts say it the same way."""
+    if out.message is None:
+        return StoredEntry(
+            position, producer, sequence_id, publish_time, out.count, None, out.batch,
+            dict(out.properties),
+        )  # fmt: skip
+    m = out.message
+    message = StoredMessage(
+        position=position,
+        payload=m.payload or b"",
+        null_value=m.payload is None,
+        properties=dict(m.properties),
+        partition_key=m.partition_key or "",
+        event_time=m.event_time or 0,
+        publish_time=publish_time,
+        producer_name=producer,
+        key_b64=m.key_b64,
+    )
+    return StoredEntry(position, producer, sequence_id, publish_time, 1, message)
+
+
 class Idle:
     """A reader's marker: everything before it was all the topic held."""
 

@@ -5,7 +5,7 @@ Plus small builders for what Kafka producers send."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from kop.log.checkpoint_store import CheckpointStore
@@ -100,6 +100,38 @@ class Node:
                 return exc
 
         return self.loop.run(go(), within=self.settings.write_timeout_s + 10)
+
+    def produce_stream(
+        self,
+        batches: Sequence[bytes],
+        fmt: EntryFormat = EntryFormat.PULSAR,
+        between: Callable[[int], None] = lambda _i: None,
+        topic: str = TOPIC,
+    ) -> list[int | KafkaError]:
+        """Produces pipelined, as a client with several requests in flight does (a
+        millisecond apart; `between(i)` runs after the i-th is sent): their base
+        offsets or errors."""
+        plog = self.partition(topic)
+
+        async def go() -> list[int | KafkaError]:
+            pending: list[Awaitable[int] | KafkaError] = []
+            for i, data in enumerate(batches):
+                try:
+                    batches_ = split_batches(data, max_batch_bytes=1 << 20)
+                    pending.append(await plog.begin_append(batches_, fmt))
+                except KafkaError as exc:
+                    pending.append(exc)
+                between(i)
+                await asyncio.sleep(0.001)
+            out: list[int | KafkaError] = []
+            for p in pending:
+                try:
+                    out.append(p if isinstance(p, KafkaError) else await p)
+                except KafkaError as exc:
+                    out.append(exc)
+            return out
+
+        return self.loop.run(go(), within=self.settings.write_timeout_s * 2 + 10)
 
     def fetch(self, offset: int, topic: str = TOPIC) -> list[tuple[int, bytes | None]] | KafkaError:
         """Everything from `offset` to the high watermark, as (offset, value)."""

@@ -12,9 +12,11 @@ the first stored entry after it when that entry is gone.
 Faults, each armed for a topic and consumed by the next matching operation:
 persist only k of the next send's entries (then every send queued behind it
 fails, as a producer fails its pending queue), persist a send but lose its
-receipt (it fails after the send timeout), re-deliver entries to open readers
-(a reconnect), roll the ledger, trim the oldest ledgers, stall a writer, and a
-whole-store outage. Time is the loop's: use it under `tests.sim.clock.SimLoop`.
+receipt (it fails after the send timeout), acknowledge a send without saying
+where it was stored (as Pulsar does for a re-send it de-duplicated),
+re-deliver entries to open readers (a reconnect), roll the ledger, trim the
+oldest ledgers, stall a writer, and a whole-store outage. Time is the loop's:
+use it under `tests.sim.clock.SimLoop`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from kop.storage.types import (
     StoredEntry,
     StoredMessage,
     WriteRef,
+    stored_as,
 )
 
 EPOCH_MS = 1_700_000_000_000
@@ -53,7 +56,7 @@ class _Ledger:
 class _Send:
     entries: Sequence[OutgoingEntry]
     first_seq: int
-    future: asyncio.Future[None]
+    future: asyncio.Future[list[StoredEntry | None]]
     persist: int  # how many of the entries get stored
     lose_receipt: bool
 
@@ -69,42 +72,24 @@ class MemoryTopic:
         # armed faults
         self.persist_next: int | None = None
         self.lose_next_receipt = False
+        self.forget_next_position = False
 
     # -- storage ------------------------------------------------------------
 
-    def append(self, entries: Sequence[OutgoingEntry], producer: str, first_seq: int) -> None:
+    def append(
+        self, entries: Sequence[OutgoingEntry], producer: str, first_seq: int
+    ) -> list[StoredEntry]:
         ledger = self.ledgers[-1]
         now = int(asyncio.get_running_loop().time() * 1000) + EPOCH_MS
+        stored = []
         for seq, out in enumerate(entries, first_seq):
-            position = Position(ledger.id, len(ledger.entries))
-            message = None
-            if out.message is not None:
-                m = out.message
-                message = StoredMessage(
-                    position=position,
-                    payload=m.payload or b"",
-                    null_value=m.payload is None,
-                    properties=dict(m.properties),
-                    partition_key=m.partition_key or "",
-                    event_time=m.event_time or 0,
-                    publish_time=now,
-                    producer_name=producer,
-                    key_b64=m.key_b64,
-                )
-            entry = StoredEntry(
-                position=position,
-                producer_name=producer,
-                sequence_id=seq,
-                publish_time=now,
-                count=out.count,
-                message=message,
-                batch=out.batch,
-                properties=dict(out.properties) if message is None else {},
-            )
+            entry = stored_as(out, Position(ledger.id, len(ledger.entries)), producer, seq, now)
             ledger.entries.append(entry)
+            stored.append(entry)
             for observe in self.observers:
                 observe(entry)
         self.wake()
+        return stored
 
     def entries(self) -> list[StoredEntry]:
         return [entry for ledger in self.ledgers for entry in ledger.entries]
@@ -174,9 +159,9 @@ class MemoryWriter:
 
     def send_all(
         self, entries: Sequence[OutgoingEntry]
-    ) -> tuple[WriteRef, asyncio.Future[None]]:
+    ) -> tuple[WriteRef, asyncio.Future[list[StoredEntry | None]]]:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: asyncio.Future[list[StoredEntry | None]] = loop.create_future()
         first = (self._name, self._sent)
         self._sent += len(entries)
         if self.closed:
@@ -206,8 +191,11 @@ class MemoryWriter:
                 loop.call_later(SEND_TIMEOUT_S, _fail_all, failed, "send timed out (outage)")
                 return
             send = self._queue.popleft()
+            stored: list[StoredEntry | None] = []
             if send.persist:
-                self._topic.append(send.entries[: send.persist], self._name, send.first_seq)
+                stored.extend(
+                    self._topic.append(send.entries[: send.persist], self._name, send.first_seq)
+                )
             if send.persist < len(send.entries):
                 # A failure in the middle: this send and all queued behind it fail.
                 failed = [send, *self._queue]
@@ -217,7 +205,9 @@ class MemoryWriter:
             if send.lose_receipt:
                 loop.call_later(SEND_TIMEOUT_S, _fail_all, [send], "receipt lost, timed out")
             elif not send.future.done():
-                send.future.set_result(None)
+                if topic_forgets(self._topic):  # a re-send the storage de-duplicated
+                    stored = [None] * len(stored)
+                send.future.set_result(stored)
 
     def stall(self) -> None:
         self.stalled = True
@@ -230,6 +220,11 @@ class MemoryWriter:
         self.closed = True
         self.stalled = False
         self._drain()  # pending sends are stored (or fail) before a close completes
+
+
+def topic_forgets(topic: MemoryTopic) -> bool:
+    forget, topic.forget_next_position = topic.forget_next_position, False
+    return forget
 
 
 def _fail_all(sends: list[_Send], why: str) -> None:
