@@ -13,7 +13,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev,spark]'
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
-setup: $(STAMP)
+## The native kernels (native/, Rust + PyO3, built by maturin through pip): rebuilt when
+## their sources change; without cargo kop runs the same kernels in Python.
+NATIVE_SRC   := native/Cargo.toml native/Cargo.lock native/pyproject.toml native/kop_native.pyi \
+                $(wildcard native/src/*.rs)
+NATIVE_STAMP := $(VENV)/.native-$(shell cat $(NATIVE_SRC) | cksum | cut -d' ' -f1)
+
+$(NATIVE_STAMP): $(NATIVE_SRC) | $(STAMP)
+	@if command -v cargo >/dev/null 2>&1; then \
+	  $(BIN)/python -m pip install -q ./native && rm -f $(VENV)/.native-* && touch $@; \
+	else \
+	  $(BIN)/python -m pip uninstall -q -y kop-native >/dev/null 2>&1 || true; \
+	  echo "kop_native not built: no cargo; running the pure-Python kernels"; \
+	fi
+
+setup: $(STAMP) $(NATIVE_STAMP)
 
 pulsar-fetch: setup
 	$(BIN)/python tools/pulsar.py fetch

@@ -43,6 +43,7 @@ from kop.log.entry_format import (
 from kop.log.native import native
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import (
+    TIMESTAMP_TYPE_MASK,
     BatchHeader,
     Record,
     build_batch,
@@ -59,6 +60,7 @@ StampAt = tuple[ProducerStamp, int]
 # Python object costs (CPython 3.11, 64-bit), measured with tracemalloc by
 # tests/unit/test_tail_memory.py: an Entry with its bytes object; a stamp with
 # its tuple.
+_ATTRIBUTES_LOW = 22  # the low byte of a v2 batch's attributes
 _ENTRY_COST = 190
 _STAMP_COST = 250
 
@@ -108,7 +110,7 @@ def pulsar_entries(
     if first_index < 0 or (stamp is not None and first_index >= stamp.count):
         raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
     if not batching:
-        records = _records(batch, head)[first_index:]
+        records = producer_records(batch, head)[first_index:]
         return [
             OutgoingEntry.of(
                 encode_record(r, None if stamp is None else _stamp_text(stamp, first_index + i))
@@ -125,7 +127,7 @@ def pulsar_entries(
         except ValueError as exc:
             raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
     else:
-        chunks = layouts(_records(batch, head)[first_index:], max_entry_bytes)
+        chunks = layouts(producer_records(batch, head)[first_index:], max_entry_bytes)
     out: list[OutgoingEntry] = []
     index = first_index
     for layout, count in chunks:
@@ -157,7 +159,14 @@ def _stamp_text(stamp: ProducerStamp, index: int) -> str:
     return f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}/{index}"
 
 
-def _records(batch: bytes, head: BatchHeader) -> list[Record]:
+def producer_records(batch: bytes, head: BatchHeader) -> list[Record]:
+    """Each record at the time its producer gave it (base + delta). Topics here are
+    CreateTime, so a batch claiming LogAppendTime is read as Kafka stores it:
+    its records keep their own times, not the batch's max timestamp."""
+    if head.attributes & TIMESTAMP_TYPE_MASK:
+        create_time = bytearray(batch)
+        create_time[_ATTRIBUTES_LOW] &= ~TIMESTAMP_TYPE_MASK & 0xFF
+        batch = bytes(create_time)
     return list(iter_records(batch))
 
 

@@ -9,8 +9,11 @@ twins: the same results, slower.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from typing import Protocol
+
+log = logging.getLogger(__name__)
 
 # (producer id, epoch, first sequence, count, index, offset of its record)
 NativeStamp = tuple[int, int, int, int, int, int]
@@ -35,10 +38,15 @@ class Kernels(Protocol):
 @functools.cache
 def native() -> Kernels | None:
     if os.environ.get("KOP_NATIVE", "1") == "0":
+        log.info("KOP_NATIVE=0: the pulsar entry format runs its Python kernels")
         return None
     try:
         import kop_native  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
+        log.warning(
+            "kop_native is not installed (no cargo when kop was set up): the pulsar entry "
+            "format runs its Python kernels, several times slower"
+        )
         return None
     kernels: Kernels = kop_native
     return kernels

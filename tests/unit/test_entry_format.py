@@ -25,6 +25,7 @@ from kop.log.entry_format import (
 from kop.protocol.records import Record, build_batch, iter_batches, read_header, with_base_offset
 from kop.storage.types import OutgoingMessage, Position, StoredEntry
 from kop.storage.types import StoredMessage as PulsarMessage
+from tests.unit.batch_samples import BATCH, MALFORMED_HEADERS, batch_payloads
 
 PUBLISH_TIME = 1_700_000_000_000
 AT = Position(1, 1)
@@ -40,7 +41,8 @@ def encode_records(
     prefix = None if stamp is None else f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/"
     return [
         entry_format.encode_record(
-            r, None if prefix is None else f"{prefix}{stamp.count}/{first_index + i}"  # type: ignore[union-attr]
+            r,
+            None if prefix is None else f"{prefix}{stamp.count}/{first_index + i}",  # type: ignore[union-attr]
         )
         for i, r in enumerate(recs)
     ]
@@ -226,12 +228,6 @@ def native(
     return PulsarMessage(AT, payload, False, props, partition_key, event_time, PUBLISH_TIME)
 
 
-BATCH = build_batch(
-    [Record(0, 10, b"k", b"v"), Record(1, 20, None, b"w")],
-    producer_id=9,
-    producer_epoch=1,
-    base_sequence=4,
-)
 RESERVED_NAMES = [P_ENTRY, P_KEY, P_HEADERS, P_TS, P_PRODUCER]
 WELL_FORMED = {
     P_ENTRY: ["batch"],
@@ -242,26 +238,10 @@ WELL_FORMED = {
 }
 
 
-def _mutated(at: int, byte: int, length: int) -> bytes:
-    data = bytearray(BATCH[:length])
-    if at < len(data):
-        data[at] = byte
-    return bytes(data)
-
-
 stored_messages = st.builds(
     PulsarMessage,
     position=st.just(AT),
-    payload=st.one_of(
-        st.binary(max_size=80),
-        st.just(BATCH),
-        st.builds(
-            _mutated,
-            st.integers(0, len(BATCH) - 1),
-            st.integers(0, 255),
-            st.integers(0, len(BATCH) + 1),
-        ),
-    ),
+    payload=st.one_of(st.binary(max_size=80), batch_payloads),
     null_value=st.booleans(),
     properties=st.builds(
         lambda plain, reserved: {**plain, **reserved},
@@ -347,17 +327,7 @@ def test_bad_key_property_serves_the_partition_key(
 
 @pytest.mark.parametrize(
     "bad",
-    [
-        "not json",
-        '{"a": "YQ=="}',
-        '[["a"]]',
-        '[["a", "YQ==", "x"]]',
-        '[[1, "YQ=="]]',
-        '[["a", 5]]',
-        '[["a", "***"]]',
-        '[["\\ud800", null]]',  # a lone surrogate cannot be sent as UTF-8
-        "[" * 100_000,
-    ],
+    [*MALFORMED_HEADERS, "[" * 100_000],
 )
 def test_bad_headers_property_serves_the_plain_properties(bad: str) -> None:
     entry = decode(native({P_HEADERS: bad, "b": "2", "a": "1", P_KEY: "empty"}))
