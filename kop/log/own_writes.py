@@ -41,15 +41,16 @@ class OwnWrites:
         self._pending.setdefault(writer, deque()).append(_Pending(first, first + count - 1, future))
         return future
 
-    def observed(self, writer: str, index: int, offset: int) -> None:
-        """The follower counted entry `index` of `writer` at `offset`."""
+    def observed(self, writer: str, index: int, offset: int) -> bool:
+        """The follower counted entry `index` of `writer` at `offset`; whether the
+        writer is one of ours."""
         if writer not in self._tracked:
-            return  # not ours (another kop, a Pulsar application, a retired writer)
+            return False  # not ours (another kop, a Pulsar application, a retired writer)
         queue = self._pending.get(writer)
         while queue and queue[0].last < index:  # failed writes whose messages never came
             queue.popleft()
         if not queue or index < queue[0].first:
-            return
+            return True
         head = queue[0]
         if index == head.first:
             head.base = offset
@@ -57,6 +58,7 @@ class OwnWrites:
             queue.popleft()
             if not head.future.done() and head.base is not None:
                 head.future.set_result(head.base)
+        return True
 
     def fail_writer(self, writer: str, why: str) -> None:
         """The log no longer shows this writer's entries faithfully: fail its

@@ -55,7 +55,12 @@ class ReceiptFeed:
     async def next(self, last: Position) -> StoredEntry | None:
         """The entry right after `last`, from its receipt; None when the log must be
         read instead (a gap, a failed write, or a quiet spell)."""
-        while not self._queue:
+        queue = self._queue
+        while True:
+            while queue and queue[0].position.entry_key <= last.entry_key:
+                queue.popleft()  # counted already (read back before the switch)
+            if queue:  # not taken unless next: after reading up to it, it may be
+                return queue.popleft() if _next_to(queue[0].position, last) else None
             if self._failed:
                 return None
             self._changed.clear()
@@ -64,8 +69,6 @@ class ReceiptFeed:
                     await self._changed.wait()
             except TimeoutError:
                 return None
-        entry = self._queue.popleft()
-        return entry if _next_to(entry.position, last) else None
 
 
 def _next_to(at: Position, last: Position) -> bool:

@@ -153,8 +153,10 @@ class TailFollower:
         writes is the entry right after the last counted (see `ReceiptFeed`)."""
         reader = await self._storage.reader(self._topic, counter.anchor.position)
         try:
-            if not self.ready.is_set():
-                reader.report_idle()
+            # Caught up without meeting the anchor's entry (trimmed while nobody read:
+            # at start, or while receipts were counted) is then noticed at once, not
+            # only when the next entry (perhaps a produce waiting on it) arrives.
+            reader.report_idle()
             while True:
                 msg = await reader.read()
                 if isinstance(msg, Idle):
@@ -169,8 +171,10 @@ class TailFollower:
                     continue
                 if item is not None:
                     self._stats.add("counted_from_reads")
-                    self._observe(item, msg, mark)
-                    if self.ready.is_set() and self._receipts.follows(item.position):
+                    own = self._observe(item, msg, mark)
+                    # Our own entry: the receipts of our next writes will follow it (a
+                    # producer waiting for each answer sends the next only now).
+                    if self.ready.is_set() and (self._receipts.follows(item.position) or own):
                         return True
         finally:
             await reader.close()
@@ -241,13 +245,14 @@ class TailFollower:
         # Whatever comes next is the first record after the gap.
         return LogCounter(Anchor(None, offset))
 
-    def _observe(self, item: LogEntry, stored: StoredEntry, mark: Mark | None) -> None:
+    def _observe(self, item: LogEntry, stored: StoredEntry, mark: Mark | None) -> bool:
+        """Whether the entry is one of this kop's own writes."""
         self._index.record(item)
         self._tail.append(item)
         entry = item.entry
         for s, at in entry.stamps:
             self._producers.observe(s.producer_id, s.epoch, s.first_seq, s.count, s.index, at)
-        self._own.observed(stored.producer_name, stored.sequence_id, item.base_offset)
+        own = self._own.observed(stored.producer_name, stored.sequence_id, item.base_offset)
         if entry.anomalies:
             self._stats.add("malformed")
             if not self._warned:
@@ -268,6 +273,7 @@ class TailFollower:
                 self._topic, item.next_offset, mark.position, mark.next_offset,
             )  # fmt: skip
         self.wakeups.wake()
+        return own
 
     # -- waiting on it ------------------------------------------------------------------
 

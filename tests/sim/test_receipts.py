@@ -47,6 +47,20 @@ def test_a_stream_of_produces_is_counted_from_receipts_not_read_back(loop: SimLo
     assert _values(node)[1:5] == [b"a0", b"b0", b"a1", b"b1"]
 
 
+def test_produces_one_at_a_time_are_counted_from_receipts(loop: SimLoop) -> None:
+    """librdkafka's idempotent producer waits for each answer before it sends the
+    next batch: every receipt then arrives while the follower waits on its reader,
+    and must still switch it to counting receipts."""
+    log = MemoryLog()
+    node, plog = _started(loop, log)
+    read_before = plog.stats.counted_from_reads
+    offsets = [node.produce(batch([b"one%d" % i])) for i in range(20)]
+    assert offsets == list(range(1, 21))
+    assert plog.stats.counted_from_receipts >= 18
+    assert plog.stats.counted_from_reads - read_before <= 2
+    assert _values(node)[1:] == [b"one%d" % i for i in range(20)]
+
+
 def test_another_writers_entry_in_the_stream_is_read_and_counted(loop: SimLoop) -> None:
     log = MemoryLog()
     node, _ = _started(loop, log)
