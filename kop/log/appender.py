@@ -16,28 +16,26 @@ holds of the batch is known and only the missing records are written.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
 from kop.log import entries
-from kop.log.entry_format import EntryFormat, ProducerStamp
+from kop.log.entry_format import EntryFormat
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.log.receipts import ReceiptFeed
+from kop.log.retirement import CaughtUp, Retirements
 from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import BatchHeader, iter_records
+from kop.protocol.records import BatchHeader
 from kop.storage.port import MessageLog, TopicWriter
-from kop.storage.types import OutgoingEntry, Position, StorageError, StoredEntry
+from kop.storage.types import OutgoingEntry, StorageError, StoredEntry
 
 log = logging.getLogger(__name__)
 
 Handle = asyncio.Future[int]
-# Waits until the tail follower has counted the entry at a position.
-CaughtUp = Callable[[Position], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -72,12 +70,11 @@ class Appender:
         self._topic = topic
         self._own = own
         self._producers = producers
-        self._caught_up = caught_up
         self._settings = settings
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[int]] = set()
-        self._retired: set[str] = set()
-        self._settling: asyncio.Task[None] | None = None
+        self._retirements = Retirements(storage, topic, own, caught_up, settings.write_timeout_s)
+        self._retired = self._retirements.retired
         self.closed = False
 
     async def begin_append(
@@ -86,7 +83,8 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Encode before touching any state: a corrupt batch leaves nothing behind.
-        encoded = [(h, b, self._encode(h, b, fmt, batching, 0)) for h, b in batches]
+        limit = self._settings.max_entry_bytes
+        encoded = [(h, b, entries.encode(h, b, fmt, batching, 0, limit)) for h, b in batches]
         async with self._lock:
             writer = await self._writer()
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
@@ -132,7 +130,9 @@ class Appender:
             job.first_index = decision.first_index
         out = whole
         if job.first_index:
-            out = self._encode(head, batch, fmt, batching, job.first_index)
+            out = entries.encode(
+                head, batch, fmt, batching, job.first_index, self._settings.max_entry_bytes
+            )
         size = sum(e.size for e in out)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
@@ -157,31 +157,6 @@ class Appender:
             )  # fmt: skip
         return job
 
-    def _encode(
-        self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first_index: int
-    ) -> list[OutgoingEntry]:
-        """The entries for records `first_index ..` of the batch. Either way a
-        compressed batch is decompressed: Kafka refuses one that does not decode
-        (CORRUPT_MESSAGE) rather than store what no consumer can read."""
-        if fmt is EntryFormat.KAFKA:
-            if head.compression:
-                for _ in iter_records(batch):
-                    pass
-            return [entries.kafka_entry(batch, head)]
-        stamp = None
-        if head.producer_id >= 0 and head.base_sequence >= 0:
-            stamp = ProducerStamp(
-                head.producer_id, head.producer_epoch, head.base_sequence, head.record_count
-            )
-        return entries.pulsar_entries(
-            batch,
-            head,
-            stamp,
-            first_index,
-            batching=batching,
-            max_entry_bytes=self._settings.max_entry_bytes,
-        )
-
     def _acked(self, acked: asyncio.Future[list[StoredEntry | None]]) -> None:
         if acked.cancelled() or acked.exception() is not None:
             self._receipts.failed()
@@ -194,11 +169,12 @@ class Appender:
         failed_before = isinstance(decision, Write) and self._producers.batch(
             head.producer_id, head.base_sequence, head.record_count
         )
-        if failed_before and self._settling is not None:
+        settling = self._retirements.settling
+        if failed_before and settling is not None:
             # Learn what the log holds of the failed batch before rewriting any of it.
             try:
                 async with asyncio.timeout(self._settings.write_timeout_s):
-                    await asyncio.shield(self._settling)
+                    await asyncio.shield(settling)
             except TimeoutError:
                 raise KafkaError(
                     ErrorCode.request_timed_out, f"{self._topic}: a failed write has not settled"
@@ -253,42 +229,16 @@ class Appender:
         return base
 
     def retire(self, writer: str, why: str) -> None:
-        """Stop using `writer`: fail what it has in flight, close it, and settle."""
-        if not writer or writer in self._retired:
-            return
-        self._retired.add(writer)
-        log.info("%s: retiring writer %s (%s)", self._topic, writer, why)
-        self._own.fail_writer(writer, f"writer retired: {why}")
-        previous = self._settling
-        self._settling = asyncio.ensure_future(self._settle(writer, previous))
-
-    async def _settle(self, writer: str, previous: asyncio.Task[None] | None) -> None:
-        """Once the retired writer is closed (all it sent is stored or failed) and the
-        follower counted up to the log's end, the log's state of every batch is known."""
-        if previous is not None:
-            with contextlib.suppress(Exception):
-                await previous
-        try:
-            async with asyncio.timeout(self._settings.write_timeout_s):
-                await self._storage.close_writer(self._topic, writer)
-                end = await self._storage.end(self._topic)
-                if end is not None:
-                    await self._caught_up(end)
-        except (TimeoutError, StorageError) as exc:
-            log.warning("%s: settling after a failed write: %s", self._topic, exc)
+        self._retirements.retire(writer, why)
 
     def gap(self) -> None:
-        """Messages went missing under the tail follower: counting no longer names
-        any writer's entries, so every writer in use is retired."""
-        for writer in self._own.writers():
-            self.retire(writer, "entries went missing under the tail follower")
+        self._retirements.gap()
 
     async def close(self) -> None:
         self.closed = True
         for task in list(self._tasks):
             task.cancel()
-        if self._settling is not None:
-            self._settling.cancel()
+        self._retirements.cancel()
 
 
 async def _observed_unless_failed(

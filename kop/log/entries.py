@@ -34,6 +34,7 @@ from kop.log import entry_format
 from kop.log.entry_format import (
     P_ENTRY,
     P_PRODUCER,
+    EntryFormat,
     ProducerStamp,
     encode_record,
     parse_stamp,
@@ -157,6 +158,32 @@ def layouts(records: Sequence[Record], max_entry_bytes: int) -> list[tuple[bytes
 
 def _stamp_text(stamp: ProducerStamp, index: int) -> str:
     return f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}/{index}"
+
+
+def encode(
+    head: BatchHeader,
+    batch: bytes,
+    fmt: EntryFormat,
+    batching: bool,
+    first_index: int,
+    max_entry_bytes: int,
+) -> list[OutgoingEntry]:
+    """The entries for records `first_index ..` of a produced batch. Either way a
+    compressed batch is decompressed: Kafka refuses one that does not decode
+    (CORRUPT_MESSAGE) rather than store what no consumer can read."""
+    if fmt is EntryFormat.KAFKA:
+        if head.compression:
+            for _ in iter_records(batch):
+                pass
+        return [kafka_entry(batch, head)]
+    stamp = None
+    if head.producer_id >= 0 and head.base_sequence >= 0:
+        stamp = ProducerStamp(
+            head.producer_id, head.producer_epoch, head.base_sequence, head.record_count
+        )
+    return pulsar_entries(
+        batch, head, stamp, first_index, batching=batching, max_entry_bytes=max_entry_bytes
+    )
 
 
 def producer_records(batch: bytes, head: BatchHeader) -> list[Record]:

@@ -18,7 +18,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from kop.log.counting import Anchor, LogCounter, LogEntry, TrimDetected
+from kop.log.counted import CountedEntries
+from kop.log.counting import Anchor, LogCounter, TrimDetected
 from kop.log.offset_index import Mark, OffsetIndex
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import ProducerStates
@@ -29,32 +30,6 @@ from kop.storage.port import MessageLog, TopicReader
 from kop.storage.types import Idle, Position, StoredEntry
 
 log = logging.getLogger(__name__)
-
-
-class Wakeups:
-    """Futures resolved when the next entry is counted (long-poll fetches wait on
-    them); abandoned ones are pruned so an idle partition does not collect them."""
-
-    def __init__(self) -> None:
-        self.waiting: list[asyncio.Future[None]] = []
-
-    def next(self) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if len(self.waiting) >= 64:  # fetches that gave up on an idle partition
-            self.waiting = [w for w in self.waiting if not w.done()]
-        self.waiting.append(fut)
-        return fut
-
-    def wake(self) -> None:
-        waiting, self.waiting = self.waiting, []
-        for w in waiting:
-            if not w.done():
-                w.set_result(None)
-
-    def cancel(self) -> None:
-        for w in self.waiting:
-            if not w.done():
-                w.cancel()
 
 
 async def _count_back(
@@ -94,15 +69,13 @@ class TailFollower:
         self._topic = topic
         self._index = index
         self._tail = tail
-        self._own = own
-        self._producers = producers
         self._stats = stats
+        self._counted = CountedEntries(topic, index, tail, own, producers, stats)
+        self.wakeups = self._counted.wakeups
         self.ready = asyncio.Event()
         self.on_gap: Callable[[], None] = lambda: None
         self.resumed_from: int | None = None
         self.last_error: str | None = None
-        self.wakeups = Wakeups()
-        self._warned = False
         self._task: asyncio.Task[None] | None = None
 
     def start(self, mark: Mark | None) -> None:
@@ -171,7 +144,7 @@ class TailFollower:
                     continue
                 if item is not None:
                     self._stats.add("counted_from_reads")
-                    own = self._observe(item, msg, mark)
+                    own = self._counted.observe(item, msg, mark)
                     # Our own entry: the receipts of our next writes will follow it (a
                     # producer waiting for each answer sends the next only now).
                     if self.ready.is_set() and (self._receipts.follows(item.position) or own):
@@ -192,7 +165,7 @@ class TailFollower:
                 return  # a checkpoint disagrees: reading will sort it out
             if item is not None:
                 self._stats.add("counted_from_receipts")
-                self._observe(item, stored, mark)
+                self._counted.observe(item, stored, mark)
 
     async def _resume_after_trim(
         self, trim: TrimDetected, mark: Mark | None, reader: TopicReader
@@ -219,7 +192,7 @@ class TailFollower:
         for msg in ahead:
             item = counter.feed(msg)
             if item is not None:
-                self._observe(item, msg, mark)
+                self._counted.observe(item, msg, mark)
         return counter
 
     def _lower_bound(self, anchor: Anchor, mark: Mark | None) -> int:
@@ -244,36 +217,6 @@ class TailFollower:
         self.on_gap()
         # Whatever comes next is the first record after the gap.
         return LogCounter(Anchor(None, offset))
-
-    def _observe(self, item: LogEntry, stored: StoredEntry, mark: Mark | None) -> bool:
-        """Whether the entry is one of this kop's own writes."""
-        self._index.record(item)
-        self._tail.append(item)
-        entry = item.entry
-        for s, at in entry.stamps:
-            self._producers.observe(s.producer_id, s.epoch, s.first_seq, s.count, s.index, at)
-        own = self._own.observed(stored.producer_name, stored.sequence_id, item.base_offset)
-        if entry.anomalies:
-            self._stats.add("malformed")
-            if not self._warned:
-                self._warned = True
-                log.warning(
-                    "%s: entry at %s has malformed %s; served with the documented "
-                    "fallbacks (logged once per partition, counted in kop_malformed_messages)",
-                    self._topic, item.position, ", ".join(entry.anomalies),
-                )  # fmt: skip
-        if (
-            mark is not None
-            and item.position == mark.position
-            and item.next_offset != mark.next_offset
-        ):
-            self._stats.add("conflicts")
-            log.error(
-                "%s: counted %d records up to the persisted mark at %s, which says %d",
-                self._topic, item.next_offset, mark.position, mark.next_offset,
-            )  # fmt: skip
-        self.wakeups.wake()
-        return own
 
     # -- waiting on it ------------------------------------------------------------------
 
