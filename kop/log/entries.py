@@ -58,10 +58,10 @@ from kop.storage.types import OutgoingEntry, StoredEntry, StoredMessage
 # A stamp and the offset of the last record it covers.
 StampAt = tuple[ProducerStamp, int]
 
+_ATTRIBUTES_LOW = 22  # the low byte of a v2 batch's attributes
 # Python object costs (CPython 3.11, 64-bit), measured with tracemalloc by
 # tests/unit/test_tail_memory.py: an Entry with its bytes object; a stamp with
 # its tuple.
-_ATTRIBUTES_LOW = 22  # the low byte of a v2 batch's attributes
 _ENTRY_COST = 190
 _STAMP_COST = 250
 

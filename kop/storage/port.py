@@ -5,8 +5,8 @@ whole entries that name each write by its writer, in-order readers of entries
 from a position, where the log now begins (Pulsar deletes whole ledgers behind
 kop's back) and where it ends, and the few admin calls topics need. The unit is
 the entry, never the message: a Kafka batch is one entry (one send, one read),
-so nothing on the hot path costs a call per record. Pulsar implements it in `kop/pulsar`; an
-in-memory log with faults on command implements it in `tests/sim`.
+so nothing on the hot path costs a call per record. Pulsar implements it in
+`kop/pulsar`; an in-memory log with faults on command implements it in `tests/sim`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ class TopicWriter(Protocol):
     """Appends entries to one topic partition in send order. Each is stored at most
     once (the storage de-duplicates re-sends after reconnects) under this writer's
     name and its sequence id (0, 1, 2, ...: the n-th entry sent), which readers
-    see: a write is recognised when it is read, without trusting receipts."""
+    see: a write is recognised when it is read, even if its receipt was lost (a
+    receipt only lets the follower count it without reading it back)."""
 
     @property
     def name(self) -> str: ...
