@@ -10,49 +10,26 @@ Positions are ``(ledger, entry)``. The reader tracks the smallest position it wi
 still accept; anything the broker delivers below it (entries before an inclusive
 start that the broker positioned early, re-deliveries after a reconnect) is dropped,
 so the caller sees every entry once, in order.
+
+`WireReader` is the per-entry path (the connection's consumer handler, the queue,
+the permits); subscribing, re-subscribing and closing are `ReaderSubscription`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import logging
-import secrets
-from dataclasses import dataclass
 
 from kop.pulsar.wire.compression import decompress
 from kop.pulsar.wire.connection import Connection
-from kop.pulsar.wire.errors import (
-    ConnectionClosedError,
-    CorruptEntryError,
-    OperationTimeoutError,
-    PulsarWireError,
-)
+from kop.pulsar.wire.errors import CorruptEntryError, PulsarWireError
 from kop.pulsar.wire.frames import Frame
-from kop.pulsar.wire.producer import message_id
-from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
-from kop.pulsar.wire.retry import Backoff
+from kop.pulsar.wire.message_ids import message_id
+from kop.pulsar.wire.raw_entry import EARLIEST, Position, RawEntry
+from kop.pulsar.wire.reader_subscription import ReaderSubscription
 from kop.pulsar.wire.session import Session
 
-log = logging.getLogger(__name__)
-
-T = pb.BaseCommand.Type
-Position = tuple[int, int]
-EARLIEST: Position = (-1, -1)
-
-
-@dataclass(frozen=True, slots=True)
-class RawEntry:
-    """One Pulsar entry: its position, its metadata (a batch when
-    `metadata.num_messages_in_batch` is set) and its payload, decompressed."""
-
-    ledger: int
-    entry: int
-    metadata: pb.MessageMetadata
-    payload: bytes
-    redelivery_count: int = 0
-    broker_entry_metadata: pb.BrokerEntryMetadata | None = None
-
+__all__ = ["EARLIEST", "Position", "RawEntry", "WireReader"]
 
 _Item = tuple[Frame, int] | PulsarWireError  # (frame, its message count) or an error, in order
 
@@ -72,31 +49,35 @@ class WireReader:
         self.topic = topic
         self._session = session
         self._loop = asyncio.get_running_loop()
-        self._id = session.new_id()
-        self._subscription = f"kop-reader-{secrets.token_hex(6)}"
-        self._compacted = compacted
         self._receiver_queue = max(1, receiver_queue)
         self._next: Position = start if start is not None else EARLIEST
         self._queue: collections.deque[_Item] = collections.deque()
         self._queued_messages = 0
         self._consumed = 0  # messages taken from the broker's permits, not yet granted again
-        self._conn: Connection | None = None
-        self._attached = asyncio.Event()
         self._waiter: asyncio.Future[None] | None = None
-        self._reconnecting: asyncio.Task[None] | None = None
         self._error: PulsarWireError | None = None  # sticky: corrupt entry, fatal failure
         self._end_of_topic = False
         self._closed = False
+        self._subscription = ReaderSubscription(session, topic, self, compacted=compacted)
 
     # -- public ---------------------------------------------------------------------------
 
     @property
     def subscription(self) -> str:
-        return self._subscription
+        return self._subscription.name
 
     @property
     def is_connected(self) -> bool:
-        return self._conn is not None
+        return self._subscription.connection is not None
+
+    @property
+    def position(self) -> Position:
+        """The smallest position still accepted: where a (re)subscription starts."""
+        return self._next
+
+    async def start(self) -> None:
+        await self._session.within_timeout(f"subscribe to {self.topic}", self._subscription.attach)
+        self._session.track(self)
 
     async def read(self) -> RawEntry:
         """The next entry, waiting for it. Raises PulsarWireError when the reader is
@@ -151,20 +132,7 @@ class WireReader:
         )
 
     async def _broker_has_more(self) -> bool:
-        try:
-            async with asyncio.timeout(self._session.operation_timeout_s):
-                await self._attached.wait()
-        except TimeoutError as exc:
-            raise OperationTimeoutError(f"reader on {self.topic} not connected") from exc
-        conn = self._conn
-        if conn is None:
-            raise ConnectionClosedError(f"reader on {self.topic} not connected")
-        request_id = conn.new_request_id()
-        ask = pb.CommandGetLastMessageId(consumer_id=self._id, request_id=request_id)
-        answer = await conn.request(
-            pb.BaseCommand(type=T.GET_LAST_MESSAGE_ID, getLastMessageId=ask), request_id
-        )
-        last = message_id(answer.getLastMessageIdResponse.last_message_id)
+        last = await self._subscription.last_message_id()
         if self._queue:
             return True
         # (L, -1) is what an empty topic (or ledger) answers: nothing to read.
@@ -176,111 +144,22 @@ class WireReader:
             return
         self._closed = True
         self._wake()
-        task = self._reconnecting
-        if task is not None and not task.done():
-            task.cancel()
         self._session.forget(self)
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        conn.unregister_consumer(self._id, self)
-        request_id = conn.new_request_id()
-        close = pb.CommandCloseConsumer(consumer_id=self._id, request_id=request_id)
-        try:
-            await conn.request(
-                pb.BaseCommand(type=T.CLOSE_CONSUMER, close_consumer=close), request_id
-            )
-        except PulsarWireError as exc:
-            log.debug("closing reader on %s: %s", self.topic, exc)
-
-    # -- subscribing --------------------------------------------------------------------
-
-    async def start(self) -> None:
-        await self._session.within_timeout(f"subscribe to {self.topic}", self._attach)
-        self._session.track(self)
-
-    def _start_message_id(self) -> pb.MessageIdData | None:
-        """Where the broker should start: the next position we accept, inclusively.
-        The broker steps a non-durable cursor back one entry for any start id it
-        gets (it takes every start id for a batch message id), so (L, E) makes E the
-        first entry delivered; (L, E) past the end of ledger L means the next ledger."""
-        if self._next == EARLIEST:
-            return None  # initialPosition=Earliest
-        ledger, entry = self._next
-        return pb.MessageIdData(ledgerId=ledger, entryId=entry)
-
-    async def _attach(self) -> None:
-        conn = await self._session.connect_topic(self.topic)
-        conn.register_consumer(self._id, self)
-        request_id = conn.new_request_id()
-        subscribe = pb.CommandSubscribe(
-            topic=self.topic,
-            subscription=self._subscription,
-            subType=pb.CommandSubscribe.Exclusive,
-            consumer_id=self._id,
-            request_id=request_id,
-            consumer_name=self._subscription,
-            durable=False,
-            read_compacted=self._compacted,
-            initialPosition=pb.CommandSubscribe.Earliest,
-        )
-        start = self._start_message_id()
-        if start is not None:
-            subscribe.start_message_id.CopyFrom(start)
-        try:
-            await conn.request(pb.BaseCommand(type=T.SUBSCRIBE, subscribe=subscribe), request_id)
-        except BaseException:
-            conn.unregister_consumer(self._id, self)
-            raise
-        if self._closed:
-            conn.unregister_consumer(self._id, self)
-            return
-        self._conn = conn
-        self._attached.set()
-        # A new subscription has no permits: grant what the local queue leaves room for.
-        self._consumed = 0
-        self._flow(self._receiver_queue - self._queued_messages)
-
-    def _detach(self, reason: str) -> None:
-        conn, self._conn = self._conn, None
-        self._attached.clear()
-        if conn is not None:
-            conn.unregister_consumer(self._id, self)
-        if self._closed or self._error is not None:
-            return
-        log.info("reader on %s: %s; re-subscribing at %s", self.topic, reason, self._next)
-        if self._reconnecting is None or self._reconnecting.done():
-            self._reconnecting = self._loop.create_task(self._reconnect())
-
-    async def _reconnect(self) -> None:
-        backoff = Backoff()
-        while not self._closed:
-            await asyncio.sleep(backoff.next())
-            try:
-                await self._attach()
-                return
-            except PulsarWireError as exc:
-                if not exc.retriable:
-                    log.error("reader on %s failed: %s", self.topic, exc)
-                    self._queue.append(exc)
-                    self._wake()
-                    return
-                log.info("reader on %s: re-subscribe failed: %s", self.topic, exc)
+        await self._subscription.close()
 
     # -- flow control -------------------------------------------------------------------
 
+    def on_subscribed(self) -> None:
+        # A new subscription has no permits: grant what the local queue leaves room for.
+        self._consumed = 0
+        self._subscription.flow(self._receiver_queue - self._queued_messages)
+
     def _grant(self) -> None:
         if self._consumed >= self._receiver_queue // 2:
-            self._flow(self._consumed)
+            self._subscription.flow(self._consumed)
             self._consumed = 0
 
-    def _flow(self, permits: int) -> None:
-        conn = self._conn
-        if conn is not None and permits > 0:
-            flow = pb.CommandFlow(consumer_id=self._id, messagePermits=permits)
-            conn.send(pb.BaseCommand(type=T.FLOW, flow=flow))
-
-    # -- events from the connection -----------------------------------------------------
+    # -- events from the connection and the subscription ---------------------------------
 
     def on_message(self, frame: Frame) -> None:
         metadata = frame.metadata
@@ -297,19 +176,24 @@ class WireReader:
         self._wake()
 
     def on_corrupt(self, error: CorruptEntryError) -> None:
+        self.on_failed(error)
+
+    def on_failed(self, error: PulsarWireError) -> None:
+        """`read` raises `error` once the entries queued before it are read."""
         self._queue.append(error)
         self._wake()
 
     def on_closed_by_broker(self) -> None:
-        self._detach("closed by the broker")
+        self._subscription.detach("closed by the broker", resubscribe=self._error is None)
 
     def on_end_of_topic(self) -> None:
         self._end_of_topic = True
         self._wake()
 
     def on_connection_closed(self, connection: Connection) -> None:
-        if connection is self._conn:
-            self._detach(f"connection to {connection.address} lost")
+        if connection is self._subscription.connection:
+            reason = f"connection to {connection.address} lost"
+            self._subscription.detach(reason, resubscribe=self._error is None)
 
     def _wake(self) -> None:
         waiter = self._waiter

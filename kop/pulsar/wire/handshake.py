@@ -1,0 +1,84 @@
+"""The CONNECT/CONNECTED exchange that opens a connection, and what it tells us."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kop.pulsar.wire.errors import PulsarWireError
+from kop.pulsar.wire.frames import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    FRAME_PADDING,
+    FrameDecoder,
+    encode_command,
+)
+from kop.pulsar.wire.keepalive import KeepAlive
+from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
+
+log = logging.getLogger("kop.pulsar.wire.connection")  # where these records always went
+
+T = pb.BaseCommand.Type
+CLIENT_VERSION = "kop"
+# The newest version this schema knows (v20: topic migration); Pulsar 4.0 speaks v21
+# and answers with the lower of the two.
+PROTOCOL_VERSION = max(pb.ProtocolVersion.values())
+
+
+class Handshake:
+    """`done` resolves on CONNECTED and fails if the broker refuses or the connection
+    ends first. The broker's limits apply to the decoder before the next frame."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        address: str,
+        proxy_to_broker_url: str | None,
+        decoder: FrameDecoder,
+        keepalive: KeepAlive,
+    ) -> None:
+        self._address = address
+        self._proxy_to = proxy_to_broker_url
+        self._decoder = decoder
+        self._keepalive = keepalive
+        self.done: asyncio.Future[pb.CommandConnected] = loop.create_future()
+        self.done.add_done_callback(_retrieve)
+        self.max_message_size = 0
+        self.server_version = ""
+        self.protocol_version = 0
+
+    def connect_frame(self) -> bytes:
+        connect = pb.CommandConnect(
+            client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION
+        )
+        if self._proxy_to:
+            connect.proxy_to_broker_url = self._proxy_to
+        return encode_command(pb.BaseCommand(type=T.CONNECT, connect=connect))
+
+    def on_connected(self, connected: pb.CommandConnected) -> None:
+        self.server_version = connected.server_version
+        self.protocol_version = connected.protocol_version
+        if connected.HasField("max_message_size"):
+            self.max_message_size = connected.max_message_size
+        else:
+            self.max_message_size = DEFAULT_MAX_MESSAGE_SIZE
+        self._decoder.max_frame_size = self.max_message_size + 2 * FRAME_PADDING
+        if not self.done.done():
+            self.done.set_result(connected)
+        self._keepalive.start()
+
+    def on_stray_error(self, request_id: int, error: PulsarWireError) -> None:
+        """An ERROR for no pending request: before CONNECTED it refuses the CONNECT."""
+        if not self.done.done():
+            self.done.set_exception(error)
+        else:
+            log.warning("error from %s for no request (%d): %s", self._address, request_id, error)
+
+    def fail(self, error: PulsarWireError) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+
+
+def _retrieve(future: asyncio.Future[pb.CommandConnected]) -> None:
+    """Marks a handshake failure seen: nobody awaits it once `open` gave up."""
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,143 @@
+"""A producer's presence on a broker: created, lost, re-created, closed.
+
+Re-creation keeps the broker-assigned name (so the broker's deduplication state
+applies) and raises the epoch; the caller is told each time, to re-send what it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from kop.pulsar.wire.connection import Connection
+from kop.pulsar.wire.errors import ProtocolError, PulsarWireError
+from kop.pulsar.wire.handlers import ProducerHandler
+from kop.pulsar.wire.message_ids import signed64
+from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
+from kop.pulsar.wire.retry import Backoff
+from kop.pulsar.wire.session import Session
+
+log = logging.getLogger("kop.pulsar.wire.producer")  # where these records always went
+
+T = pb.BaseCommand.Type
+
+
+class ProducerLink:
+    """`conn`, `name` and `max_message_size` are plain attributes, not properties:
+    `send` reads them for every entry."""
+
+    def __init__(
+        self,
+        session: Session,
+        topic: str,
+        producer_id: int,
+        handler: ProducerHandler,
+        on_attached: Callable[[Connection, int], None],
+        on_failed: Callable[[PulsarWireError], None],
+    ) -> None:
+        self._session = session
+        self._loop = asyncio.get_running_loop()
+        self._topic = topic
+        self._id = producer_id
+        self._handler = handler  # what the connection tells of receipts and losses
+        self._on_attached = on_attached  # with the broker's last stored sequence id
+        self._on_failed = on_failed  # reconnecting hit a non-retriable error
+        self.conn: Connection | None = None  # set while the broker has our producer
+        self.name = ""
+        self.max_message_size = 0
+        self.epoch = -1
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def attach(self) -> None:
+        conn = await self._session.connect_topic(self._topic)
+        conn.register_producer(self._id, self._handler)
+        self.epoch += 1
+        request_id = conn.new_request_id()
+        create = pb.CommandProducer(
+            topic=self._topic,
+            producer_id=self._id,
+            request_id=request_id,
+            epoch=self.epoch,
+            producer_access_mode=pb.Shared,
+        )
+        if self.name:  # re-creation: the same name, so the broker's dedup state applies
+            create.producer_name = self.name
+            create.user_provided_producer_name = False
+        try:
+            answer = await conn.request(
+                pb.BaseCommand(type=T.PRODUCER, producer=create), request_id
+            )
+        except BaseException:  # an error, or close() cancelling a reconnect
+            conn.unregister_producer(self._id, self._handler)
+            if not conn.is_closed:  # it may exist on the broker after all: drop it
+                self._send_close(conn)
+            raise
+        success = answer.producer_success
+        if self._closed:
+            conn.unregister_producer(self._id, self._handler)
+            self._send_close(conn)
+            return
+        self.name = success.producer_name
+        self.max_message_size = conn.max_message_size
+        self.conn = conn
+        self._on_attached(conn, signed64(success.last_sequence_id))
+
+    def detach(self, reason: str) -> None:
+        """The broker no longer has our producer (or we gave up on it): reconnect."""
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.unregister_producer(self._id, self._handler)
+        if self._closed:
+            return
+        log.info("producer %s on %s: %s; reconnecting", self.name, self._topic, reason)
+        if self._reconnecting is None or self._reconnecting.done():
+            self._reconnecting = self._loop.create_task(self._reconnect())
+
+    def restart(self, why: str) -> None:
+        """The broker broke the protocol: drop the producer there and create it anew."""
+        log.warning("producer %s on %s: %s", self.name, self._topic, ProtocolError(why))
+        conn = self.conn
+        if conn is not None:
+            self._send_close(conn)
+        self.detach(why)
+
+    def stop(self) -> None:
+        """No more reconnecting; `close` then drops the producer on the broker."""
+        self._closed = True
+        task = self._reconnecting
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+
+    async def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        conn.unregister_producer(self._id, self._handler)
+        request_id = conn.new_request_id()
+        close = pb.CommandCloseProducer(producer_id=self._id, request_id=request_id)
+        try:
+            await conn.request(
+                pb.BaseCommand(type=T.CLOSE_PRODUCER, close_producer=close), request_id
+            )
+        except PulsarWireError as exc:
+            log.debug("closing producer %s on %s: %s", self.name, self._topic, exc)
+
+    async def _reconnect(self) -> None:
+        backoff = Backoff()
+        while not self._closed:
+            await asyncio.sleep(backoff.next())
+            try:
+                await self.attach()
+                return
+            except PulsarWireError as exc:
+                if not exc.retriable:
+                    log.error("producer %s on %s failed: %s", self.name, self._topic, exc)
+                    self._on_failed(exc)
+                    return
+                log.info("producer %s on %s: reconnect failed: %s", self.name, self._topic, exc)
+
+    def _send_close(self, conn: Connection) -> None:
+        close = pb.CommandCloseProducer(producer_id=self._id, request_id=conn.new_request_id())
+        conn.send(pb.BaseCommand(type=T.CLOSE_PRODUCER, close_producer=close))
