@@ -188,7 +188,7 @@ class PhaseResult:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("latencies_ms")
-        if self.phase == "latency":
+        if self.phase.startswith("latency"):
             lat = self.latencies_ms
             out["latency_ms"] = {
                 "p50": round(self.percentile(50), 3),

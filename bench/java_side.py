@@ -52,9 +52,10 @@ class JavaClient:
         self._warm_read: tuple[str, int] | None = None
 
     def _run(
-        self, args: list[str], label: str, total: int, record_bytes: int, quiet: bool = False
-    ) -> list[str]:
-        cmd = [self.java, "-Xms256m", "-Xmx256m", "-cp", self.classpath, "PulsarPerf", *args]
+        self, args: list[str], label: str, total: int, record_bytes: int, quiet: bool = False,
+        jvm: tuple[str, ...] = (),
+    ) -> list[str]:  # fmt: skip
+        cmd = [self.java, "-Xms256m", "-Xmx256m", *jvm, "-cp", self.classpath, "PulsarPerf", *args]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         prog = Progress(label, total, record_bytes)
         last = [0]
@@ -114,3 +115,18 @@ class JavaClient:
                            w.latency_records, w.record_bytes)  # fmt: skip
         lat = [float(x) for x in fields[3].split(",")] if len(fields) > 3 and fields[3] else []
         return lat, int(fields[2])
+
+    def loaded(
+        self, topic: str, w: Workload, rate: float, count: int, label: str
+    ) -> tuple[list[float], list[float], float, int]:
+        """`count` records offered at `rate` a second: (send -> ack ms, send -> a reader
+        has it ms, seconds, errors)."""
+        args = [*self._args("loaded", topic, count, w), f"{rate:.1f}"]
+        # C1 only: C2's compile storm takes ~10 CPU-seconds in the first seconds, which on
+        # 2 cores queues the client itself (e2e p99 165 ms at 44k records/s; 32 ms with C1).
+        fields = self._run(args, label, count, w.record_bytes, jvm=("-XX:TieredStopAtLevel=1",))
+
+        def floats(i: int) -> list[float]:
+            return [float(x) for x in fields[i].split(",")] if len(fields) > i and fields[i] else []
+
+        return floats(3), floats(4), float(fields[1]), int(fields[2])

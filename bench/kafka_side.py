@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -179,6 +180,67 @@ def latency(
         prog.tick(len(out))
     prog.tick(len(out), force=True)
     return out, errors
+
+
+# One record in this many is timed (a Python callback per record would cost more CPU
+# than the broker under test at these rates; the sample is spread evenly).
+LOADED_SAMPLE = 8
+
+
+def loaded(
+    bootstrap: str, topic: str, w: Workload, values: Values, rate: float, count: int, label: str
+) -> tuple[list[float], float, int]:
+    """`count` records offered at `rate` a second with the produce phase's settings (a
+    due-time schedule: a stall is followed by catch-up); every LOADED_SAMPLE-th after the
+    first fifth is timed produce -> delivery report. (latencies ms, seconds, errors)"""
+    p = Producer({**producer_config(bootstrap, w), "delivery.report.only.error": False})
+    p.list_topics(topic, timeout=30)
+    out: list[float] = []
+    errors = 0
+
+    def timed(t0: float) -> Callable[[Any, Any], None]:
+        def done(err: Any, _msg: Any) -> None:
+            nonlocal errors
+            if err is not None:
+                errors += 1
+            else:
+                out.append((time.perf_counter() - t0) * 1000)
+
+        return done
+
+    def counted(err: Any, _msg: Any) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+
+    keys = [w.key(i).encode() for i in range(count)]
+    prog = Progress(label, count, w.record_bytes)
+    start = time.perf_counter()
+    i = 0
+    while i < count:
+        due = min(count, int((time.perf_counter() - start) * rate) + 1)
+        while i < due:
+            timing = i % LOADED_SAMPLE == 0 and i >= count // 5  # as Java: first fifth warms
+            cb = timed(time.perf_counter()) if timing else counted
+            try:
+                p.produce(topic, values[i], keys[i], partition=0, on_delivery=cb)
+            except BufferError:  # the client's queue is full: over this target's peak
+                p.poll(0.001)
+                break
+            i += 1
+        p.poll(0)
+        if not i & 4095:
+            prog.tick(i - len(p))
+        ahead = start + i / rate - time.perf_counter()
+        if ahead > 0:
+            time.sleep(min(ahead, 0.001))
+    while p.flush(1.0) > 0:
+        if time.perf_counter() - start > 4 * count / rate + 60:
+            errors += len(p)
+            break
+    elapsed = time.perf_counter() - start
+    prog.tick(count, force=True)
+    return out, elapsed, errors
 
 
 def consume(

@@ -14,9 +14,25 @@ from typing import Any
 from bench.common import PhaseResult
 from bench.refkafka import kafka_version
 
-TARGETS = ("native", "native(java)", "native e2e", "refkafka", "kop(kafka)", "kop(pulsar)")
+TARGETS = (
+    "native",
+    "native(java)",
+    "native e2e",
+    "native(java) e2e",
+    "refkafka",
+    "kop(kafka)",
+    "kop(pulsar)",
+)
 FORMATS = ("kafka", "pulsar")
-PHASES = ("produce", "produce-idempotent", "consume", "latency", "perf-produce", "perf-consume")
+PHASES = (
+    "produce",
+    "produce-idempotent",
+    "consume",
+    "latency",
+    "perf-produce",
+    "perf-consume",
+    "latency-loaded",
+)
 BASES = ("native", "native(java)", "refkafka")
 _LABELS = {"native": "native (Python client)", "native(java)": "native (Java client)",
            "refkafka": "Kafka (reference)", "kop(kafka)": "kop, kafka entries",
@@ -47,7 +63,7 @@ def ratio(
     kop, other = find(results, f"kop({fmt})", phase), find(results, base, _base_phase(base, phase))
     if kop is None or other is None or kop.records == 0:
         return math.nan
-    if phase == "latency":
+    if phase.startswith("latency"):
         a, b = kop.latency(q), other.latency(q)
     else:
         a, b = kop.rec_s, other.rec_s  # same record size within a phase: = the MB/s ratio
@@ -55,12 +71,14 @@ def ratio(
 
 
 def ratios(results: list[PhaseResult]) -> dict[str, dict[str, dict[str, float | None]]]:
-    """{base: {phase: {fmt: kop/base}}}; "latency" compares p50, "latency_p99" p99."""
+    """{base: {phase: {fmt: kop/base}}}; latency phases compare p50, and p99 under
+    "<phase>_p99"."""
     out: dict[str, dict[str, dict[str, float | None]]] = {}
     for base in BASES:
         per: dict[str, dict[str, float | None]] = {}
         for phase in PHASES:
-            qs = ((phase, 50), ("latency_p99", 99)) if phase == "latency" else ((phase, 50),)
+            latency = phase.startswith("latency")
+            qs = ((phase, 50), (f"{phase}_p99", 99)) if latency else ((phase, 50),)
             for key, q in qs:
                 vals = {f: _num(ratio(results, f, phase, base, q)) for f in FORMATS}
                 if any(v is not None for v in vals.values()):
@@ -91,13 +109,13 @@ def table(results: list[PhaseResult]) -> str:
             if target.startswith("kop("):
                 fmt = target[4:-1]
                 for i, base in enumerate(BASES):
-                    if phase == "latency":
+                    if phase.startswith("latency"):
                         a = ratio(results, fmt, phase, base)
                         b = ratio(results, fmt, phase, base, 99)
                         cells[i] = f"{_fmt(a)}/{_fmt(b)}" if not math.isnan(a) else ""
                     else:
                         cells[i] = _fmt(ratio(results, fmt, phase, base))
-            if phase == "latency" or "p50_ms" in r.stats:
+            if phase.startswith("latency") or "p50_ms" in r.stats:
                 p50, p99 = f"{r.latency(50):.2f}", f"{r.latency(99):.2f}"
             else:
                 p50 = p99 = ""
@@ -122,6 +140,7 @@ SUMMARY_ROWS = (
     ("perf-test produce avg ms", "perf-produce", "avg"),
     ("perf-test produce p99 ms", "perf-produce", "p99"),
     ("perf-test consume records/s", "perf-consume", "rec_s"),
+    ("p99 ms at half of peak", "latency-loaded", "p99"),
 )
 SUMMARY_TARGETS = ("native", "native(java)", "refkafka", "kop(kafka)", "kop(pulsar)")
 
@@ -289,12 +308,17 @@ def plot(results: list[PhaseResult], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, lax) = plt.subplots(
-        1, 2, figsize=(12.5, 4.6), gridspec_kw={"width_ratios": [2.6, 1.3]}
-    )
+    has_loaded = any(r.phase == "latency-loaded" for r in results)
+    widths = [2.6, 1.3, 1.0] if has_loaded else [2.6, 1.3]
+    fig, axes = plt.subplots(
+        1, len(widths), figsize=(12.5 + 3.5 * has_loaded, 4.6),
+        gridspec_kw={"width_ratios": widths},
+    )  # fmt: skip
+    ax, lax = axes[0], axes[1]
+    loaded = axes[2] if has_loaded else None
     colors = {"kop(kafka)": "#1f77b4", "kop(pulsar)": "#ff7f0e", "native": "#2ca02c",
               "native(java)": "#98df8a", "refkafka": "#9467bd",
-              "native e2e": "#7f7f7f"}  # fmt: skip
+              "native e2e": "#7f7f7f", "native(java) e2e": "#bcbd22"}  # fmt: skip
     order = [t for t in ("kop(kafka)", "kop(pulsar)", "refkafka", "native", "native(java)")
              if any(r.target == t for r in results)]  # fmt: skip
     groups = [g for g in ("produce", "produce-idempotent", "consume", "perf-produce",
@@ -319,23 +343,56 @@ def plot(results: list[PhaseResult], path: Path, title: str) -> None:
     ax.set_ylabel("MB/s (10^6 B; perf-test: values only)")
     ax.set_title("throughput, 1 partition, 1 KiB values", fontsize=9)
     ax.legend(fontsize=7)
-    lat_order = [t for t in (*order, "native e2e") if find(results, t, "latency") is not None]
-    for i, target in enumerate(lat_order):
-        r = find(results, target, "latency")
-        if r is None or not r.latencies_ms:
-            continue
-        for k, (q, hatch) in enumerate(((50, ""), (99, "//"))):
-            v = r.percentile(q)
-            x = i + (k - 0.5) * 0.38
-            lax.bar(x, v, 0.38, color=colors[target], hatch=hatch, edgecolor="white")
-            lax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=7)
-    short = {"refkafka": "Kafka\n(ref)"}
-    lax.set_xticks(range(len(lat_order)), [short.get(t, t.replace(" ", "\n").replace("(", "\n("))
-                                           for t in lat_order], fontsize=7)  # fmt: skip
-    lax.set_ylabel("ms")
-    lax.set_title("produce latency p50 / p99 (hatched), one at a time", fontsize=9)
+    _latency_bars(lax, results, "latency", [*order, "native e2e"], colors,
+                  "produce latency p50 / p99 (hatched), one at a time")  # fmt: skip
+    if loaded is not None:
+        _latency_bars(loaded, results, "latency-loaded", [*order, "native(java) e2e"], colors,
+                      "p50 / p99 (hatched) at half of peak")  # fmt: skip
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _latency_bars(
+    ax: Any, results: list[PhaseResult], phase: str, targets: list[str],
+    colors: dict[str, str], title: str,
+) -> None:  # fmt: skip
+    """p50 and p99 (hatched) side by side for each target that ran `phase`."""
+    shown = [t for t in targets if (r := find(results, t, phase)) is not None and r.latencies_ms]
+    for i, target in enumerate(shown):
+        r = find(results, target, phase)
+        assert r is not None
+        for k, (q, hatch) in enumerate(((50, ""), (99, "//"))):
+            v = r.percentile(q)
+            x = i + (k - 0.5) * 0.38
+            ax.bar(x, v, 0.38, color=colors[target], hatch=hatch, edgecolor="white")
+            ax.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=7)
+    short = {"refkafka": "Kafka\n(ref)"}
+    ax.set_xticks(range(len(shown)), [short.get(t, t.replace(" ", "\n").replace("(", "\n("))
+                                      for t in shown], fontsize=7)  # fmt: skip
+    ax.set_ylabel("ms")
+    ax.set_title(title, fontsize=9)
+
+
+def added_p99(results: list[PhaseResult], fmt: str) -> float:
+    """kop's p99 produce latency at half of peak minus the Java client's end-to-end p99
+    at the same load (ms): what kop adds to Pulsar (issue 9 asks for <= 2 ms)."""
+    kop = find(results, f"kop({fmt})", "latency-loaded")
+    native = find(results, "native(java) e2e", "latency-loaded")
+    if kop is None or native is None:
+        return math.nan
+    return kop.latency(99) - native.latency(99)
+
+
+def loaded_line(results: list[PhaseResult]) -> str:
+    """`added p99 at half of peak (R rec/s) over native Java e2e p99 X ms: kafka=+a
+    pulsar=+b ms`."""
+    native = find(results, "native(java) e2e", "latency-loaded")
+    assert native is not None
+    parts = " ".join(f"{fmt}={added_p99(results, fmt):+.2f}" for fmt in FORMATS)
+    return (
+        f"added p99 produce latency at half of peak ({native.note}) over native Java "
+        f"e2e p99 {native.latency(99):.2f} ms: {parts} ms"
+    )

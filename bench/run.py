@@ -16,6 +16,13 @@ and for the Kafka-protocol targets (kop, Kafka) also:
 6. Kafka's own perf tools (the Java client): producer-perf-test, then
    consumer-perf-test over what it wrote.
 
+and once both kop formats have run:
+
+7. latency at half of peak: records offered at half of the slower kop format's
+   produce rate for `LOADED_S` seconds, with the produce phase's settings, the first
+   fifth not timed; kop's produce -> acknowledgement beside the Java Pulsar client's
+   send -> a reader has it (end to end), at the same rate.
+
 The reference Kafka is started (tools/kafka.py start) only for its own phases when it
 is not running, and stopped afterwards; one that was already running is used and left
 running (its CPU then shows in the others' phases, in the CPU column's last figure).
@@ -87,6 +94,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                     help="skip the idempotent-producer rows (kop and Kafka)")  # fmt: skip
     ap.add_argument("--no-perf-tools", action="store_true",
                     help="skip Kafka's producer-perf-test and consumer-perf-test")  # fmt: skip
+    ap.add_argument("--no-loaded", action="store_true",
+                    help="skip the latency at half of peak load (7)")  # fmt: skip
     ap.add_argument("--keep-topics", action="store_true", help="do not delete the bench topics")
     ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
     ap.add_argument("--http-url", default="http://localhost:8080")
@@ -176,7 +185,7 @@ def run_target(
 
 
 def _summary(r: PhaseResult) -> str:
-    if r.phase == "latency":
+    if r.phase.startswith("latency"):
         body = f"p50 {r.percentile(50):.2f} ms  p99 {r.percentile(99):.2f} ms"
     else:
         body = f"{r.records:,} rec in {r.seconds:.1f}s: {r.mb_s:.1f} MB/s, {r.rec_s:,.0f} rec/s"
@@ -200,9 +209,12 @@ def _kop_ops(fmt: str, bootstrap: str) -> Ops:
     return _kafka_ops(f"kop({fmt})", bootstrap)
 
 
-# topics of a Kafka-protocol target: the workload's three, the idempotent row's, the perf tools'
+# topics of a Kafka-protocol target: the workload's three, the idempotent row's, the perf
+# tools', the loaded latency's
 KINDS = ("warm", "tput", "lat")
-KAFKA_KINDS = (*KINDS, "idem", "perf")
+KAFKA_KINDS = (*KINDS, "idem", "perf", "loaded")
+# seconds of offered load in the latency-at-half-of-peak phase
+LOADED_S = 10.0
 
 
 def _kop_topics(
@@ -270,6 +282,61 @@ def run_perf_tools(
                            stats=res.stats))  # fmt: skip
     log("  = " + _summary(out[-1]))
     return out
+
+
+def loaded_rate(results: list[PhaseResult], formats: list[str]) -> float:
+    """Half of the slower kop format's produce rate (records/s): at most half of the peak
+    of every target measured at it; 0 when a produce phase is missing."""
+    peaks = [r.rec_s for f in formats if (r := report.find(results, f"kop({f})", "produce"))]
+    return 0.5 * min(peaks) if len(peaks) == len(formats) and min(peaks) > 0 else 0.0
+
+
+def run_loaded(
+    formats: list[str], bootstrap: str, topics: dict[str, dict[str, str]], java: JavaClient | None,
+    java_topic: str | None, w: Workload, values: Values, meter: CpuMeter, rate: float,
+) -> list[PhaseResult]:  # fmt: skip
+    """Phase 7 (see the module docstring): one row per kop format, one for Java e2e."""
+    out: list[PhaseResult] = []
+    count = int(rate * LOADED_S)
+    for fmt in formats:
+        name = f"kop({fmt})"
+        log(f"{name}: latency at {rate:,.0f} records/s for {LOADED_S:.0f} s (half of peak), "
+            f"1 record in {kafka_side.LOADED_SAMPLE} timed")  # fmt: skip
+        a = meter.sample()
+        lat, secs, errors = kafka_side.loaded(
+            bootstrap, topics[fmt]["loaded"], w, values, rate, count, f"{name} loaded"
+        )
+        b = meter.sample()
+        out.append(PhaseResult(name, "latency-loaded", count, count * w.record_bytes, secs,
+                               errors, latencies_ms=lat, cpu=CpuMeter.usage(a, b),
+                               note=f"{rate:,.0f} rec/s offered"))  # fmt: skip
+        log("  = " + _summary(out[-1]))
+    if java is not None and java_topic is not None:
+        log("native(java): the same load, send -> ack and send -> a reader has it")
+        a = meter.sample()
+        acks, e2e, secs, errors = java.loaded(java_topic, w, rate, count, "java loaded")
+        b = meter.sample()
+        for target, lat in (("native(java)", acks), ("native(java) e2e", e2e)):
+            out.append(PhaseResult(target, "latency-loaded", count, count * w.record_bytes,
+                                   secs, errors, latencies_ms=lat, cpu=CpuMeter.usage(a, b),
+                                   note=f"{rate:,.0f} rec/s offered"))  # fmt: skip
+            log("  = " + _summary(out[-1]))
+    return out
+
+
+def _loaded_with_java(
+    args: argparse.Namespace, run_id: str, formats: list[str], bootstrap: str,
+    topics: dict[str, dict[str, str]], java: JavaClient | None, w: Workload, values: Values,
+    meter: CpuMeter, rate: float,
+) -> list[PhaseResult]:  # fmt: skip
+    """Phase 7 with a Pulsar topic of its own for the Java client's row."""
+    name = f"bench-{run_id}-java-loaded"
+    java_topic = None if java is None else _create_native(args.http_url, ("l",), [name])["l"]
+    try:
+        return run_loaded(formats, bootstrap, topics, java, java_topic, w, values, meter, rate)
+    finally:
+        if java is not None and not args.keep_topics:
+            _delete_native(args.http_url, [name])
 
 
 def _load(avg: tuple[float, float, float]) -> str:
@@ -351,6 +418,7 @@ def main(argv: list[str]) -> int:
             if not args.keep_topics:
                 _delete_native(args.http_url, names)
 
+    java: JavaClient | None = None
     if "java" in wanted:
         names = [f"bench-{run_id}-java-{kind}" for kind in kinds]
         try:
@@ -385,6 +453,10 @@ def main(argv: list[str]) -> int:
                 done += run_extra(ops, kop.bootstrap, all_topics[fmt], w, values, meter, args,
                                   done)  # fmt: skip
                 results += done
+            rate = 0.0 if args.no_loaded else loaded_rate(results, formats)
+            if rate > 0:
+                results += _loaded_with_java(args, run_id, formats, kop.bootstrap, all_topics,
+                                             java, w, values, meter, rate)  # fmt: skip
         finally:
             if not args.keep_topics:
                 for err in kafka_side.delete_topics(kop.bootstrap, names):
@@ -478,6 +550,8 @@ def main(argv: list[str]) -> int:
         print(f"wrote {(RESULTS / 'latest.json').relative_to(REPO)} and {PLOT.relative_to(REPO)}")
     if report.find(results, "native(java)", "produce") is not None:
         print(report.ratio_line(results, "native(java)"))
+    if report.find(results, "native(java) e2e", "latency-loaded") is not None:
+        print(report.loaded_line(results))
     print(report.ratio_line(results, extended=True), flush=True)
     failed = any(r.errors for r in results) or (kop_exit not in (0, None))
     return 1 if failed else 0

@@ -1,11 +1,13 @@
 // Reference Pulsar client for the kop bench (Java, pulsar-client-original from the
 // broker's own classpath): the same workload as bench/native_side.py without the
 // Python client's per-message overhead. Run by bench/java_side.py:
-//   java -cp '<pulsar>/lib/*' PulsarPerf.java produce|consume|latency URL TOPIC N
-//        VALUE_BYTES KEY_BYTES LINGER_MS BATCH_BYTES MAX_SECONDS [WARM_TOPIC WARM_N]
-// (produce/consume first write/read WARM_N records of WARM_TOPIC, unmeasured, to warm the JIT)
+//   java -cp '<pulsar>/lib/*' PulsarPerf.java produce|consume|latency|loaded URL TOPIC N
+//        VALUE_BYTES KEY_BYTES LINGER_MS BATCH_BYTES MAX_SECONDS [WARM_TOPIC WARM_N | RATE]
+// (produce/consume first write/read WARM_N records of WARM_TOPIC, unmeasured, to warm the JIT;
+// loaded sends N records at RATE a second and times each after the first fifth: send -> ack,
+// send -> a reader has it)
 // Progress lines go to stderr; the last stdout line is
-//   RESULT <records> <seconds> <errors> [latencies in ms, comma separated]
+//   RESULT <records> <seconds> <errors> [latencies in ms, comma separated [e2e latencies]]
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Random;
@@ -44,6 +46,8 @@ public class PulsarPerf {
                     consume(client, topic, n, fmt, false);
                 }
                 case "latency" -> latency(client, topic, n, values, fmt);
+                case "loaded" -> loaded(client, topic, n, values, fmt, lingerMs, batchBytes,
+                        Double.parseDouble(a[9]));
                 default -> throw new IllegalArgumentException(mode);
             }
         }
@@ -114,5 +118,57 @@ public class PulsarPerf {
         }
         p.close();
         System.out.println("RESULT " + out.size() + " 0 " + errors + " " + String.join(",", out));
+    }
+
+    // Offered load: N records at `rate` a second (a due-time schedule, so a stall is
+    // followed by catch-up, as real producers behave), with batching as in produce.
+    static void loaded(PulsarClient client, String topic, int n, byte[][] values, String fmt,
+                       int lingerMs, int batchBytes, double rate) throws Exception {
+        Producer<byte[]> p = client.newProducer().topic(topic)
+                .enableBatching(true).batchingMaxPublishDelay(lingerMs, TimeUnit.MILLISECONDS)
+                .batchingMaxBytes(batchBytes).batchingMaxMessages(100_000)
+                .blockIfQueueFull(true).maxPendingMessages(10_000)
+                .compressionType(CompressionType.NONE).sendTimeout(120, TimeUnit.SECONDS).create();
+        Reader<byte[]> r = client.newReader().topic(topic).startMessageId(MessageId.latest)
+                .receiverQueueSize(1000).create();
+        long[] sent = new long[n];
+        double[] ack = new double[n], e2e = new double[n];
+        AtomicLong errors = new AtomicLong();
+        Thread reading = new Thread(() -> {
+            try {
+                for (int got = 0; got < n; got++) {
+                    Message<byte[]> m = r.readNext(30, TimeUnit.SECONDS);
+                    if (m == null) break;
+                    int i = Integer.parseInt(m.getKey());
+                    e2e[i] = (System.nanoTime() - sent[i]) / 1e6;
+                }
+            } catch (Exception e) { errors.incrementAndGet(); }
+        });
+        reading.start();
+        long start = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            long due = start + (long) (i * 1e9 / rate);
+            long wait = due - System.nanoTime();
+            if (wait > 0) TimeUnit.NANOSECONDS.sleep(wait);
+            final int k = i;
+            sent[k] = System.nanoTime();
+            p.newMessage().key(String.format(fmt, k)).value(values[k % values.length]).sendAsync()
+                    .whenComplete((id, ex) -> {
+                        if (ex == null) ack[k] = (System.nanoTime() - sent[k]) / 1e6;
+                        else errors.incrementAndGet();
+                    });
+        }
+        p.flush();
+        double secs = (System.nanoTime() - start) / 1e9;
+        reading.join(60_000);
+        p.close();
+        r.close();
+        ArrayList<String> acks = new ArrayList<>(), ends = new ArrayList<>();
+        for (int i = n / 5; i < n; i++) {  // the first fifth warms the JIT: not reported
+            if (ack[i] > 0) acks.add(String.format("%.3f", ack[i]));
+            if (e2e[i] > 0) ends.add(String.format("%.3f", e2e[i]));
+        }
+        System.out.println("RESULT " + n + " " + secs + " " + errors.get() + " "
+                + String.join(",", acks) + " " + String.join(",", ends));
     }
 }
