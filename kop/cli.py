@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -62,6 +63,10 @@ async def _serve(config: KopConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     try:
         await gateway.start()
+        # What start-up made (modules, protobuf descriptors, kio's schemas) lives as long
+        # as the process: out of the collector's sight, a full collection scans only what
+        # serving made. Unfrozen, one stopped the event loop for 89 ms under load.
+        gc.freeze()
         await stop.wait()
         log.info("stopping: finishing in-flight requests")
     finally:

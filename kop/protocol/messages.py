@@ -132,7 +132,7 @@ def is_supported(api_key: int, version: int) -> bool:
     return low <= version <= high
 
 
-def peek_header(frame: bytes) -> RequestHeader:
+def peek_header(frame: bytes | memoryview) -> RequestHeader:
     """Read key, version and correlation id without trusting the rest of the frame."""
     if len(frame) < _HEAD.size:
         raise MalformedRequest(f"frame of {len(frame)} bytes is shorter than a request header")
@@ -140,7 +140,7 @@ def peek_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, None)
 
 
-def decode_request(frame: bytes) -> Request:
+def decode_request(frame: bytes | memoryview) -> Request:
     head = peek_header(frame)
     if not is_supported(head.api_key, head.api_version):
         raise UnsupportedVersion(head)

@@ -22,7 +22,7 @@ from kop.api.api_versions import unsupported_version_response
 from kop.api.context import Namespace, RequestContext, Services
 from kop.api.dispatch import HANDLERS
 from kop.protocol.errors import ErrorCode
-from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
+from kop.protocol.frames import FrameTooLarge, encode_frame
 from kop.protocol.messages import (
     ApiKey,
     MalformedRequest,
@@ -36,6 +36,31 @@ from kop.protocol.messages import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class FrameSource(Protocol):
+    """Where requests come from (`RequestStream`)."""
+
+    async def next_frame(self) -> bytes | memoryview | None: ...
+
+    @property
+    def ended_inside_prefix(self) -> bool: ...
+
+    def feed_eof(self) -> None: ...
+
+
+class ResponseSink(Protocol):
+    """Where answers go: the parts of `asyncio.StreamWriter` a connection uses."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
 
 
 class RequestObserver(Protocol):
@@ -63,8 +88,8 @@ _Item = tuple[RequestHeader, float, Any]
 class Connection:
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        reader: FrameSource,
+        writer: ResponseSink,
         services: Services,
         namespace: Namespace,
         limits: Limits,
@@ -77,8 +102,17 @@ class Connection:
         self._limits = limits
         self._observer = observer
         self._stopping = False
-        peer = writer.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._peer: str | None = None
+
+    @property
+    def peer(self) -> str:
+        """host:port of the client (known once the socket is attached)."""
+        if self._peer is None:
+            peer = self._writer.get_extra_info("peername")
+            if peer is None:
+                return "?"
+            self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        return self._peer
 
     def stop_reading(self) -> None:
         """Shutdown: read no further requests; those in flight still get answers."""
@@ -122,22 +156,20 @@ class Connection:
             return False
         return self._stopping
 
-    async def _read_frame(self) -> bytes | None:
-        """The next request frame; None at end of stream or after the idle timeout."""
+    async def _read_frame(self) -> bytes | memoryview | None:
+        """The next request frame; None at end of stream or after the idle timeout
+        (no whole frame for that long)."""
         try:
             async with asyncio.timeout(self._limits.idle_timeout_s):
-                prefix = await self._reader.readexactly(PREFIX_BYTES)
+                frame = await self._reader.next_frame()
         except TimeoutError:
             log.info("closing idle connection %s", self.peer)
             return None
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial:
-                log.warning("closing %s: stream ended inside a frame prefix", self.peer)
-            return None
-        size = frame_size(prefix, self._limits.max_request_bytes)
-        return await self._reader.readexactly(size)
+        if frame is None and self._reader.ended_inside_prefix:
+            log.warning("closing %s: stream ended inside a frame prefix", self.peer)
+        return frame
 
-    async def _dispatch(self, frame: bytes) -> _Item:
+    async def _dispatch(self, frame: bytes | memoryview) -> _Item:
         started = time.monotonic()
         try:
             request = decode_request(frame)

@@ -7,14 +7,14 @@ import logging
 
 from kop.api.context import Namespace, Services
 from kop.server.connection import Connection, Limits, RequestObserver
+from kop.server.stream import RequestStream
 
 log = logging.getLogger(__name__)
 
 
-# A connection reads ahead up to twice this before it stops reading its socket. The
-# asyncio default (64 KiB) makes a 256 KiB produce request take several trips round
-# the event loop; this keeps one trip per request and still bounds a connection.
-_READ_BUFFER = 1 << 20
+# A connection holds up to this much of requests not yet taken (past the one being
+# received) before it stops reading its socket: a bound per connection.
+_READ_AHEAD = 1 << 20
 
 
 class KafkaListener:
@@ -38,18 +38,22 @@ class KafkaListener:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, host, port, reuse_address=True, limit=_READ_BUFFER
-        )
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._stream, host, port, reuse_address=True)
         log.info("serving Kafka on %s:%d", host, port)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _stream(self) -> RequestStream:
+        stream = RequestStream(self._limits.max_request_bytes, _READ_AHEAD)
         conn = Connection(
-            reader, writer, self._services, self._namespace, self._limits, self._observer
+            stream, stream, self._services, self._namespace, self._limits, self._observer
         )
+        task = asyncio.create_task(self._serve(conn))
+        self._connections[task] = conn
+        return stream
+
+    async def _serve(self, conn: Connection) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections[task] = conn
         try:
             await conn.run()
         except asyncio.CancelledError:

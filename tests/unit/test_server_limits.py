@@ -21,6 +21,7 @@ from conformance.clients.raw import RawClient
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch
 from kop.server.connection import Connection, Limits
+from kop.server.stream import RequestStream
 from kop.storage.naming import Namespace
 from tests.sim.memory_admin import MemoryBackend
 from tests.unit.memory_gateway import free_port, gateway_with_hot_topic, until
@@ -142,7 +143,7 @@ class _Observer:
 
 
 async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader() -> None:
-    reader = asyncio.StreamReader()
+    reader = RequestStream(1 << 20, 1 << 20)
     writer = _FailingWriter()
     observer = _Observer()
     conn = Connection(
@@ -152,7 +153,9 @@ async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader
     _, frame = RawClient.__new__(RawClient).encode_standalone(
         18, 3, client_software_name="t", client_software_version="1"
     )
-    reader.feed_data(len(frame).to_bytes(4, "big") + frame)  # the stream stays open
+    data = len(frame).to_bytes(4, "big") + frame
+    reader.get_buffer(-1)[: len(data)] = data
+    reader.buffer_updated(len(data))  # the stream stays open
     await asyncio.wait_for(conn.run(), 5)  # not the 600 s idle timeout
     assert writer.closed and observer.open == 0
 
