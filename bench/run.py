@@ -81,7 +81,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         prog="python -m bench", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    ap.add_argument("--quick", action="store_true", help="smaller run (3.5-4 minutes on 2 cores)")
+    ap.add_argument("--quick", action="store_true", help="smaller run (4-5 minutes on 2 cores)")
     ap.add_argument("--records", type=int, help="records per throughput phase")
     ap.add_argument("--latency-records", type=int, help="records for the latency phase")
     ap.add_argument("--max-phase-s", type=float, help="stop producing after this many seconds")

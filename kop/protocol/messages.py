@@ -140,11 +140,16 @@ def peek_header(frame: bytes | memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, None)
 
 
+# kio resolves a schema's module by name on every call (6 us); these are per request.
+_request_schema = cache(load_request_schema)
+_response_schema = cache(load_response_schema)
+
+
 def decode_request(frame: bytes | memoryview) -> Request:
     head = peek_header(frame)
     if not is_supported(head.api_key, head.api_version):
         raise UnsupportedVersion(head)
-    schema = load_request_schema(head.api_key, head.api_version)
+    schema = _request_schema(head.api_key, head.api_version)
     try:
         header, used = _reader(typing.cast(type[Entity], schema.__header_schema__))(frame, 0)
         body, _ = _reader(schema)(frame, used)
@@ -159,7 +164,7 @@ def decode_request(frame: bytes | memoryview) -> Request:
 
 
 def response_schema(api_key: int, version: int) -> type[Entity]:
-    return typing.cast(type[Entity], load_response_schema(api_key, version))
+    return typing.cast(type[Entity], _response_schema(api_key, version))
 
 
 def encode_response(header: RequestHeader, response: Entity) -> bytes:

@@ -206,5 +206,7 @@ def records_section(batch: bytes, head: BatchHeader) -> bytes:
 
 
 def with_base_offset(batch: bytes, base_offset: int) -> bytes:
-    """Re-base a stored batch. The base offset is outside the CRC, so no re-check."""
-    return _BASE_OFFSET.pack(base_offset) + batch[8:]
+    """Re-base a stored batch. The base offset is outside the CRC, so no re-check.
+    One copy of the batch (slicing it first would make two)."""
+    with memoryview(batch) as view:
+        return b"".join((_BASE_OFFSET.pack(base_offset), view[8:]))
