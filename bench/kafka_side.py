@@ -150,36 +150,48 @@ def produce(
     return sent, elapsed, len(errors)
 
 
+class _Deliveries:
+    """Delivery reports of the latency phases: produce -> report in ms for timed
+    records, and the errors of all of them."""
+
+    def __init__(self) -> None:
+        self.ms: list[float] = []
+        self.errors = 0
+
+    def timed(self, t0: float) -> Callable[[Any, Any], None]:
+        def done(err: Any, _msg: Any) -> None:
+            if err is not None:
+                self.errors += 1
+            else:
+                self.ms.append((time.perf_counter() - t0) * 1000)
+
+        return done
+
+    def counted(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.errors += 1
+
+
 def latency(
     bootstrap: str, topic: str, w: Workload, values: Values, label: str
 ) -> tuple[list[float], int]:
     """One record at a time (linger.ms=0, acks=all): produce -> delivery report, in ms."""
     p = Producer({**producer_config(bootstrap, w), "linger.ms": 0})
     p.list_topics(topic, timeout=30)
-    out: list[float] = []
-    errors = 0
-    t0 = 0.0
-
-    def done(err: Any, _msg: Any) -> None:
-        nonlocal errors
-        if err is not None:
-            errors += 1
-        else:
-            out.append((time.perf_counter() - t0) * 1000)
-
+    got = _Deliveries()
     warm = 20
     prog = Progress(label, w.latency_records, w.record_bytes)
     for i in range(w.latency_records + warm):
         if i == warm:
-            out.clear()
-        t0 = time.perf_counter()
+            got.ms.clear()
+        done = got.timed(time.perf_counter())
         p.produce(topic, values[i], w.key(i).encode(), partition=0, on_delivery=done)
         if p.flush(30) > 0:
-            errors += 1
+            got.errors += 1
             break
-        prog.tick(len(out))
-    prog.tick(len(out), force=True)
-    return out, errors
+        prog.tick(len(got.ms))
+    prog.tick(len(got.ms), force=True)
+    return got.ms, got.errors
 
 
 # One record in this many is timed (a Python callback per record would cost more CPU
@@ -195,24 +207,7 @@ def loaded(
     first fifth is timed produce -> delivery report. (latencies ms, seconds, errors)"""
     p = Producer({**producer_config(bootstrap, w), "delivery.report.only.error": False})
     p.list_topics(topic, timeout=30)
-    out: list[float] = []
-    errors = 0
-
-    def timed(t0: float) -> Callable[[Any, Any], None]:
-        def done(err: Any, _msg: Any) -> None:
-            nonlocal errors
-            if err is not None:
-                errors += 1
-            else:
-                out.append((time.perf_counter() - t0) * 1000)
-
-        return done
-
-    def counted(err: Any, _msg: Any) -> None:
-        nonlocal errors
-        if err is not None:
-            errors += 1
-
+    got = _Deliveries()
     keys = [w.key(i).encode() for i in range(count)]
     prog = Progress(label, count, w.record_bytes)
     start = time.perf_counter()
@@ -221,7 +216,7 @@ def loaded(
         due = min(count, int((time.perf_counter() - start) * rate) + 1)
         while i < due:
             timing = i % LOADED_SAMPLE == 0 and i >= count // 5  # as Java: first fifth warms
-            cb = timed(time.perf_counter()) if timing else counted
+            cb = got.timed(time.perf_counter()) if timing else got.counted
             try:
                 p.produce(topic, values[i], keys[i], partition=0, on_delivery=cb)
             except BufferError:  # the client's queue is full: over this target's peak
@@ -236,11 +231,11 @@ def loaded(
             time.sleep(min(ahead, 0.001))
     while p.flush(1.0) > 0:
         if time.perf_counter() - start > 4 * count / rate + 60:
-            errors += len(p)
+            got.errors += len(p)
             break
     elapsed = time.perf_counter() - start
     prog.tick(count, force=True)
-    return out, elapsed, errors
+    return got.ms, elapsed, got.errors
 
 
 def consume(

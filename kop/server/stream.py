@@ -25,8 +25,7 @@ class RequestStream(asyncio.BufferedProtocol):
         self._queued_bytes = 0
         self._error: FrameTooLarge | None = None
         self._eof = False
-        self._lost: BaseException | None = None
-        self._closed = False
+        self._lost: BaseException | None = None  # set once the socket is gone
         self._paused_reading = False
         self._transport: asyncio.Transport | None = None
         self._readable = asyncio.Event()
@@ -62,7 +61,6 @@ class RequestStream(asyncio.BufferedProtocol):
         return True  # half-closed: the answers to what came before are still written
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
         self._lost = exc if exc is not None else ConnectionResetError("connection closed")
         self._eof = True
         self._readable.set()
@@ -94,7 +92,7 @@ class RequestStream(asyncio.BufferedProtocol):
         self._queued_bytes -= len(frame)
         if self._paused_reading and self._queued_bytes <= self._read_ahead // 2:
             self._paused_reading = False
-            if self._transport is not None and not self._closed and self._error is None:
+            if self._transport is not None and self._lost is None and self._error is None:
                 self._transport.resume_reading()
         return frame
 
@@ -109,21 +107,21 @@ class RequestStream(asyncio.BufferedProtocol):
         self._readable.set()
 
     def _pause(self) -> None:
-        if not self._paused_reading and self._transport is not None and not self._closed:
+        if not self._paused_reading and self._transport is not None and self._lost is None:
             self._paused_reading = True
             self._transport.pause_reading()
 
     # -- writing (the parts of asyncio.StreamWriter a connection uses) ------------------
 
     def write(self, data: bytes) -> None:
-        if self._transport is not None and not self._closed:
+        if self._transport is not None and self._lost is None:
             self._transport.write(data)
 
     async def drain(self) -> None:
-        if self._closed:
+        if self._lost is not None:
             raise ConnectionResetError("connection lost") from self._lost
         await self._writable.wait()
-        if self._closed:
+        if self._lost is not None:
             raise ConnectionResetError("connection lost") from self._lost
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:

@@ -15,7 +15,7 @@ from kop.pulsar.wire.errors import ProtocolError, PulsarWireError
 from kop.pulsar.wire.handlers import ProducerHandler
 from kop.pulsar.wire.message_ids import signed64
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
-from kop.pulsar.wire.retry import Backoff
+from kop.pulsar.wire.retry import attach_until_closed
 from kop.pulsar.wire.session import Session
 
 log = logging.getLogger("kop.pulsar.wire.producer")  # where these records always went
@@ -125,18 +125,10 @@ class ProducerLink:
             log.debug("closing producer %s on %s: %s", self.name, self._topic, exc)
 
     async def _reconnect(self) -> None:
-        backoff = Backoff()
-        while not self._closed:
-            await asyncio.sleep(backoff.next())
-            try:
-                await self.attach()
-                return
-            except PulsarWireError as exc:
-                if not exc.retriable:
-                    log.error("producer %s on %s failed: %s", self.name, self._topic, exc)
-                    self._on_failed(exc)
-                    return
-                log.info("producer %s on %s: reconnect failed: %s", self.name, self._topic, exc)
+        await attach_until_closed(
+            self.attach, lambda: self._closed, self._on_failed, log,
+            f"producer {self.name} on {self._topic}",
+        )  # fmt: skip
 
     def _send_close(self, conn: Connection) -> None:
         close = pb.CommandCloseProducer(producer_id=self._id, request_id=conn.new_request_id())

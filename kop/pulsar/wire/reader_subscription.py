@@ -17,7 +17,7 @@ from kop.pulsar.wire.errors import ConnectionClosedError, OperationTimeoutError,
 from kop.pulsar.wire.message_ids import message_id
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 from kop.pulsar.wire.raw_entry import EARLIEST, Position
-from kop.pulsar.wire.retry import Backoff
+from kop.pulsar.wire.retry import attach_until_closed
 from kop.pulsar.wire.session import Session
 
 if TYPE_CHECKING:
@@ -104,18 +104,10 @@ class ReaderSubscription:
             self._reconnecting = self._loop.create_task(self._reconnect())
 
     async def _reconnect(self) -> None:
-        backoff = Backoff()
-        while not self._closed:
-            await asyncio.sleep(backoff.next())
-            try:
-                await self.attach()
-                return
-            except PulsarWireError as exc:
-                if not exc.retriable:
-                    log.error("reader on %s failed: %s", self._topic, exc)
-                    self._reader.on_failed(exc)
-                    return
-                log.info("reader on %s: re-subscribe failed: %s", self._topic, exc)
+        await attach_until_closed(
+            self.attach, lambda: self._closed, self._reader.on_failed, log,
+            f"reader on {self._topic}",
+        )  # fmt: skip
 
     def flow(self, permits: int) -> None:
         conn = self.connection

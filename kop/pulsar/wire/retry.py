@@ -3,7 +3,12 @@ broker restarting without hammering it."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
+from collections.abc import Awaitable, Callable
+
+from kop.pulsar.wire.errors import PulsarWireError
 
 
 class Backoff:
@@ -22,3 +27,27 @@ class Backoff:
 
     def reset(self) -> None:
         self._next = self._initial
+
+
+async def attach_until_closed(
+    attach: Callable[[], Awaitable[None]],
+    closed: Callable[[], bool],
+    on_failed: Callable[[PulsarWireError], None],
+    log: logging.Logger,
+    what: str,
+) -> None:
+    """A producer's or reader's way back to its broker: `attach()` again after each
+    backoff until it works or its owner closes; an error that says trying again cannot
+    help goes to `on_failed` instead."""
+    backoff = Backoff()
+    while not closed():
+        await asyncio.sleep(backoff.next())
+        try:
+            await attach()
+            return
+        except PulsarWireError as exc:
+            if not exc.retriable:
+                log.error("%s failed: %s", what, exc)
+                on_failed(exc)
+                return
+            log.info("%s: attaching again failed: %s", what, exc)
