@@ -36,6 +36,7 @@ class Metrics:
             buckets=(0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
             registry=self.registry,
         )
+        self._children: dict[tuple[int, bool], tuple[Counter, Histogram]] = {}
         self.connections = Gauge(
             "kop_connections", "Open Kafka connections", registry=self.registry
         )
@@ -55,9 +56,16 @@ class Metrics:
         groups.on_commit = self.commit_latency.observe
 
     def request_done(self, api_key: int, seconds: float, ok: bool) -> None:
-        name = _api_name(api_key)
-        self.requests.labels(name, "ok" if ok else "error").inc()
-        self.latency.labels(name).observe(seconds)
+        # Labelled children looked up once per (api, outcome): per request, the
+        # lookup cost more than the counting.
+        children = self._children.get((api_key, ok))
+        if children is None:
+            name = _api_name(api_key)
+            outcome = "ok" if ok else "error"
+            children = (self.requests.labels(name, outcome), self.latency.labels(name))
+            self._children[(api_key, ok)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def connection_change(self, delta: int) -> None:
         self.connections.inc(delta)
