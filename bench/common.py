@@ -87,9 +87,13 @@ class CpuMeter:
 
     def __init__(self) -> None:
         self.pids: dict[str, int] = {}
+        # child processes of the client still running (not yet in os.times' children)
+        self.client_children: set[int] = set()
 
     def sample(self) -> CpuSample:
         ticks = {"client": _self_ticks()}
+        for pid in self.client_children:
+            ticks["client"] += _proc_ticks(pid) or 0
         for name, pid in self.pids.items():
             t = _proc_ticks(pid)
             if t is not None:

@@ -116,17 +116,69 @@ class JavaClient:
         lat = [float(x) for x in fields[3].split(",")] if len(fields) > 3 and fields[3] else []
         return lat, int(fields[2])
 
-    def loaded(
-        self, topic: str, w: Workload, rate: float, count: int, label: str
-    ) -> tuple[list[float], list[float], float, int]:
+    def windows(self, topic: str, w: Workload) -> LoadedWindows:
+        """A JVM with one producer and one reader on `topic` that runs windows of offered
+        load on demand (`LoadedWindows.run`), so it stays warm between them."""
+        args = [*self._args("windows", topic, 0, w)]
+        cmd = [self.java, "-Xms256m", "-Xmx256m", "-cp", self.classpath, "PulsarPerf", *args]
+        return LoadedWindows(cmd)
+
+
+class LoadedWindows:
+    def __init__(self, cmd: list[str]) -> None:
+        self._proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1,
+        )  # fmt: skip
+        threading.Thread(target=self._log_stderr, daemon=True).start()
+        if self._line() != "READY":
+            self.close()
+            raise RuntimeError("java windows did not start; see clients.log")
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _log_stderr(self) -> None:
+        assert self._proc.stderr is not None
+        for line in self._proc.stderr:
+            if line.strip() and not line.startswith("PROGRESS "):
+                client_log.info("%s", line.rstrip())
+
+    def _line(self) -> str:
+        assert self._proc.stdout is not None
+        while line := self._proc.stdout.readline():
+            if line.startswith(("READY", "RESULT ")):
+                return line.strip()
+        return ""
+
+    def run(self, count: int, rate: float) -> tuple[list[float], list[float], float, int]:
         """`count` records offered at `rate` a second: (send -> ack ms, send -> a reader
-        has it ms, seconds, errors)."""
-        args = [*self._args("loaded", topic, count, w), f"{rate:.1f}"]
-        # C1 only: C2's compile storm takes ~10 CPU-seconds in the first seconds, which on
-        # 2 cores queues the client itself (e2e p99 165 ms at 44k records/s; 32 ms with C1).
-        fields = self._run(args, label, count, w.record_bytes, jvm=("-XX:TieredStopAtLevel=1",))
+        has it ms, seconds, errors), the first fifth left out."""
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(f"{count} {rate:.1f}\n")
+        self._proc.stdin.flush()
+        line = self._line()
+        if not line.startswith("RESULT "):
+            raise RuntimeError(f"java window failed ({self._proc.poll()}); see clients.log")
+        fields = line.split()[1:]
 
         def floats(i: int) -> list[float]:
             return [float(x) for x in fields[i].split(",")] if len(fields) > i and fields[i] else []
 
         return floats(3), floats(4), float(fields[1]), int(fields[2])
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __enter__(self) -> LoadedWindows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

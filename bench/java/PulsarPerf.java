@@ -1,11 +1,11 @@
 // Reference Pulsar client for the kop bench (Java, pulsar-client-original from the
 // broker's own classpath): the same workload as bench/native_side.py without the
 // Python client's per-message overhead. Run by bench/java_side.py:
-//   java -cp '<pulsar>/lib/*' PulsarPerf.java produce|consume|latency|loaded URL TOPIC N
-//        VALUE_BYTES KEY_BYTES LINGER_MS BATCH_BYTES MAX_SECONDS [WARM_TOPIC WARM_N | RATE]
+//   java -cp '<pulsar>/lib/*' PulsarPerf.java produce|consume|latency|windows URL TOPIC N
+//        VALUE_BYTES KEY_BYTES LINGER_MS BATCH_BYTES MAX_SECONDS [WARM_TOPIC WARM_N]
 // (produce/consume first write/read WARM_N records of WARM_TOPIC, unmeasured, to warm the JIT;
-// loaded sends N records at RATE a second and times each after the first fifth: send -> ack,
-// send -> a reader has it)
+// windows reads "N RATE" lines from stdin and for each sends N records at RATE a second,
+// timing each after the first fifth: send -> ack, send -> a reader has it)
 // Progress lines go to stderr; the last stdout line is
 //   RESULT <records> <seconds> <errors> [latencies in ms, comma separated [e2e latencies]]
 import java.util.ArrayList;
@@ -46,8 +46,7 @@ public class PulsarPerf {
                     consume(client, topic, n, fmt, false);
                 }
                 case "latency" -> latency(client, topic, n, values, fmt);
-                case "loaded" -> loaded(client, topic, n, values, fmt, lingerMs, batchBytes,
-                        Double.parseDouble(a[9]));
+                case "windows" -> windows(client, topic, values, fmt, lingerMs, batchBytes);
                 default -> throw new IllegalArgumentException(mode);
             }
         }
@@ -122,15 +121,39 @@ public class PulsarPerf {
 
     // Offered load: N records at `rate` a second (a due-time schedule, so a stall is
     // followed by catch-up, as real producers behave), with batching as in produce.
-    static void loaded(PulsarClient client, String topic, int n, byte[][] values, String fmt,
-                       int lingerMs, int batchBytes, double rate) throws Exception {
-        Producer<byte[]> p = client.newProducer().topic(topic)
+    // Windows of it in one JVM, one producer and one reader: a stdin line
+    // "N RATE" runs a window and prints its RESULT line; end of input ends. Taking turns
+    // with other targets, the JIT stays warm between windows.
+    static void windows(PulsarClient client, String topic, byte[][] values, String fmt,
+                        int lingerMs, int batchBytes) throws Exception {
+        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+        try (Producer<byte[]> p = loadedProducer(client, topic, lingerMs, batchBytes);
+             Reader<byte[]> r = client.newReader().topic(topic).startMessageId(MessageId.latest)
+                     .receiverQueueSize(1000).create()) {
+            System.out.println("READY");
+            System.out.flush();
+            for (String line; (line = in.readLine()) != null && !line.isBlank(); ) {
+                String[] f = line.trim().split(" ");
+                System.out.println(window(p, r, Integer.parseInt(f[0]), values, fmt,
+                        Double.parseDouble(f[1])));
+                System.out.flush();
+            }
+        }
+    }
+
+    static Producer<byte[]> loadedProducer(PulsarClient client, String topic, int lingerMs,
+                                           int batchBytes) throws Exception {
+        return client.newProducer().topic(topic)
                 .enableBatching(true).batchingMaxPublishDelay(lingerMs, TimeUnit.MILLISECONDS)
                 .batchingMaxBytes(batchBytes).batchingMaxMessages(100_000)
                 .blockIfQueueFull(true).maxPendingMessages(10_000)
                 .compressionType(CompressionType.NONE).sendTimeout(120, TimeUnit.SECONDS).create();
-        Reader<byte[]> r = client.newReader().topic(topic).startMessageId(MessageId.latest)
-                .receiverQueueSize(1000).create();
+    }
+
+    // One window: the RESULT line (send -> ack and send -> the reader has it, in ms, for
+    // the records after the first fifth).
+    static String window(Producer<byte[]> p, Reader<byte[]> r, int n, byte[][] values,
+                         String fmt, double rate) throws Exception {
         long[] sent = new long[n];
         double[] ack = new double[n], e2e = new double[n];
         AtomicLong errors = new AtomicLong();
@@ -161,14 +184,12 @@ public class PulsarPerf {
         p.flush();
         double secs = (System.nanoTime() - start) / 1e9;
         reading.join(60_000);
-        p.close();
-        r.close();
         ArrayList<String> acks = new ArrayList<>(), ends = new ArrayList<>();
-        for (int i = n / 5; i < n; i++) {  // the first fifth warms the JIT: not reported
+        for (int i = n / 5; i < n; i++) {  // the first fifth is not reported
             if (ack[i] > 0) acks.add(String.format("%.3f", ack[i]));
             if (e2e[i] > 0) ends.add(String.format("%.3f", e2e[i]));
         }
-        System.out.println("RESULT " + n + " " + secs + " " + errors.get() + " "
-                + String.join(",", acks) + " " + String.join(",", ends));
+        return "RESULT " + n + " " + secs + " " + errors.get() + " "
+                + String.join(",", acks) + " " + String.join(",", ends);
     }
 }
