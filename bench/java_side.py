@@ -51,12 +51,15 @@ class JavaClient:
         self._warm: tuple[str, int] | None = None
         self._warm_read: tuple[str, int] | None = None
 
+    def _cmd(self, args: list[str]) -> list[str]:
+        return [self.java, "-Xms256m", "-Xmx256m", "-cp", self.classpath, "PulsarPerf", *args]
+
     def _run(
-        self, args: list[str], label: str, total: int, record_bytes: int, quiet: bool = False,
-        jvm: tuple[str, ...] = (),
-    ) -> list[str]:  # fmt: skip
-        cmd = [self.java, "-Xms256m", "-Xmx256m", *jvm, "-cp", self.classpath, "PulsarPerf", *args]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self, args: list[str], label: str, total: int, record_bytes: int, quiet: bool = False
+    ) -> list[str]:
+        proc = subprocess.Popen(
+            self._cmd(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         prog = Progress(label, total, record_bytes)
         last = [0]
 
@@ -113,15 +116,17 @@ class JavaClient:
     ) -> tuple[list[float], int]:
         fields = self._run(self._args("latency", topic, w.latency_records, w), label,
                            w.latency_records, w.record_bytes)  # fmt: skip
-        lat = [float(x) for x in fields[3].split(",")] if len(fields) > 3 and fields[3] else []
-        return lat, int(fields[2])
+        return _floats(fields, 3), int(fields[2])
 
     def windows(self, topic: str, w: Workload) -> LoadedWindows:
         """A JVM with one producer and one reader on `topic` that runs windows of offered
         load on demand (`LoadedWindows.run`), so it stays warm between them."""
-        args = [*self._args("windows", topic, 0, w)]
-        cmd = [self.java, "-Xms256m", "-Xmx256m", "-cp", self.classpath, "PulsarPerf", *args]
-        return LoadedWindows(cmd)
+        return LoadedWindows(self._cmd(self._args("windows", topic, 0, w)))
+
+
+def _floats(fields: list[str], i: int) -> list[float]:
+    """A RESULT line's comma-separated latencies in field `i` (none: empty)."""
+    return [float(x) for x in fields[i].split(",")] if len(fields) > i and fields[i] else []
 
 
 class LoadedWindows:
@@ -162,11 +167,7 @@ class LoadedWindows:
         if not line.startswith("RESULT "):
             raise RuntimeError(f"java window failed ({self._proc.poll()}); see clients.log")
         fields = line.split()[1:]
-
-        def floats(i: int) -> list[float]:
-            return [float(x) for x in fields[i].split(",")] if len(fields) > i and fields[i] else []
-
-        return floats(3), floats(4), float(fields[1]), int(fields[2])
+        return _floats(fields, 3), _floats(fields, 4), float(fields[1]), int(fields[2])
 
     def close(self) -> None:
         if self._proc.stdin is not None:

@@ -297,6 +297,10 @@ def loaded_rate(results: list[PhaseResult], formats: list[str]) -> float:
     return 0.5 * min(peaks) if len(peaks) == len(formats) and min(peaks) > 0 else 0.0
 
 
+# one window of a target: (latencies ms, seconds, errors, CPU cores by process)
+_Window = tuple[list[float], float, int, dict[str, float]]
+
+
 def run_loaded(
     formats: list[str], bootstrap: str, topics: dict[str, dict[str, str]], java: JavaClient | None,
     java_topic: str | None, w: Workload, values: Values, meter: CpuMeter, rate: float,
@@ -339,26 +343,20 @@ def _loaded_rounds(
         for target in targets[r % len(targets) :] + targets[: r % len(targets)]:
             log(f"{target}: round {r + 1} of {LOADED_ROUNDS}")
             a = meter.sample()
+            timed: dict[str, list[float]]
             if target == "native(java)":
                 assert jvm is not None
                 acks, e2e, secs, errors = jvm.run(count, rate)
-                b = meter.sample()
-                rounds.setdefault(target, []).append((acks, secs, errors, CpuMeter.usage(a, b)))
-                rounds.setdefault("native(java) e2e", []).append(
-                    (e2e, secs, errors, CpuMeter.usage(a, b))
-                )
+                timed = {target: acks, "native(java) e2e": e2e}
             else:
-                fmt = target[4:-1]
                 lat, secs, errors = kafka_side.loaded(
-                    bootstrap, topics[fmt]["loaded"], w, values, rate, count,
+                    bootstrap, topics[target[4:-1]]["loaded"], w, values, rate, count,
                     f"{target} loaded {r + 1}",
                 )  # fmt: skip
-                b = meter.sample()
-                rounds.setdefault(target, []).append((lat, secs, errors, CpuMeter.usage(a, b)))
-
-
-# one window of a target: (latencies ms, seconds, errors, CPU cores by process)
-_Window = tuple[list[float], float, int, dict[str, float]]
+                timed = {target: lat}
+            cpu = CpuMeter.usage(a, meter.sample())
+            for row, lat in timed.items():
+                rounds.setdefault(row, []).append((lat, secs, errors, cpu))
 
 
 def _pooled(target: str, runs: list[_Window], count: int, w: Workload, rate: float) -> PhaseResult:
