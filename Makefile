@@ -71,8 +71,8 @@ soak: setup
 	$(BIN)/python tools/soak.py $(SOAK_ARGS)
 
 lint: setup
-	$(BIN)/ruff check kop spark_jobs tests bench tools conformance
-	$(BIN)/mypy kop spark_jobs
+	$(BIN)/ruff check kop spark_jobs tests bench tools conformance fuzz
+	$(BIN)/mypy kop spark_jobs fuzz
 
 bench: pulsar-fetch
 	$(BIN)/python tools/run_tests.py --bench $(BENCH_ARGS)

@@ -27,6 +27,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.protocol import Entity
 
+from kop.protocol.bounds import FrameShapeError, check_request
 from kop.protocol.errors import ErrorCode
 
 
@@ -150,8 +151,13 @@ def decode_request(frame: bytes | memoryview) -> Request:
     if not is_supported(head.api_key, head.api_version):
         raise UnsupportedVersion(head)
     schema = _request_schema(head.api_key, head.api_version)
+    header_schema = typing.cast(type[Entity], schema.__header_schema__)
     try:
-        header, used = _reader(typing.cast(type[Entity], schema.__header_schema__))(frame, 0)
+        check_request(header_schema, schema, frame)
+    except FrameShapeError as exc:
+        raise MalformedRequest(f"cannot decode {schema.__name__}: {exc}", head) from None
+    try:
+        header, used = _reader(header_schema)(frame, 0)
         body, _ = _reader(schema)(frame, used)
     except Exception as exc:  # kio raises several types for truncated or invalid input
         raise MalformedRequest(f"cannot decode {schema.__name__}: {exc!r}", head) from exc
