@@ -53,19 +53,28 @@ def supported_cases() -> list[tuple[int, int]]:
 
 
 def seed(api_key: int, version: int, rng: random.Random, names: Names = Names()) -> Seed:
+    body = _Sampler(rng, names).entity(load_request_schema(api_key, version))
+    correlation_id = rng.randrange(1 << 31)
+    client_id = rng.choice(["fuzz", "kafka-python-3.0.12", None])
+    return Seed(api_key, version, encode(api_key, version, body, correlation_id, client_id))
+
+
+def encode(
+    api_key: int, version: int, body: Any, correlation_id: int, client_id: str | None
+) -> bytes:
+    """A request frame (no size prefix) as a client writes it."""
     schema = load_request_schema(api_key, version)
-    body = _Sampler(rng, names).entity(schema)
     header_cls: Any = schema.__header_schema__
     header = header_cls(
         request_api_key=api_key,
         request_api_version=version,
-        correlation_id=rng.randrange(1 << 31),
-        client_id=rng.choice(["fuzz", "kafka-python-3.0.12", None]),
+        correlation_id=correlation_id,
+        client_id=client_id,
     )
     out = io.BytesIO()
     entity_writer(header_cls)(out, header)
     entity_writer(schema)(out, body)
-    return Seed(api_key, version, out.getvalue())
+    return out.getvalue()
 
 
 def all_seeds(rng: random.Random, per_case: int = 1, names: Names = Names()) -> list[Seed]:

@@ -184,23 +184,30 @@ def _compact_bytes(nullable: bool, where: str) -> Walk:
 # -- arrays ------------------------------------------------------------------------------
 
 
-def _array(compact: bool, element: Walk | int, min_size: int, where: str) -> Walk:
-    """An array of `element`: a walk, or the size of a fixed-size element."""
+def _array(compact: bool, element: Walk | int, min_size: int, nullable: bool, where: str) -> Walk:
+    """An array of `element`: a walk, or the size of a fixed-size element. Null only
+    where the schema allows it, as Kafka's own readers: kio would hand a handler None
+    where it iterates."""
     smallest = max(min_size, 1)
+
+    def null(pos: int) -> int:
+        if not nullable:
+            raise FrameShapeError(f"{where}: null array where the schema has none")
+        return pos
 
     def walk(frame: Buffer, pos: int, budget: Budget) -> int:
         _note(budget, pos, "uvarint" if compact else "i32")
         if compact:
             n, pos = _uvarint(frame, pos, where)
             if n == 0:
-                return pos  # null
+                return null(pos)
             n -= 1
         else:
             (n,) = _I32.unpack_from(frame, pos)
             pos += 4
             if n < 0:
                 if n == -1:
-                    return pos  # null
+                    return null(pos)
                 raise FrameShapeError(f"{where}: array length {n} at byte {pos - 4}")
         if n > (len(frame) - pos) // smallest:
             raise FrameShapeError(
@@ -294,7 +301,7 @@ def _compile_field(
     else:
         assert isinstance(kind, EntityTupleField)
         element = _compile_entity(kind.type_, False)
-    walk = _array(flexible, element.walk, element.min_size, where)
+    walk = _array(flexible, element.walk, element.min_size, optional, where)
     return _Compiled(walk, 1 if flexible else 4)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
+from kio.serial._introspect import is_optional
 from kio.static.protocol import Entity
 
 from kop.protocol.bounds import FrameShapeError, check_request
@@ -348,6 +349,11 @@ def top_level_error_response(header: RequestHeader, code: ErrorCode) -> Entity |
     for name, (kind, _sub) in plan.items():
         if kind in ("entities", "tuple"):
             data[name] = ()
+    # A field null in some versions (JoinGroup's protocol_name from v7) is "" where
+    # the version does not allow null.
+    for f in dataclasses.fields(cls):
+        if data.get(f.name, "") is None and not is_optional(f):
+            data[f.name] = ""
     try:
         return typing.cast(Entity, build(cls, {k: v for k, v in data.items() if k in plan}))
     except TypeError:  # a required field none of the values above covers

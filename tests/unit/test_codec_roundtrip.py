@@ -137,3 +137,14 @@ def test_error_reply_exists_for_apis_with_top_level_error() -> None:
     assert reply.error_code == ErrorCode.invalid_request  # type: ignore[attr-defined]
     # Produce has no top-level error code: the only honest answer is closing.
     assert top_level_error_response(RequestHeader(0, 9, 1, None), ErrorCode.invalid_request) is None
+
+
+@pytest.mark.parametrize(("api_key", "version"), CASES)
+def test_every_error_reply_can_be_encoded(api_key: int, version: int) -> None:
+    # JoinGroup v0-6's reply to a malformed request once held a null protocol_name,
+    # which those versions cannot carry: kop failed to answer and dropped the client.
+    header = RequestHeader(api_key, version, 9, None)
+    reply = top_level_error_response(header, ErrorCode.invalid_request)
+    if reply is not None:
+        payload = encode_response(header, reply)
+        assert payload[:4] == (9).to_bytes(4, "big")

@@ -21,7 +21,7 @@ from kio.serial import entity_writer
 from fuzz import corpus
 from fuzz.isolated import IsolatedCalls, WorkerDied
 from fuzz.mutate import length_fields, mutate
-from fuzz.seeds import all_seeds, seed, supported_cases
+from fuzz.seeds import all_seeds, encode, seed, supported_cases
 from fuzz.targets import TARGETS
 from kop.protocol.bounds import Budget, FrameShapeError, check_request
 from kop.protocol.messages import MalformedRequest, decode_request
@@ -166,3 +166,31 @@ def test_length_map_names_every_length_of_a_frame() -> None:
         (header_end + 4, "i16"),
         (header_end + 7, "i16"),
     ]
+
+
+def test_null_array_where_the_schema_has_none_is_an_invalid_request() -> None:
+    # A SyncGroup v5 whose assignments array is null: kio hands over None, and the
+    # handler, iterating it, failed; Kafka's reader refuses it as INVALID_REQUEST.
+    body = load_request_schema(14, 5)(
+        group_id="g",
+        generation_id=1,
+        member_id="m",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=(),
+    )
+    frame = bytearray(encode(14, 5, body, 1, None))
+    # The empty array is the varint 0x01 just before the body's tagged-field count.
+    assert frame[-2:] == b"\x01\x00"
+    frame[-2] = 0x00  # null
+    with pytest.raises(MalformedRequest, match="null array"):
+        decode_request(bytes(frame))
+
+
+def test_null_array_where_the_schema_allows_it_decodes() -> None:
+    # Metadata's topics: null asks for every topic.
+    body = load_request_schema(3, 12)(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    assert decode_request(encode(3, 12, body, 1, None)).body.topics is None
