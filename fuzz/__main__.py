@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from fuzz import corpus
+from fuzz.cleanup import drop_namespaces
 from fuzz.isolated import IsolatedCalls, WorkerDied, WorkerHung
 from fuzz.live import LiveFuzzer, LiveReport
 from fuzz.mutate import mutate
@@ -151,6 +152,10 @@ def soak(args: argparse.Namespace) -> int:
     finally:
         kop.terminate()
         kop.wait(60)
+        drop_namespaces(
+            os.environ.get("KOP_PULSAR_HTTP_URL", "http://localhost:8080"),
+            [f"public/fuzz-{suffix}", f"public/fuzz-sys-{suffix}"],
+        )
 
 
 def _free_port() -> int:

@@ -95,7 +95,7 @@ class LiveFuzzer:
         started = time.monotonic()
         last_progress = started
         next_probe = self.probe_every
-        await self._probe(report)
+        await self.check(report)
         try:
             while report.frames < frames:
                 batch = min(next_probe, frames) - report.frames
@@ -107,7 +107,7 @@ class LiveFuzzer:
                     for _ in range(self.concurrency)
                 ]
                 await asyncio.gather(*workers)
-                await self._probe(report)
+                await self.check(report)
                 next_probe += self.probe_every
                 report.seconds = time.monotonic() - started
                 if self.progress and time.monotonic() - last_progress >= self.progress_every_s:
@@ -156,7 +156,8 @@ class LiveFuzzer:
         except (OSError, TimeoutError) as exc:
             raise KopGone(f"kop at {self.host}:{self.port} refuses connections: {exc!r}") from exc
 
-    async def _probe(self, report: LiveReport) -> None:
+    async def check(self, report: LiveReport) -> None:
+        """A fresh client's ApiVersions and Metadata, answered in time; KopGone if not."""
         started = time.monotonic()
         reader, writer = await self._connect()
         try:
