@@ -66,9 +66,12 @@ test: setup pulsar-fetch kafka-fetch kcat lint
 unit: setup
 	$(BIN)/pytest tests/unit tests/sim $(PYTEST_ARGS)
 
-## make soak: the partition-log simulation with fresh seeds (SOAK_ARGS="--minutes 60").
-soak: setup
+## make soak: the partition-log simulation with fresh seeds (SOAK_ARGS="--minutes 60"), then
+## 10^6 mutated request frames against a kop of its own on a local Pulsar (FUZZ_SOAK_ARGS).
+FUZZ_SOAK_ARGS ?= --frames 1000000
+soak: pulsar-fetch
 	$(BIN)/python tools/soak.py $(SOAK_ARGS)
+	$(BIN)/python tools/run_tests.py --fuzz soak $(FUZZ_SOAK_ARGS)
 
 lint: setup
 	$(BIN)/ruff check kop spark_jobs tests bench tools conformance fuzz

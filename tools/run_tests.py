@@ -1,4 +1,4 @@
-"""Run the test suite (or the bench) with a healthy local Pulsar.
+"""Run the test suite (or the bench, or the fuzzer) with a healthy local Pulsar.
 
 Reuses a Pulsar already answering on the configured ports; otherwise starts
 one with tools/pulsar.py and stops it afterwards, keeping the exit code.
@@ -14,18 +14,18 @@ TOOLS = Path(__file__).resolve().parent
 PULSAR = [sys.executable, str(TOOLS / "pulsar.py")]
 
 
+# Besides pytest: `--bench` runs `python -m bench`, `--fuzz` runs `python -m fuzz`.
+MODULES = {"--bench": "bench", "--fuzz": "fuzz"}
+
+
 def main(argv: list[str]) -> int:
-    bench = argv[:1] == ["--bench"]
-    args = argv[1:] if bench else argv
+    module = MODULES.get(argv[0]) if argv else None
+    args = argv[1:] if module else argv
     already = subprocess.run([*PULSAR, "status"], capture_output=True).returncode == 0
     if not already and subprocess.run([*PULSAR, "start", "--fresh"]).returncode != 0:
         return 2
     try:
-        command = (
-            [sys.executable, "-m", "bench", *args]
-            if bench
-            else [sys.executable, "-m", "pytest", *args]
-        )
+        command = [sys.executable, "-m", module or "pytest", *args]
         return subprocess.run(command, cwd=TOOLS.parent).returncode
     finally:
         if not already:
