@@ -295,9 +295,24 @@ def load_settings(args: argparse.Namespace | None = None) -> Settings:
 # --------------------------------------------------------------------------- Kafka protocol
 
 API_METADATA = 3
+API_FIND_COORDINATOR = 10
+API_DESCRIBE_GROUPS = 15
 API_API_VERSIONS = 18
 METADATA_VERSION = 4  # the oldest version Kafka 4 still serves; v4-v8 share the layout we read
+FIND_COORDINATOR_VERSION = 1  # v1-v2 share the layout we write and read (v3+ is flexible)
+DESCRIBE_GROUPS_VERSION = 0  # non-flexible; one request asks about many groups
 MAX_RESPONSE = 16 * 2**20
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Names of the groups the health probe asks about. They are never joined, so Kafka
+# creates no group for them (FindCoordinator and DescribeGroups only read).
+HEALTH_GROUP = "kop-tools-kafka-health"
+# Group-level error codes that mean "this coordinator is not ready for the group yet".
+COORDINATOR_ERRORS = {
+    14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR",
+}
 
 
 class _Reader:
@@ -311,6 +326,9 @@ class _Reader:
         (value,) = struct.unpack_from(fmt, self.data, self.pos)
         self.pos += struct.calcsize(fmt)
         return int(value)
+
+    def int8(self) -> int:
+        return self._take(">b")
 
     def int16(self) -> int:
         return self._take(">h")
@@ -327,6 +345,21 @@ class _Reader:
             raise ValueError("truncated string")
         self.pos += n
         return raw.decode("utf-8", "replace")
+
+    def skip_bytes(self) -> None:
+        n = self.int32()
+        if n > 0:
+            if self.pos + n > len(self.data):
+                raise ValueError("truncated bytes")
+            self.pos += n
+
+    def int32_array(self) -> list[int]:
+        return [self.int32() for _ in range(self.int32())]
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -365,6 +398,18 @@ class BrokerInfo:
     brokers: list[tuple[int, str, int]]  # (node id, host, port) of registered, unfenced brokers
 
 
+def _read_brokers(r: _Reader) -> list[tuple[int, str, int]]:
+    """A Metadata v4 response's broker array."""
+    brokers = []
+    for _ in range(r.int32()):
+        node = r.int32()
+        host_name = r.string() or ""
+        broker_port = r.int32()
+        r.string()  # rack
+        brokers.append((node, host_name, broker_port))
+    return brokers
+
+
 def kafka_metadata(host: str, port: int, timeout: float = 5.0) -> BrokerInfo:
     """ApiVersions, then Metadata for no topics. Raises OSError / ValueError.
 
@@ -381,20 +426,129 @@ def kafka_metadata(host: str, port: int, timeout: float = 5.0) -> BrokerInfo:
         for _ in range(r.int32()):
             key, low, high = r.int16(), r.int16(), r.int16()
             ranges[key] = (low, high)
-        low, high = ranges.get(API_METADATA, (0, -1))
-        if not low <= METADATA_VERSION <= high:
-            raise ValueError(f"Metadata v{METADATA_VERSION} not supported (v{low}-v{high})")
+        for api, name, version in (
+            (API_METADATA, "Metadata", METADATA_VERSION),
+            (API_FIND_COORDINATOR, "FindCoordinator", FIND_COORDINATOR_VERSION),
+            (API_DESCRIBE_GROUPS, "DescribeGroups", DESCRIBE_GROUPS_VERSION),
+        ):
+            low, high = ranges.get(api, (0, -1))
+            if not low <= version <= high:
+                raise ValueError(f"{name} v{version} not supported (v{low}-v{high})")
         # topics: empty array (= none; null would mean all), allow_auto_topic_creation: false
         r = _request(sock, API_METADATA, METADATA_VERSION, 2, struct.pack(">ib", 0, 0))
         r.int32()  # throttle_time_ms
-        brokers = []
-        for _ in range(r.int32()):
-            node = r.int32()
-            host_name = r.string() or ""
-            broker_port = r.int32()
-            r.string()  # rack
-            brokers.append((node, host_name, broker_port))
+        brokers = _read_brokers(r)
         return BrokerInfo(cluster_id=r.string(), brokers=brokers)
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode() (over UTF-16 code units), as a signed 32-bit int."""
+    raw = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(raw), 2):
+        h = (31 * h + int.from_bytes(raw[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def offsets_partition(group: str, partitions: int) -> int:
+    """The __consumer_offsets partition whose coordinator owns `group`: Kafka's
+    Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions."""
+    h = java_string_hash(group)
+    return (0 if h == -(2**31) else abs(h)) % partitions
+
+
+def health_groups(partitions: int) -> list[str]:
+    """One group name per __consumer_offsets partition, in partition order."""
+    chosen: dict[int, str] = {}
+    i = 0
+    while len(chosen) < partitions:
+        name = f"{HEALTH_GROUP}-{i}"
+        chosen.setdefault(offsets_partition(name, partitions), name)
+        i += 1
+    return [chosen[p] for p in range(partitions)]
+
+
+def _error_name(code: int) -> str:
+    return COORDINATOR_ERRORS.get(code, f"error code {code}")
+
+
+def _offsets_partitions(sock: socket.socket) -> tuple[int, int]:
+    """Metadata v4 for __consumer_offsets: (its partitions, how many have a leader)."""
+    body = struct.pack(">i", 1) + _string(OFFSETS_TOPIC) + struct.pack(">b", 0)
+    r = _request(sock, API_METADATA, METADATA_VERSION, 3, body)
+    r.int32()  # throttle_time_ms
+    _read_brokers(r)
+    r.string()  # cluster_id
+    r.int32()  # controller_id
+    total = led = 0
+    for _ in range(r.int32()):
+        topic_error, _name, _internal = r.int16(), r.string(), r.int8()
+        for _ in range(r.int32()):
+            r.int16()  # partition error_code
+            r.int32()  # partition_index
+            leader = r.int32()
+            r.int32_array()  # replica_nodes
+            r.int32_array()  # isr_nodes
+            total += 1
+            led += leader >= 0
+        if topic_error:
+            return 0, 0
+    return total, led
+
+
+def _unserved_groups(sock: socket.socket, groups: list[str]) -> list[int]:
+    """DescribeGroups v0: the error code of each group not served yet."""
+    body = struct.pack(">i", len(groups)) + b"".join(_string(g) for g in groups)
+    r = _request(sock, API_DESCRIBE_GROUPS, DESCRIBE_GROUPS_VERSION, 4, body)
+    errors = []
+    for _ in range(r.int32()):
+        error = r.int16()
+        for _ in range(4):  # group_id, group_state, protocol_type, protocol_data
+            r.string()
+        for _ in range(r.int32()):
+            for _ in range(3):  # member_id, client_id, client_host
+                r.string()
+            r.skip_bytes()  # member_metadata
+            r.skip_bytes()  # member_assignment
+        if error:  # v0 answers a group that does not exist with no error (state Dead)
+            errors.append(error)
+    return errors
+
+
+def group_coordinator_gap(host: str, port: int, timeout: float = 5.0) -> str | None:
+    """Why the broker cannot serve every consumer group yet; None when it can.
+    Raises OSError / ValueError.
+
+    A fresh cluster has no __consumer_offsets: the first FindCoordinator makes the
+    broker create it, and each partition's coordinator loads its partition some
+    seconds later. Until then OffsetFetch answers COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS. They are retriable, but some
+    clients hand them to the application (librdkafka's committed() does with
+    NOT_COORDINATOR), so a judge that had just started would differ from a
+    long-running Kafka. One group per partition is asked about, because the
+    partitions are loaded one by one.
+    """
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        body = _string(HEALTH_GROUP) + struct.pack(">b", 0)  # key_type 0: a consumer group
+        r = _request(sock, API_FIND_COORDINATOR, FIND_COORDINATOR_VERSION, 1, body)
+        r.int32()  # throttle_time_ms
+        error = r.int16()
+        if error:
+            return f"no group coordinator yet (FindCoordinator: {_error_name(error)})"
+        total, led = _offsets_partitions(sock)
+        if total == 0:
+            return f"{OFFSETS_TOPIC} does not exist yet"
+        if led < total:
+            return f"{total - led} of {total} {OFFSETS_TOPIC} partitions have no leader yet"
+        unserved = _unserved_groups(sock, health_groups(total))
+        if unserved:
+            names = ", ".join(sorted({_error_name(e) for e in unserved}))
+            return (
+                f"{len(unserved)} of {total} {OFFSETS_TOPIC} partitions serve no group yet "
+                f"({names})"
+            )
+        return None
 
 
 # --------------------------------------------------------------------------- health
@@ -444,10 +598,16 @@ def probe(s: Settings) -> Probe:
         return Probe(False, f"{s.bootstrap} answers, but the cluster advertises {listed}")
     if not provision.port_open(s.controller_port, HOST):
         return Probe(False, f"the controller listener {s.controller} does not answer")
+    try:
+        gap = group_coordinator_gap(HOST, s.broker_port)
+    except (OSError, ValueError, struct.error) as e:
+        return Probe(False, f"{s.bootstrap} does not answer FindCoordinator/DescribeGroups ({e})")
+    if gap:
+        return Probe(False, f"{s.bootstrap} serves clients, but {gap}")
     return Probe(
         True,
         f"Kafka healthy at {s.bootstrap} (cluster {info.cluster_id}, node {mine[0][0]}, "
-        f"controller {s.controller})",
+        f"controller {s.controller}, group coordinator ready)",
     )
 
 
