@@ -22,6 +22,7 @@ from kop.groups.service import GroupService
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
+from kop.log.partition_budget import PartitionBudget
 from kop.log.settings import LogSettings
 from kop.log.topics import ENTRY_METADATA_ALLOWANCE, TopicCatalog, TopicDefaults
 from kop.ops.http import AdminServer
@@ -178,7 +179,13 @@ class Gateway:
             retention_bytes=c.retention_bytes,
             max_message_bytes=c.max_message_bytes,
         )
-        catalog = TopicCatalog(self.backend.admin, defaults)
+        budget = PartitionBudget(
+            self.backend.admin,
+            per_topic=c.max_partitions_per_topic,
+            total=c.max_partitions_total,
+            home=Namespace(c.tenant, c.namespace),
+        )
+        catalog = TopicCatalog(self.backend.admin, defaults, budget)
         self.groups = await self._start_groups(storage, self.logs, catalog)
         services = Services(
             broker=Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id),
