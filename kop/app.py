@@ -193,6 +193,7 @@ class Gateway:
             logs=self.logs,
             auto_create_topics=c.auto_create_topics,
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
+            fetch_max_bytes_cap=c.fetch_max_bytes_cap,
             groups=self.groups,
         )
         limits = Limits(c.max_request_bytes, c.max_inflight_requests, c.idle_timeout_s)

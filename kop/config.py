@@ -54,6 +54,7 @@ class KopConfig(BaseSettings):
     idle_timeout_s: float = Field(600.0, gt=0)
     write_timeout_s: float = Field(30.0, gt=0)
     fetch_max_wait_cap_ms: int = Field(30000, ge=0)
+    fetch_max_bytes_cap: int = Field(55 * 1024 * 1024, ge=1024)  # Kafka's fetch.max.bytes
     open_wait_s: float = Field(5.0, gt=0)
     # Offset index and memory (totals across all partitions)
     checkpoint_interval: int = Field(1000, ge=1)

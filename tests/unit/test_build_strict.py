@@ -190,6 +190,7 @@ async def _services() -> Services:
         logs=cast(LogManager, _NoLogs()),
         auto_create_topics=True,
         fetch_max_wait_cap_ms=0,
+        fetch_max_bytes_cap=1 << 20,
         groups=group_service,
     )
 

@@ -44,6 +44,7 @@ def _services(per_topic: int = 4, total: int = 10, default_partitions: int = 1) 
         logs=_Logs(),
         auto_create_topics=True,
         fetch_max_wait_cap_ms=0,
+        fetch_max_bytes_cap=1 << 20,
     )
 
 
