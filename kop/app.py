@@ -150,6 +150,8 @@ class Gateway:
             min_session_timeout_ms=c.group_min_session_timeout_ms,
             max_session_timeout_ms=c.group_max_session_timeout_ms,
             initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            max_size=c.group_max_size,
+            max_groups=c.max_groups,
         )
         mirror = None
         if c.mirror_subscriptions:

@@ -70,6 +70,8 @@ class KopConfig(BaseSettings):
     group_initial_rebalance_delay_ms: int = Field(3000, ge=0)
     group_min_session_timeout_ms: int = Field(6000, ge=1)
     group_max_session_timeout_ms: int = Field(1_800_000, ge=1)
+    group_max_size: int = Field(1000, ge=1)
+    max_groups: int = Field(10_000, ge=1)
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
     mirror_interval_s: float = Field(5.0, gt=0)
     # Pulsar producers

@@ -175,4 +175,6 @@ async def load_groups(
     for loaded in everything:
         for meta in loaded.groups.values():
             coordinator.restore(meta, now_ms)
+        for group in loaded.offsets:
+            coordinator.restore_offsets_only(group, now_ms)
         offsets.restore(loaded.offsets)

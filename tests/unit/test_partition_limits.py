@@ -7,9 +7,7 @@ CreateTopics refuses the whole request."""
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
-import pytest
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
@@ -224,20 +222,3 @@ async def test_a_request_of_many_topics_counts_each_namespace_once() -> None:
     results = await _create(services, {f"t{i}": 2 for i in range(100)})
     assert set(_codes(results).values()) == {ErrorCode.none}
     assert _admin(services).counted == 1
-
-
-@pytest.mark.parametrize(
-    ("limits", "problem"),
-    [
-        ({"default_partitions": 8, "max_partitions_per_topic": 4}, "default_partitions=8"),
-        ({"max_partitions_per_topic": 50, "max_partitions_total": 40}, "max_partitions_total=40"),
-        ({"max_partitions_total": 0}, "max_partitions_total"),
-    ],
-)
-def test_limits_that_cannot_hold_stop_kop_with_one_line(
-    limits: dict[str, Any], problem: str
-) -> None:
-    from kop.config import ConfigError, load_config
-
-    with pytest.raises(ConfigError, match=problem):
-        load_config(**limits)
