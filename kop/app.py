@@ -22,6 +22,7 @@ from kop.groups.service import GroupService
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
+from kop.log.partition_budget import PartitionBudget
 from kop.log.settings import LogSettings
 from kop.log.topics import ENTRY_METADATA_ALLOWANCE, TopicCatalog, TopicDefaults
 from kop.ops.http import AdminServer
@@ -149,6 +150,8 @@ class Gateway:
             min_session_timeout_ms=c.group_min_session_timeout_ms,
             max_session_timeout_ms=c.group_max_session_timeout_ms,
             initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
+            max_size=c.group_max_size,
+            max_groups=c.max_groups,
         )
         mirror = None
         if c.mirror_subscriptions:
@@ -178,7 +181,13 @@ class Gateway:
             retention_bytes=c.retention_bytes,
             max_message_bytes=c.max_message_bytes,
         )
-        catalog = TopicCatalog(self.backend.admin, defaults)
+        budget = PartitionBudget(
+            self.backend.admin,
+            per_topic=c.max_partitions_per_topic,
+            total=c.max_partitions_total,
+            home=Namespace(c.tenant, c.namespace),
+        )
+        catalog = TopicCatalog(self.backend.admin, defaults, budget)
         self.groups = await self._start_groups(storage, self.logs, catalog)
         services = Services(
             broker=Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id),
@@ -186,6 +195,7 @@ class Gateway:
             logs=self.logs,
             auto_create_topics=c.auto_create_topics,
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
+            fetch_max_bytes_cap=c.fetch_max_bytes_cap,
             groups=self.groups,
         )
         limits = Limits(c.max_request_bytes, c.max_inflight_requests, c.idle_timeout_s)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -42,6 +42,9 @@ class KopConfig(BaseSettings):
     default_pulsar_batching: bool = True
     auto_create_topics: bool = True
     default_partitions: int = Field(1, ge=1, le=10000)
+    # What clients may create (kop's limits, not Kafka's: docs/decisions.md D3)
+    max_partitions_per_topic: int = Field(1000, ge=1, le=1_000_000)
+    max_partitions_total: int = Field(10_000, ge=1, le=10_000_000)
     retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=-1)
     retention_bytes: int = Field(-1, ge=-1)
     max_message_bytes: int = Field(1048588, ge=1024)
@@ -51,6 +54,7 @@ class KopConfig(BaseSettings):
     idle_timeout_s: float = Field(600.0, gt=0)
     write_timeout_s: float = Field(30.0, gt=0)
     fetch_max_wait_cap_ms: int = Field(30000, ge=0)
+    fetch_max_bytes_cap: int = Field(55 * 1024 * 1024, ge=1024)  # Kafka's fetch.max.bytes
     open_wait_s: float = Field(5.0, gt=0)
     # Offset index and memory (totals across all partitions)
     checkpoint_interval: int = Field(1000, ge=1)
@@ -66,6 +70,8 @@ class KopConfig(BaseSettings):
     group_initial_rebalance_delay_ms: int = Field(3000, ge=0)
     group_min_session_timeout_ms: int = Field(6000, ge=1)
     group_max_session_timeout_ms: int = Field(1_800_000, ge=1)
+    group_max_size: int = Field(1000, ge=1)
+    max_groups: int = Field(10_000, ge=1)
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
     mirror_interval_s: float = Field(5.0, gt=0)
     # Pulsar producers
@@ -94,6 +100,20 @@ class KopConfig(BaseSettings):
         if v.count("/") != 1 or not all(v.split("/")):
             raise ValueError("must be tenant/namespace")
         return v
+
+    @model_validator(mode="after")
+    def _partition_limits(self) -> KopConfig:
+        if not self.default_partitions <= self.max_partitions_per_topic:
+            raise ValueError(
+                f"default_partitions={self.default_partitions} is above "
+                f"max_partitions_per_topic={self.max_partitions_per_topic}"
+            )
+        if not self.max_partitions_per_topic <= self.max_partitions_total:
+            raise ValueError(
+                f"max_partitions_per_topic={self.max_partitions_per_topic} is above "
+                f"max_partitions_total={self.max_partitions_total}"
+            )
+        return self
 
     @property
     def kafka_advertised_port(self) -> int:

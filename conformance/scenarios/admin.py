@@ -128,6 +128,26 @@ def describe_cluster(ctx: Ctx, _client: object) -> Observation:
     return {"brokers": len(got.nodes), "has controller": got.controller is not None}
 
 
+@scenario("admin/partitions-per-request", CF)
+def partitions_per_request(ctx: Ctx, _client: object) -> Observation:
+    """Kafka's controller refuses a CreateTopics asking for more than 10,000 partitions
+    in all: every topic of it fails with POLICY_VIOLATION, also a small one (validate
+    only, so nothing is made either way)."""
+    asked = {"cap-a": 5000, "cap-b": 5001, "cap-small": 1}
+    names = {logical: ctx.name(logical) for logical in asked}
+    new = [NewTopic(names[logical], count, 1) for logical, count in asked.items()]
+    admin = _admin(ctx)  # kept: a collected client fails its futures with _DESTROY
+    futures = admin.create_topics(new, validate_only=True)
+    out: dict[str, Any] = {}
+    for logical in asked:
+        try:
+            futures[names[logical]].result(60)
+            out[logical] = "valid"
+        except KafkaException as exc:
+            out[logical] = [exc.args[0].name(), exc.args[0].str()]
+    return out
+
+
 BROKER_KEYS = (
     "auto.create.topics.enable", "message.max.bytes", "log.retention.bytes", "log.retention.ms",
     "log.retention.hours", "num.partitions", "default.replication.factor", "min.insync.replicas",

@@ -53,6 +53,7 @@ class Services:
     logs: LogManager
     auto_create_topics: bool
     fetch_max_wait_cap_ms: int
+    fetch_max_bytes_cap: int
     groups: GroupService | None = None  # None: this kop coordinates no groups
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
 

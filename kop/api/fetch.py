@@ -25,7 +25,10 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     wait_ms = min(int(request.max_wait.total_seconds() * 1000), services.fetch_max_wait_cap_ms)
     deadline = time.monotonic() + max(0, wait_ms) / 1000
     min_bytes = max(0, request.min_bytes)
-    max_bytes = request.max_bytes if request.max_bytes > 0 else 50 * 1024 * 1024
+    # As Kafka's fetch.max.bytes: what a client asks for is capped, so no request makes
+    # kop build more than the cap plus one batch (KIP-74) in memory.
+    cap = services.fetch_max_bytes_cap
+    max_bytes = min(request.max_bytes, cap) if request.max_bytes > 0 else cap
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
     logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
     while True:

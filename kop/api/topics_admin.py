@@ -10,8 +10,16 @@ from kop.protocol.errors import ErrorCode, KafkaError
 
 
 async def create_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """Topic by topic, in order, as Kafka answers: each is judged against the limits
+    with those before it (created, or validated under validate_only) counted."""
     results = []
     seen: set[str] = set()
+    reserved = 0
+    refused: KafkaError | None = None
+    try:
+        services.catalog.budget.check_request(_requested(services, request.topics))
+    except KafkaError as exc:
+        refused = exc  # Kafka's controller refuses the whole request
     for t in request.topics:
         result: dict[str, Any] = {
             "name": t.name,
@@ -22,6 +30,10 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
             "replication_factor": -1,
             "configs": (),
         }
+        if refused is not None:
+            result["error_code"], result["error_message"] = error_of(refused)
+            results.append(result)
+            continue
         try:
             if t.name in seen:
                 raise KafkaError(ErrorCode.invalid_request, f"topic {t.name!r} is listed twice")
@@ -38,11 +50,13 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
                 )
             configs = {c.name: c.value for c in t.configs}
             view = await services.catalog.create(
-                topic_for(ctx, t.name), t.num_partitions, configs, request.validate_only
+                topic_for(ctx, t.name), t.num_partitions, configs, request.validate_only, reserved
             )
             result["num_partitions"] = view.partitions
             result["replication_factor"] = 1
-            if not request.validate_only:
+            if request.validate_only:
+                reserved += view.partitions
+            else:
                 result["topic_id"] = view.topic_id
             result["configs"] = [
                 {
@@ -58,6 +72,19 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
             result["error_code"], result["error_message"] = error_of(exc)
         results.append(result)
     return {"throttle_time": 0, "topics": results}
+
+
+def _requested(services: Services, topics: Any) -> int:
+    """Partitions a CreateTopics asks for in all, counted as Kafka's controller does."""
+    total = 0
+    for t in topics:
+        if t.assignments:
+            total += len(t.assignments)
+        elif t.num_partitions == -1:
+            total += services.catalog.defaults.partitions
+        elif t.num_partitions > 0:
+            total += t.num_partitions
+    return total
 
 
 async def delete_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -90,15 +117,19 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
 
 
 async def create_partitions(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """Judged topic by topic against the limits, as CreateTopics."""
     results = []
+    reserved = 0
     for t in request.topics:
         code, message = ErrorCode.none, None
         try:
             if t.assignments:
                 await _check_assignments(services, ctx, t)
-            await services.catalog.add_partitions(
-                topic_for(ctx, t.name), t.count, request.validate_only
+            added = await services.catalog.add_partitions(
+                topic_for(ctx, t.name), t.count, request.validate_only, reserved
             )
+            if request.validate_only:
+                reserved += added
         except Exception as exc:
             code, message = error_of(exc)
         results.append({"name": t.name, "error_code": code, "error_message": message})

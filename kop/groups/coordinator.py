@@ -34,7 +34,7 @@ class Coordinator:
         self.rebalance = Rebalancer(self.effects, self.limits.initial_rebalance_delay_ms)
         self._joins = Joiner(self.groups, self.effects, self.rebalance, self.limits)
         self._syncs = Syncer(self.groups, self.effects, self.rebalance)
-        self._members = Membership(self.groups, self.rebalance)
+        self._members = Membership(self.groups, self.rebalance, self.limits)
         self._schedule = Schedule(self.groups)
 
     def take_effects(self) -> list[Effect]:
@@ -97,9 +97,19 @@ class Coordinator:
     # -- reload, DeleteGroups, expiry -------------------------------------------------
 
     def restore(self, meta: GroupMetadata, now_ms: int) -> None:
-        """A group read back from the offsets topic."""
-        self.groups[meta.group_id] = Group.from_metadata(meta, now_ms)
+        """A group read back from the offsets topic. One above `max_size` (the limit
+        was lowered) rebalances at once, as Kafka's does on load: the members that
+        rejoin last are refused with GROUP_MAX_SIZE_REACHED."""
+        g = self.groups[meta.group_id] = Group.from_metadata(meta, now_ms)
+        if len(g.members) > self.limits.max_size:
+            self.rebalance.prepare(g, now_ms)
         self._schedule.touch(meta.group_id)
+
+    def restore_offsets_only(self, group_id: str, now_ms: int) -> None:
+        """A group known only by its committed offsets (a standalone consumer's): Empty,
+        as Kafka loads it, so it counts towards `max_groups` and its commits go on."""
+        if group_id not in self.groups:
+            self.groups[group_id] = Group(group_id, state_ms=now_ms)
 
     def delete(self, group_id: str) -> ErrorCode:
         g = self.groups.get(group_id)

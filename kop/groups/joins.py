@@ -21,6 +21,13 @@ class Limits:
     max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
     initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
     max_size: int = 2**31 - 1  # group.max.size
+    max_groups: int = 2**31 - 1  # kop's own: groups held at once (Kafka has no such bound)
+
+
+def group_refused(groups: dict[str, Group], limits: Limits, group_id: str) -> bool:
+    """A group not held yet is refused while `max_groups` are (COORDINATOR_NOT_AVAILABLE:
+    retriable, so its clients go on once expiry or a deletion makes room)."""
+    return group_id not in groups and len(groups) >= limits.max_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,8 @@ class Joiner:
         if g is None:
             if r.member_id:  # a member of a group this coordinator does not know
                 return JoinResult(ErrorCode.unknown_member_id, r.member_id)
+            if group_refused(self.groups, lim, r.group_id):
+                return JoinResult(ErrorCode.coordinator_not_available, r.member_id)
             g = self.groups[r.group_id] = Group(r.group_id, state_ms=now_ms)
         if g.state is GroupState.DEAD:
             return JoinResult(ErrorCode.coordinator_not_available, r.member_id)
@@ -90,6 +99,9 @@ class Joiner:
             return JoinResult(ErrorCode.fenced_instance_id, r.member_id)
         if member is None:
             return JoinResult(ErrorCode.unknown_member_id, r.member_id)
+        if self._over_capacity(g, member):
+            self.rebalance.remove_member(g, member.member_id, now_ms)
+            return JoinResult(ErrorCode.group_max_size_reached, "")
         member.last_seen_ms = now_ms
         # Nothing changed: the same generation again (its join answer may have been
         # lost), except that a leader rejoining a Stable group starts a rebalance.
@@ -98,6 +110,17 @@ class Joiner:
             return self._current_generation(g, member)
         self._update(g, member, r, token, now_ms)
         return PARKED
+
+    def _over_capacity(self, g: Group, member: Member) -> bool:
+        """Kafka's acceptJoiningMember for a member rejoining a rebalance: refused once
+        `max_size` members have rejoined. Only a group above the limit (reloaded after
+        it was lowered) can get there; it sheds the members that rejoin last."""
+        if g.state is not GroupState.PREPARING_REBALANCE or member.join_token is not None:
+            return False
+        if len(g.members) <= self.limits.max_size:
+            return False
+        rejoined = sum(1 for m in g.members.values() if m.join_token is not None)
+        return rejoined >= self.limits.max_size
 
     def _current_generation(self, g: Group, member: Member) -> JoinResult:
         everyone: tuple[tuple[str, str | None, bytes], ...] = ()

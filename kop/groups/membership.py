@@ -6,6 +6,7 @@ codes are Kafka's GroupCoordinator's."""
 from __future__ import annotations
 
 from kop.groups.group import Group
+from kop.groups.joins import Limits, group_refused
 from kop.groups.rebalance import Rebalancer
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode
@@ -27,9 +28,10 @@ def member_error(
 
 
 class Membership:
-    def __init__(self, groups: dict[str, Group], rebalance: Rebalancer) -> None:
+    def __init__(self, groups: dict[str, Group], rebalance: Rebalancer, limits: Limits) -> None:
         self.groups = groups
         self.rebalance = rebalance
+        self.limits = limits
 
     def heartbeat(
         self, group_id: str, generation: int, member_id: str, instance_id: str | None, now_ms: int
@@ -84,6 +86,8 @@ class Membership:
         if g is None:
             if generation >= 0:  # from a generation this coordinator never had
                 return ErrorCode.illegal_generation
+            if group_refused(self.groups, self.limits, group_id):
+                return ErrorCode.coordinator_not_available
             g = self.groups[group_id] = Group(group_id, state_ms=now_ms)
         if g.state is GroupState.DEAD:
             return ErrorCode.coordinator_not_available

@@ -3,7 +3,10 @@ expiry (Kafka's offsets.retention.minutes, KIP-211): an Empty group's offsets
 expire a retention period after it became Empty; a standalone group's (no
 protocol type), and a Stable consumer group's of topics it no longer subscribes
 to, a retention period after each commit; an explicit expiry time from an old
-OffsetCommit wins. An Empty group left with no offsets is removed.
+OffsetCommit wins. An Empty group left with no offsets is removed, and so is one
+that has been Empty without any for a check interval (Kafka's cleanupGroupMetadata):
+otherwise groups that join and leave without committing would pile up for good,
+and hold the room `max_groups` gives.
 """
 
 from __future__ import annotations
@@ -122,4 +125,20 @@ class Offsets:
             except StorageError as exc:
                 log.warning("expiring offsets of %s: %s", group, exc)
                 self._next_check_ms = now_ms  # try again at the next wake-up
+        for group, g in list(groups.items()):
+            if group in self._by_group or not _idle(g, now_ms):
+                continue
+            try:
+                await self.forget_group(group)  # its group record's tombstone
+                removed.append(group)
+            except StorageError as exc:
+                log.warning("removing empty group %s: %s", group, exc)
+                self._next_check_ms = now_ms
         return removed
+
+
+def _idle(g: Group, now_ms: int) -> bool:
+    """Empty, nobody joining, and so for a check interval: a group a commit has just
+    made is not removed before its offsets are stored."""
+    idle = g.state is GroupState.EMPTY and not g.members and not g.pending
+    return idle and now_ms - g.state_ms >= CHECK_INTERVAL_MS

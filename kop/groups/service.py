@@ -28,6 +28,9 @@ from kop.storage.types import StorageError
 log = logging.getLogger(__name__)
 
 
+FULL_WARNING_INTERVAL_S = 60.0
+
+
 def wall_ms() -> int:
     return int(time.time() * 1000)
 
@@ -48,6 +51,7 @@ class GroupService:
         self._driver = Driver(self.coordinator, store, clock)
         self._loaded = False
         self.on_commit: Callable[[float], None] = lambda _seconds: None  # metrics hook
+        self._told_full_at = -FULL_WARNING_INTERVAL_S
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -92,9 +96,11 @@ class GroupService:
 
     async def join(self, request: JoinRequest) -> JoinResult:
         self.check_loaded()
-        return await self._driver.parked(
+        result = await self._driver.parked(
             lambda token, now: self.coordinator.join(request, token, now)
         )
+        self._tell_if_full(request.group_id, result.error)
+        return result
 
     async def sync(
         self,
@@ -141,6 +147,7 @@ class GroupService:
                 group_id, generation, member_id, instance_id, now
             )
         )
+        self._tell_if_full(group_id, code)
         if code is not ErrorCode.none or not offsets:
             return code
         stamped = {tp: dataclasses.replace(o, commit_ms=now) for tp, o in offsets.items()}
@@ -152,6 +159,21 @@ class GroupService:
             return ErrorCode.coordinator_not_available
         self.on_commit(time.monotonic() - started)
         return ErrorCode.none
+
+    def _tell_if_full(self, group_id: str, code: ErrorCode) -> None:
+        """The client only learns that the coordinator is unavailable; the operator
+        learns why (once a minute at most)."""
+        if code is not ErrorCode.coordinator_not_available or group_id in self.coordinator.groups:
+            return
+        if time.monotonic() - self._told_full_at >= FULL_WARNING_INTERVAL_S:
+            self._told_full_at = time.monotonic()
+            log.warning(
+                "new group %r refused (COORDINATOR_NOT_AVAILABLE): %d groups are held, "
+                "max_groups=%d; room comes back as groups are deleted or expire",
+                group_id,
+                len(self.coordinator.groups),
+                self.coordinator.limits.max_groups,
+            )
 
     async def delete(self, group_id: str) -> ErrorCode:
         self.check_loaded()
@@ -175,4 +197,6 @@ async def load_groups(
     for loaded in everything:
         for meta in loaded.groups.values():
             coordinator.restore(meta, now_ms)
+        for group in loaded.offsets:
+            coordinator.restore_offsets_only(group, now_ms)
         offsets.restore(loaded.offsets)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kop.log.entry_format import EntryFormat
+from kop.log.partition_budget import PartitionBudget
 from kop.log.topic_configs import (
     ENTRY_FORMAT,
     PROPERTY_PREFIX,
@@ -73,9 +74,16 @@ class TopicView:
 
 
 class TopicCatalog:
-    def __init__(self, admin: StorageAdmin, defaults: TopicDefaults, ttl_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        admin: StorageAdmin,
+        defaults: TopicDefaults,
+        budget: PartitionBudget,
+        ttl_s: float = 5.0,
+    ) -> None:
         self._admin = admin
         self.defaults = defaults
+        self.budget = budget
         self._ttl = ttl_s
         self._cache: dict[str, tuple[float, TopicView | None]] = {}
         self._lock = asyncio.Lock()
@@ -121,7 +129,10 @@ class TopicCatalog:
         partitions: int,
         configs: Mapping[str, str | None],
         validate_only: bool = False,
+        reserved: int = 0,
     ) -> TopicView:
+        """`reserved`: partitions the same request validated before without creating
+        them (validate_only), which count against the total as if created."""
         chosen = validate_configs(configs)
         await self._check_storable({**self.defaults.configs(), **chosen})
         count = self.defaults.partitions if partitions <= 0 else partitions
@@ -131,6 +142,8 @@ class TopicCatalog:
                 raise KafkaError(
                     ErrorCode.topic_already_exists, f"topic {topic.kafka_name!r} exists"
                 )
+            self.budget.check_topic(topic.kafka_name, count)
+            await self.budget.check_total(topic.namespace, count, reserved)
             if validate_only:
                 return TopicView(topic, TopicInfo(count), {**self.defaults.configs(), **chosen})
             await self.writable(topic)
@@ -143,6 +156,7 @@ class TopicCatalog:
                 if exc.status == 409:
                     raise KafkaError(ErrorCode.topic_already_exists, str(exc)) from exc
                 raise
+            self.budget.moved(topic.namespace, count)
             await self._admin.set_retention(
                 topic, int(merged["retention.ms"]), int(merged["retention.bytes"])
             )
@@ -192,24 +206,38 @@ class TopicCatalog:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}")
         await self._admin.delete(topic, view.info.partitioned)
         self.invalidate(topic)
+        self.budget.moved(topic.namespace, -view.partitions)
         return view
 
-    async def add_partitions(self, topic: PulsarTopic, count: int, validate_only: bool) -> None:
-        view = await self.describe(topic)
-        if view is None:
-            raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}")
-        if not view.info.partitioned:
-            raise KafkaError(
-                ErrorCode.invalid_request, f"{topic.full} is a non-partitioned Pulsar topic"
-            )
-        if count <= view.partitions:
-            raise KafkaError(
-                ErrorCode.invalid_partitions,
-                f"topic has {view.partitions} partitions; {count} would not add any",
-            )
-        if not validate_only:
-            await self._admin.update_partitions(topic, count)
+    async def add_partitions(
+        self, topic: PulsarTopic, count: int, validate_only: bool, reserved: int = 0
+    ) -> int:
+        """Grow the topic to `count` partitions; returns how many that adds (also when
+        only validated). `reserved` as for `create`."""
+        async with self._lock:
             self.invalidate(topic)
+            view = await self.describe(topic)
+            if view is None:
+                raise KafkaError(
+                    ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}"
+                )
+            if not view.info.partitioned:
+                raise KafkaError(
+                    ErrorCode.invalid_request, f"{topic.full} is a non-partitioned Pulsar topic"
+                )
+            if count <= view.partitions:
+                raise KafkaError(
+                    ErrorCode.invalid_partitions,
+                    f"topic has {view.partitions} partitions; {count} would not add any",
+                )
+            added = count - view.partitions
+            self.budget.check_topic(topic.kafka_name, count)
+            await self.budget.check_total(topic.namespace, added, reserved)
+            if not validate_only:
+                await self._admin.update_partitions(topic, count)
+                self.budget.moved(topic.namespace, added)
+                self.invalidate(topic)
+            return added
 
     async def stored_bytes(self, partition_topic: str) -> int:
         return await self._admin.stored_bytes(partition_topic)

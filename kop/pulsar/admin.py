@@ -109,6 +109,12 @@ class PulsarAdmin:
             out[local] = TopicInfo(0)
         return out
 
+    async def count_partitions(self, ns: Namespace) -> int:
+        """One call, whatever the namespace holds: Pulsar lists every partition of a
+        partitioned topic (created with it) and every non-partitioned topic."""
+        names = await self._request("GET", f"persistent/{ns.path}", ok_missing=True) or []
+        return sum(1 for name in names if not _is_system(name.rsplit("/", 1)[-1]))
+
     async def create_partitioned(
         self, topic: PulsarTopic, partitions: int, properties: dict[str, str]
     ) -> None:

@@ -97,6 +97,11 @@ class StorageAdmin(Protocol):
 
     async def list_topics(self, ns: Namespace) -> dict[str, TopicInfo]: ...
 
+    async def count_partitions(self, ns: Namespace) -> int:
+        """Kafka partitions the namespace holds (a non-partitioned topic is one), its
+        system topics aside; 0 for a namespace that does not exist."""
+        ...
+
     async def serve_namespace(self, ns: Namespace) -> None:
         """Make `ns` fit for Kafka topics (exists, de-duplicates re-sends)."""
         ...

@@ -3,15 +3,19 @@ healthy) and kop gateways run as real subprocesses, as users run them."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +133,39 @@ def fresh_kop(pulsar: str, tmp_path: Path) -> Iterator[KopProcess]:
 @pytest.fixture
 def topic() -> str:
     return f"it-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def limited_kop(pulsar: str, tmp_path: Path) -> Iterator[KopProcess]:
+    """A gateway of the test's own with small limits, serving a namespace of its own
+    (so the partitions it counts are only its test's); the namespace goes after."""
+    namespace = f"kop-limits-{uuid.uuid4().hex[:10]}"
+    gateway = KopProcess(
+        tmp_path,
+        KOP_NAMESPACE=namespace,
+        KOP_MAX_PARTITIONS_PER_TOPIC="4",
+        KOP_MAX_PARTITIONS_TOTAL="10",
+        KOP_FETCH_MAX_BYTES_CAP=str(1 << 20),
+        KOP_GROUP_MAX_SIZE="2",
+    )
+    gateway.start()
+    yield gateway
+    gateway.stop()
+    _drop_namespace(f"public/{namespace}")
+
+
+def _drop_namespace(namespace: str) -> None:
+    """Its topics, then itself (Pulsar refuses to delete a namespace holding topics)."""
+    base = f"{PULSAR_HTTP}/admin/v2"
+
+    def call(method: str, path: str) -> Any:
+        request = urllib.request.Request(f"{base}/{path}", method=method)
+        with urllib.request.urlopen(request, timeout=60) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+    with contextlib.suppress(OSError):  # URLError, or a timeout: left for Pulsar to keep
+        for name in call("GET", f"persistent/{namespace}/partitioned") or []:
+            local = name.rsplit("/", 1)[-1]
+            call("DELETE", f"persistent/{namespace}/{local}/partitions?force=true")
+        call("DELETE", f"namespaces/{namespace}")

@@ -7,6 +7,7 @@ import time
 import urllib.request
 
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 
 from conformance.clients.raw import RawClient
 from tests.integration.admin import create_topic
@@ -93,3 +94,35 @@ def test_health_ready_and_metrics(kop: KopProcess, topic: str) -> None:
         time.sleep(0.1)
     assert 'kop_requests_total{api="produce",outcome="ok"}' in text
     assert "kop_connections" in text
+
+
+def test_a_fetch_asking_for_2_gib_is_answered_within_the_cap(limited_kop: KopProcess) -> None:
+    """fetch_max_bytes_cap=1 MiB; 3.2 MB stored in two partitions; a Fetch with
+    max_bytes and partition_max_bytes of 2^31-1 gets at most the cap plus one batch
+    (KIP-74; a batch is at most max.message.bytes), where before kop read and sent
+    everything stored."""
+    topic, value = "big", 200 * 1024
+    create_topic(limited_kop.bootstrap, topic, 2)
+    recs = [
+        Rec(None, bytes([i]) * value, (), 1_700_000_000_000, partition=i % 2) for i in range(16)
+    ]
+    PRODUCERS["confluent-kafka"](limited_kop.bootstrap, topic, recs, None)
+    parts = tuple(
+        FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=2**31 - 1) for p in (0, 1)
+    )
+    fields = {**RawClient.fetch_fields(topic, 0), "max_bytes": 2**31 - 1}
+    fields["topics"] = (FetchTopic(topic=topic, partitions=parts),)
+    client = RawClient(limited_kop.port)
+    try:
+        deadline = time.monotonic() + 60  # until both partitions opened
+        while True:
+            resp = client.request(1, 12, **fields)
+            codes = [p.error_code for p in resp.responses[0].partitions]
+            if codes == [ErrorCode.none, ErrorCode.none]:
+                break
+            assert time.monotonic() < deadline, f"partitions not open in 60 s: {codes}"
+            time.sleep(0.2)
+    finally:
+        client.close()
+    sent = sum(len(p.records or b"") for p in resp.responses[0].partitions)
+    assert value < sent <= (1 << 20) + 1_048_588 < len(recs) * value, sent

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer as CfConsumer
+from confluent_kafka import KafkaError
 from confluent_kafka import Producer as CfProducer
 from confluent_kafka import TopicPartition as CfTP
 from confluent_kafka.admin import AdminClient
@@ -476,3 +477,35 @@ def test_a_groups_commits_show_up_as_a_pulsar_subscription_with_its_lag(
     while group in _pulsar_subscriptions(topic):
         assert time.monotonic() < deadline, "DeleteGroups left the subscription behind"
         time.sleep(0.5)
+
+
+def test_the_member_past_group_max_size_is_refused_and_the_group_goes_on(
+    limited_kop: KopProcess, topic: str
+) -> None:
+    """group_max_size=2: two confluent-kafka consumers share the topic; a third is
+    told GROUP_MAX_SIZE_REACHED (as Kafka tells it) and gets nothing, while the two
+    keep every partition between them."""
+    create_topic(limited_kop.bootstrap, topic, 4)  # the most this gateway allows
+    group = f"max-size-{topic}"
+    members: list[Member] = [CfMember(limited_kop.bootstrap, group, topic) for _ in range(2)]
+    for m in members:
+        m.start()
+    third = CfConsumer(_group_config(limited_kop.bootstrap, group))
+    try:
+        _until(lambda: _partitioned_once(members, 4), 90, "two members sharing", members)
+        third.subscribe([topic])
+        errors: list[int] = []
+        deadline = time.monotonic() + 60
+        while KafkaError.GROUP_MAX_SIZE_REACHED not in errors:
+            assert time.monotonic() < deadline, f"no GROUP_MAX_SIZE_REACHED in 60 s: {errors}"
+            m = third.poll(0.2)
+            if m is not None and m.error() is not None:
+                errors.append(m.error().code())
+        assert not third.assignment()
+        assert _partitioned_once(members, 4), [sorted(m.assigned) for m in members]
+    finally:
+        third.close()
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(30)

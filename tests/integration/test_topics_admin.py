@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException, TopicCollection
@@ -25,12 +26,14 @@ from kafka.admin import (
 )
 from kafka.errors import (
     InvalidConfigurationError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
 
 from tests.integration.clients import PRODUCERS, Rec, kp_consume
 from tests.integration.conftest import PULSAR_HTTP, KopProcess
+from tests.integration.observe import pulsar_rest
 
 
 def _admin(kop: KopProcess) -> KafkaAdminClient:
@@ -194,3 +197,78 @@ def test_partitions_added_with_an_explicit_assignment_to_the_one_broker(
     with pytest.raises(KafkaException) as refused:
         admin.create_partitions([elsewhere])[topic].result(30)
     assert refused.value.args[0].name() == "INVALID_REPLICA_ASSIGNMENT"
+
+
+def _limited_topics(namespace: str) -> dict[str, int]:
+    """The Kafka topics kop made in a namespace, by Pulsar's account."""
+    names = pulsar_rest("GET", f"persistent/{namespace}/partitioned") or []
+    found = {}
+    for name in names:
+        local = name.rsplit("/", 1)[-1]
+        found[local] = int(
+            pulsar_rest("GET", f"persistent/{namespace}/{local}/partitions")["partitions"]
+        )
+    return found
+
+
+def _outcomes(futures: dict[str, Any]) -> dict[str, str]:
+    """Each topic's outcome as the client reports it: "ok" or Kafka's error name."""
+    out = {}
+    for name, fut in futures.items():
+        try:
+            fut.result(120)
+            out[name] = "ok"
+        except KafkaException as exc:
+            out[name] = exc.args[0].name()
+    return out
+
+
+def test_partition_limits_refuse_before_pulsar_is_asked(limited_kop: KopProcess) -> None:
+    """max_partitions_per_topic=4, max_partitions_total=10 in a namespace of the
+    gateway's own. Each refusal is POLICY_VIOLATION with a message naming the
+    setting, and leaves nothing in Pulsar; validate_only answers the same."""
+    namespace = f"public/{limited_kop.env['KOP_NAMESPACE']}"
+    admin = AdminClient({"bootstrap.servers": limited_kop.bootstrap})
+    with pytest.raises(KafkaException) as wide:
+        admin.create_topics([CfNewTopic("wide", 5, 1)])["wide"].result(60)
+    assert wide.value.args[0].name() == "POLICY_VIOLATION"
+    assert "max_partitions_per_topic" in wide.value.args[0].str()
+    assert _limited_topics(namespace) == {}
+
+    three = [CfNewTopic("a", 4, 1), CfNewTopic("b", 3, 1), CfNewTopic("c", 4, 1)]
+    validated = _outcomes(admin.create_topics(three, validate_only=True))
+    assert validated == {"a": "ok", "b": "ok", "c": "POLICY_VIOLATION"}  # 4 + 3 + 4 > 10
+    assert _limited_topics(namespace) == {}
+    futures = admin.create_topics(three)
+    assert _outcomes(futures) == validated
+    with pytest.raises(KafkaException) as total:
+        futures["c"].result(0)
+    assert "max_partitions_total" in total.value.args[0].str()
+    assert _limited_topics(namespace) == {"a": 4, "b": 3}
+
+    # Generous: Pulsar answers slowly on a loaded machine, and the default is 30 s.
+    kp = KafkaAdminClient(bootstrap_servers=limited_kop.bootstrap, request_timeout_ms=120_000)
+    try:
+        with pytest.raises(PolicyViolationError):
+            kp.create_partitions({"a": NewPartitions(5)})  # above 4 per topic
+        kp.create_partitions({"b": NewPartitions(4)})  # 8 in all
+        kp.create_topics([NewTopic("d", 2, 1)])  # 10 in all
+        with pytest.raises(PolicyViolationError):
+            kp.create_partitions({"d": NewPartitions(3)})  # 11
+        with pytest.raises(PolicyViolationError):
+            kp.create_topics([NewTopic("e", 1, 1)])  # 11
+    finally:
+        kp.close()
+    assert _limited_topics(namespace) == {"a": 4, "b": 4, "d": 2}
+
+
+def test_kafkas_cap_on_one_create_topics_request(limited_kop: KopProcess) -> None:
+    """Kafka's own rule, kept by kop: more than 10,000 partitions in one CreateTopics
+    fail every topic of it, also one that alone would be fine."""
+    admin = AdminClient({"bootstrap.servers": limited_kop.bootstrap})
+    asked = [CfNewTopic("big1", 5000, 1), CfNewTopic("big2", 5001, 1), CfNewTopic("small", 1, 1)]
+    futures = admin.create_topics(asked, validate_only=True)
+    assert _outcomes(futures) == dict.fromkeys(["big1", "big2", "small"], "POLICY_VIOLATION")
+    with pytest.raises(KafkaException) as refused:
+        futures["small"].result(0)
+    assert refused.value.args[0].str() == "Excessively large number of partitions per request."

@@ -20,6 +20,7 @@ class MemoryAdmin:
         # topic: Pulsar would cut those clients off and they would retry.
         self.held_at_delete: list[str] = []
         self.subscriptions: dict[tuple[str, str], Position | None] = {}
+        self.counted = 0  # count_partitions calls: what the partition budget costs
 
     def _up(self) -> None:
         if self._log.down:
@@ -36,6 +37,11 @@ class MemoryAdmin:
         self._up()
         prefix = f"persistent://{ns.path}/"
         return {k[len(prefix) :]: v for k, v in self.topics.items() if k.startswith(prefix)}
+
+    async def count_partitions(self, ns: Namespace) -> int:
+        self._up()
+        self.counted += 1
+        return sum(info.kafka_partitions for info in (await self.list_topics(ns)).values())
 
     async def serve_namespace(self, ns: Namespace) -> None:
         self._up()

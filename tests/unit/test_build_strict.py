@@ -37,6 +37,7 @@ from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
+from kop.log.partition_budget import PartitionBudget
 from kop.log.topics import TopicCatalog, TopicDefaults
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import (
@@ -175,7 +176,8 @@ class _NoLogs:
 
 async def _services() -> Services:
     memory = MemoryLog()
-    catalog = TopicCatalog(MemoryAdmin(memory), TopicDefaults(), ttl_s=0)
+    admin = MemoryAdmin(memory)
+    catalog = TopicCatalog(admin, TopicDefaults(), PartitionBudget(admin, 100, 1000, NS), ttl_s=0)
     await catalog.create(PulsarTopic(NS, "t", "t"), 2, {})
     store = OffsetsStore(memory, "persistent://public/__kop/consumer-offsets", 2)
     group_service = GroupService(store, GroupLimits(initial_rebalance_delay_ms=0))
@@ -188,6 +190,7 @@ async def _services() -> Services:
         logs=cast(LogManager, _NoLogs()),
         auto_create_topics=True,
         fetch_max_wait_cap_ms=0,
+        fetch_max_bytes_cap=1 << 20,
         groups=group_service,
     )
 

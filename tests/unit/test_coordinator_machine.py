@@ -10,7 +10,10 @@ Kafka client depends on are checked against what the clients were told:
 - every parked request is answered exactly once, and a group whose members are
   all gone ends Empty;
 - with time running on and nobody heartbeating, everything ends: all requests
-  answered, the group Empty.
+  answered, the group Empty;
+- the limits hold: a group never has more than group.max.size members (and member
+  ids handed out), only a new member is refused for it, and no more than
+  max_groups groups are held (standalone commits to other groups compete for them).
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from dataclasses import dataclass, field
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
 
 from kop.groups.coordinator import PARKED, Coordinator, JoinRequest, Limits
 from kop.groups.rebalance import Answer, JoinResult, Store, SyncResult
@@ -30,6 +39,7 @@ from kop.protocol.errors import ErrorCode
 GROUP = "g"
 SESSION_MS = 10_000
 REBALANCE_MS = 20_000
+UNLIMITED = 2**31 - 1
 PROTOCOLS = [(("range", b"r"),), (("range", b"r2"), ("roundrobin", b"x")), (("sticky", b"s"),)]
 
 
@@ -137,6 +147,26 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     # -- rules --------------------------------------------------------------------------
 
+    @initialize(
+        max_size=st.one_of(st.just(UNLIMITED), st.sampled_from([1, 2, 3])),
+        max_groups=st.one_of(st.just(UNLIMITED), st.sampled_from([1, 2])),
+    )
+    def limits(self, max_size: int, max_groups: int) -> None:
+        self.c = Coordinator(
+            Limits(initial_rebalance_delay_ms=3_000, max_size=max_size, max_groups=max_groups)
+        )
+
+    @rule(n=st.integers(0, 2))
+    def another_group_commits(self, n: int) -> None:
+        """A standalone consumer of another group: it takes one of max_groups."""
+        other = f"other{n}"
+        known = other in self.c.groups
+        code = self.c.commit_allowed(other, -1, "", None, self.now)
+        if code is ErrorCode.coordinator_not_available:
+            assert not known and len(self.c.groups) >= self.c.limits.max_groups
+        else:
+            assert code is ErrorCode.none
+
     @rule(
         static=st.booleans(),
         protocols=st.sampled_from(PROTOCOLS),
@@ -166,10 +196,19 @@ class CoordinatorMachine(RuleBasedStateMachine):
             GROUP, client.member_id, client.instance_id, "consumer", protocols,
             SESSION_MS, REBALANCE_MS, client.name, "127.0.0.1", v4,
         )  # fmt: skip
+        g = self.c.groups.get(GROUP)
+        held = len(g.members) + len(g.pending) if g is not None else 0
+        replacing = g is not None and client.instance_id in g.static
+        existed = g is not None
         result = self.c.join(request, token, self.now)
         if result is not PARKED:
             self.open.pop(token)
             client.join_token = None
+            if result.error is ErrorCode.group_max_size_reached:
+                assert held >= self.c.limits.max_size, "refused below group.max.size"
+                assert not request.member_id and not replacing, "refused one already in"
+            if result.error is ErrorCode.coordinator_not_available:
+                assert not existed and len(self.c.groups) >= self.c.limits.max_groups
             self._joined(client, result)
         self._drain()
 
@@ -236,6 +275,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
             assert generation == current, "a commit from a stale generation was accepted"
         if code is ErrorCode.none and generation < 0:
             assert current is None or self._group_state() is GroupState.EMPTY
+        if code is ErrorCode.coordinator_not_available:
+            assert g is None and len(self.c.groups) >= self.c.limits.max_groups
 
     @precondition(lambda self: any(c.member_id for c in self.clients))
     @rule(data=st.data(), by_instance=st.booleans())
@@ -297,6 +338,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
         self.store_ok = ok
 
     # -- invariants -------------------------------------------------------------------
+
+    @invariant()
+    def the_limits_hold(self) -> None:
+        g = self.c.groups.get(GROUP)
+        if g is not None:
+            assert len(g.members) + len(g.pending) <= self.c.limits.max_size
+        assert len(self.c.groups) <= self.c.limits.max_groups
 
     @invariant()
     def the_next_deadline_is_never_late(self) -> None:

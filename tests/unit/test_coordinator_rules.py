@@ -3,9 +3,11 @@ state machine test reaches only by chance, and the rejections clients rely on.""
 
 from __future__ import annotations
 
+import dataclasses
+
 from kop.groups.coordinator import PARKED, Coordinator, JoinRequest, Limits
 from kop.groups.rebalance import Answer, JoinResult, Store, SyncResult
-from kop.groups.types import GroupState
+from kop.groups.types import GroupMetadata, GroupState, MemberMetadata
 from kop.protocol.errors import ErrorCode
 
 RANGE = (("range", b"sub"),)
@@ -28,8 +30,8 @@ def _join(
 class Driver:
     """Runs the coordinator as the service does: stores succeed, answers collect."""
 
-    def __init__(self, delay_ms: int = 0) -> None:
-        self.c = Coordinator(Limits(initial_rebalance_delay_ms=delay_ms))
+    def __init__(self, delay_ms: int = 0, **limits: int) -> None:
+        self.c = Coordinator(Limits(initial_rebalance_delay_ms=delay_ms, **limits))
         self.now = 0
         self.answers: dict[object, JoinResult | SyncResult] = {}
         self.stored = 0
@@ -237,3 +239,80 @@ def test_a_group_everyone_left_during_the_initial_delay_is_empty_at_once() -> No
     assert d.c.leave("g", [(pending.member_id, None)], d.now) == [ErrorCode.none]
     d.drain()
     assert d.state() is GroupState.EMPTY
+
+
+def test_the_newest_member_of_a_full_group_gets_group_max_size_reached() -> None:
+    """Kafka's group.max.size: the members in stay, the one that would pass it is
+    refused (no member id handed out) and the group goes on undisturbed."""
+    d = Driver(max_size=2)
+    a, b = _stable_pair(d)
+    refused = d.join(_join(), "c0")
+    assert refused == JoinResult(ErrorCode.group_max_size_reached, "")
+    static = d.join(_join(instance_id="host-3"), "s0")
+    assert static == JoinResult(ErrorCode.group_max_size_reached, "")
+    assert d.state() is GroupState.STABLE and set(d.c.groups["g"].members) == {
+        a.member_id, b.member_id,
+    }  # fmt: skip
+    assert d.c.heartbeat("g", a.generation, a.member_id, None, d.now) is ErrorCode.none
+
+
+def test_member_ids_handed_out_count_towards_the_group_size() -> None:
+    """A member id given with MEMBER_ID_REQUIRED holds a place until it expires, so
+    many clients starting at once cannot all get past the limit."""
+    d = Driver(max_size=2)
+    first = d.join(_join(), "a0")
+    second = d.join(_join(), "b0")
+    assert first is not None and first.error is ErrorCode.member_id_required
+    assert second is not None and second.error is ErrorCode.member_id_required
+    assert d.join(_join(), "c0") == JoinResult(ErrorCode.group_max_size_reached, "")
+    assert d.join(_join(first.member_id), "a1") is PARKED
+    assert d.join(_join(second.member_id), "b1") is PARKED
+    assert {d.joined("a1").member_id, d.joined("b1").member_id} == {
+        first.member_id, second.member_id,
+    }  # fmt: skip
+
+
+def test_a_group_reloaded_above_a_lowered_max_size_sheds_the_last_to_rejoin() -> None:
+    """As Kafka on load: it rebalances at once; the first max_size members to rejoin
+    make the next generation, a later one gets GROUP_MAX_SIZE_REACHED and is out."""
+    members = tuple(
+        MemberMetadata(m, None, "client", "h", 10_000, 30_000, (("range", b"sub"),), b"")
+        for m in ("m1", "m2", "m3")
+    )
+    meta = GroupMetadata("g", "consumer", 4, "range", "m1", 0, members)
+    d = Driver(max_size=2)
+    d.c.restore(meta, d.now)
+    assert d.state() is GroupState.PREPARING_REBALANCE
+    assert d.join(_join("m2"), "j2") is PARKED
+    assert d.join(_join("m3"), "j3") is PARKED
+    assert d.join(_join("m1"), "j1") == JoinResult(ErrorCode.group_max_size_reached, "")
+    m2, m3 = d.joined("j2"), d.joined("j3")
+    assert m2.generation == m3.generation == 5
+    assert set(d.c.groups["g"].members) == {"m2", "m3"}
+    assert d.c.heartbeat("g", 4, "m1", None, d.now) is ErrorCode.unknown_member_id
+
+
+def test_a_new_group_is_refused_while_max_groups_are_held() -> None:
+    """COORDINATOR_NOT_AVAILABLE: retriable, so its clients get in once room is made;
+    the groups already held go on as before."""
+    d = Driver(max_groups=2)
+    a, _b = _stable_pair(d)
+    assert d.c.commit_allowed("solo", -1, "", None, d.now) is ErrorCode.none
+    refused = d.c.join(dataclasses.replace(_join(), group_id="late"), "l0", d.now)
+    assert refused == JoinResult(ErrorCode.coordinator_not_available, "")
+    assert d.c.commit_allowed("other", -1, "", None, d.now) is ErrorCode.coordinator_not_available
+    assert set(d.c.groups) == {"g", "solo"}
+    assert d.c.commit_allowed("solo", -1, "", None, d.now) is ErrorCode.none
+    assert d.c.commit_allowed("g", a.generation, a.member_id, None, d.now) is ErrorCode.none
+    d.c.forget("solo")  # deleted, or expired
+    assert d.c.commit_allowed("other", -1, "", None, d.now) is ErrorCode.none
+
+
+def test_a_group_known_only_by_its_offsets_counts_and_keeps_committing() -> None:
+    """A standalone consumer's group, reloaded from its offsets alone, is Empty (as
+    Kafka reloads it): it holds a place, and its consumers commit on when full."""
+    d = Driver(max_groups=1)
+    d.c.restore_offsets_only("solo", d.now)
+    assert d.c.groups["solo"].state is GroupState.EMPTY
+    assert d.c.commit_allowed("solo", -1, "", None, d.now) is ErrorCode.none
+    assert d.c.commit_allowed("new", -1, "", None, d.now) is ErrorCode.coordinator_not_available

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -60,3 +61,21 @@ def test_unknown_setting_in_file_is_refused(tmp_path: Path) -> None:
 def test_missing_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "absent.toml")
+
+
+@pytest.mark.parametrize(
+    ("limits", "problem"),
+    [
+        ({"default_partitions": 8, "max_partitions_per_topic": 4}, "default_partitions=8"),
+        ({"max_partitions_per_topic": 50, "max_partitions_total": 40}, "max_partitions_total=40"),
+        ({"max_partitions_total": 0}, "max_partitions_total"),
+        ({"fetch_max_bytes_cap": 10}, "fetch_max_bytes_cap"),
+        ({"group_max_size": 0}, "group_max_size"),
+        ({"max_groups": 0}, "max_groups"),
+    ],
+)
+def test_limits_that_cannot_hold_stop_kop_with_one_line(
+    limits: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_config(**limits)

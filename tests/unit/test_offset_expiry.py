@@ -6,10 +6,13 @@ from typing import cast
 
 from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
 
+from kop.groups.coordinator import Coordinator
 from kop.groups.group import Group, Member
-from kop.groups.offsets import Offsets
+from kop.groups.offsets import CHECK_INTERVAL_MS, Offsets
 from kop.groups.offsets_store import OffsetsStore
-from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+from kop.groups.service import load_groups
+from kop.groups.types import CommittedOffset, GroupMetadata, GroupState, TopicPartition
+from tests.sim.memory_log import MemoryLog
 
 T, U = TopicPartition("t", 0), TopicPartition("u", 0)
 RETENTION = 1_000
@@ -62,3 +65,22 @@ def test_an_explicit_expiry_time_wins() -> None:
     o.restore({"g": {T: CommittedOffset(5, commit_ms=0, expire_ms=50_000)}})
     assert o.expired("g", None, 49_999) == []
     assert o.expired("g", None, 50_000) == [T]
+
+
+async def test_an_empty_group_without_offsets_is_removed_and_stays_gone() -> None:
+    """Kafka's cleanup: a group that joined and left without committing holds a place
+    among max_groups until then. A standalone group, known only by its offsets,
+    is reloaded Empty and kept while it has them."""
+    store = OffsetsStore(MemoryLog(), "persistent://public/__kop/consumer-offsets", 2)
+    await store.store_group(GroupMetadata("gone", "consumer", 1, None, None, 0))
+    await store.commit("solo", {T: CommittedOffset(5, commit_ms=0)})
+    coordinator, offsets = Coordinator(), Offsets(store, 10**12)
+    await load_groups(store, coordinator, offsets, 0)
+    assert {g: coordinator.groups[g].state for g in ("gone", "solo")} == {
+        "gone": GroupState.EMPTY, "solo": GroupState.EMPTY,
+    }  # fmt: skip
+    assert await offsets.expire(coordinator.groups, CHECK_INTERVAL_MS - 1) == []  # too soon
+    assert await offsets.expire(coordinator.groups, 2 * CHECK_INTERVAL_MS) == ["gone"]
+    again, again_offsets = Coordinator(), Offsets(store, 10**12)
+    await load_groups(store, again, again_offsets, 0)
+    assert set(again.groups) == {"solo"}
