@@ -131,6 +131,10 @@ def soak(args: argparse.Namespace) -> int:
         "KOP_NAMESPACE": f"fuzz-{suffix}",
         "KOP_SYSTEM_NAMESPACE": f"public/fuzz-sys-{suffix}",
         "KOP_LOG_LEVEL": "WARNING",
+        # Mutated partition counts create a few small topics, never Pulsar-sized ones.
+        "KOP_MAX_PARTITIONS_PER_TOPIC": "8",
+        "KOP_MAX_PARTITIONS_TOTAL": "64",
+        "KOP_FETCH_MAX_WAIT_CAP_MS": "500",
     }
     log_path = Path(args.log or f"/tmp/kop-fuzz-soak-{suffix}.log")
     with open(log_path, "wb") as log:

@@ -34,6 +34,10 @@ def fuzzed_kop(pulsar: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         # are not all waiting.
         KOP_FETCH_MAX_WAIT_CAP_MS="500",
         KOP_GROUP_INITIAL_REBALANCE_DELAY_MS="0",
+        # Mutated partition counts: a few topics of a few partitions at most (without
+        # a limit, one CreateTopics asked Pulsar for 23,817,936 partitions).
+        KOP_MAX_PARTITIONS_PER_TOPIC="8",
+        KOP_MAX_PARTITIONS_TOTAL="64",
     )
     gateway.start()
     yield gateway
