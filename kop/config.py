@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -45,6 +45,8 @@ class KopConfig(BaseSettings):
     retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=-1)
     retention_bytes: int = Field(-1, ge=-1)
     max_message_bytes: int = Field(1048588, ge=1024)
+    # What a compressed Kafka batch or Pulsar entry may decompress to (docs/decisions.md D3)
+    max_uncompressed_batch_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
     # Limits and timing
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_inflight_requests: int = Field(32, ge=1, le=10000)
@@ -94,6 +96,16 @@ class KopConfig(BaseSettings):
         if v.count("/") != 1 or not all(v.split("/")):
             raise ValueError("must be tenant/namespace")
         return v
+
+    @model_validator(mode="after")
+    def _uncompressed_room(self) -> KopConfig:
+        if self.max_uncompressed_batch_bytes < self.max_message_bytes:
+            raise ValueError(
+                f"max_uncompressed_batch_bytes {self.max_uncompressed_batch_bytes} is below "
+                f"max_message_bytes {self.max_message_bytes}: a batch of the largest size "
+                "allowed could not be decompressed"
+            )
+        return self
 
     @property
     def kafka_advertised_port(self) -> int:

@@ -84,8 +84,7 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Encode before touching any state: a corrupt batch leaves nothing behind.
-        limit = self._settings.max_entry_bytes
-        encoded = [(h, b, entries.encode(h, b, fmt, batching, 0, limit)) for h, b in batches]
+        encoded = [(h, b, self._encode(h, b, fmt, batching, 0)) for h, b in batches]
         async with self._lock:
             writer = await self._writer()
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
@@ -94,6 +93,14 @@ class Appender:
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(_retrieve)  # its connection may be gone
         return task
+
+    def _encode(
+        self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int
+    ) -> list[OutgoingEntry]:
+        s = self._settings
+        return entries.encode(
+            head, batch, fmt, batching, first, s.max_entry_bytes, s.max_uncompressed_batch_bytes
+        )
 
     async def _writer(self) -> TopicWriter:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
@@ -131,9 +138,7 @@ class Appender:
             job.first_index = decision.first_index
         out = whole
         if job.first_index:
-            out = entries.encode(
-                head, batch, fmt, batching, job.first_index, self._settings.max_entry_bytes
-            )
+            out = self._encode(head, batch, fmt, batching, job.first_index)
         size = sum(e.size for e in out)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
