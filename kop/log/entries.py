@@ -18,7 +18,8 @@ how many offsets it takes (DESIGN.md's rule: a valid kafka-format message
 counts its records, any other message one), the record batches to serve, the
 producer stamps it carries and any malformed reserved property. A batch entry
 whose layout does not parse still takes one offset per message, served as
-null-valued records at its publish time and named in `anomalies` ("batch").
+null-valued records at its publish time (the first `MAX_NULL_RECORDS` of them;
+the rest a gap) and named in `anomalies` ("batch").
 
 The two per-record loops (records -> batch layout, batch layout -> Kafka batch)
 run in the native extension when it is built (`kop_native`, see
@@ -50,6 +51,7 @@ from kop.protocol.records import (
     build_batch,
     check_records,
     iter_records,
+    null_batch,
     records_section,
     with_base_offset,
 )
@@ -58,6 +60,14 @@ from kop.storage.types import OutgoingEntry, StoredEntry, StoredMessage
 
 # A stamp and the offset of the last record it covers.
 StampAt = tuple[ProducerStamp, int]
+
+_INT32_MAX = (1 << 31) - 1  # Pulsar's num_messages_in_batch is an int32
+# An unparseable batch entry takes the offsets of every message it claims, but only
+# its first this many are served as null records; the batch served spans all its
+# offsets, the rest a gap (as compaction leaves one). The claim is the entry's
+# metadata, which any Pulsar producer writes: ten bytes claiming 2^31 messages must
+# not make kop build 2^31 records.
+MAX_NULL_RECORDS = 4096
 
 # Python object costs (CPython 3.11, 64-bit), measured with tracemalloc by
 # tests/unit/test_tail_memory.py: an Entry with its bytes object; a stamp with
@@ -240,11 +250,13 @@ def decode_layout(
 ) -> tuple[int, int, bytes, list[StampAt], list[str]]:
     """A batch entry's (count, max timestamp, Kafka batches, stamps, anomalies).
     The Python twin of the native kernel."""
+    if entry.count > _INT32_MAX:
+        raise ValueError("more messages than a Pulsar entry can hold")
     messages = batch_layout.messages(entry, compacted_out=True)
     if not messages:
         n = max(1, entry.count)
-        records = [Record(base_offset + i, entry.publish_time, None, None) for i in range(n)]
-        return n, entry.publish_time, build_batch(records), [], ["batch"]
+        data = null_batch(base_offset, min(n, MAX_NULL_RECORDS), n, entry.publish_time)
+        return n, entry.publish_time, data, [], ["batch"]
     out: list[bytes] = []
     pending: list[Record] = []
     stamps: list[StampAt] = []
