@@ -77,7 +77,7 @@ class PulsarBackend:
             config.pulsar_service_url,
             self._pulsar_admin,
             send_budget_bytes=config.pulsar_send_budget_bytes,
-            max_uncompressed_bytes=config.max_uncompressed_batch_bytes,
+            max_uncompressed_bytes=config.max_uncompressed_entry_bytes,
         )
         return self._session
 

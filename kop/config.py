@@ -45,8 +45,10 @@ class KopConfig(BaseSettings):
     retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=-1)
     retention_bytes: int = Field(-1, ge=-1)
     max_message_bytes: int = Field(1048588, ge=1024)
-    # What a compressed Kafka batch or Pulsar entry may decompress to (docs/decisions.md D3)
-    max_uncompressed_batch_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
+    # What a produced Kafka batch and a Pulsar entry read back may decompress to
+    # (docs/decisions.md D3)
+    max_uncompressed_batch_bytes: int = Field(16 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
+    max_uncompressed_entry_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
     # Limits and timing
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_inflight_requests: int = Field(32, ge=1, le=10000)

@@ -20,4 +20,4 @@ class LogSettings:
     # past its maxMessageSize, 5 MiB by default; the rest is room for metadata).
     max_entry_bytes: int = 4 << 20
     # What a produced batch may decompress to (MESSAGE_TOO_LARGE past it).
-    max_uncompressed_batch_bytes: int = 64 << 20
+    max_uncompressed_batch_bytes: int = 16 << 20

@@ -42,7 +42,7 @@ NO_SEQUENCE = -1
 
 # What a batch may decompress to unless the caller says otherwise (config:
 # `max_uncompressed_batch_bytes`, docs/decisions.md D3).
-MAX_UNCOMPRESSED_BYTES = 64 << 20
+MAX_UNCOMPRESSED_BYTES = 16 << 20
 # aiokafka's C reader reads a header's key and value lengths before it checks them
 # against the end of its buffer: up to 10 bytes past it for each varint, two per
 # header before a check stops it. It is handed a buffer with this much slack after

@@ -60,3 +60,13 @@ def test_unknown_setting_in_file_is_refused(tmp_path: Path) -> None:
 def test_missing_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_a_decompression_bound_below_the_largest_batch_is_refused() -> None:
+    """A batch of max_message_bytes that does not compress at all must still fit."""
+    with pytest.raises(ConfigError, match="max_uncompressed_batch_bytes"):
+        load_config(max_message_bytes=4 << 20, max_uncompressed_batch_bytes=2 << 20)
+    with pytest.raises(ConfigError, match="max_uncompressed_entry_bytes"):
+        load_config(max_uncompressed_entry_bytes=1000)
+    config = load_config(max_message_bytes=4 << 20, max_uncompressed_batch_bytes=4 << 20)
+    assert config.max_uncompressed_entry_bytes == 64 << 20

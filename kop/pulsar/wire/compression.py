@@ -13,7 +13,7 @@ from kop.protocol import compression
 from kop.pulsar.wire.errors import CorruptEntryError
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 
-# Unless the reader is told otherwise (config `max_uncompressed_batch_bytes`).
+# Unless the reader is told otherwise (config `max_uncompressed_entry_bytes`).
 MAX_UNCOMPRESSED_BYTES = 64 << 20
 
 _NONE, _LZ4, _ZLIB, _ZSTD, _SNAPPY = (
@@ -34,7 +34,7 @@ def decompress(
     if size > limit:
         raise CorruptEntryError(
             f"{name} payload declares {size} bytes uncompressed, more than {limit} "
-            "(max_uncompressed_batch_bytes)"
+            "(max_uncompressed_entry_bytes)"
         )
     try:
         if codec == _LZ4:
