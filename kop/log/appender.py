@@ -40,7 +40,7 @@ Handle = asyncio.Future[int]
 
 # A batch of more records than this is encoded off the event loop when that takes
 # work per record (docs/decisions.md D3: inline it costs up to ~1 ms with kop_native,
-# ~50 ms without; a thread hop costs ~0.1 ms).
+# ~50 ms without; a thread hop costs ~0.05 ms).
 OFFLOAD_RECORDS = 4096
 
 
