@@ -197,7 +197,6 @@ def _bounded(
 
 
 _KEEP = 4 << 20  # scratch pages kept resident between calls
-_PAGE = mmap.PAGESIZE
 _local = threading.local()
 
 
