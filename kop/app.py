@@ -78,6 +78,7 @@ class PulsarBackend:
             config.pulsar_service_url,
             self._pulsar_admin,
             send_budget_bytes=config.pulsar_send_budget_bytes,
+            max_uncompressed_bytes=config.max_uncompressed_entry_bytes,
         )
         return self._session
 
@@ -121,6 +122,7 @@ def log_settings(c: KopConfig) -> LogSettings:
         history_readers=c.history_readers,
         history_prefetch=c.history_prefetch,
         max_producers=c.max_producers,
+        max_uncompressed_batch_bytes=c.max_uncompressed_batch_bytes,
     )
 
 

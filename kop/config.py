@@ -48,6 +48,10 @@ class KopConfig(BaseSettings):
     retention_ms: int = Field(7 * 24 * 3600 * 1000, ge=-1)
     retention_bytes: int = Field(-1, ge=-1)
     max_message_bytes: int = Field(1048588, ge=1024)
+    # What a produced Kafka batch and a Pulsar entry read back may decompress to
+    # (docs/decisions.md D3)
+    max_uncompressed_batch_bytes: int = Field(16 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
+    max_uncompressed_entry_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
     # Limits and timing
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_inflight_requests: int = Field(32, ge=1, le=10000)
@@ -112,6 +116,16 @@ class KopConfig(BaseSettings):
             raise ValueError(
                 f"max_partitions_per_topic={self.max_partitions_per_topic} is above "
                 f"max_partitions_total={self.max_partitions_total}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _uncompressed_room(self) -> KopConfig:
+        if self.max_uncompressed_batch_bytes < self.max_message_bytes:
+            raise ValueError(
+                f"max_uncompressed_batch_bytes {self.max_uncompressed_batch_bytes} is below "
+                f"max_message_bytes {self.max_message_bytes}: a batch of the largest size "
+                "allowed could not be decompressed"
             )
         return self
 

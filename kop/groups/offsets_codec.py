@@ -191,7 +191,7 @@ def _value(payload: bytes) -> dict[str, Any]:
 def _offset(v: dict[str, Any]) -> CommittedOffset:
     return CommittedOffset(
         offset=_field(v, "offset", int),
-        leader_epoch=_field(v, "leader_epoch", int),
+        leader_epoch=_field(v, "leader_epoch", int, bits=32),
         metadata=_field(v, "metadata", str, nullable=True),
         commit_ms=_field(v, "commit_ms", int),
         expire_ms=_field(v, "expire_ms", int, nullable=True),
@@ -203,7 +203,7 @@ def _group(group: str, v: dict[str, Any]) -> GroupMetadata:
     return GroupMetadata(
         group_id=group,
         protocol_type=_field(v, "protocol_type", str, nullable=True),
-        generation=_field(v, "generation", int),
+        generation=_field(v, "generation", int, bits=32),
         protocol=_field(v, "protocol", str, nullable=True),
         leader=_field(v, "leader", str, nullable=True),
         state_ms=_field(v, "state_ms", int),
@@ -224,22 +224,28 @@ def _member(m: object) -> MemberMetadata:
         group_instance_id=_field(m, "group_instance_id", str, nullable=True),
         client_id=_field(m, "client_id", str),
         client_host=_field(m, "client_host", str),
-        session_timeout_ms=_field(m, "session_timeout_ms", int),
-        rebalance_timeout_ms=_field(m, "rebalance_timeout_ms", int),
+        session_timeout_ms=_field(m, "session_timeout_ms", int, bits=32),
+        rebalance_timeout_ms=_field(m, "rebalance_timeout_ms", int, bits=32),
         protocols=tuple(protocols),
         assignment=_unb64(_field(m, "assignment", str)),
     )
 
 
-def _field(v: dict[str, Any], name: str, kind: type, *, nullable: bool = False) -> Any:
-    """`v[name]`, checked to be a `kind` (JSON has no int/bool distinction Python keeps)."""
+def _field(
+    v: dict[str, Any], name: str, kind: type, *, nullable: bool = False, bits: int = 64
+) -> Any:
+    """`v[name]`, checked to be a `kind` (JSON has no int/bool distinction Python keeps);
+    an int within the signed `bits`-bit range of its Kafka field, so that every
+    value read can be answered on the wire."""
     if name not in v:
         raise MalformedRecord(f"missing {name!r}")
     x = v[name]
     if x is None and nullable:
         return None
     if not isinstance(x, kind) or isinstance(x, bool):
-        raise MalformedRecord(f"{name!r} is not a {kind.__name__}: {x!r}")
+        raise MalformedRecord(f"{name!r} is not a {kind.__name__}: {x!r:.40}")
+    if isinstance(x, int) and not -(1 << (bits - 1)) <= x < 1 << (bits - 1):
+        raise MalformedRecord(f"{name!r} is not an int{bits}: {x!r:.40}")
     return x
 
 

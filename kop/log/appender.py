@@ -38,6 +38,11 @@ log = logging.getLogger(__name__)
 
 Handle = asyncio.Future[int]
 
+# A batch of more records than this is encoded off the event loop when that takes
+# work per record (docs/decisions.md D3: inline it costs up to ~1 ms with kop_native,
+# ~50 ms without; a thread hop costs ~0.05 ms).
+OFFLOAD_RECORDS = 4096
+
 
 @dataclass(slots=True)
 class _Job:
@@ -84,8 +89,9 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Encode before touching any state: a corrupt batch leaves nothing behind.
-        limit = self._settings.max_entry_bytes
-        encoded = [(h, b, entries.encode(h, b, fmt, batching, 0, limit)) for h, b in batches]
+        encoded = [(h, b, await self._encode(h, b, fmt, batching, 0)) for h, b in batches]
+        if self.closed:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         async with self._lock:
             writer = await self._writer()
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
@@ -94,6 +100,21 @@ class Appender:
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(_retrieve)  # its connection may be gone
         return task
+
+    async def _encode(
+        self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int
+    ) -> list[OutgoingEntry]:
+        """The batch's entries; on a worker thread when that takes work per record for
+        many records (a batch may decompress to `max_uncompressed_batch_bytes` of
+        records of a few bytes each: over 2 million), so the event loop goes on serving
+        everyone else meanwhile (it gets the GIL back every few ms)."""
+        s = self._settings
+        args = (head, batch, fmt, batching, first, s.max_entry_bytes)
+        encode = functools.partial(entries.encode, *args, s.max_uncompressed_batch_bytes)
+        per_record = fmt is EntryFormat.PULSAR or head.compression
+        if per_record and head.record_count > OFFLOAD_RECORDS:
+            return await asyncio.to_thread(encode)
+        return encode()
 
     async def _writer(self) -> TopicWriter:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
@@ -131,9 +152,7 @@ class Appender:
             job.first_index = decision.first_index
         out = whole
         if job.first_index:
-            out = entries.encode(
-                head, batch, fmt, batching, job.first_index, self._settings.max_entry_bytes
-            )
+            out = await self._encode(head, batch, fmt, batching, job.first_index)
         size = sum(e.size for e in out)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):

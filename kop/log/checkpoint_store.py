@@ -170,27 +170,49 @@ class CheckpointStore:
 
 
 def _apply(found: dict[str, Persisted], topic: str, msg: StoredMessage) -> None:
-    """One index message read back: its key says what it sets (a tombstone clears)."""
+    """One index message read back: its key says what it sets (a tombstone clears).
+    Never raises: anyone who can write to the index topic writes what they like, and
+    an unreadable message is logged and skipped, not a reason to stop loading."""
     partition, _, what = msg.partition_key.rpartition("|")
     state = found.setdefault(partition, Persisted())
     gone = msg.null_value or not msg.payload
     try:
         if what == _MARK:
-            state.mark = None if gone else _mark(json.loads(msg.payload))
+            state.mark = None if gone else _mark(_object(msg.payload))
         elif what == _FLOOR:
-            state.floor = 0 if gone else int(json.loads(msg.payload)["o"])
+            state.floor = 0 if gone else _i64(_object(msg.payload)["o"])
         elif what.startswith("p"):
-            pid = int(what[1:])
+            pid = _i64(int(what[1:]))
             if gone:
                 state.producers.pop(pid, None)
             else:
-                state.producers[pid] = _snapshot(json.loads(msg.payload))
+                state.producers[pid] = _snapshot(_object(msg.payload))
         elif gone:
-            state.checkpoints.pop(int(what), None)
+            state.checkpoints.pop(_i64(int(what)), None)
         else:
-            state.checkpoints[int(what)] = _checkpoint(int(what), msg.payload)
-    except (ValueError, KeyError, TypeError) as exc:
+            offset = _i64(int(what))
+            state.checkpoints[offset] = _checkpoint(offset, msg.payload)
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         log.warning("%s: unreadable index entry %r: %s", topic, msg.partition_key, exc)
+
+
+_INT64 = 1 << 63
+
+
+def _i64(v: object) -> int:
+    """A number kop wrote: an int (not a bool, a float, NaN or text), within int64."""
+    if type(v) is not int or not -_INT64 <= v < _INT64:
+        raise ValueError(f"not an int64: {v!r:.40}")
+    return v
+
+
+def _object(payload: bytes) -> dict[str, Any]:
+    """The JSON object a payload holds (ValueError for anything else; RecursionError
+    for absurd nesting)."""
+    v = json.loads(payload)
+    if type(v) is not dict:
+        raise ValueError("not a JSON object")
+    return v
 
 
 def _key(partition: str, offset: int) -> str:
@@ -206,13 +228,17 @@ def _checkpoint_body(c: Checkpoint) -> bytes:
 
 
 def _checkpoint(offset: int, payload: bytes) -> Checkpoint:
-    v = json.loads(payload)
-    return Checkpoint(offset, Position(int(v["l"]), int(v["e"]), int(v["b"])), int(v["t"]))
+    v = _object(payload)
+    return Checkpoint(offset, _read_position(v), _i64(v["t"]))
+
+
+def _read_position(v: dict[str, Any]) -> Position:
+    return Position(_i64(v["l"]), _i64(v["e"]), _i64(v["b"]))
 
 
 def _snapshot(v: dict[str, Any]) -> Snapshot:
-    return int(v["e"]), [(int(a), int(b), int(c), int(d)) for a, b, c, d in v["b"]]
+    return _i64(v["e"]), [(_i64(a), _i64(b), _i64(c), _i64(d)) for a, b, c, d in v["b"]]
 
 
-def _mark(v: dict[str, int]) -> Mark:
-    return Mark(Position(int(v["l"]), int(v["e"]), int(v["b"])), int(v["n"]), int(v.get("t", -1)))
+def _mark(v: dict[str, Any]) -> Mark:
+    return Mark(_read_position(v), _i64(v["n"]), _i64(v.get("t", -1)))

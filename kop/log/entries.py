@@ -18,7 +18,8 @@ how many offsets it takes (DESIGN.md's rule: a valid kafka-format message
 counts its records, any other message one), the record batches to serve, the
 producer stamps it carries and any malformed reserved property. A batch entry
 whose layout does not parse still takes one offset per message, served as
-null-valued records at its publish time and named in `anomalies` ("batch").
+null-valued records at its publish time (the first `MAX_NULL_RECORDS` of them;
+the rest a gap) and named in `anomalies` ("batch").
 
 The two per-record loops (records -> batch layout, batch layout -> Kafka batch)
 run in the native extension when it is built (`kop_native`, see
@@ -44,11 +45,13 @@ from kop.log.entry_format import (
 from kop.log.native import native
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import (
-    TIMESTAMP_TYPE_MASK,
+    MAX_UNCOMPRESSED_BYTES,
     BatchHeader,
     Record,
     build_batch,
+    check_records,
     iter_records,
+    null_batch,
     records_section,
     with_base_offset,
 )
@@ -58,7 +61,14 @@ from kop.storage.types import OutgoingEntry, StoredEntry, StoredMessage
 # A stamp and the offset of the last record it covers.
 StampAt = tuple[ProducerStamp, int]
 
-_ATTRIBUTES_LOW = 22  # the low byte of a v2 batch's attributes
+_INT32_MAX = (1 << 31) - 1  # Pulsar's num_messages_in_batch is an int32
+# An unparseable batch entry takes the offsets of every message it claims, but only
+# its first this many are served as null records; the batch served spans all its
+# offsets, the rest a gap (as compaction leaves one). The claim is the entry's
+# metadata, which any Pulsar producer writes: ten bytes claiming 2^31 messages must
+# not make kop build 2^31 records.
+MAX_NULL_RECORDS = 4096
+
 # Python object costs (CPython 3.11, 64-bit), measured with tracemalloc by
 # tests/unit/test_tail_memory.py: an Entry with its bytes object; a stamp with
 # its tuple.
@@ -104,14 +114,16 @@ def pulsar_entries(
     *,
     batching: bool,
     max_entry_bytes: int,
+    max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
 ) -> list[OutgoingEntry]:
     """Entries for records `first_index ..` of `batch` (a retry completing a partly
-    stored batch writes a suffix). Raises KafkaError(CORRUPT_MESSAGE) when the
-    batch does not decode."""
+    stored batch writes a suffix). Raises KafkaError: CORRUPT_MESSAGE when the
+    batch does not decode, MESSAGE_TOO_LARGE when it decompresses past
+    `max_uncompressed`."""
     if first_index < 0 or (stamp is not None and first_index >= stamp.count):
         raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
     if not batching:
-        records = producer_records(batch, head)[first_index:]
+        records = producer_records(batch, head, max_uncompressed)[first_index:]
         return [
             OutgoingEntry.of(
                 encode_record(r, None if stamp is None else _stamp_text(stamp, first_index + i))
@@ -120,7 +132,7 @@ def pulsar_entries(
         ]
     fast = native()
     if fast is not None:
-        section = records_section(batch, head)
+        section = records_section(batch, head, max_uncompressed)
         try:
             chunks = fast.records_to_layouts(
                 section, head.record_count, head.base_timestamp, first_index, max_entry_bytes
@@ -128,7 +140,8 @@ def pulsar_entries(
         except ValueError as exc:
             raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
     else:
-        chunks = layouts(producer_records(batch, head)[first_index:], max_entry_bytes)
+        records = producer_records(batch, head, max_uncompressed)[first_index:]
+        chunks = layouts(records, max_entry_bytes)
     out: list[OutgoingEntry] = []
     index = first_index
     for layout, count in chunks:
@@ -167,14 +180,15 @@ def encode(
     batching: bool,
     first_index: int,
     max_entry_bytes: int,
+    max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
 ) -> list[OutgoingEntry]:
     """The entries for records `first_index ..` of a produced batch. Either way a
-    compressed batch is decompressed: Kafka refuses one that does not decode
+    compressed batch is decompressed, within `max_uncompressed` bytes
+    (MESSAGE_TOO_LARGE past it): Kafka refuses one that does not decode
     (CORRUPT_MESSAGE) rather than store what no consumer can read."""
     if fmt is EntryFormat.KAFKA:
         if head.compression:
-            for _ in iter_records(batch):
-                pass
+            check_records(batch, max_uncompressed)
         return [kafka_entry(batch, head)]
     stamp = None
     if head.producer_id >= 0 and head.base_sequence >= 0:
@@ -182,19 +196,23 @@ def encode(
             head.producer_id, head.producer_epoch, head.base_sequence, head.record_count
         )
     return pulsar_entries(
-        batch, head, stamp, first_index, batching=batching, max_entry_bytes=max_entry_bytes
+        batch,
+        head,
+        stamp,
+        first_index,
+        batching=batching,
+        max_entry_bytes=max_entry_bytes,
+        max_uncompressed=max_uncompressed,
     )
 
 
-def producer_records(batch: bytes, head: BatchHeader) -> list[Record]:
+def producer_records(
+    batch: bytes, head: BatchHeader, max_uncompressed: int = MAX_UNCOMPRESSED_BYTES
+) -> list[Record]:
     """Each record at the time its producer gave it (base + delta). Topics here are
     CreateTime, so a batch claiming LogAppendTime is read as Kafka stores it:
     its records keep their own times, not the batch's max timestamp."""
-    if head.attributes & TIMESTAMP_TYPE_MASK:
-        create_time = bytearray(batch)
-        create_time[_ATTRIBUTES_LOW] &= ~TIMESTAMP_TYPE_MASK & 0xFF
-        batch = bytes(create_time)
-    return list(iter_records(batch))
+    return list(iter_records(batch, limit=max_uncompressed, create_time=True))
 
 
 # -- reading -------------------------------------------------------------------
@@ -232,11 +250,13 @@ def decode_layout(
 ) -> tuple[int, int, bytes, list[StampAt], list[str]]:
     """A batch entry's (count, max timestamp, Kafka batches, stamps, anomalies).
     The Python twin of the native kernel."""
+    if entry.count > _INT32_MAX:
+        raise ValueError("more messages than a Pulsar entry can hold")
     messages = batch_layout.messages(entry, compacted_out=True)
     if not messages:
         n = max(1, entry.count)
-        records = [Record(base_offset + i, entry.publish_time, None, None) for i in range(n)]
-        return n, entry.publish_time, build_batch(records), [], ["batch"]
+        data = null_batch(base_offset, min(n, MAX_NULL_RECORDS), n, entry.publish_time)
+        return n, entry.publish_time, data, [], ["batch"]
     out: list[bytes] = []
     pending: list[Record] = []
     stamps: list[StampAt] = []

@@ -19,3 +19,5 @@ class LogSettings:
     # A `pulsar`-format batch entry larger than this is split (Pulsar refuses entries
     # past its maxMessageSize, 5 MiB by default; the rest is room for metadata).
     max_entry_bytes: int = 4 << 20
+    # What a produced batch may decompress to (MESSAGE_TOO_LARGE past it).
+    max_uncompressed_batch_bytes: int = 16 << 20

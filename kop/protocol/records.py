@@ -2,23 +2,25 @@
 
 Header checks and CRC32C are done here on raw bytes so the `kafka` entry
 format never decodes records; decoding and building use aiokafka's C record
-implementation with cramjam codecs (see docs/decisions.md).
+implementation (see docs/decisions.md). Decompression is kop's own, bounded
+(`kop.protocol.compression`): a batch that would inflate past the bound is
+MESSAGE_TOO_LARGE, one that does not decompress CORRUPT_MESSAGE.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import crc32c
-from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode, zstd_decode
 from aiokafka.record.default_records import (
     DefaultRecordBatch,
     DefaultRecordBatchBuilder,
     _DefaultRecordBatchBuilderPy,
 )
 
+from kop.protocol import compression
 from kop.protocol.errors import ErrorCode, KafkaError
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
@@ -37,6 +39,17 @@ CONTROL_MASK = 0x20
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
+
+# What a batch may decompress to unless the caller says otherwise (config:
+# `max_uncompressed_batch_bytes`, docs/decisions.md D3).
+MAX_UNCOMPRESSED_BYTES = 16 << 20
+# aiokafka's C reader reads a header's key and value lengths before it checks them
+# against the end of its buffer: up to 10 bytes past it for each varint, two per
+# header before a check stops it. It is handed a buffer with this much slack after
+# the records it may read, so that read never leaves memory kop owns.
+_READER_SLACK = 32
+_ATTRIBUTES = struct.Struct(">h")
+_ATTRIBUTES_AT = 21
 
 Header = tuple[str, bytes | None]
 
@@ -130,12 +143,22 @@ def split_batches(data: bytes, *, max_batch_bytes: int) -> list[tuple[BatchHeade
     return out
 
 
-def iter_records(batch: bytes, base_offset: int | None = None) -> Iterator[Record]:
-    """Decode a batch's records; `base_offset` overrides the one stored in the batch."""
+def iter_records(
+    batch: bytes,
+    base_offset: int | None = None,
+    *,
+    limit: int = MAX_UNCOMPRESSED_BYTES,
+    create_time: bool = False,
+) -> Iterator[Record]:
+    """Decode a batch's records; `base_offset` overrides the one stored in the batch.
+    `create_time` reads a LogAppendTime batch as CreateTime (each record its own
+    time). Raises KafkaError: MESSAGE_TOO_LARGE when the records decompress past
+    `limit`, CORRUPT_MESSAGE when they do not decode."""
     head = read_header(batch)
     base = head.base_offset if base_offset is None else base_offset
+    reader = _readable(batch, head, limit, create_time)
     try:
-        for r in DefaultRecordBatch(batch):
+        for r in DefaultRecordBatch(reader):
             yield Record(
                 offset=base + (r.offset - head.base_offset),
                 timestamp=r.timestamp,
@@ -143,10 +166,35 @@ def iter_records(batch: bytes, base_offset: int | None = None) -> Iterator[Recor
                 value=None if r.value is None else bytes(r.value),
                 headers=tuple((k, None if v is None else bytes(v)) for k, v in r.headers),
             )
-    except KafkaError:
-        raise
     except Exception as exc:
         raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
+
+
+def check_records(batch: bytes, limit: int = MAX_UNCOMPRESSED_BYTES) -> None:
+    """What `iter_records` refuses, refused (the same KafkaErrors), without making a
+    Record of each: the `kafka` format stores a batch as it came and only needs to
+    know its records decode."""
+    reader = _readable(batch, read_header(batch), limit, False)
+    try:
+        for _ in DefaultRecordBatch(reader):
+            pass
+    except Exception as exc:
+        raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
+
+
+def _readable(batch: bytes, head: BatchHeader, limit: int, create_time: bool) -> memoryview:
+    """The batch as aiokafka's C reader may read it: its records decompressed
+    (bounded), the codec bits cleared, `_READER_SLACK` zero bytes after the end."""
+    section = _section(batch, head, limit)
+    end = HEADER_SIZE + len(section)
+    buf = bytearray(end + _READER_SLACK)
+    buf[:HEADER_SIZE] = memoryview(batch)[:HEADER_SIZE]
+    buf[HEADER_SIZE:end] = section
+    attributes = head.attributes & ~COMPRESSION_MASK
+    if create_time:
+        attributes &= ~TIMESTAMP_TYPE_MASK
+    _ATTRIBUTES.pack_into(buf, _ATTRIBUTES_AT, attributes)
+    return memoryview(buf)[:end]
 
 
 def iter_batches(data: bytes) -> Iterator[Record]:
@@ -183,26 +231,78 @@ def build_batch(
     return bytes(out)
 
 
-def records_section(batch: bytes, head: BatchHeader) -> bytes:
+def null_batch(base_offset: int, count: int, offsets: int, timestamp: int) -> bytes:
+    """`count` records with no key, value or headers, all at `timestamp`, as
+    `build_batch` writes them, in a batch spanning `offsets` (>= `count`) offsets:
+    those past its records are a gap, as compaction leaves one. Written directly,
+    without a Record per record (kop_native's `write_null_batch` is its twin)."""
+    if not 0 < count <= offsets <= _INT32_MAX:
+        raise ValueError(f"a null batch of {count} records over {offsets} offsets")
+    body = b"".join(map(_NULL_RECORDS.__getitem__, range(min(count, _CACHED_NULLS))))
+    if count > _CACHED_NULLS:
+        body += b"".join(_null_record(i) for i in range(_CACHED_NULLS, count))
+    batch = bytearray(HEADER_SIZE) + body
+    _HEADER.pack_into(
+        batch, 0, base_offset, len(batch) - _LOG_OVERHEAD, -1, 2, 0, 0, offsets - 1,
+        timestamp, timestamp, NO_PRODUCER_ID, -1, NO_SEQUENCE, count,
+    )  # fmt: skip
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[_CRC_START:]))
+    return bytes(batch)
+
+
+def _null_record(offset_delta: int) -> bytes:
+    delta = _uvarint(offset_delta << 1)
+    # length, attributes 0, timestamp delta 0, offset delta, null key, null value, 0 headers
+    return _uvarint((5 + len(delta)) << 1) + b"\x00\x00" + delta + b"\x01\x01\x00"
+
+
+def _uvarint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+_INT32_MAX = (1 << 31) - 1
+_CACHED_NULLS = 4096
+_NULL_RECORDS = [_null_record(i) for i in range(_CACHED_NULLS)]
+
+
+def records_section(batch: bytes, head: BatchHeader, limit: int = MAX_UNCOMPRESSED_BYTES) -> bytes:
     """The batch's records, decompressed: what follows the header, as a sequence of
-    length-prefixed records. Raises KafkaError(CORRUPT_MESSAGE) when it does not
-    decompress."""
+    length-prefixed records. Raises KafkaError: MESSAGE_TOO_LARGE when they would
+    decompress to more than `limit` bytes (checked while inflating, never after),
+    CORRUPT_MESSAGE when they do not decompress."""
+    return bytes(_section(batch, head, limit))
+
+
+def _section(batch: bytes, head: BatchHeader, limit: int) -> bytes | memoryview:
     body = memoryview(batch)[HEADER_SIZE:]
     codec = head.compression
+    if codec == 0:
+        return body
+    decompress = _CODECS.get(codec)
+    if decompress is None:
+        raise KafkaError(ErrorCode.corrupt_message, f"unknown compression codec {codec}")
     try:
-        if codec == 0:
-            return bytes(body)
-        if codec == 1:
-            return bytes(gzip_decode(body))
-        if codec == 2:
-            return bytes(snappy_decode(body.tobytes()))
-        if codec == 3:
-            return bytes(lz4_decode(body.tobytes()))
-        if codec == 4:
-            return bytes(zstd_decode(body.tobytes()))
-    except Exception as exc:
+        return decompress(body, limit)
+    except compression.TooLarge as exc:
+        raise KafkaError(
+            ErrorCode.message_too_large,
+            f"record batch decompresses to more than {limit} bytes (max_uncompressed_batch_bytes)",
+        ) from exc
+    except compression.DecompressionFailed as exc:
         raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
-    raise KafkaError(ErrorCode.corrupt_message, f"unknown compression codec {codec}")
+
+
+_CODECS: dict[int, Callable[[memoryview, int], bytes]] = {
+    1: compression.gzip,
+    2: compression.kafka_snappy,
+    3: compression.lz4_frame,
+    4: compression.zstd,
+}
 
 
 def with_base_offset(batch: bytes, base_offset: int) -> bytes:

@@ -234,11 +234,13 @@ class PulsarSession:
         *,
         operation_timeout_s: float = 10.0,
         send_budget_bytes: int = 32 << 20,
+        max_uncompressed_bytes: int = 64 << 20,
     ) -> None:
         self._client = WireClient(
             service_url,
             operation_timeout_s=operation_timeout_s,
             max_pending_bytes=1 << 40,  # the shared budget bounds sends, not each producer
+            max_uncompressed_bytes=max_uncompressed_bytes,
         )
         self._admin = admin
         self._timeout = operation_timeout_s

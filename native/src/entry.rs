@@ -208,9 +208,11 @@ pub enum Segment<'a> {
         records: Range<usize>,
         base_offset: i64,
     },
-    /// `count` null records at `timestamp` (an unparseable entry)
+    /// `count` null records at `timestamp` in a batch spanning `offsets` offsets
+    /// (an unparseable entry)
     Nulls {
         count: usize,
+        offsets: usize,
         base_offset: i64,
         timestamp: i64,
     },
@@ -267,9 +269,10 @@ impl Decoded<'_> {
                 ),
                 Segment::Nulls {
                     count,
+                    offsets,
                     base_offset,
                     timestamp,
-                } => kafka::write_null_batch(&mut o, base_offset, count, timestamp),
+                } => kafka::write_null_batch(&mut o, base_offset, count, offsets, timestamp),
             }
         }
         assert_eq!(o.pos, o.buf.len(), "decoded entry written short");
@@ -499,6 +502,11 @@ fn read_message<'a>(
     )
 }
 
+/// `entries.MAX_NULL_RECORDS`: of the messages an unparseable layout claims, how
+/// many at most are served as null records (the claim is metadata any Pulsar
+/// producer writes: ten bytes may claim 2^31 messages).
+const MAX_NULL_RECORDS: usize = 4096;
+
 /// `entries.decode_layout(entry, base_offset)` for a batch entry of `count`
 /// messages. `int` is Python's `int()` for what `text::py_int` leaves to it.
 pub fn decode_layout<'a>(
@@ -522,19 +530,25 @@ pub fn decode_layout<'a>(
         len: 0,
     };
     // unparseable, or no messages (count <= 0): one null record per message (at
-    // least one), at publish time
+    // least one), at publish time; at most MAX_NULL_RECORDS, the rest of its
+    // offsets a gap
+    if count > i64::from(i32::MAX) {
+        return Err("more messages than a Pulsar entry can hold".to_string());
+    }
     let messages = parse_layout(layout, count, &mut props).unwrap_or_default();
     if messages.is_empty() {
-        let n = usize::try_from(count.max(1)).map_err(|_| "too many messages".to_string())?;
+        let n = count.max(1) as usize;
+        let held = n.min(MAX_NULL_RECORDS);
         d.segments.push(Segment::Nulls {
-            count: n,
+            count: held,
+            offsets: n,
             base_offset,
             timestamp: publish_time,
         });
         d.count = n as i64;
         d.max_timestamp = publish_time;
         d.anomalies = BAD_BATCH;
-        d.len = kafka::null_batch_len(n);
+        d.len = kafka::null_batch_len(held);
         return Ok(d);
     }
     let mut offset = i128::from(base_offset);

@@ -323,18 +323,30 @@ pub fn write_batch(
         }
     }
     let (first, max) = (ts.first.unwrap_or(0), ts.max);
-    finish_batch(out, start, base_offset, records.len(), first, max);
+    let span = Span {
+        count: records.len(),
+        offsets: records.len(),
+    };
+    finish_batch(out, start, base_offset, span, first, max);
 }
 
 /// `count` records with no key, value or headers, all at `timestamp`, as
-/// `build_batch` writes them; without a record list, for any count.
+/// `records.null_batch` writes them; without a record list, for any count.
 pub fn null_batch_len(count: usize) -> usize {
     // a record: its length (1 byte), attributes, offset delta, timestamp delta 0,
     // null key, null value, no headers
     HEADER_SIZE + (0..count).map(|i| 6 + varint_len(i as i64)).sum::<usize>()
 }
 
-pub fn write_null_batch(out: &mut Out<'_>, base_offset: i64, count: usize, timestamp: i64) {
+/// The batch spans `offsets` offsets (>= `count`): those past the records are a
+/// gap, as compaction leaves one.
+pub fn write_null_batch(
+    out: &mut Out<'_>,
+    base_offset: i64,
+    count: usize,
+    offsets: usize,
+    timestamp: i64,
+) {
     let start = out.pos;
     out.pos += HEADER_SIZE;
     for i in 0..count {
@@ -344,7 +356,14 @@ pub fn write_null_batch(out: &mut Out<'_>, base_offset: i64, count: usize, times
         out.varint(offset_delta);
         out.put(&[1, 1, 0]); // null key, null value, no headers
     }
-    finish_batch(out, start, base_offset, count, timestamp, timestamp);
+    let span = Span { count, offsets };
+    finish_batch(out, start, base_offset, span, timestamp, timestamp);
+}
+
+/// How many records a batch holds, and how many offsets it spans.
+struct Span {
+    count: usize,
+    offsets: usize,
 }
 
 /// The header of the batch written from `start` to `out.pos`, and its CRC.
@@ -352,19 +371,20 @@ fn finish_batch(
     out: &mut Out<'_>,
     start: usize,
     base_offset: i64,
-    count: usize,
+    span: Span,
     first: i64,
     max: i64,
 ) {
     let end = out.pos;
-    let count = count as i32;
+    let count = span.count as i32;
+    let last_offset_delta = span.offsets as i32 - 1;
     let h = &mut out.buf[start..start + HEADER_SIZE];
     h[0..8].copy_from_slice(&base_offset.to_be_bytes());
     h[8..12].copy_from_slice(&((end - start - 12) as i32).to_be_bytes());
     h[12..16].copy_from_slice(&(-1i32).to_be_bytes()); // partition leader epoch
     h[16] = 2; // magic
     h[21..23].copy_from_slice(&0i16.to_be_bytes()); // attributes
-    h[23..27].copy_from_slice(&(count - 1).to_be_bytes()); // last offset delta
+    h[23..27].copy_from_slice(&last_offset_delta.to_be_bytes());
     h[27..35].copy_from_slice(&first.to_be_bytes());
     h[35..43].copy_from_slice(&max.to_be_bytes());
     h[43..51].copy_from_slice(&(-1i64).to_be_bytes()); // producer id

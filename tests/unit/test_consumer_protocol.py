@@ -3,6 +3,8 @@ a real client (kafka-python's encoder) writes them, read back exactly."""
 
 from __future__ import annotations
 
+import struct
+
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.coordinator.assignors.abstract import (
@@ -46,3 +48,17 @@ def test_subscriptions_written_by_a_client_read_back_exactly(
         args.append([(t, [0]) for t in topics_[:1]])  # owned partitions (v1+)
     data = ConsumerProtocolSubscription(*args).encode()
     assert subscribed_topics(data) == topics_
+
+
+def test_negative_lengths_and_counts_are_not_a_reading() -> None:
+    """A name of length -1 (null: no topic is) or a count below -1; before, a negative
+    length stepped the reader backwards onto bytes it had read."""
+    one_topic = struct.pack(">hi", 0, 1)
+    named_t = one_topic + struct.pack(">h", 1) + b"t"
+    assert assigned_partitions(one_topic + struct.pack(">hi", -1, 0)) is None
+    assert assigned_partitions(named_t + struct.pack(">i", -2)) is None
+    assert assigned_partitions(struct.pack(">hi", 0, -2)) is None
+    assert subscribed_topics(one_topic + struct.pack(">h", -2)) is None
+    assert subscribed_topics(struct.pack(">hi", 0, 2**31 - 1) + struct.pack(">h", 0)) is None
+    # a null array (-1) reads as empty, as Kafka's own readers take it
+    assert assigned_partitions(named_t + struct.pack(">i", -1)) == {"t": []}

@@ -151,6 +151,21 @@ def test_a_batch_entry_that_does_not_parse_still_takes_its_offsets(layout: bytes
     ]  # fmt: skip
 
 
+def test_an_entry_claiming_more_messages_than_it_holds_serves_a_bounded_batch() -> None:
+    """Pulsar's metadata says how many messages a batch entry holds, and any producer
+    writes it: ten bytes claiming 2^31 - 1 still take that many offsets, but only the
+    first MAX_NULL_RECORDS are null records, the rest a gap (kop built them all)."""
+    n = 2**31 - 1
+    entry = entries.decode(StoredEntry(AT, "x", 0, PUBLISH, n, None, bytes(10)), 7)
+    assert entry.count == n and entry.anomalies == ("batch",)
+    assert len(entry.data) < 64 << 10
+    head = read_header(entry.data)
+    assert (head.base_offset, head.last_offset_delta) == (7, n - 1)
+    assert head.record_count == entries.MAX_NULL_RECORDS
+    got = list(iter_batches(entry.data))
+    assert [r.offset for r in got] == list(range(7, 7 + entries.MAX_NULL_RECORDS))
+
+
 def test_a_malformed_entry_stamp_is_named_and_ignored() -> None:
     layout = batch_layout.build([OutgoingMessage(b"a", {}, None, 5)])
     entry = entries.decode(StoredEntry(AT, "x", 0, PUBLISH, 1, None, layout, {P_PRODUCER: "x"}), 0)

@@ -79,3 +79,13 @@ def test_limits_that_cannot_hold_stop_kop_with_one_line(
 ) -> None:
     with pytest.raises(ConfigError, match=problem):
         load_config(**limits)
+
+
+def test_a_decompression_bound_below_the_largest_batch_is_refused() -> None:
+    """A batch of max_message_bytes that does not compress at all must still fit."""
+    with pytest.raises(ConfigError, match="max_uncompressed_batch_bytes"):
+        load_config(max_message_bytes=4 << 20, max_uncompressed_batch_bytes=2 << 20)
+    with pytest.raises(ConfigError, match="max_uncompressed_entry_bytes"):
+        load_config(max_uncompressed_entry_bytes=1000)
+    config = load_config(max_message_bytes=4 << 20, max_uncompressed_batch_bytes=4 << 20)
+    assert config.max_uncompressed_entry_bytes == 64 << 20

@@ -18,12 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import Any
 
+import crc32c
 import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from kop.log import entries, entry_format
+from kop.log.entries import MAX_NULL_RECORDS
 from kop.log.entry_format import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS, ProducerStamp
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import (
@@ -333,9 +335,13 @@ def _raw_strings_utf8(layout: bytes, count: int) -> bool:
 
 
 def _unparseable(count: int, base: int, publish: int) -> tuple[Any, ...]:
+    """Null records for the first MAX_NULL_RECORDS offsets, a batch spanning all."""
     n = max(1, count)
-    nulls = [Record(base + i, publish, None, None) for i in range(n)]
-    return (n, publish, build_batch(nulls), [], ["batch"])
+    nulls = [Record(base + i, publish, None, None) for i in range(min(n, MAX_NULL_RECORDS))]
+    batch = bytearray(build_batch(nulls))
+    struct.pack_into(">i", batch, 23, n - 1)  # last offset delta
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(bytes(batch[21:])))
+    return (n, publish, bytes(batch), [], ["batch"])
 
 
 def _check_decode(layout: bytes, count: int, base: int = 0, publish: int = PUBLISH) -> Any:
@@ -403,11 +409,15 @@ def test_garbage_layouts_decode_alike(layout: bytes, count: int) -> None:
 
 
 @needs_native
-@pytest.mark.parametrize("count", [-1, 0, 1, 63, 64, 8191, 8193])
+@pytest.mark.parametrize("count", [-1, 0, 1, 63, 64, 4096, 4097, 8193, 2**31 - 1])
 def test_unparseable_entries_are_null_records(count: int) -> None:
-    """Offset deltas cross the varint sizes; a count <= 0 still takes one offset."""
+    """Offset deltas cross the varint sizes; a count <= 0 still takes one offset; past
+    MAX_NULL_RECORDS the rest of the offsets are a gap in the one batch served."""
     got = _check_decode(b"\x00\x00\x00", count, base=5, publish=-1)
     assert got[0] == max(1, count) and got[4] == ["batch"]
+    [head] = [read_header(got[2])]
+    assert head.record_count == min(max(1, count), MAX_NULL_RECORDS)
+    assert head.last_offset_delta == max(1, count) - 1
 
 
 # Hand-made metadata: every wire type, tag and length shape upb meets.

@@ -220,6 +220,16 @@ def test_keys_not_as_written_are_malformed(key: str) -> None:
         b'{"v":1,"offset":1.0,"leader_epoch":-1,"metadata":"","commit_ms":0,"expire_ms":null}',
         b'{"v":true,"offset":1,"leader_epoch":-1,"metadata":"","commit_ms":0,"expire_ms":null}',
         b'{"v":1,"offset":1,"leader_epoch":-1,"metadata":5,"commit_ms":0,"expire_ms":null}',
+        # numbers an OffsetFetch could not answer: past int64, an epoch past int32
+        b'{"v":1,"offset":9223372036854775808,"leader_epoch":-1,"metadata":"","commit_ms":0,'
+        b'"expire_ms":null}',
+        b'{"v":1,"offset":1,"leader_epoch":2147483648,"metadata":"","commit_ms":0,'
+        b'"expire_ms":null}',
+        pytest.param(
+            b'{"v":1,"offset":1,"leader_epoch":-1,"metadata":"","commit_ms":' + b"9" * 4000 + b","
+            b'"expire_ms":null}',
+            id="commit_ms-of-4000-digits",
+        ),
     ],
 )
 def test_offset_values_of_the_wrong_shape_are_malformed(payload: bytes) -> None:

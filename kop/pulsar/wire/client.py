@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES
 from kop.pulsar.wire.errors import PulsarWireError
 from kop.pulsar.wire.producer import DEFAULT_MAX_PENDING_BYTES, WireProducer
 from kop.pulsar.wire.reader import Position, WireReader
@@ -18,7 +19,8 @@ class WireClient:
     close, ...), the retries of creating a producer or reader, and how long a PING
     may go unanswered. `send_timeout_s` bounds how long a sent entry may wait for its
     receipt (across reconnects); `max_pending_bytes` is a producer's default limit
-    for `wait_for_room`.
+    for `wait_for_room`; an entry read whose payload would decompress past
+    `max_uncompressed_bytes` is corrupt to its reader.
     """
 
     def __init__(
@@ -29,12 +31,14 @@ class WireClient:
         send_timeout_s: float = 30.0,
         keepalive_s: float = 30.0,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
+        max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
     ) -> None:
         self._session = Session(
             service_url, operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s
         )
         self._send_timeout = send_timeout_s
         self._max_pending = max_pending_bytes
+        self._max_uncompressed = max_uncompressed_bytes
         self._closed = False
 
     @property
@@ -73,7 +77,12 @@ class WireClient:
         fetched ahead (a batch entry counts as its messages)."""
         self._check_open()
         reader = WireReader(
-            self._session, topic, start, compacted=compacted, receiver_queue=receiver_queue
+            self._session,
+            topic,
+            start,
+            compacted=compacted,
+            receiver_queue=receiver_queue,
+            max_uncompressed_bytes=self._max_uncompressed,
         )
         await reader.start()
         return reader

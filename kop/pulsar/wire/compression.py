@@ -1,43 +1,56 @@
 """Pulsar's payload codecs, as its clients write them: LZ4 as a raw block (no frame;
 the size comes from `uncompressed_size`), ZLIB as a zlib stream, ZSTD as a zstd
-frame, SNAPPY as raw snappy."""
+frame, SNAPPY as raw snappy.
+
+Any Pulsar producer writes these, so the declared `uncompressed_size` is checked
+against a bound before anything is sized from it, and no codec inflates past it
+(`kop.protocol.compression`): a payload that would is corrupt to kop, as one that
+does not decompress."""
 
 from __future__ import annotations
 
-import zlib
-
-import cramjam
-
+from kop.protocol import compression
 from kop.pulsar.wire.errors import CorruptEntryError
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
+
+# Unless the reader is told otherwise (config `max_uncompressed_entry_bytes`).
+MAX_UNCOMPRESSED_BYTES = 64 << 20
 
 _NONE, _LZ4, _ZLIB, _ZSTD, _SNAPPY = (
     int(c) for c in (pb.NONE, pb.LZ4, pb.ZLIB, pb.ZSTD, pb.SNAPPY)
 )
 
 
-def decompress(metadata: pb.MessageMetadata, payload: bytes) -> bytes:
+def decompress(
+    metadata: pb.MessageMetadata, payload: bytes, limit: int = MAX_UNCOMPRESSED_BYTES
+) -> bytes:
     """The uncompressed payload of an entry; CorruptEntryError when it does not
-    decompress to `uncompressed_size` bytes."""
+    decompress to `uncompressed_size` bytes, or that size is past `limit`."""
     codec = metadata.compression
     if codec == _NONE:
         return payload
     size = metadata.uncompressed_size
+    name = pb.CompressionType.Name(codec) if codec in pb.CompressionType.values() else str(codec)
+    if size > limit:
+        raise CorruptEntryError(
+            f"{name} payload declares {size} bytes uncompressed, more than {limit} "
+            "(max_uncompressed_entry_bytes)"
+        )
     try:
         if codec == _LZ4:
-            out = bytes(cramjam.lz4.decompress_block(payload, output_len=size))
+            out = compression.lz4_block(payload, size, limit)
         elif codec == _ZLIB:
-            out = zlib.decompress(payload)
+            out = compression.zlib_stream(payload, size)
         elif codec == _ZSTD:
-            out = bytes(cramjam.zstd.decompress(payload))
+            out = compression.zstd(payload, size)
         elif codec == _SNAPPY:
-            out = bytes(cramjam.snappy.decompress_raw(payload))
+            out = compression.snappy_raw(payload, size)
         else:
             raise CorruptEntryError(f"unknown compression {codec}")
-    except (cramjam.DecompressionError, zlib.error) as exc:
-        name = pb.CompressionType.Name(codec)
+    except compression.TooLarge:
+        raise CorruptEntryError(f"{name} payload decompresses to more than {size} bytes") from None
+    except compression.Undecodable as exc:
         raise CorruptEntryError(f"{name} payload does not decompress: {exc}") from exc
     if len(out) != size:
-        name = pb.CompressionType.Name(codec)
         raise CorruptEntryError(f"{name} payload decompressed to {len(out)} bytes, not {size}")
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
-from kop.pulsar.wire.compression import decompress
+from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES, decompress
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import CorruptEntryError, PulsarWireError
 from kop.pulsar.wire.frames import Frame
@@ -45,8 +45,10 @@ class WireReader:
         *,
         compacted: bool = False,
         receiver_queue: int = 1000,
+        max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
     ) -> None:
         self.topic = topic
+        self._max_uncompressed = max_uncompressed_bytes
         self._session = session
         self._loop = asyncio.get_running_loop()
         self._receiver_queue = max(1, receiver_queue)
@@ -108,7 +110,7 @@ class WireReader:
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None
         try:
-            payload = decompress(metadata, frame.payload)
+            payload = decompress(metadata, frame.payload, self._max_uncompressed)
         except CorruptEntryError as exc:
             self._error = exc
             raise
