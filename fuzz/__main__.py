@@ -17,11 +17,11 @@ from pathlib import Path
 
 from fuzz import corpus
 from fuzz.cleanup import drop_namespaces
-from fuzz.isolated import IsolatedCalls, WorkerDied, WorkerHung
+from fuzz.isolated import CheckFailed, Crashed, Hung, Isolated
 from fuzz.live import LiveFuzzer, LiveReport
 from fuzz.mutate import mutate
 from fuzz.seeds import all_seeds
-from fuzz.targets import TARGETS
+from fuzz.targets import ALLOWED, TARGETS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,13 +32,15 @@ def decoders(args: argparse.Namespace) -> int:
     outcomes: Counter[str] = Counter()
     found = 0
     started = last = time.monotonic()
-    with IsolatedCalls(TARGETS[args.target], timeout_s=args.hang_s) as calls:
+    with Isolated(
+        TARGETS[args.target], allowed=ALLOWED[args.target], timeout_s=args.hang_s
+    ) as calls:
         for done in range(1, args.frames + 1):
             mutant = mutate(rng.choice(seeds), rng, seeds)
             try:
-                outcomes[calls.call(mutant.frame).raised or "decoded"] += 1
-            except (WorkerDied, WorkerHung) as exc:
-                kind = "abort" if isinstance(exc, WorkerDied) else "hang"
+                outcomes[calls.check(mutant.frame).partition(":")[0]] += 1
+            except CheckFailed as exc:
+                kind = {Crashed: "abort", Hung: "hang"}.get(type(exc), "unexpected")
                 found += 1
                 outcomes[kind] += 1
                 where = corpus.save(mutant.wire, kind, args.corpus) if args.keep else None

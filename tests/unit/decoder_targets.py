@@ -1,4 +1,4 @@
-"""Entry points for `subprocess_check.Isolated`: every decoder kop runs on bytes from
+"""Entry points for `fuzz.isolated.Isolated`: every decoder kop runs on bytes from
 outside, each as a function of one `bytes` (structured inputs are framed by the
 test that builds them, see `frame`). Each docstring says what the decoder may
 raise; anything else is a bug, and so is a crash or a hang.

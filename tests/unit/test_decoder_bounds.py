@@ -4,7 +4,7 @@ values, either decodes or raises kop's own documented error: never another
 exception, never a crash (an abort in native code), never memory sized from a
 length it has not checked, never a long stall.
 
-Each decoder runs in a child process (`subprocess_check.Isolated`, the targets
+Each decoder runs in a child process (`fuzz.isolated.Isolated`, the targets
 in `decoder_targets`) under an address-space limit and a per-input timeout, so
 a crash or a hang fails the test and names its input. KOP_DECODER_FUZZ=N runs
 N times as many examples.
@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fuzz.isolated import Isolated
 from kop.groups.offsets_codec import encode_group, encode_offset
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
 from kop.log.entry_format import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS
@@ -37,7 +38,6 @@ from kop.storage.proto.batch_layout_pb2 import SingleMessageMetadata
 from kop.storage.types import OutgoingMessage
 from tests.unit import decoder_targets
 from tests.unit.decoder_targets import LIMIT, frame
-from tests.unit.subprocess_check import Isolated
 
 FUZZ = int(os.environ.get("KOP_DECODER_FUZZ", "1"))
 TARGETS = "tests.unit.decoder_targets"

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from tests.unit.subprocess_check import Crashed, Hung, Isolated, Unexpected
+from fuzz.isolated import Crashed, Hung, Isolated, Unexpected
 
-HERE = "tests.unit.test_subprocess_check"
+HERE = "tests.unit.test_isolated"
 
 
 def abort_on_x(data: bytes) -> None:
