@@ -90,6 +90,14 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
     meta = raw.metadata
     position = Position(raw.ledger, raw.entry)
     props = {kv.key: kv.value for kv in meta.properties}
+    if raw.corrupt is not None:
+        # A batch of as many messages as the metadata says, with no layout: the log
+        # serves them as null records (docs/offsets.md) and counts them as malformed.
+        count = meta.num_messages_in_batch if meta.HasField("num_messages_in_batch") else 1
+        return StoredEntry(
+            position, meta.producer_name, meta.sequence_id, meta.publish_time, max(count, 1),
+            None, b"", props,
+        )  # fmt: skip
     if meta.HasField("num_messages_in_batch"):
         return StoredEntry(
             position, meta.producer_name, meta.sequence_id, meta.publish_time,

@@ -5,10 +5,13 @@ properties"), and kop counts the malformed messages."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import threading
 
 import pulsar
 
+from kop.pulsar.wire import WireClient, pb
 from tests.integration.admin import create_topic
 from tests.integration.clients import PRODUCERS, Rec, kp_consume
 from tests.integration.conftest import PULSAR_URL, KopProcess
@@ -82,3 +85,52 @@ def test_malformed_reserved_properties_are_served_and_counted(
     assert metric(fresh_kop, "kop_malformed_messages_total") == 3
     # Logged once per partition, not once per message.
     assert fresh_kop.log_text().count("has malformed") == 1, fresh_kop.log_text()[-3000:]
+
+
+def _forge_corrupt_entries(topic: str) -> None:
+    """A single message and a batch of 3 whose payloads do not decompress within
+    kop's bound, written with kop's own wire client (a Pulsar client would compress
+    them properly): an LZ4 block that claims 2 GiB, and zlib bytes that are not zlib."""
+
+    async def forge() -> None:
+        client = WireClient(PULSAR_URL)
+        try:
+            producer = await client.create_producer(topic)
+            single = pb.MessageMetadata(compression=pb.LZ4, uncompressed_size=(1 << 31) - 1)
+            batch = pb.MessageMetadata(
+                compression=pb.ZLIB, uncompressed_size=300, num_messages_in_batch=3
+            )
+            for metadata in (single, batch):
+                await producer.send(metadata, b"\xff" * 40)
+            await producer.close()
+        finally:
+            await client.close()
+
+    thread = threading.Thread(target=lambda: asyncio.run(forge()))
+    thread.start()
+    thread.join()
+
+
+def test_an_entry_that_does_not_decompress_keeps_its_offsets_and_stops_nothing(
+    fresh_kop: KopProcess, topic: str
+) -> None:
+    create_topic(fresh_kop.bootstrap, topic)
+    before = [Rec(b"k", b"before", (), 1_700_000_000_000)]
+    assert PRODUCERS["kafka-python"](fresh_kop.bootstrap, topic, before, None) == [0]
+    _forge_corrupt_entries(f"persistent://public/default/{topic}-partition-0")
+    after = [Rec(b"k", b"after", (), 1_700_000_000_005)]
+    assert PRODUCERS["kafka-python"](fresh_kop.bootstrap, topic, after, None) == [5]
+
+    got = kp_consume(fresh_kop.bootstrap, topic, 6)
+    assert [(r.offset, r.value) for r in got] == [
+        (0, b"before"),
+        (1, None),  # the single message
+        (2, None),  # the batch's 3 messages
+        (3, None),
+        (4, None),
+        (5, b"after"),
+    ]
+    state = wait_for_partition(
+        fresh_kop, topic, lambda s: s.get("high_watermark") == 6, "all 6 records counted"
+    )
+    assert state["malformed_messages"] == 2 and state["last_error"] is None, state

@@ -13,7 +13,8 @@ EARLIEST: Position = (-1, -1)
 @dataclass(frozen=True, slots=True)
 class RawEntry:
     """One Pulsar entry: its position, its metadata (a batch when
-    `metadata.num_messages_in_batch` is set) and its payload, decompressed."""
+    `metadata.num_messages_in_batch` is set) and its payload, decompressed; or, when
+    the payload does not decompress (`corrupt`), no payload."""
 
     ledger: int
     entry: int
@@ -21,3 +22,4 @@ class RawEntry:
     payload: bytes
     redelivery_count: int = 0
     broker_entry_metadata: pb.BrokerEntryMetadata | None = None
+    corrupt: str | None = None  # why the payload could not be read (then it is b"")

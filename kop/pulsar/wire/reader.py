@@ -57,7 +57,7 @@ class WireReader:
         self._queued_messages = 0
         self._consumed = 0  # messages taken from the broker's permits, not yet granted again
         self._waiter: asyncio.Future[None] | None = None
-        self._error: PulsarWireError | None = None  # sticky: corrupt entry, fatal failure
+        self._error: PulsarWireError | None = None  # sticky: corrupt frame, fatal failure
         self._end_of_topic = False
         self._closed = False
         self._subscription = ReaderSubscription(session, topic, self, compacted=compacted)
@@ -83,8 +83,9 @@ class WireReader:
 
     async def read(self) -> RawEntry:
         """The next entry, waiting for it. Raises PulsarWireError when the reader is
-        closed, the topic was terminated and everything is read, an entry is corrupt
-        (and from then on), or re-subscribing failed for good."""
+        closed, the topic was terminated and everything is read, a frame is corrupt
+        (and from then on), or re-subscribing failed for good. An entry whose payload
+        does not decompress within the bound comes with `corrupt` set and no payload."""
         while True:
             if self._closed:
                 raise PulsarWireError(f"reader on {self.topic} is closed", retriable=False)
@@ -109,15 +110,23 @@ class WireReader:
         self._grant()
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None
+        mid = frame.command.message
+        ledger, entry = message_id(mid.message_id)
+        corrupt: str | None = None
         try:
             payload = decompress(metadata, frame.payload, self._max_uncompressed)
         except CorruptEntryError as exc:
-            self._error = exc
-            raise
-        mid = frame.command.message
-        ledger, entry = message_id(mid.message_id)
+            # Its metadata still says how many messages it holds, so the entries after
+            # it keep their places: handed on with no payload rather than stopping here.
+            payload, corrupt = b"", str(exc)
         return RawEntry(
-            ledger, entry, metadata, payload, mid.redelivery_count, frame.broker_entry_metadata
+            ledger,
+            entry,
+            metadata,
+            payload,
+            mid.redelivery_count,
+            frame.broker_entry_metadata,
+            corrupt,
         )
 
     async def has_message_available(self) -> bool:
