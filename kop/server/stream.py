@@ -1,84 +1,127 @@
 """One client socket as an asyncio protocol: request frames in, response bytes out.
 
 Frames are received in place (`FrameAssembler`) and queued for the connection's
-read loop. Back-pressure both ways: past `read_ahead` bytes of frames nobody has
-taken yet the socket is not read, and `drain` waits while the transport's write
-buffer is over its high-water mark.
+read loop. The socket is not read (Kafka "mutes" the channel) while any of these
+holds, so what a connection makes kop hold is bounded:
+- frames nobody has taken yet pass `read_ahead` bytes;
+- a large frame waits for memory from the budget all connections share
+  (`RequestMemory`);
+- answers back up: the transport's write buffer is over its high-water mark
+  (the client is not reading them);
+- the stream is stopped (a refused frame, a timeout, shutdown).
+
+A frame whose first byte has arrived must be whole within `receive_timeout_s`, or
+the stream ends (and the answer side, `SocketSink`, gives up on a client that takes
+no answer byte for `send_timeout_s`); the connection then closes and what it held
+is released.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Any
 
 from kop.protocol.frames import FrameAssembler, FrameTooLarge
+from kop.server.memory import RequestMemory
+from kop.server.sink import SendStalled, SocketSink
+
+__all__ = ["Frame", "ReceiveTimeout", "RequestStream", "SendStalled"]
 
 Frame = bytes | memoryview
 
+_AHEAD, _MEMORY, _ANSWERS, _STOPPED = 1, 2, 4, 8
 
-class RequestStream(asyncio.BufferedProtocol):
-    def __init__(self, max_frame_bytes: int, read_ahead: int) -> None:
+
+class ReceiveTimeout(Exception):
+    """A frame did not arrive whole in time (a trickle, or a client gone quiet)."""
+
+
+class RequestStream(SocketSink, asyncio.BufferedProtocol):
+    def __init__(
+        self,
+        max_frame_bytes: int,
+        read_ahead: int,
+        memory: RequestMemory | None = None,
+        receive_timeout_s: float = 60.0,
+        send_timeout_s: float = 60.0,
+    ) -> None:
+        super().__init__(send_timeout_s)
         self._frames = FrameAssembler(max_frame_bytes)
         self._read_ahead = read_ahead
-        self._queue: collections.deque[Frame] = collections.deque()
+        self._memory = memory if memory is not None else RequestMemory(1 << 62)
+        self._receive_timeout_s = receive_timeout_s
+        self._queue: collections.deque[tuple[Frame, int]] = collections.deque()
         self._queued_bytes = 0
-        self._error: FrameTooLarge | None = None
+        self._charged = 0  # bytes of `memory` this stream holds
+        self._taken = 0  # of those, the frame handed out and not yet done with
+        self._completed = 0  # frames received whole so far
+        self._deadline: asyncio.TimerHandle | None = None
+        self._deadline_frame = -1  # the frame `_deadline` is for
+        self._error: Exception | None = None
         self._eof = False
-        self._lost: BaseException | None = None  # set once the socket is gone
-        self._paused_reading = False
-        self._transport: asyncio.Transport | None = None
+        self._muted = 0
         self._readable = asyncio.Event()
-        self._writable = asyncio.Event()
-        self._writable.set()
-        self._gone = asyncio.get_running_loop().create_future()
 
     # -- protocol callbacks ------------------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._frames.buffer_updated(nbytes)
+        frames = self._frames
+        frames.buffer_updated(nbytes)
         try:
-            while (frame := self._frames.next_frame()) is not None:
-                self._queue.append(frame)
+            held = frames.held
+            while (frame := frames.next_frame()) is not None:
+                charge = held - frames.held  # a large frame's own buffer, now whole
+                held = frames.held
+                if charge:
+                    self._memory.finished(self)
+                self._queue.append((frame, charge))
                 self._queued_bytes += len(frame)
+                self._completed += 1
         except FrameTooLarge as exc:
-            self._error = exc
-            self._pause()
+            self._stop(exc)
+            return
         if self._queued_bytes > self._read_ahead:
-            self._pause()
-        self._readable.set()
+            self._mute(_AHEAD)
+        wanted = frames.memory_wanted()
+        if wanted:
+            if self._memory.take(self, wanted, self._memory_granted):
+                self._charged += frames.allow()
+            else:
+                self._mute(_MEMORY)
+        self._watch_deadline()
+        if self._queue:
+            self._readable.set()
 
     def eof_received(self) -> bool:
         self._eof = True
+        self._cancel_deadline()
         self._readable.set()
         return True  # half-closed: the answers to what came before are still written
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = exc if exc is not None else ConnectionResetError("connection closed")
+        super().connection_lost(exc)
         self._eof = True
+        self._cancel_deadline()
+        self._memory.forget(self)
+        self._memory.release(self._charged)
+        self._charged = self._taken = 0
         self._readable.set()
-        self._writable.set()
-        if not self._gone.done():
-            self._gone.set_result(None)
 
-    def pause_writing(self) -> None:
-        self._writable.clear()
-
-    def resume_writing(self) -> None:
-        self._writable.set()
+    def _answers_backed_up(self, backed_up: bool) -> None:
+        if backed_up:
+            self._mute(_ANSWERS)
+        else:
+            self._unmute(_ANSWERS)
 
     # -- reading -----------------------------------------------------------------------
 
     async def next_frame(self) -> Frame | None:
-        """The next request frame; None at the end of the stream. Raises FrameTooLarge,
-        and ConnectionResetError when the stream ends inside a frame."""
+        """The next request frame; None at the end of the stream. Raises FrameTooLarge
+        or ReceiveTimeout, and ConnectionResetError when the stream ends inside a frame.
+        Call `frame_done` once the frame is no longer needed."""
         while not self._queue:
             if self._error is not None:
                 raise self._error
@@ -88,13 +131,21 @@ class RequestStream(asyncio.BufferedProtocol):
                 return None
             self._readable.clear()
             await self._readable.wait()
-        frame = self._queue.popleft()
+        frame, charge = self._queue.popleft()
         self._queued_bytes -= len(frame)
-        if self._paused_reading and self._queued_bytes <= self._read_ahead // 2:
-            self._paused_reading = False
-            if self._transport is not None and self._lost is None and self._error is None:
-                self._transport.resume_reading()
+        if self._lost is None:  # once lost, everything was given back already
+            self._taken += charge
+        if self._muted & _AHEAD and self._queued_bytes <= self._read_ahead // 2:
+            self._unmute(_AHEAD)
         return frame
+
+    def frame_done(self) -> None:
+        """The frames taken so far are dispatched: their memory goes back to the budget
+        (what decoding kept of them belongs to the requests now)."""
+        if self._taken:
+            taken, self._taken = self._taken, 0
+            self._charged -= taken
+            self._memory.release(taken)
 
     @property
     def ended_inside_prefix(self) -> bool:
@@ -103,33 +154,47 @@ class RequestStream(asyncio.BufferedProtocol):
     def feed_eof(self) -> None:
         """Read nothing more (shutdown): the frames already queued are still served."""
         self._eof = True
-        self._pause()
+        self._mute(_STOPPED)
         self._readable.set()
 
-    def _pause(self) -> None:
-        if not self._paused_reading and self._transport is not None and self._lost is None:
-            self._paused_reading = True
+    def _memory_granted(self) -> None:
+        self._charged += self._frames.allow()  # never after connection_lost: forgotten
+        self._unmute(_MEMORY)
+
+    def _watch_deadline(self) -> None:
+        """A frame under way (its first byte arrived) has a deadline; a frame that
+        arrives whole within one receive never needs one."""
+        if self._frames.partial is None:
+            self._cancel_deadline()
+        elif self._deadline_frame != self._completed:
+            self._cancel_deadline()
+            self._deadline_frame = self._completed
+            self._deadline = self._loop.call_later(self._receive_timeout_s, self._expired)
+
+    def _cancel_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._deadline_frame = -1
+
+    def _expired(self) -> None:
+        self._deadline = None
+        self._stop(ReceiveTimeout(f"a frame did not arrive whole in {self._receive_timeout_s}s"))
+
+    def _stop(self, exc: Exception) -> None:
+        self._error = exc
+        self._cancel_deadline()
+        self._mute(_STOPPED)
+        self._readable.set()
+
+    def _mute(self, reason: int) -> None:
+        if not self._muted and self._transport is not None and self._lost is None:
             self._transport.pause_reading()
+        self._muted |= reason
 
-    # -- writing (the parts of asyncio.StreamWriter a connection uses) ------------------
-
-    def write(self, data: bytes) -> None:
-        if self._transport is not None and self._lost is None:
-            self._transport.write(data)
-
-    async def drain(self) -> None:
-        if self._lost is not None:
-            raise ConnectionResetError("connection lost") from self._lost
-        await self._writable.wait()
-        if self._lost is not None:
-            raise ConnectionResetError("connection lost") from self._lost
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return default if self._transport is None else self._transport.get_extra_info(name, default)
-
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
-
-    async def wait_closed(self) -> None:
-        await self._gone
+    def _unmute(self, reason: int) -> None:
+        if not self._muted & reason:
+            return
+        self._muted &= ~reason
+        if not self._muted and self._transport is not None and self._lost is None:
+            self._transport.resume_reading()

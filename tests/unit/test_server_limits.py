@@ -148,6 +148,9 @@ class _Observer:
     def connection_change(self, delta: int) -> None:
         self.open += delta
 
+    def connection_closed(self, reason: str) -> None:
+        return None
+
 
 async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader() -> None:
     reader = RequestStream(1 << 20, 1 << 20)

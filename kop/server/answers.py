@@ -1,0 +1,111 @@
+"""A connection's answers, written strictly in request order.
+
+Results are resolved one after another (a long-poll fetch runs only once the
+answers before it are out), encoded, written, and drained before the next one is
+made, so a client that stops reading holds at most one answer past the socket's
+high-water mark, and that one counts against the answer budget all connections
+share (`AnswerMemory`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+from kop.protocol.frames import encode_frame
+from kop.protocol.messages import RequestHeader, build_response, encode_response
+from kop.server.closing import SEND_TIMEOUT, ThrottledLog
+from kop.server.memory import AnswerMemory
+from kop.server.ports import RequestObserver, ResponseSink
+from kop.server.stream import SendStalled
+
+log = logging.getLogger(__name__)
+_closes = ThrottledLog(log)
+
+# A fetch gets at least this much room (or what it asked for, if less) or none: under
+# pressure it waits for room instead of answering in slivers.
+CLAIM_FLOOR = 1 << 20
+
+Item = tuple[RequestHeader, float, Any]
+
+
+class AnswerRoom:
+    """The share of the answer budget one connection's answer in the making holds:
+    what a fetch claimed before reading, then the encoded answer until the socket
+    took it. A connection makes one answer at a time, so one claim is enough."""
+
+    def __init__(self, memory: AnswerMemory) -> None:
+        self._memory = memory
+        self._held = 0
+
+    def claim(self, want: int) -> int:
+        """Room for an answer of up to `want` bytes (0: none now); replaces the
+        previous claim."""
+        self._memory.release(self._held)
+        self._held = self._memory.claim(want, CLAIM_FLOOR)
+        return self._held
+
+    def keep(self, nbytes: int) -> None:
+        """Of the claim, only `nbytes` were used (what was read)."""
+        self.settle(min(nbytes, self._held))
+
+    def settle(self, nbytes: int) -> None:
+        """The answer is `nbytes` now (encoded, or 0 once sent)."""
+        self._memory.release(self._held)
+        self._memory.charge(nbytes)
+        self._held = nbytes
+
+    def close(self) -> None:
+        self.settle(0)
+
+
+class AnswerWriter:
+    def __init__(
+        self, sink: ResponseSink, room: AnswerRoom, observer: RequestObserver, peer: str
+    ) -> None:
+        self._sink = sink
+        self._room = room
+        self._observer = observer
+        self._peer = peer
+
+    async def run(self, queue: asyncio.Queue[Item | None]) -> None:
+        while (item := await queue.get()) is not None:
+            header, started, result = item
+            ok = True
+            try:
+                if inspect.isawaitable(result):
+                    result = await _resolve(result)
+                if result is None:  # acks=0 produce: Kafka sends no response
+                    continue
+                body = (
+                    result
+                    if not isinstance(result, dict)
+                    else build_response(header.api_key, header.api_version, result)
+                )
+                frame = encode_frame(encode_response(header, body))
+            except Exception:
+                ok = False
+                log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
+                self._sink.close()
+                return
+            finally:
+                self._observer.request_done(header.api_key, time.monotonic() - started, ok)
+            self._room.settle(len(frame))
+            self._sink.write(frame)
+            try:
+                await self._sink.drain()
+            except ConnectionError:
+                return
+            except SendStalled as exc:
+                self._observer.connection_closed(SEND_TIMEOUT)
+                _closes(logging.WARNING, SEND_TIMEOUT, "closing %s: %s", self._peer, exc)
+                return
+            self._room.settle(0)
+
+
+async def _resolve(result: Awaitable[Any]) -> Any:
+    return await result
