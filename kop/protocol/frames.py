@@ -24,7 +24,9 @@ def encode_frame(payload: bytes) -> bytes:
     return _LEN.pack(len(payload)) + payload
 
 
-SCRATCH_BYTES = 16 * 1024
+SCRATCH_BYTES = 64 * 1024
+# The least a large frame's own buffer grows by: what a trickle of it costs.
+MIN_STEP = 16 * 1024
 # Zeros a frame's own buffer grows by (bytes(n) is calloc'd: untouched, it costs no memory).
 _ZEROS = memoryview(bytes(1 << 20))
 
@@ -52,7 +54,7 @@ class FrameAssembler:
         self,
         max_frame_bytes: int,
         scratch_bytes: int = SCRATCH_BYTES,
-        min_step: int = SCRATCH_BYTES,
+        min_step: int = MIN_STEP,
     ) -> None:
         self._max = max_frame_bytes
         self._scratch_bytes = scratch_bytes
@@ -129,10 +131,17 @@ class FrameAssembler:
 
     # -- memory ------------------------------------------------------------------------
 
-    def memory_wanted(self) -> int:
+    def memory_wanted(self, ready: int = 0) -> int:
         """Bytes the large frame needs allocated before any more can be received;
-        0 when a buffer can be offered."""
-        return 0 if self._allowed else self._wanted
+        0 when a buffer can be offered. `ready`: bytes known to have arrived and wait
+        to be received (in the kernel), which the allocation may cover at once, so a
+        frame that arrives fast gets one buffer instead of a doubling series."""
+        if self._allowed or not self._wanted:
+            return 0
+        if ready > self._wanted:
+            room = self._size - len(self._own or b"")
+            self._wanted = min(room, ready + self._have())
+        return self._wanted
 
     def allow(self) -> int:
         """Allows the wanted allocation (made on the next `get_buffer`, when no view of
@@ -141,6 +150,10 @@ class FrameAssembler:
         self._allowed = wanted > 0
         self.held += wanted
         return wanted
+
+    def _have(self) -> int:
+        """Bytes of the large frame received and not yet in its own buffer."""
+        return self._end - self._start if self._own is None else 0
 
     def _want(self, nbytes: int) -> None:
         self._wanted = nbytes

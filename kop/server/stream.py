@@ -3,7 +3,8 @@
 Frames are received in place (`FrameAssembler`) and queued for the connection's
 read loop. The socket is not read (Kafka "mutes" the channel) while any of these
 holds, so what a connection makes kop hold is bounded:
-- frames nobody has taken yet pass `read_ahead` bytes;
+- frames nobody has taken yet pass `read_ahead` bytes (small ones, from the scratch
+  buffer) or 1 MiB (all);
 - a large frame waits for memory from the budget all connections share
   (`RequestMemory`);
 - answers back up: the transport's write buffer is over its high-water mark
@@ -20,6 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import fcntl
+import struct
+import termios
 
 from kop.protocol.frames import FrameAssembler, FrameTooLarge
 from kop.server.memory import RequestMemory
@@ -30,6 +34,12 @@ __all__ = ["Frame", "ReceiveTimeout", "RequestStream", "SendStalled"]
 Frame = bytes | memoryview
 
 _AHEAD, _MEMORY, _ANSWERS, _STOPPED = 1, 2, 4, 8
+# Frames not yet taken, large ones included, beyond which a connection is not read:
+# large frames are bounded in total by the shared budget, this keeps one connection
+# from taking all of it (small frames have `read_ahead`, outside the budget).
+_LARGE_AHEAD = 1 << 20
+_INT = struct.Struct("i")
+_INT_ZERO = bytes(_INT.size)
 
 
 class ReceiveTimeout(Exception):
@@ -51,16 +61,19 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._memory = memory if memory is not None else RequestMemory(1 << 62)
         self._receive_timeout_s = receive_timeout_s
         self._queue: collections.deque[tuple[Frame, int]] = collections.deque()
-        self._queued_bytes = 0
+        self._queued_bytes = 0  # of the frames not yet taken ...
+        self._queued_small = 0  # ... those from the scratch buffer (not in `memory`)
         self._charged = 0  # bytes of `memory` this stream holds
         self._taken = 0  # of those, the frame handed out and not yet done with
         self._completed = 0  # frames received whole so far
         self._deadline: asyncio.TimerHandle | None = None
-        self._deadline_frame = -1  # the frame `_deadline` is for
+        self._partial_frame = -1  # the frame under way (by number) ...
+        self._partial_since = -1.0  # ... and when its first byte came (-1: none)
         self._error: Exception | None = None
         self._eof = False
         self._muted = 0
         self._readable = asyncio.Event()
+        self._fd = -1
 
     # -- protocol callbacks ------------------------------------------------------------
 
@@ -79,14 +92,17 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
                     self._memory.finished(self)
                 self._queue.append((frame, charge))
                 self._queued_bytes += len(frame)
+                if not charge:
+                    self._queued_small += len(frame)
                 self._completed += 1
         except FrameTooLarge as exc:
             self._stop(exc)
             return
-        if self._queued_bytes > self._read_ahead:
+        if self._queued_small > self._read_ahead or self._queued_bytes > _LARGE_AHEAD:
             self._mute(_AHEAD)
         wanted = frames.memory_wanted()
         if wanted:
+            wanted = frames.memory_wanted(self._ready())
             if self._memory.take(self, wanted, self._memory_granted):
                 self._charged += frames.allow()
             else:
@@ -94,6 +110,20 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._watch_deadline()
         if self._queue:
             self._readable.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        self._fd = sock.fileno() if sock is not None else -1
+
+    def _ready(self) -> int:
+        """Bytes the kernel holds for us: what has arrived and waits to be received."""
+        if self._fd < 0:
+            return 0
+        try:
+            return int(_INT.unpack(fcntl.ioctl(self._fd, termios.FIONREAD, _INT_ZERO))[0])
+        except OSError:
+            return 0
 
     def eof_received(self) -> bool:
         self._eof = True
@@ -133,9 +163,15 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
             await self._readable.wait()
         frame, charge = self._queue.popleft()
         self._queued_bytes -= len(frame)
+        if not charge:
+            self._queued_small -= len(frame)
         if self._lost is None:  # once lost, everything was given back already
             self._taken += charge
-        if self._muted & _AHEAD and self._queued_bytes <= self._read_ahead // 2:
+        if (
+            self._muted & _AHEAD
+            and self._queued_small <= self._read_ahead // 2
+            and self._queued_bytes <= _LARGE_AHEAD // 2
+        ):
             self._unmute(_AHEAD)
         return frame
 
@@ -163,23 +199,34 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
 
     def _watch_deadline(self) -> None:
         """A frame under way (its first byte arrived) has a deadline; a frame that
-        arrives whole within one receive never needs one."""
+        arrives whole within one receive never needs one. One timer per connection,
+        re-armed for the frame under way when it fires, not one per frame."""
         if self._frames.partial is None:
-            self._cancel_deadline()
-        elif self._deadline_frame != self._completed:
-            self._cancel_deadline()
-            self._deadline_frame = self._completed
-            self._deadline = self._loop.call_later(self._receive_timeout_s, self._expired)
+            self._partial_since = -1.0
+        elif self._partial_frame != self._completed or self._partial_since < 0:
+            self._partial_frame = self._completed
+            self._partial_since = self._loop.time()
+            if self._deadline is None:
+                self._deadline = self._loop.call_at(
+                    self._partial_since + self._receive_timeout_s, self._check_deadline
+                )
+
+    def _check_deadline(self) -> None:
+        self._deadline = None
+        if self._partial_since < 0 or self._lost is not None:
+            return
+        due = self._partial_since + self._receive_timeout_s
+        if self._loop.time() < due:
+            self._deadline = self._loop.call_at(due, self._check_deadline)
+        else:
+            late = f"a frame did not arrive whole in {self._receive_timeout_s}s"
+            self._stop(ReceiveTimeout(late))
 
     def _cancel_deadline(self) -> None:
+        self._partial_since = -1.0
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
-        self._deadline_frame = -1
-
-    def _expired(self) -> None:
-        self._deadline = None
-        self._stop(ReceiveTimeout(f"a frame did not arrive whole in {self._receive_timeout_s}s"))
 
     def _stop(self, exc: Exception) -> None:
         self._error = exc

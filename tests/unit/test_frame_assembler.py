@@ -173,3 +173,22 @@ def test_a_connection_that_never_sends_holds_no_buffer() -> None:
     finally:
         tracemalloc.stop()
     assert per_connection < 1024  # the scratch buffer (16 KiB) comes with the first byte
+
+
+def test_a_frame_that_arrived_fast_gets_one_buffer_for_what_is_ready() -> None:
+    """Bytes the kernel already holds may be allocated for at once; never more than
+    the frame, and never more than what has arrived."""
+    asm = FrameAssembler(1 << 20, scratch_bytes=SCRATCH, min_step=STEP)
+    body = bytes(range(250)) * 4
+    data = struct.pack(">i", len(body)) + body
+    _put(asm, data[:40])  # 36 bytes of the body in the scratch buffer
+    assert asm.next_frame() is None
+    assert asm.memory_wanted(ready=500) == 536  # what arrived: 36 + 500 waiting
+    asm.allow()
+    _put(asm, data[40:540])
+    assert asm.next_frame() is None
+    assert asm.memory_wanted(ready=10_000) == len(body) - 536  # the rest, not 10,000
+    asm.allow()
+    _put(asm, data[540:])
+    frame = asm.next_frame()
+    assert frame is not None and bytes(frame) == body
