@@ -73,29 +73,21 @@ class AnswerWriter:
         self._peer = peer
 
     async def run(self, queue: asyncio.Queue[Item | None]) -> None:
+        # Nothing of an answer is kept while the next is awaited: a connection that
+        # goes quiet would otherwise hold its last answer (up to a whole fetch) for
+        # as long as it stays open.
         while (item := await queue.get()) is not None:
-            header, started, result = item
-            ok = True
             try:
-                if inspect.isawaitable(result):
-                    result = await _resolve(result)
-                if result is None:  # acks=0 produce: Kafka sends no response
-                    continue
-                body = (
-                    result
-                    if not isinstance(result, dict)
-                    else build_response(header.api_key, header.api_version, result)
-                )
-                frame = encode_frame(encode_response(header, body))
+                frame = await self._encoded(item)
             except Exception:
-                ok = False
-                log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
                 self._sink.close()
                 return
-            finally:
-                self._observer.request_done(header.api_key, time.monotonic() - started, ok)
+            del item
+            if frame is None:  # acks=0 produce: Kafka sends no response
+                continue
             self._room.settle(len(frame))
             self._sink.write(frame)
+            del frame
             try:
                 await self._sink.drain()
             except ConnectionError:
@@ -105,6 +97,27 @@ class AnswerWriter:
                 _closes(logging.WARNING, SEND_TIMEOUT, "closing %s: %s", self._peer, exc)
                 return
             self._room.settle(0)
+
+    async def _encoded(self, item: Item) -> bytes | None:
+        header, started, result = item
+        ok = True
+        try:
+            if inspect.isawaitable(result):
+                result = await _resolve(result)
+            if result is None:
+                return None
+            body = (
+                result
+                if not isinstance(result, dict)
+                else build_response(header.api_key, header.api_version, result)
+            )
+            return encode_frame(encode_response(header, body))
+        except Exception:
+            ok = False
+            log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
+            raise
+        finally:
+            self._observer.request_done(header.api_key, time.monotonic() - started, ok)
 
 
 async def _resolve(result: Awaitable[Any]) -> Any:

@@ -143,6 +143,7 @@ class Connection:
                 except asyncio.CancelledError:
                     _drop(item)  # never queued: `_discard` would not see it
                     raise
+                del item  # the writer owns it now: gone once answered
         except FrameTooLarge as exc:
             self._closing(FRAME_TOO_LARGE, exc)
             return True

@@ -38,6 +38,9 @@ _AHEAD, _MEMORY, _ANSWERS, _STOPPED = 1, 2, 4, 8
 # large frames are bounded in total by the shared budget, this keeps one connection
 # from taking all of it (small frames have `read_ahead`, outside the budget).
 _LARGE_AHEAD = 1 << 20
+# What a queued small frame costs besides its bytes (the bytes object, its tuple and
+# deque slot): a pipeline of 100-byte requests costs twice its payload.
+_FRAME_OBJECT_BYTES = 100
 _INT = struct.Struct("i")
 _INT_ZERO = bytes(_INT.size)
 
@@ -93,7 +96,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
                 self._queue.append((frame, charge))
                 self._queued_bytes += len(frame)
                 if not charge:
-                    self._queued_small += len(frame)
+                    self._queued_small += len(frame) + _FRAME_OBJECT_BYTES
                 self._completed += 1
         except FrameTooLarge as exc:
             self._stop(exc)
@@ -164,7 +167,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         frame, charge = self._queue.popleft()
         self._queued_bytes -= len(frame)
         if not charge:
-            self._queued_small -= len(frame)
+            self._queued_small -= len(frame) + _FRAME_OBJECT_BYTES
         if self._lost is None:  # once lost, everything was given back already
             self._taken += charge
         if (

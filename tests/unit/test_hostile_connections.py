@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gc
 import socket
 import struct
 import threading
 import time
+import tracemalloc
 from typing import Any
 
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
@@ -229,3 +231,28 @@ async def test_answers_nobody_reads_stay_within_their_budget() -> None:
         assert answered.responses[0].partitions[0].records
         for sock in [client.sock, consumer.sock, *hostile]:
             sock.close()
+
+
+async def test_a_quiet_connection_keeps_nothing_of_its_last_answer() -> None:
+    """Once answered, a fetch's records and encoded answer are let go, however long
+    the connection then stays quiet (it used to keep both until its next request)."""
+    async with gateway_with_hot_topic(1) as (gateway, _):
+        client = RawClient(gateway.kafka_port)
+        assert await asyncio.to_thread(_produced, client, bytes(900_000)) == 0
+        consumers = [RawClient(gateway.kafka_port) for _ in range(20)]
+        for consumer in consumers:  # opened first: their buffers are not counted below
+            assert (await asyncio.to_thread(_versions, consumer)).error_code == 0
+        tracemalloc.start()
+        try:
+            for consumer in consumers:
+                fetched = await asyncio.to_thread(consumer.fetch, "hot", 0)
+                assert len(fetched.responses[0].partitions[0].records) > 900_000
+                del fetched
+            await asyncio.sleep(0.1)  # the writers are back waiting for requests
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert held < 5 * MiB, held  # 20 answers of 1.8 MB each were kept before
+        for c in [client, *consumers]:
+            c.close()
