@@ -13,6 +13,7 @@ RECEIVE_TIMEOUT = "receive_timeout"
 SEND_TIMEOUT = "send_timeout"
 FRAME_TOO_LARGE = "frame_too_large"
 BAD_REQUEST = "bad_request"
+EVICTED = "evicted"  # held memory others waited for, and made no progress
 
 
 class ThrottledLog:

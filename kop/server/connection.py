@@ -34,9 +34,10 @@ from kop.protocol.messages import (
     is_supported,
     top_level_error_response,
 )
-from kop.server.answers import AnswerRoom, AnswerWriter, Item
+from kop.server.answers import AnswerWriter, Item
 from kop.server.closing import (
     BAD_REQUEST,
+    EVICTED,
     FRAME_TOO_LARGE,
     IDLE,
     RECEIVE_TIMEOUT,
@@ -44,7 +45,7 @@ from kop.server.closing import (
 )
 from kop.server.memory import AnswerMemory
 from kop.server.ports import FrameSource, RequestObserver, ResponseSink
-from kop.server.stream import ReceiveTimeout
+from kop.server.stream import Evicted, ReceiveTimeout
 
 log = logging.getLogger(__name__)
 _closes = ThrottledLog(log)
@@ -85,7 +86,8 @@ class Connection:
         self._namespace = namespace
         self._limits = limits
         self._observer = observer
-        self._room = AnswerRoom(answers or AnswerMemory(limits.max_queued_response_bytes))
+        memory = answers or AnswerMemory(limits.max_queued_response_bytes)
+        self._answers = AnswerWriter(writer, memory, observer)
         self._stopping = False
         self._peer: str | None = None
 
@@ -99,6 +101,10 @@ class Connection:
             self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         return self._peer
 
+    def abort(self) -> None:
+        """Shutdown past its grace: close now, dropping answers not sent."""
+        self._writer.abort()
+
     def stop_reading(self) -> None:
         """Shutdown: read no further requests; those in flight still get answers."""
         self._stopping = True
@@ -111,8 +117,7 @@ class Connection:
         is dropped (writes to Pulsar still complete: the log owns them)."""
         self._observer.connection_change(1)
         queue: asyncio.Queue[Item | None] = asyncio.Queue(self._limits.max_inflight)
-        answers = AnswerWriter(self._writer, self._room, self._observer, self.peer)
-        writer_task = asyncio.create_task(answers.run(queue))
+        writer_task = asyncio.create_task(self._answers.run(queue))
         reader_task = asyncio.create_task(self._read_loop(queue))
         try:
             await asyncio.wait({reader_task, writer_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -124,7 +129,7 @@ class Connection:
                 task.cancel()
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
             _discard(queue)
-            self._room.close()
+            self._answers.room.close()
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
@@ -150,6 +155,9 @@ class Connection:
         except ReceiveTimeout as exc:
             self._closing(RECEIVE_TIMEOUT, exc)
             return True
+        except Evicted as exc:
+            self._closing(EVICTED, exc)
+            return False
         except _Close as exc:
             self._closing(BAD_REQUEST, exc)
             return True
@@ -198,7 +206,7 @@ class Connection:
             request.header.client_id,
             request.header.api_version,
             self.peer.rsplit(":", 1)[0],
-            self._room,
+            self._answers.room,
         )
         handler = HANDLERS[ApiKey(request.header.api_key)]
         try:

@@ -109,6 +109,7 @@ class KafkaListener:
             _done, pending = await asyncio.wait(list(self._connections), timeout=grace_s)
             for task in pending:
                 log.warning("closing a connection whose requests did not finish in %.0fs", grace_s)
+                self._connections[task].abort()  # a close would wait for its client
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=5.0)

@@ -26,6 +26,12 @@ class ResponseSink(Protocol):
 
     async def drain(self) -> None: ...
 
+    def unsent(self) -> int:
+        """Bytes written and not yet taken by the socket."""
+
+    def abort(self) -> None:
+        """Close now, dropping what was not sent."""
+
     def get_extra_info(self, name: str, default: Any = None) -> Any: ...
 
     def close(self) -> None: ...

@@ -67,6 +67,13 @@ class SocketSink(asyncio.BaseProtocol):
         if self._lost is not None:
             raise ConnectionResetError("connection lost") from self._lost
 
+    def unsent(self) -> int:
+        return 0 if self._transport is None else self._transport.get_write_buffer_size()
+
+    def abort(self) -> None:
+        if self._transport is not None and self._lost is None:
+            self._transport.abort()
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return default if self._transport is None else self._transport.get_extra_info(name, default)
 

@@ -26,10 +26,10 @@ import struct
 import termios
 
 from kop.protocol.frames import FrameAssembler, FrameTooLarge
-from kop.server.memory import RequestMemory
+from kop.server.memory import EVICT_IDLE_S, RequestMemory
 from kop.server.sink import SendStalled, SocketSink
 
-__all__ = ["Frame", "ReceiveTimeout", "RequestStream", "SendStalled"]
+__all__ = ["Evicted", "Frame", "ReceiveTimeout", "RequestStream", "SendStalled"]
 
 Frame = bytes | memoryview
 
@@ -47,6 +47,10 @@ _INT_ZERO = bytes(_INT.size)
 
 class ReceiveTimeout(Exception):
     """A frame did not arrive whole in time (a trickle, or a client gone quiet)."""
+
+
+class Evicted(Exception):
+    """The stream held request memory others wait for, and sent nothing for long."""
 
 
 class RequestStream(SocketSink, asyncio.BufferedProtocol):
@@ -77,6 +81,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._muted = 0
         self._readable = asyncio.Event()
         self._fd = -1
+        self._last_byte = self._loop.time()
 
     # -- protocol callbacks ------------------------------------------------------------
 
@@ -84,6 +89,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         return self._frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
+        self._last_byte = self._loop.time()
         frames = self._frames
         frames.buffer_updated(nbytes)
         try:
@@ -110,6 +116,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
                 self._charged += frames.allow()
             else:
                 self._mute(_MEMORY)
+                self._loop.call_later(EVICT_IDLE_S, self._still_waiting)
         self._watch_deadline()
         if self._queue:
             self._readable.set()
@@ -195,6 +202,20 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._eof = True
         self._mute(_STOPPED)
         self._readable.set()
+
+    def idle_since(self) -> float:
+        return self._last_byte
+
+    def evict(self) -> None:
+        if self._transport is not None and self._lost is None:
+            self._stop(Evicted(f"no byte for {EVICT_IDLE_S}s of a request holding memory"))
+            self._transport.abort()
+
+    def _still_waiting(self) -> None:
+        """Waiting for memory: the holders that stopped are evicted, every so often."""
+        if self._muted & _MEMORY and self._lost is None:
+            self._memory.evict_idle()
+            self._loop.call_later(EVICT_IDLE_S, self._still_waiting)
 
     def _memory_granted(self) -> None:
         self._charged += self._frames.allow()  # never after connection_lost: forgotten

@@ -256,3 +256,48 @@ async def test_a_quiet_connection_keeps_nothing_of_its_last_answer() -> None:
         assert held < 5 * MiB, held  # 20 answers of 1.8 MB each were kept before
         for c in [client, *consumers]:
             c.close()
+
+
+async def test_stopped_requests_holding_the_budget_give_way_long_before_their_deadline() -> None:
+    config = {"max_queued_request_bytes": MiB, "request_receive_timeout_s": 600}
+    async with gateway_with_hot_topic(1, **config) as (gateway, _):
+        holders = []
+        for _ in range(3):  # most of a 1 MiB request each, then nothing
+            holder = _raw(gateway.kafka_port)
+            holder.sendall(struct.pack(">i", MiB) + bytes(900_000))
+            holders.append(holder)
+        producer = RawClient(gateway.kafka_port)
+        # Waits while they hold the budget, until they have been idle for a while.
+        assert await asyncio.to_thread(_produced, producer, bytes(600_000)) == 0
+        assert _closed(gateway, "evicted") >= 1 and _closed(gateway, "receive_timeout") == 0
+        for sock in [producer.sock, *holders]:
+            sock.close()
+
+
+async def test_answers_nobody_reads_give_way_to_a_consumer_long_before_their_deadline() -> None:
+    config = {"max_queued_response_bytes": 4 * MiB, "response_send_timeout_s": 600}
+    async with gateway_with_hot_topic(1, **config) as (gateway, _):
+        client = RawClient(gateway.kafka_port)
+        for _ in range(8):
+            assert await asyncio.to_thread(_produced, client, bytes(900_000)) == 0
+        fetch = _encoded(1, 12, **RawClient.fetch_fields("hot", 0, wait_ms=200))
+        hostile = [_raw(gateway.kafka_port) for _ in range(12)]
+        for sock in hostile:
+            sock.sendall(fetch * 40)  # then never read
+        listener = gateway._listener
+        assert listener is not None
+        await until(lambda: listener.answers.used >= 3 * MiB, 10)  # in their hands now
+        consumer = RawClient(gateway.kafka_port)
+        empty = 0
+        while (
+            not (await asyncio.to_thread(consumer.fetch, "hot", 0, 200))
+            .responses[0]
+            .partitions[0]
+            .records
+        ):
+            empty += 1  # the budget is held by answers nobody reads ...
+            assert empty < 200, "the consumer never got records"
+        # ... until those that took no byte for a while are closed.
+        assert _closed(gateway, "evicted") >= 1 and _closed(gateway, "send_timeout") == 0
+        for sock in [client.sock, consumer.sock, *hostile]:
+            sock.close()

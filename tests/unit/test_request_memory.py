@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kop.server.memory import AnswerMemory, RequestMemory
+from kop.server.memory import EVICT_IDLE_S, AnswerMemory, RequestMemory
 from kop.server.stream import RequestStream
 
 
@@ -20,13 +21,28 @@ class _Wakes:
     def __init__(self) -> None:
         self.woken: list[str] = []
 
-    def __call__(self, name: str) -> Any:
-        return lambda: self.woken.append(name)
+    def __call__(self, owner: _Owner) -> Any:
+        return lambda: self.woken.append(owner.name)
+
+
+class _Owner:
+    """A connection holding request memory: idle since `idle`, evicted on command."""
+
+    def __init__(self, name: str, idle: float | None = None) -> None:
+        self.name = name
+        self.idle = time.monotonic() if idle is None else idle
+        self.evicted = False
+
+    def idle_since(self) -> float:
+        return self.idle
+
+    def evict(self) -> None:
+        self.evicted = True
 
 
 def test_waiters_are_served_in_order_and_one_frame_at_a_time_overdraws() -> None:
     memory, wakes = RequestMemory(100), _Wakes()
-    a, b, c, d = "a", "b", "c", "d"
+    a, b, c, d = (_Owner(n) for n in "abcd")
     assert memory.take(a, 80, wakes(a))
     assert memory.take(b, 50, wakes(b))  # within the limit before: b's frame overdraws
     assert memory.used == 130
@@ -43,13 +59,31 @@ def test_waiters_are_served_in_order_and_one_frame_at_a_time_overdraws() -> None
 
 def test_a_gone_waiter_is_forgotten_and_its_overdraft_ends() -> None:
     memory, wakes = RequestMemory(100), _Wakes()
-    assert memory.take("a", 150, wakes("a"))  # overdraft
-    assert not memory.take("b", 10, wakes("b"))
-    assert not memory.take("c", 10, wakes("c"))
-    memory.forget("b")
+    a, b, c = (_Owner(n) for n in "abc")
+    assert memory.take(a, 150, wakes(a))  # overdraft
+    assert not memory.take(b, 10, wakes(b))
+    assert not memory.take(c, 10, wakes(c))
+    memory.forget(b)
     memory.release(150)
-    memory.forget("a")
+    memory.forget(a)
     assert wakes.woken == ["c"] and memory.used == 10
+
+
+def test_while_anyone_waits_holders_that_stopped_are_evicted() -> None:
+    memory, wakes = RequestMemory(100), _Wakes()
+    now = time.monotonic()
+    stopped = _Owner("stopped", idle=now - EVICT_IDLE_S - 1)
+    moving = _Owner("moving")
+    whole = _Owner("whole", idle=now - EVICT_IDLE_S - 1)
+    assert memory.take(stopped, 60, wakes(stopped))
+    assert memory.take(whole, 30, wakes(whole))
+    memory.finished(whole)  # its frame is whole: it waits for nobody but its reader
+    assert memory.take(moving, 40, wakes(moving))  # the overdraft: 130 of 100 used
+    assert memory.evict_idle() == 0  # nobody waits: nobody is evicted
+    waiter = _Owner("waiter", idle=now - EVICT_IDLE_S - 1)
+    assert not memory.take(waiter, 30, wakes(waiter))
+    assert stopped.evicted and not moving.evicted and not whole.evicted
+    assert not waiter.evicted  # waiting on the budget is not its own doing
 
 
 class _Transport(asyncio.Transport):

@@ -131,6 +131,12 @@ class _FailingWriter:
     async def drain(self) -> None:
         raise ConnectionResetError("peer reset")
 
+    def unsent(self) -> int:
+        return 0
+
+    def abort(self) -> None:
+        self.closed = True
+
     def close(self) -> None:
         self.closed = True
 
