@@ -136,7 +136,7 @@ class AnswerWriter:
                 return
             except SendStalled as exc:
                 self._observer.connection_closed(SEND_TIMEOUT)
-                _closes(logging.WARNING, SEND_TIMEOUT, "closing %s: %s", self.peer, exc)
+                _closes(logging.WARNING, SEND_TIMEOUT, "closing %s: %s", self.peer, str(exc))
                 return
             self.room.sent()
 

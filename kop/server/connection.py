@@ -165,9 +165,11 @@ class Connection:
             return False
         return self._stopping
 
-    def _closing(self, reason: str, why: object) -> None:
+    def _closing(self, reason: str, why: Exception) -> None:
         self._observer.connection_closed(reason)
-        _closes(logging.WARNING, reason, "closing %s: %s", self.peer, why)
+        # The text, not the exception: a kept log record would keep its traceback,
+        # and through it the connection's buffers.
+        _closes(logging.WARNING, reason, "closing %s: %s", self.peer, str(why))
 
     async def _read_frame(self) -> bytes | memoryview | None:
         """The next request frame; None at end of stream or after the idle timeout

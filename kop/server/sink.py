@@ -25,6 +25,7 @@ class SocketSink(asyncio.BaseProtocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._gone = self._loop.create_future()
+        self._closing: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -32,6 +33,9 @@ class SocketSink(asyncio.BaseProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = exc if exc is not None else ConnectionResetError("connection closed")
+        if self._closing is not None:  # it would keep this protocol for the send timeout
+            self._closing.cancel()
+            self._closing = None
         self._writable.set()
         if not self._gone.done():
             self._gone.set_result(None)
@@ -80,9 +84,9 @@ class SocketSink(asyncio.BaseProtocol):
     def close(self) -> None:
         """Closes once what was written is sent, or after the send timeout regardless
         (a client that stopped reading would keep the socket and its buffer)."""
-        if self._transport is not None and self._lost is None:
+        if self._transport is not None and self._lost is None and self._closing is None:
             self._transport.close()
-            self._loop.call_later(self._send_timeout_s, self._abort_if_open)
+            self._closing = self._loop.call_later(self._send_timeout_s, self._abort_if_open)
 
     def _abort_if_open(self) -> None:
         if self._lost is None and self._transport is not None:

@@ -22,6 +22,7 @@ from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 from conformance.clients.raw import RawClient
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch
+from kop.server.stream import RequestStream
 from tests.unit.memory_gateway import gateway_with_hot_topic, until
 
 MiB = 1 << 20
@@ -301,3 +302,21 @@ async def test_answers_nobody_reads_give_way_to_a_consumer_long_before_their_dea
         assert _closed(gateway, "evicted") >= 1 and _closed(gateway, "send_timeout") == 0
         for sock in [client.sock, consumer.sock, *hostile]:
             sock.close()
+
+
+async def test_a_closed_connection_leaves_nothing_behind() -> None:
+    """A connection kop closed is gone at once, buffers and all (its close used to
+    keep it for the send timeout: 370 closes a second held a gigabyte)."""
+    async with gateway_with_hot_topic(1) as (gateway, _):
+        for _ in range(20):
+            sock = _raw(gateway.kafka_port)
+            sock.sendall(struct.pack(">i", 0x7FFFFFF0))  # refused from its prefix
+            assert await asyncio.to_thread(_closed_by_peer, sock, 5)
+            sock.close()
+        await until(lambda: _open(gateway) == 0, 5)
+        await until(lambda: _streams() == 0, 5)
+
+
+def _streams() -> int:
+    gc.collect()
+    return sum(isinstance(o, RequestStream) for o in gc.get_objects())
