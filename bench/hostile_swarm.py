@@ -50,6 +50,7 @@ async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _:
 async def _trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, _: Any) -> None:
     writer.write(struct.pack(">i", 100 << 20) + b"x" * 10)
     closed = asyncio.ensure_future(reader.read())
+    closed.add_done_callback(lambda f: f.cancelled() or f.exception())
     while not closed.done():
         writer.write(b"x")
         await asyncio.wait([closed], timeout=1.0)

@@ -92,6 +92,11 @@ class RequestMemory:
         self.evict_idle()
         return False
 
+    def force(self, owner: Holder, nbytes: int) -> None:
+        """`nbytes` are `owner`'s now, whatever the budget (it no longer waits)."""
+        self._waiting.pop(owner, None)
+        self._charge(owner, nbytes)
+
     def evict_idle(self) -> int:
         """While anyone waits: evicts the holders idle for EVICT_IDLE_S. Called when
         a take fails, and by a waiter again after that long."""

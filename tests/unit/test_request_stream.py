@@ -227,3 +227,25 @@ async def test_a_lost_socket_gives_back_everything_its_stream_held() -> None:
     taken = await holder.next_frame()  # queued before the loss: still served
     holder.frame_done()  # nothing is given back twice
     assert taken is not None and memory.used == 0
+
+
+async def test_read_while_waiting_for_memory_takes_it_rather_than_fail() -> None:
+    """The event loop should not read a stream whose frame waits for memory; if it
+    does, the stream takes the memory past the budget instead of failing the read."""
+    memory = RequestMemory(limit=50_000)
+    holder, _ = _stream(memory)
+    waiter, _ = _stream(memory)
+    big = bytes(range(256)) * 300
+    _feed(holder, _frame(big))
+    data = _frame(big)
+    fed = _feed(waiter, data)  # stops: waiting for memory
+    assert memory.waiting == 1
+    buf = waiter.get_buffer(-1)  # read anyway
+    n = min(len(buf), len(data) - fed)
+    buf[:n] = data[fed : fed + n]
+    buf.release()
+    waiter.buffer_updated(n)
+    assert memory.waiting == 0
+    waiter.connection_lost(None)
+    holder.connection_lost(None)
+    assert memory.used == 0
