@@ -61,6 +61,7 @@ class Phase:
     errors: int = 0
     rss_peak_mib: float = 0.0
     rss_end_mib: float = 0.0
+    hwm_mib: float = 0.0  # kop's VmHWM at the end of the phase: the peak so far
     cpu_cores: float = 0.0
     request_memory_peak_mib: float = 0.0
     answer_memory_peak_mib: float = 0.0
@@ -88,9 +89,10 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     }
 
 
-def _rss_mib(pid: int) -> float:
+def _rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """The resident set now (VmRSS), or its highest so far (VmHWM)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -155,6 +157,7 @@ class Probe:
         phase.seconds = round(time.monotonic() - start, 1)
         phase.cpu_cores = round((_cpu_ticks(self._kop.pid) - ticks) / _TICK / phase.seconds, 2)
         phase.rss_end_mib = round(_rss_mib(self._kop.pid), 1)
+        phase.hwm_mib = round(_rss_mib(self._kop.pid, "VmHWM"), 1)
         phase.rss_peak_mib = round(phase.rss_peak_mib, 1)
 
     def _once(self, phase: Phase) -> None:
@@ -375,8 +378,9 @@ def markdown(doc: dict[str, Any]) -> str:
     rows = [
         "| phase | s | pairs | ApiVersions p50 / p99 / max ms | produce p50 / p99 / max ms "
         "| fetch p50 / p99 / max ms | empty fetches | errors | kop RSS peak MiB "
-        "| kop CPU (cores) | request mem peak MiB | answer mem peak MiB | connections peak |",
-        "|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| kop VmHWM MiB | kop CPU (cores) | request mem peak MiB | answer mem peak MiB "
+        "| connections peak |",
+        "|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in doc["phases"]:
         pr, fe, ve = p["produce"], p["fetch"], p["versions"]
@@ -387,7 +391,8 @@ def markdown(doc: dict[str, Any]) -> str:
         rows.append(
             f"| {p['name']} | {p['seconds']} | {pr.get('n', 0)} | {trio(ve)} | {trio(pr)} "
             f"| {trio(fe)} "
-            f"| {p['empty_fetches']} | {p['errors']} | {p['rss_peak_mib']} | {p['cpu_cores']} "
+            f"| {p['empty_fetches']} | {p['errors']} | {p['rss_peak_mib']} | {p['hwm_mib']} "
+            f"| {p['cpu_cores']} "
             f"| {p['request_memory_peak_mib']} | {p['answer_memory_peak_mib']} "
             f"| {p['connections_peak']:.0f} |"
         )

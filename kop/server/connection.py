@@ -140,6 +140,10 @@ class Connection:
         should still be answered."""
         try:
             while (frame := await self._read_frame()) is not None:
+                # No request is handled while the client leaves its answers unread:
+                # an answer made now would only wait in memory (Kafka mutes the
+                # channel until the response is sent).
+                await self._writer.writable()
                 item = await self._dispatch(frame)
                 del frame
                 self._reader.frame_done()

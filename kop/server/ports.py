@@ -26,6 +26,9 @@ class ResponseSink(Protocol):
 
     async def drain(self) -> None: ...
 
+    async def writable(self) -> None:
+        """Returns once answers do not back up (or the socket is gone)."""
+
     def unsent(self) -> int:
         """Bytes written and not yet taken by the socket."""
 

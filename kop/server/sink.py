@@ -71,6 +71,10 @@ class SocketSink(asyncio.BaseProtocol):
         if self._lost is not None:
             raise ConnectionResetError("connection lost") from self._lost
 
+    async def writable(self) -> None:
+        """Waits while answers back up (no timeout: `drain` has it)."""
+        await self._writable.wait()
+
     def unsent(self) -> int:
         return 0 if self._transport is None else self._transport.get_write_buffer_size()
 
