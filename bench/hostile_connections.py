@@ -11,6 +11,7 @@ second, through every phase; each request is timed. kop's resident set is read f
              silent, trickling after a 100 MiB prefix, stalled in a 1 MiB request,
              pipelining Fetch or Metadata without reading), each reopened when kop
              closes it, plus connection attempts past max_connections
+  teardown   the hostile connections closed at once (10 s)
   malformed  one client sending `--malformed-rate` malformed frames a second
 
 Progress lines every 5 s; the report (markdown) on stdout, the figures in
@@ -326,10 +327,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "attempts": counters[2 * churn],
             "closed_at_once": counters[2 * churn + 1],
         }
-        stop.set()
-        proc.join(60)
-        _wait_connections(admin_port, 1, False, 120)
         phases.append(hostile)
+        teardown = Phase("teardown")
+        log("teardown: the hostile connections go away at once")
+        stop.set()
+        probe.run(teardown, 10)
+        proc.join(60)
+        teardown.notes["connections_left"] = _wait_connections(admin_port, 1, False, 120)
+        phases.append(teardown)
 
         malformed = Phase("malformed")
         log(f"malformed: {args.malformed_rate} malformed frames a second")

@@ -173,6 +173,14 @@ class FrameAssembler:
             self._own += _ZEROS[:step]
             n -= step
 
+    def discard(self) -> None:
+        """The stream is gone: let go of its buffers now (what it cut short stays
+        known to `partial`); frames already taken out are not affected."""
+        self._scratch = bytearray()
+        self._own = None
+        self._wanted, self._allowed, self.held = 0, False, 0
+        self._end = self._start + min(self._end - self._start, PREFIX_BYTES)  # for `partial`
+
     @property
     def partial(self) -> str | None:
         """What an end of stream now would cut short: "prefix", "frame" or nothing."""

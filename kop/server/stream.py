@@ -160,6 +160,9 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._memory.forget(self)
         self._memory.release(self._charged)
         self._charged = self._taken = 0
+        # The memory goes now, not when the connection's tasks are done with the
+        # stream: given back to the budget, it is soon another stream's.
+        self._frames.discard()
         self._readable.set()
 
     def _answers_backed_up(self, backed_up: bool) -> None:

@@ -192,3 +192,16 @@ def test_a_frame_that_arrived_fast_gets_one_buffer_for_what_is_ready() -> None:
     _put(asm, data[540:])
     frame = asm.next_frame()
     assert frame is not None and bytes(frame) == body
+
+
+@given(frames=st.lists(st.binary(max_size=300), min_size=1, max_size=6), data=st.data())
+def test_a_discarded_stream_holds_nothing_and_still_says_what_was_cut_short(
+    frames: list[bytes], data: st.DataObject
+) -> None:
+    stream = _framed(frames)
+    cut = data.draw(st.integers(0, len(stream)))
+    asm = FrameAssembler(1 << 20, scratch_bytes=SCRATCH, min_step=STEP)
+    _receive(asm, stream[:cut], [])
+    partial = asm.partial
+    asm.discard()
+    assert asm.partial == partial and asm.held == 0 and asm.memory_wanted() == 0
