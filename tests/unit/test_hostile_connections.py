@@ -108,7 +108,7 @@ def _pipeline_without_reading(sock: socket.socket, frame: bytes, within: float) 
             time.sleep(0.5)  # kop may be between two reads: blocked for good?
             try:
                 sent += sock.send(chunk)
-            except BlockingIOError:
+            except (BlockingIOError, ConnectionError):  # blocked, or closed by now
                 return sent
     raise AssertionError(f"kop kept reading: {sent} bytes taken in {within}s")
 
