@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import fcntl
 import logging
-import struct
-import termios
 
 from kop.protocol.frames import FrameAssembler, FrameTooLarge
+from kop.server.gates import Muting, ReceiveDeadline, kernel_holds
 from kop.server.memory import EVICT_IDLE_S, RequestMemory
 from kop.server.sink import SendStalled, SocketSink
 
@@ -36,7 +34,7 @@ Frame = bytes | memoryview
 
 log = logging.getLogger(__name__)
 
-_AHEAD, _MEMORY, _ANSWERS, _STOPPED = 1, 2, 4, 8
+_AHEAD, _MEMORY, _ANSWERS, _STOPPED = Muting.AHEAD, Muting.MEMORY, Muting.ANSWERS, Muting.STOPPED
 # Frames not yet taken, large ones included, beyond which a connection is not read:
 # large frames are bounded in total by the shared budget, this keeps one connection
 # from taking all of it (small frames have `read_ahead`, outside the budget).
@@ -44,8 +42,6 @@ _LARGE_AHEAD = 1 << 20
 # What a queued small frame costs besides its bytes (the bytes object, its tuple and
 # deque slot): a pipeline of 100-byte requests costs twice its payload.
 _FRAME_OBJECT_BYTES = 100
-_INT = struct.Struct("i")
-_INT_ZERO = bytes(_INT.size)
 
 
 class ReceiveTimeout(Exception):
@@ -69,19 +65,17 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._frames = FrameAssembler(max_frame_bytes)
         self._read_ahead = read_ahead
         self._memory = memory if memory is not None else RequestMemory(1 << 62)
-        self._receive_timeout_s = receive_timeout_s
         self._queue: collections.deque[tuple[Frame, int]] = collections.deque()
         self._queued_bytes = 0  # of the frames not yet taken ...
         self._queued_small = 0  # ... those from the scratch buffer (not in `memory`)
         self._charged = 0  # bytes of `memory` this stream holds
         self._taken = 0  # of those, the frame handed out and not yet done with
         self._completed = 0  # frames received whole so far
-        self._deadline: asyncio.TimerHandle | None = None
-        self._partial_frame = -1  # the frame under way (by number) ...
-        self._partial_since = -1.0  # ... and when its first byte came (-1: none)
+        self._deadline = ReceiveDeadline(self._loop, receive_timeout_s, self._late)
         self._error: Exception | None = None
         self._eof = False
-        self._muted = 0
+        self._muting = Muting()
+        self._waiting: asyncio.TimerHandle | None = None  # the next `_still_waiting`
         self._readable = asyncio.Event()
         self._fd = -1
         self._last_byte = self._loop.time()
@@ -97,7 +91,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
             log.debug("socket %d read while its frame waits for memory", self._fd)
             self._memory.force(self, wanted)
             self._charged += self._frames.allow()
-            self._muted &= ~_MEMORY
+            self._muting.reasons &= ~_MEMORY
         return self._frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -120,43 +114,38 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
             self._stop(exc)
             return
         if self._queued_small > self._read_ahead or self._queued_bytes > _LARGE_AHEAD:
-            self._mute(_AHEAD)
+            self._muting.add(_AHEAD)
         wanted = frames.memory_wanted()
         if wanted:
-            wanted = frames.memory_wanted(self._ready())
+            wanted = frames.memory_wanted(kernel_holds(self._fd))
             if self._memory.take(self, wanted, self._memory_granted):
                 self._charged += frames.allow()
             else:
-                self._mute(_MEMORY)
-                self._loop.call_later(EVICT_IDLE_S, self._still_waiting)
-        self._watch_deadline()
+                self._muting.add(_MEMORY)
+                self._recheck(EVICT_IDLE_S)
+        self._deadline.watch(frames.partial is not None, self._completed)
         if self._queue:
             self._readable.set()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        self._muting.transport = self._transport
         sock = transport.get_extra_info("socket")
         self._fd = sock.fileno() if sock is not None else -1
 
-    def _ready(self) -> int:
-        """Bytes the kernel holds for us: what has arrived and waits to be received."""
-        if self._fd < 0:
-            return 0
-        try:
-            return int(_INT.unpack(fcntl.ioctl(self._fd, termios.FIONREAD, _INT_ZERO))[0])
-        except OSError:
-            return 0
-
     def eof_received(self) -> bool:
         self._eof = True
-        self._cancel_deadline()
+        self._deadline.cancel()
         self._readable.set()
         return True  # half-closed: the answers to what came before are still written
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
+        self._muting.transport = None
         self._eof = True
-        self._cancel_deadline()
+        self._deadline.cancel()
+        if self._waiting is not None:
+            self._waiting.cancel()
         self._memory.forget(self)
         self._memory.release(self._charged)
         self._charged = self._taken = 0
@@ -167,9 +156,9 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
 
     def _answers_backed_up(self, backed_up: bool) -> None:
         if backed_up:
-            self._mute(_ANSWERS)
+            self._muting.add(_ANSWERS)
         else:
-            self._unmute(_ANSWERS)
+            self._muting.remove(_ANSWERS)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -192,12 +181,8 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
             self._queued_small -= len(frame) + _FRAME_OBJECT_BYTES
         if self._lost is None:  # once lost, everything was given back already
             self._taken += charge
-        if (
-            self._muted & _AHEAD
-            and self._queued_small <= self._read_ahead // 2
-            and self._queued_bytes <= _LARGE_AHEAD // 2
-        ):
-            self._unmute(_AHEAD)
+        if self._queued_small <= self._read_ahead // 2 and self._queued_bytes <= _LARGE_AHEAD // 2:
+            self._muting.remove(_AHEAD)
         return frame
 
     def frame_done(self) -> None:
@@ -215,7 +200,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
     def feed_eof(self) -> None:
         """Read nothing more (shutdown): the frames already queued are still served."""
         self._eof = True
-        self._mute(_STOPPED)
+        self._muting.add(_STOPPED)
         self._readable.set()
 
     def idle_since(self) -> float:
@@ -228,59 +213,25 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
 
     def _still_waiting(self) -> None:
         """Waiting for memory: the holders that stopped are evicted, every so often."""
-        if self._muted & _MEMORY and self._lost is None:
+        self._waiting = None
+        if self._muting.reasons & _MEMORY and self._lost is None:
             self._memory.evict_idle()
-            self._loop.call_later(EVICT_IDLE_S, self._still_waiting)
+            self._recheck(EVICT_IDLE_S)
+
+    def _recheck(self, after_s: float) -> None:
+        if self._waiting is None:
+            self._waiting = self._loop.call_later(after_s, self._still_waiting)
 
     def _memory_granted(self) -> None:
         self._charged += self._frames.allow()  # never after connection_lost: forgotten
-        self._unmute(_MEMORY)
+        self._muting.remove(_MEMORY)
 
-    def _watch_deadline(self) -> None:
-        """A frame under way (its first byte arrived) has a deadline; a frame that
-        arrives whole within one receive never needs one. One timer per connection,
-        re-armed for the frame under way when it fires, not one per frame."""
-        if self._frames.partial is None:
-            self._partial_since = -1.0
-        elif self._partial_frame != self._completed or self._partial_since < 0:
-            self._partial_frame = self._completed
-            self._partial_since = self._loop.time()
-            if self._deadline is None:
-                self._deadline = self._loop.call_at(
-                    self._partial_since + self._receive_timeout_s, self._check_deadline
-                )
-
-    def _check_deadline(self) -> None:
-        self._deadline = None
-        if self._partial_since < 0 or self._lost is not None:
-            return
-        due = self._partial_since + self._receive_timeout_s
-        if self._loop.time() < due:
-            self._deadline = self._loop.call_at(due, self._check_deadline)
-        else:
-            late = f"a frame did not arrive whole in {self._receive_timeout_s}s"
-            self._stop(ReceiveTimeout(late))
-
-    def _cancel_deadline(self) -> None:
-        self._partial_since = -1.0
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+    def _late(self) -> None:
+        late = f"a frame did not arrive whole in {self._deadline.timeout_s}s"
+        self._stop(ReceiveTimeout(late))
 
     def _stop(self, exc: Exception) -> None:
         self._error = exc
-        self._cancel_deadline()
-        self._mute(_STOPPED)
+        self._deadline.cancel()
+        self._muting.add(_STOPPED)
         self._readable.set()
-
-    def _mute(self, reason: int) -> None:
-        if not self._muted and self._transport is not None and self._lost is None:
-            self._transport.pause_reading()
-        self._muted |= reason
-
-    def _unmute(self, reason: int) -> None:
-        if not self._muted & reason:
-            return
-        self._muted &= ~reason
-        if not self._muted and self._transport is not None and self._lost is None:
-            self._transport.resume_reading()
