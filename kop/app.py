@@ -200,10 +200,20 @@ class Gateway:
             fetch_max_bytes_cap=c.fetch_max_bytes_cap,
             groups=self.groups,
         )
-        limits = Limits(c.max_request_bytes, c.max_inflight_requests, c.idle_timeout_s)
+        limits = Limits(
+            max_request_bytes=c.max_request_bytes,
+            max_inflight=c.max_inflight_requests,
+            idle_timeout_s=c.idle_timeout_s,
+            request_receive_timeout_s=c.request_receive_timeout_s,
+            response_send_timeout_s=c.response_send_timeout_s,
+            max_connections=c.max_connections,
+            max_queued_request_bytes=c.max_queued_request_bytes,
+            max_queued_response_bytes=c.max_queued_response_bytes,
+        )
         default_ns = Namespace(c.tenant, c.namespace)
         self.metrics.watch_groups(self.groups, self.logs, default_ns)
         self._listener = KafkaListener(services, default_ns, limits, self.metrics)
+        self.metrics.watch_memory(self._listener.requests, self._listener.answers)
         try:
             await self._listener.start(c.listen_host, c.port)
         except OSError as exc:

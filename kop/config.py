@@ -56,6 +56,13 @@ class KopConfig(BaseSettings):
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024)
     max_inflight_requests: int = Field(32, ge=1, le=10000)
     idle_timeout_s: float = Field(600.0, gt=0)
+    # Bounded under abuse (docs/decisions.md, "Bounded under abuse"): connections, a
+    # frame's arrival, an answer's departure, request and answer bytes held in total.
+    max_connections: int = Field(1000, ge=1, le=1_000_000)
+    request_receive_timeout_s: float = Field(60.0, gt=0)
+    response_send_timeout_s: float = Field(60.0, gt=0)
+    max_queued_request_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024)
+    max_queued_response_bytes: int = Field(128 * 1024 * 1024, ge=1024 * 1024)
     write_timeout_s: float = Field(30.0, gt=0)
     fetch_max_wait_cap_ms: int = Field(30000, ge=0)
     fetch_max_bytes_cap: int = Field(55 * 1024 * 1024, ge=1024)  # Kafka's fetch.max.bytes

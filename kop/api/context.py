@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
@@ -58,12 +58,35 @@ class Services:
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
 
 
+class AnswerRoom(Protocol):
+    """The server's budget for answers made and not yet sent, as one request sees it."""
+
+    def claim(self, want: int) -> int:
+        """Room for an answer of up to `want` bytes, held until the answer is sent
+        (0: none now; ask again later). A later claim replaces this one."""
+
+    def keep(self, nbytes: int) -> None:
+        """Of the claim, only `nbytes` were used."""
+
+
+class _Unbounded:
+    def claim(self, want: int) -> int:
+        return want
+
+    def keep(self, nbytes: int) -> None:
+        return None
+
+
+UNBOUNDED: AnswerRoom = _Unbounded()
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     namespace: Namespace
     client_id: str | None
     api_version: int
     client_host: str = ""  # the peer's address, as group members report it
+    answers: AnswerRoom = UNBOUNDED  # handlers outside a server (tests) need no budget
 
 
 def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:

@@ -37,14 +37,19 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
             parts: list[tuple[str, dict[str, Any]]] = []
             total = 0
             errors = False
+            # The server's budget for unsent answers bounds this one; with no room, the
+            # fetch waits as if no data had come, until there is room or max_wait ends.
+            room = ctx.answers.claim(max_bytes)
             for (name, p), plog in zip(wanted, logs, strict=True):
-                budget = min(p.partition_max_bytes, max(0, max_bytes - total))
-                part = await _read_partition(plog, p.partition, p.fetch_offset, budget, total == 0)
+                budget = min(p.partition_max_bytes, max(0, room - total))
+                first = total == 0 and room > 0
+                part = await _read_partition(plog, p.partition, p.fetch_offset, budget, first)
                 total += len(part["records"] or b"")
                 errors = errors or part["error_code"] != ErrorCode.none
                 parts.append((name, part))
+            ctx.answers.keep(total)
             remaining = deadline - time.monotonic()
-            if total >= min_bytes or errors or remaining <= 0 or not changed:
+            if (total >= min_bytes and room > 0) or errors or remaining <= 0 or not changed:
                 return _response(parts)
             done, _ = await asyncio.wait(
                 changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED

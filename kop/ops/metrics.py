@@ -4,6 +4,7 @@ log's own counters (`LogStats`, budgets) when scraped."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -40,6 +41,12 @@ class Metrics:
         self.connections = Gauge(
             "kop_connections", "Open Kafka connections", registry=self.registry
         )
+        self.closed = Counter(
+            "kop_connections_closed",
+            "Kafka connections kop closed or refused itself, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
 
         self.commit_latency = Histogram(
             "kop_offset_commit_seconds",
@@ -69,6 +76,37 @@ class Metrics:
 
     def connection_change(self, delta: int) -> None:
         self.connections.inc(delta)
+
+    def connection_closed(self, reason: str) -> None:
+        self.closed.labels(reason).inc()
+
+    def watch_memory(self, requests: Budget, answers: Budget) -> None:
+        self.registry.register(_MemoryCollector(requests, answers))
+
+
+class Budget(Protocol):
+    """A memory budget shared by all connections (kop.server.memory)."""
+
+    limit: int
+    used: int
+
+
+class _MemoryCollector(Collector):
+    def __init__(self, requests: Budget, answers: Budget) -> None:
+        self._budgets = {"request": requests, "answer": answers}
+
+    def collect(self) -> Iterator[Metric]:
+        for name, budget in self._budgets.items():
+            yield GaugeMetricFamily(
+                f"kop_{name}_memory_bytes",
+                f"{name.capitalize()} bytes held by connections, in total",
+                value=budget.used,
+            )
+            yield GaugeMetricFamily(
+                f"kop_{name}_memory_limit_bytes",
+                f"Budget for {name} bytes held by connections",
+                value=budget.limit,
+            )
 
 
 class _LogCollector(Collector):

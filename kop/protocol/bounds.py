@@ -39,7 +39,7 @@ Buffer = bytes | bytearray | memoryview
 # Array elements of all arrays in one request, together. A Fetch of 10,000
 # partitions spends about 10,100 of them, a Metadata for 50,000 topics 50,000.
 # The most a frame within it costs kop's event loop is measured in
-# docs/decisions.md (D6).
+# docs/decisions.md (D7).
 DEFAULT_MAX_ELEMENTS = 100_000
 
 _FIXED: dict[str, int] = {

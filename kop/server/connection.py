@@ -3,8 +3,11 @@
 Requests are read and their ordered part handled one after another (so
 writes from one connection reach Pulsar in the order sent); their slow parts
 (Pulsar acknowledgements, long-poll fetches) overlap, up to
-`max_inflight` of them, and responses are written strictly in request order.
-A full in-flight queue stops reading from the socket: that is back-pressure.
+`max_inflight` of them, and responses are written strictly in request order
+(`AnswerWriter`). A full in-flight queue stops reading from the socket: that is
+back-pressure. A frame is given back to the shared request budget once it is
+dispatched (`frame_done`). kop's own reasons to close a connection are logged
+(throttled) and reported to the observer.
 """
 
 from __future__ import annotations
@@ -14,61 +17,40 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from kop.api.api_versions import unsupported_version_response
 from kop.api.context import Namespace, RequestContext, Services
 from kop.api.dispatch import HANDLERS
 from kop.protocol.errors import ErrorCode
-from kop.protocol.frames import FrameTooLarge, encode_frame
+from kop.protocol.frames import FrameTooLarge
 from kop.protocol.messages import (
     ApiKey,
     MalformedRequest,
     RequestHeader,
     UnsupportedVersion,
-    build_response,
     decode_request,
-    encode_response,
     is_supported,
     top_level_error_response,
 )
+from kop.server.answers import AnswerWriter, Item
+from kop.server.closing import (
+    BAD_REQUEST,
+    EVICTED,
+    FRAME_TOO_LARGE,
+    IDLE,
+    RECEIVE_TIMEOUT,
+    ThrottledLog,
+)
+from kop.server.memory import AnswerMemory
+from kop.server.ports import FrameSource, RequestObserver, ResponseSink
+from kop.server.stream import Evicted, ReceiveTimeout
 
 log = logging.getLogger(__name__)
+_closes = ThrottledLog(log)
 
-
-class FrameSource(Protocol):
-    """Where requests come from (`RequestStream`)."""
-
-    async def next_frame(self) -> bytes | memoryview | None: ...
-
-    @property
-    def ended_inside_prefix(self) -> bool: ...
-
-    def feed_eof(self) -> None: ...
-
-
-class ResponseSink(Protocol):
-    """Where answers go: the parts of `asyncio.StreamWriter` a connection uses."""
-
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
-
-    def close(self) -> None: ...
-
-    async def wait_closed(self) -> None: ...
-
-
-class RequestObserver(Protocol):
-    """Told about every request; the ops layer implements it with metrics."""
-
-    def request_done(self, api_key: int, seconds: float, ok: bool) -> None: ...
-
-    def connection_change(self, delta: int) -> None: ...
+__all__ = ["Connection", "FrameSource", "Limits", "RequestObserver", "ResponseSink"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +58,15 @@ class Limits:
     max_request_bytes: int
     max_inflight: int
     idle_timeout_s: float
+    request_receive_timeout_s: float = 60.0
+    response_send_timeout_s: float = 60.0
+    max_connections: int = 1000
+    max_queued_request_bytes: int = 64 << 20
+    max_queued_response_bytes: int = 128 << 20
 
 
 class _Close(Exception):
     """The request cannot be answered within the protocol; drop the connection."""
-
-
-_Item = tuple[RequestHeader, float, Any]
 
 
 class Connection:
@@ -94,6 +78,7 @@ class Connection:
         namespace: Namespace,
         limits: Limits,
         observer: RequestObserver,
+        answers: AnswerMemory | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -101,6 +86,8 @@ class Connection:
         self._namespace = namespace
         self._limits = limits
         self._observer = observer
+        memory = answers or AnswerMemory(limits.max_queued_response_bytes)
+        self._answers = AnswerWriter(writer, memory, observer)
         self._stopping = False
         self._peer: str | None = None
 
@@ -114,6 +101,10 @@ class Connection:
             self._peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         return self._peer
 
+    def abort(self) -> None:
+        """Shutdown past its grace: close now, dropping answers not sent."""
+        self._writer.abort()
+
     def stop_reading(self) -> None:
         """Shutdown: read no further requests; those in flight still get answers."""
         self._stopping = True
@@ -125,8 +116,8 @@ class Connection:
         away or a write that failed ends both sides at once, and what was in flight
         is dropped (writes to Pulsar still complete: the log owns them)."""
         self._observer.connection_change(1)
-        queue: asyncio.Queue[_Item | None] = asyncio.Queue(self._limits.max_inflight)
-        writer_task = asyncio.create_task(self._write_loop(queue))
+        queue: asyncio.Queue[Item | None] = asyncio.Queue(self._limits.max_inflight)
+        writer_task = asyncio.create_task(self._answers.run(queue))
         reader_task = asyncio.create_task(self._read_loop(queue))
         try:
             await asyncio.wait({reader_task, writer_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -138,23 +129,51 @@ class Connection:
                 task.cancel()
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
             _discard(queue)
+            self._answers.room.close()
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
             self._observer.connection_change(-1)
 
-    async def _read_loop(self, queue: asyncio.Queue[_Item | None]) -> bool:
+    async def _read_loop(self, queue: asyncio.Queue[Item | None]) -> bool:
         """Read and dispatch until the stream ends; True when what is in flight
         should still be answered."""
         try:
             while (frame := await self._read_frame()) is not None:
-                await queue.put(await self._dispatch(frame))
-        except (FrameTooLarge, _Close) as exc:
-            log.warning("closing %s: %s", self.peer, exc)
+                # No request is handled while the client leaves its answers unread:
+                # an answer made now would only wait in memory (Kafka mutes the
+                # channel until the response is sent).
+                await self._writer.writable()
+                item = await self._dispatch(frame)
+                del frame
+                self._reader.frame_done()
+                try:
+                    await queue.put(item)
+                except asyncio.CancelledError:
+                    _drop(item)  # never queued: `_discard` would not see it
+                    raise
+                del item  # the writer owns it now: gone once answered
+        except FrameTooLarge as exc:
+            self._closing(FRAME_TOO_LARGE, exc)
+            return True
+        except ReceiveTimeout as exc:
+            self._closing(RECEIVE_TIMEOUT, exc)
+            return True
+        except Evicted as exc:
+            self._closing(EVICTED, exc)
+            return False
+        except _Close as exc:
+            self._closing(BAD_REQUEST, exc)
             return True
         except (ConnectionError, asyncio.IncompleteReadError):
             return False
         return self._stopping
+
+    def _closing(self, reason: str, why: Exception) -> None:
+        self._observer.connection_closed(reason)
+        # The text, not the exception: a kept log record would keep its traceback,
+        # and through it the connection's buffers.
+        _closes(logging.WARNING, reason, "closing %s: %s", self.peer, str(why))
 
     async def _read_frame(self) -> bytes | memoryview | None:
         """The next request frame; None at end of stream or after the idle timeout
@@ -163,13 +182,14 @@ class Connection:
             async with asyncio.timeout(self._limits.idle_timeout_s):
                 frame = await self._reader.next_frame()
         except TimeoutError:
-            log.info("closing idle connection %s", self.peer)
+            self._observer.connection_closed(IDLE)
+            _closes(logging.INFO, IDLE, "closing idle connection %s", self.peer)
             return None
         if frame is None and self._reader.ended_inside_prefix:
             log.warning("closing %s: stream ended inside a frame prefix", self.peer)
         return frame
 
-    async def _dispatch(self, frame: bytes | memoryview) -> _Item:
+    async def _dispatch(self, frame: bytes | memoryview) -> Item:
         started = time.monotonic()
         try:
             request = decode_request(frame)
@@ -192,6 +212,7 @@ class Connection:
             request.header.client_id,
             request.header.api_version,
             self.peer.rsplit(":", 1)[0],
+            self._answers.room,
         )
         handler = HANDLERS[ApiKey(request.header.api_key)]
         try:
@@ -204,51 +225,22 @@ class Connection:
             return request.header, started, reply
         return request.header, started, result
 
-    async def _write_loop(self, queue: asyncio.Queue[_Item | None]) -> None:
-        while (item := await queue.get()) is not None:
-            header, started, result = item
-            ok = True
-            try:
-                if inspect.isawaitable(result):
-                    result = await _resolve(result)
-                if result is None:  # acks=0 produce: Kafka sends no response
-                    continue
-                body = (
-                    result
-                    if not isinstance(result, dict)
-                    else build_response(header.api_key, header.api_version, result)
-                )
-                payload = encode_response(header, body)
-            except Exception:
-                ok = False
-                log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
-                self._writer.close()
-                return
-            finally:
-                self._observer.request_done(header.api_key, time.monotonic() - started, ok)
-            self._writer.write(encode_frame(payload))
-            try:
-                await self._writer.drain()
-            except ConnectionError:
-                return
 
-
-async def _resolve(result: Awaitable[Any]) -> Any:
-    return await result
-
-
-def _discard(queue: asyncio.Queue[_Item | None]) -> None:
+def _discard(queue: asyncio.Queue[Item | None]) -> None:
     """Drop answers nobody will read: close pending coroutines (long polls) so they
     leave nothing behind; tasks (writes the log owns) run on to completion."""
     while not queue.empty():
         item = queue.get_nowait()
-        if item is None:
-            continue
-        result = item[2]
-        if inspect.iscoroutine(result):
-            result.close()
-        elif isinstance(result, asyncio.Future):
-            result.add_done_callback(_retrieve)
+        if item is not None:
+            _drop(item)
+
+
+def _drop(item: Item) -> None:
+    result = item[2]
+    if inspect.iscoroutine(result):
+        result.close()
+    elif isinstance(result, asyncio.Future):
+        result.add_done_callback(_retrieve)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -7,6 +7,7 @@ or whose writes fail, leaves no task, waiter or socket behind."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import logging
 import time
@@ -131,6 +132,15 @@ class _FailingWriter:
     async def drain(self) -> None:
         raise ConnectionResetError("peer reset")
 
+    def unsent(self) -> int:
+        return 0
+
+    async def writable(self) -> None:
+        return None
+
+    def abort(self) -> None:
+        self.closed = True
+
     def close(self) -> None:
         self.closed = True
 
@@ -147,6 +157,9 @@ class _Observer:
 
     def connection_change(self, delta: int) -> None:
         self.open += delta
+
+    def connection_closed(self, reason: str) -> None:
+        return None
 
 
 async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader() -> None:
@@ -206,3 +219,66 @@ async def test_shutdown_past_the_grace_period_is_quiet(
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert await asyncio.to_thread(client.wait_closed_by_peer, 5)
     client.close()
+
+
+class _UnreadWriter(_FailingWriter):
+    """A client that reads no answer: after the first, answers back up for good."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = 0
+        self.backed_up = asyncio.Event()
+
+    def write(self, data: bytes) -> None:
+        self.written += 1
+        self.backed_up.set()
+
+    async def drain(self) -> None:
+        await asyncio.Event().wait()  # never: the send timeout is the stream's job
+
+    async def writable(self) -> None:
+        if self.backed_up.is_set():
+            await asyncio.Event().wait()
+
+
+class _CountingSource:
+    """Endless ApiVersions requests, counting how many the connection took."""
+
+    def __init__(self, frame: bytes) -> None:
+        self._frame = frame
+        self.taken = 0
+
+    async def next_frame(self) -> bytes:
+        self.taken += 1
+        await asyncio.sleep(0)
+        return self._frame
+
+    def frame_done(self) -> None:
+        return None
+
+    @property
+    def ended_inside_prefix(self) -> bool:
+        return False
+
+    def feed_eof(self) -> None:
+        return None
+
+
+async def test_no_request_is_handled_while_answers_are_left_unread() -> None:
+    _, frame = RawClient.__new__(RawClient).encode_standalone(
+        18, 3, client_software_name="t", client_software_version="1"
+    )
+    source, writer = _CountingSource(frame), _UnreadWriter()
+    conn = Connection(
+        source, writer, None, Namespace("public", "default"),  # type: ignore[arg-type]
+        Limits(1 << 20, 32, idle_timeout_s=600), _Observer(),
+    )  # fmt: skip
+    running = asyncio.create_task(conn.run())
+    await until(lambda: writer.written == 1, 5)
+    for _ in range(50):  # the loop turns in which more requests could be handled
+        await asyncio.sleep(0)
+    assert writer.written == 1
+    assert source.taken <= 3  # not 32 more answers made to wait in memory
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running

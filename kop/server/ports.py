@@ -1,0 +1,53 @@
+"""What a connection is given: where requests come from, where answers go, and who
+is told about them (the ops layer implements the observer with metrics)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+
+class FrameSource(Protocol):
+    """Where requests come from (`RequestStream`)."""
+
+    async def next_frame(self) -> bytes | memoryview | None: ...
+
+    def frame_done(self) -> None: ...
+
+    @property
+    def ended_inside_prefix(self) -> bool: ...
+
+    def feed_eof(self) -> None: ...
+
+
+class ResponseSink(Protocol):
+    """Where answers go: the parts of `asyncio.StreamWriter` a connection uses."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    async def writable(self) -> None:
+        """Returns once answers do not back up (or the socket is gone)."""
+
+    def unsent(self) -> int:
+        """Bytes written and not yet taken by the socket."""
+
+    def abort(self) -> None:
+        """Close now, dropping what was not sent."""
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
+
+class RequestObserver(Protocol):
+    """Told about every request and connection; the ops layer implements it with metrics."""
+
+    def request_done(self, api_key: int, seconds: float, ok: bool) -> None: ...
+
+    def connection_change(self, delta: int) -> None: ...
+
+    def connection_closed(self, reason: str) -> None:
+        """kop closed (or refused) a connection, for `reason` (see `closing`)."""
