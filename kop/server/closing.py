@@ -14,6 +14,8 @@ SEND_TIMEOUT = "send_timeout"
 FRAME_TOO_LARGE = "frame_too_large"
 BAD_REQUEST = "bad_request"
 EVICTED = "evicted"  # held memory others waited for, and made no progress
+# Logged the same way, but the connection stays open: answered INVALID_REQUEST.
+INVALID = "invalid_request"
 
 
 class ThrottledLog:
@@ -33,5 +35,5 @@ class ThrottledLog:
         self._last[reason] = now
         skipped = self._skipped.pop(reason, 0)
         if skipped:
-            msg += f" (and {skipped} more closed for {reason} in the last {self._every_s:.0f}s)"
+            msg += f" (and {skipped} more for {reason} in the last {self._every_s:.0f}s)"
         self._log.log(level, msg, *args)

@@ -40,6 +40,7 @@ from kop.server.closing import (
     EVICTED,
     FRAME_TOO_LARGE,
     IDLE,
+    INVALID,
     RECEIVE_TIMEOUT,
     ThrottledLog,
 )
@@ -186,7 +187,12 @@ class Connection:
             _closes(logging.INFO, IDLE, "closing idle connection %s", self.peer)
             return None
         if frame is None and self._reader.ended_inside_prefix:
-            log.warning("closing %s: stream ended inside a frame prefix", self.peer)
+            _closes(
+                logging.WARNING,
+                "truncated",
+                "closing %s: stream ended inside a frame prefix",
+                self.peer,
+            )
         return frame
 
     async def _dispatch(self, frame: bytes | memoryview) -> Item:
@@ -204,7 +210,11 @@ class Connection:
             if known is not None and is_supported(known.api_key, known.api_version):
                 reply = top_level_error_response(known, ErrorCode.invalid_request)
                 if reply is not None:
-                    log.warning("invalid request from %s: %s", self.peer, exc)
+                    # Throttled like closes: a client sending garbage must not
+                    # write kop's log at its own pace.
+                    _closes(
+                        logging.WARNING, INVALID, "invalid request from %s: %s", self.peer, str(exc)
+                    )
                     return known, started, reply
             raise _Close(f"malformed request: {exc}") from exc
         ctx = RequestContext(

@@ -19,6 +19,7 @@ import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from conformance.clients.raw import RawClient
+from fuzz import corpus
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch
 from kop.server.connection import Connection, Limits
@@ -282,3 +283,22 @@ async def test_no_request_is_handled_while_answers_are_left_unread() -> None:
     running.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await running
+
+
+async def test_a_flood_of_invalid_requests_writes_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The fuzzer's garbage once wrote a WARNING per frame: a client sending invalid
+    # requests wrote kop's log at its own pace. They are answered, and logged like
+    # closes: once per reason every 10 s, counting the rest.
+    wire = next(w for n, w in corpus.load() if n.startswith("abort-JoinGroupRequestv7"))
+    async with gateway_with_hot_topic(1) as (gateway, _backend):
+        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.config.port)
+        with caplog.at_level(logging.WARNING, logger="kop.server.connection"):
+            writer.write(wire * 200)
+            for _ in range(200):  # each answered INVALID_REQUEST, the connection kept
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(size)
+        writer.close()
+    lines = [r for r in caplog.records if "invalid request" in r.getMessage()]
+    assert len(lines) == 1, [r.getMessage() for r in lines[:5]]
