@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kop.log.entry_format import EntryFormat
+from kop.log.lookups import Lookups
 from kop.log.partition_budget import PartitionBudget
 from kop.log.topic_configs import (
     ENTRY_FORMAT,
@@ -23,7 +23,7 @@ from kop.log.topic_configs import (
     validate_configs,
 )
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.naming import Namespace, PulsarTopic, resolve
 from kop.storage.port import StorageAdmin
 from kop.storage.types import AdminError, TopicInfo
 
@@ -84,13 +84,15 @@ class TopicCatalog:
         self._admin = admin
         self.defaults = defaults
         self.budget = budget
-        self._ttl = ttl_s
-        self._cache: dict[str, tuple[float, TopicView | None]] = {}
+        # By full Pulsar name: `t` and `persistent://public/default/t` are one topic.
+        self._views: Lookups[str, TopicView | None] = Lookups(self._view, ttl_s)
+        self._names: Lookups[Namespace, list[str]] = Lookups(self._list, ttl_s, 1000)
         self._lock = asyncio.Lock()
         self._served: dict[Namespace, asyncio.Task[None]] = {}
 
     def invalidate(self, topic: PulsarTopic) -> None:
-        self._cache.pop(topic.full, None)
+        self._views.forget(topic.full)
+        self._names.forget(topic.namespace)
 
     async def writable(self, topic: PulsarTopic) -> None:
         """Before kop writes into a namespace (its own, or one reached by a full Pulsar
@@ -104,9 +106,13 @@ class TopicCatalog:
         await asyncio.shield(task)
 
     async def describe(self, topic: PulsarTopic) -> TopicView | None:
-        cached = self._cache.get(topic.full)
-        if cached is not None and time.monotonic() - cached[0] < self._ttl:
-            return cached[1]
+        view = await self._views.get(topic.full)
+        if view is not None and view.topic != topic:  # as this caller names it
+            return replace(view, topic=topic)
+        return view
+
+    async def _view(self, full_name: str) -> TopicView | None:
+        topic = resolve(full_name, Namespace("", ""))
         info = await self._admin.topic_info(topic)
         view = None
         if info is not None:
@@ -120,7 +126,6 @@ class TopicCatalog:
                 }
             )
             view = TopicView(topic, info, configs)
-        self._cache[topic.full] = (time.monotonic(), view)
         return view
 
     async def create(
@@ -243,4 +248,7 @@ class TopicCatalog:
         return await self._admin.stored_bytes(partition_topic)
 
     async def names(self, namespace: Namespace) -> list[str]:
+        return await self._names.get(namespace)
+
+    async def _list(self, namespace: Namespace) -> list[str]:
         return sorted(await self._admin.list_topics(namespace))
