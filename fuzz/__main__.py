@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def decoders(args: argparse.Namespace) -> int:
     rng = random.Random(args.seed)
-    seeds = [s.frame for s in all_seeds(rng, 2)]
+    seeds = [s.frame for s in all_seeds(rng, 2)] + corpus.real_frames()
     outcomes: Counter[str] = Counter()
     found = 0
     started = last = time.monotonic()

@@ -24,6 +24,11 @@ def save(wire: bytes, kind: str, directory: Path = CORPUS) -> Path:
     return path
 
 
+def real_frames(directory: Path = CORPUS / "seeds") -> list[bytes]:
+    """Frames real clients sent (`python -m fuzz.capture_clients`), without prefixes."""
+    return [wire[4:] for _, wire in load(directory)]
+
+
 def load(directory: Path = CORPUS) -> list[tuple[str, bytes]]:
     """(file name, wire bytes) of every kept frame, in name order."""
     return [(p.name, p.read_bytes()) for p in sorted(directory.glob("*.bin"))]

@@ -88,7 +88,7 @@ class LiveFuzzer:
 
     async def run(self, frames: int) -> LiveReport:
         rng = random.Random(self.seed)
-        seeds = [s.frame for s in all_seeds(rng, 2, self.names)]
+        seeds = [s.frame for s in all_seeds(rng, 2, self.names)] + corpus.real_frames()
         report = LiveReport()
         in_flight: dict[int, Mutant] = {}
         recent: deque[Mutant] = deque(maxlen=self.concurrency * 4)

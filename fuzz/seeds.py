@@ -1,4 +1,5 @@
-"""Well-formed request frames for every API and version kop advertises.
+"""Well-formed request frames for every API and version kop advertises (beside
+the frames real clients sent, kept in tests/corpus/seeds by `fuzz.capture`).
 
 Built from kio's own schemas with plausible values (existing topic names,
 partition 0-3, a real record batch in Produce, small timeouts), so that
