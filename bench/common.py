@@ -207,3 +207,17 @@ class PhaseResult:
             out.pop("stats")
         out["seconds"] = round(self.seconds, 3)
         return out
+
+
+def write_doc_section(doc: Path, section: str, begin: str, end: str, heading: str) -> None:
+    """Put `section` (which starts with `begin` and ends with `end`) in `doc`: in place
+    of the one between those markers, or at the end under `heading` (added once)."""
+    text = doc.read_text()
+    if begin in text:
+        head, rest = text.split(begin, 1)
+        text = head + section + rest.split(end, 1)[1]
+    else:
+        if heading not in text:
+            text = text.rstrip("\n") + f"\n\n{heading}\n"
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    doc.write_text(text)

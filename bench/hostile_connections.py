@@ -37,7 +37,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench import hostile_swarm, report
-from bench.common import log
+from bench.common import log, write_doc_section
 from bench.kop_process import KopProcess, free_port
 from bench.run import pulsar_healthy
 from conformance.clients.raw import RawClient
@@ -438,13 +438,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def write_doc(section: str) -> None:
-    text = DOC.read_text()
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Hostile connections\n\n" + section + "\n"
-    DOC.write_text(text)
+    write_doc_section(DOC, section, BEGIN, END, "## Hostile connections")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

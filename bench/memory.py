@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from bench import report
-from bench.common import Progress, Values, log
+from bench.common import Progress, Values, log, write_doc_section
 from bench.kop_process import KopProcess, free_port
 from bench.run import pulsar_healthy
 
@@ -265,13 +265,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def write_doc(section: str) -> None:
-    text = DOC.read_text()
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n## Memory with many open partitions\n\n" + section + "\n"
-    DOC.write_text(text)
+    write_doc_section(DOC, section, BEGIN, END, "## Memory with many open partitions")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.common import log
+from bench.common import log, write_doc_section
 from bench.kop_process import KopProcess
 from bench.run import pulsar_healthy
 
@@ -163,17 +163,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 
 def write_doc(section: str, fmt: str) -> None:
-    begin, end = markers(fmt)
-    text = DOC.read_text()
-    if begin in text:
-        head, rest = text.split(begin, 1)
-        text = head + section + rest.split(end, 1)[1]
-    else:
-        heading = "## The PySpark jobs at scale"
-        if heading not in text:
-            text = text.rstrip("\n") + f"\n\n{heading}\n"
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
+    write_doc_section(DOC, section, *markers(fmt), "## The PySpark jobs at scale")
 
 
 def main(argv: list[str]) -> int:

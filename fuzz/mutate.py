@@ -19,6 +19,7 @@ from kio.index import load_request_schema
 
 from kop.protocol.bounds import Budget, FrameShapeError, check_request
 from kop.protocol.messages import SUPPORTED_VERSIONS
+from kop.protocol.records import uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -80,18 +81,9 @@ def _set_length(frame: bytes, rng: random.Random) -> tuple[bytes, str] | None:
     end = pos
     while end < len(frame) and frame[end] & 0x80:
         end += 1
-    new = rng.choice([*_HUGE_VARINTS, _varint(remaining + 1), _varint(rng.randrange(1 << 28))])
+    new = rng.choice([*_HUGE_VARINTS, uvarint(remaining + 1), uvarint(rng.randrange(1 << 28))])
     out[pos : end + 1] = new
     return bytes(out), f"varint length at {pos} = {new.hex()}"
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _bit_flips(frame: bytes, rng: random.Random) -> tuple[bytes, str]:

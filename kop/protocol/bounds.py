@@ -135,30 +135,18 @@ def _uvarint(frame: Buffer, pos: int, where: str) -> tuple[int, int]:
 # -- strings and bytes -------------------------------------------------------------------
 
 
-def _legacy_string(nullable: bool, where: str) -> Walk:
+def _legacy_sized(length: struct.Struct, form: str, nullable: bool, where: str) -> Walk:
+    """Legacy strings (an int16 length) and bytes (an int32 length), -1 for null."""
+    width = length.size
+
     def walk(frame: Buffer, pos: int, budget: Budget) -> int:
-        n: int = _I16.unpack_from(frame, pos)[0]
-        _note(budget, pos, "i16")
-        pos += 2
+        n: int = length.unpack_from(frame, pos)[0]
+        _note(budget, pos, form)
+        pos += width
         if n < 0:
             if n == -1 and nullable:
                 return pos
-            raise FrameShapeError(f"{where}: string length {n} at byte {pos - 2}")
-        _remaining(frame, pos, n, where)
-        return pos + n
-
-    return walk
-
-
-def _legacy_bytes(nullable: bool, where: str) -> Walk:
-    def walk(frame: Buffer, pos: int, budget: Budget) -> int:
-        n: int = _I32.unpack_from(frame, pos)[0]
-        _note(budget, pos, "i32")
-        pos += 4
-        if n < 0:
-            if n == -1 and nullable:
-                return pos
-            raise FrameShapeError(f"{where}: bytes length {n} at byte {pos - 4}")
+            raise FrameShapeError(f"{where}: length {n} at byte {pos - width}")
         _remaining(frame, pos, n, where)
         return pos + n
 
@@ -313,8 +301,8 @@ def _primitive(kafka_type: str, flexible: bool, optional: bool, where: str) -> _
         if flexible:
             return _Compiled(_compact_bytes(optional, where), 1)
         if kafka_type == "string":
-            return _Compiled(_legacy_string(optional, where), 2)
-        return _Compiled(_legacy_bytes(optional, where), 4)
+            return _Compiled(_legacy_sized(_I16, "i16", optional, where), 2)
+        return _Compiled(_legacy_sized(_I32, "i32", optional, where), 4)
     raise NotImplementedError(f"{where}: no bounds check for kafka type {kafka_type!r}")
 
 

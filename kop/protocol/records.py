@@ -251,12 +251,13 @@ def null_batch(base_offset: int, count: int, offsets: int, timestamp: int) -> by
 
 
 def _null_record(offset_delta: int) -> bytes:
-    delta = _uvarint(offset_delta << 1)
+    delta = uvarint(offset_delta << 1)
     # length, attributes 0, timestamp delta 0, offset delta, null key, null value, 0 headers
-    return _uvarint((5 + len(delta)) << 1) + b"\x00\x00" + delta + b"\x01\x01\x00"
+    return uvarint((5 + len(delta)) << 1) + b"\x00\x00" + delta + b"\x01\x01\x00"
 
 
-def _uvarint(v: int) -> bytes:
+def uvarint(v: int) -> bytes:
+    """An unsigned varint as Kafka writes lengths and counts (zigzag first for signed)."""
     out = bytearray()
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)

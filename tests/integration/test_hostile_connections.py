@@ -18,6 +18,7 @@ from kop.protocol.records import Record, build_batch
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
 from tests.integration.observe import metric
+from tests.sockets import closed_by_peer
 
 SILENT, TRICKLERS, PIPELINERS, REFUSED = 4, 4, 3, 5
 MAX_CONNECTIONS = 1 + SILENT + TRICKLERS + PIPELINERS  # the well-behaved client too
@@ -33,19 +34,6 @@ def _until(condition: object, within: float, what: str, gateway: KopProcess) -> 
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {within}s\n{gateway.log_text()[-3000:]}")
         time.sleep(0.1)
-
-
-def _closed_by_peer(sock: socket.socket, within: float) -> bool:
-    sock.setblocking(True)
-    sock.settimeout(within)
-    try:
-        while sock.recv(1 << 16):
-            pass
-    except TimeoutError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _trickle(sock: socket.socket, stop: threading.Event) -> None:
@@ -110,7 +98,7 @@ def test_hostile_connections_are_closed_and_a_client_beside_them_is_served(
         )
         refused = [connect() for _ in range(REFUSED)]
         for sock in refused:  # past max_connections: the newest are closed at once
-            assert _closed_by_peer(sock, 10)
+            assert closed_by_peer(sock, 10)
         assert _closed(gateway, "max_connections") == REFUSED
 
         # The well-behaved client is served while all of them are open.
@@ -122,7 +110,7 @@ def test_hostile_connections_are_closed_and_a_client_beside_them_is_served(
         assert fetched.responses[0].partitions[0].records
 
         for sock in silent + tricklers + pipeliners:
-            assert _closed_by_peer(sock, 30), "kop kept a hostile connection open"
+            assert closed_by_peer(sock, 30), "kop kept a hostile connection open"
         assert _closed(gateway, "idle") >= SILENT
         assert _closed(gateway, "receive_timeout") == TRICKLERS
         assert _closed(gateway, "send_timeout") == PIPELINERS

@@ -30,7 +30,7 @@ from fuzz.isolated import Isolated
 from kop.groups.offsets_codec import encode_group, encode_offset
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
 from kop.log.entry_format import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS
-from kop.protocol.records import HEADER_SIZE, Record, build_batch
+from kop.protocol.records import HEADER_SIZE, Record, build_batch, uvarint
 from kop.pulsar.wire.frames import encode_payload_command
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 from kop.storage import batch_layout
@@ -77,15 +77,6 @@ hostile = st.one_of(st.sampled_from(HOSTILE), st.integers(-(2**63), 2**63 - 1))
 
 def _zigzag(v: int) -> int:
     return ((v << 1) ^ (v >> 63)) & (2**64 - 1)
-
-
-def _uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 # -- Kafka record batches in a Produce ---------------------------------------------
@@ -180,7 +171,7 @@ def mutated_batches(draw: st.DrawFn) -> bytes:
     how = draw(st.sampled_from(["varint", "varint", "count", "both"]))
     if how in ("varint", "both"):
         start, end = draw(st.sampled_from(spans))
-        section = section[:start] + _uvarint(_zigzag(draw(hostile))) + section[end:]
+        section = section[:start] + uvarint(_zigzag(draw(hostile))) + section[end:]
     if how in ("count", "both"):
         count = draw(st.one_of(st.sampled_from([2**31 - 1, 2**20, 0, -1]), st.integers(1, 99)))
     return sealed(plain, section, codec, count)

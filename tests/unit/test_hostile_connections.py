@@ -24,6 +24,7 @@ from conformance.clients.raw import RawClient
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch
 from kop.server.stream import RequestStream
+from tests.sockets import closed_by_peer
 from tests.unit.memory_gateway import gateway_with_hot_topic, until
 
 MiB = 1 << 20
@@ -59,20 +60,6 @@ def _produced(client: RawClient, value: bytes) -> int:
 
 def _raw(port: int) -> socket.socket:
     return socket.create_connection(("127.0.0.1", port), timeout=10)
-
-
-def _closed_by_peer(sock: socket.socket, within: float) -> bool:
-    """Whether kop closes `sock` within `within` seconds (answers before are read)."""
-    sock.setblocking(True)
-    sock.settimeout(within)
-    try:
-        while sock.recv(1 << 16):
-            pass
-    except TimeoutError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 class _Trickle:
@@ -148,7 +135,7 @@ async def test_a_trickled_frame_is_closed_at_its_deadline_and_its_memory_returne
         assert listener is not None
         await until(lambda: listener.requests.used > 0, 5)
         assert listener.requests.used < 1 * MiB  # what arrived, not the 50 MiB announced
-        assert await asyncio.to_thread(_closed_by_peer, trickler, 10)
+        assert await asyncio.to_thread(closed_by_peer, trickler, 10)
         trickle.stop()
         assert _closed(gateway, "receive_timeout") == 1 and _closed(gateway, "idle") == 0
         await until(lambda: listener.requests.used == 0, 5)
@@ -178,7 +165,7 @@ async def test_a_spent_request_budget_delays_large_frames_never_small_ones() -> 
         assert await asyncio.to_thread(_produced, producer, bytes(600_000)) == 0
         assert _closed(gateway, "receive_timeout") == 3  # it waited for them to go
         for holder in holders:
-            assert await asyncio.to_thread(_closed_by_peer, holder, 5)
+            assert await asyncio.to_thread(closed_by_peer, holder, 5)
         await until(lambda: listener.requests.used == 0, 5)
         for sock in [client.sock, producer.sock, *holders]:
             sock.close()
@@ -197,7 +184,7 @@ async def test_a_client_not_reading_its_answers_is_no_longer_read_then_closed() 
         assert taken < 64 * MiB  # kernel buffers, plus what kop read ahead: then it stopped
         assert (await asyncio.to_thread(_versions, client)).error_code == 0  # others served
         await until(lambda: _closed(gateway, "send_timeout") == 1, 10)
-        assert await asyncio.to_thread(_closed_by_peer, hostile, 5)
+        assert await asyncio.to_thread(closed_by_peer, hostile, 5)
         await until(lambda: listener.answers.used == 0, 5)
         client.close()
         hostile.close()
@@ -313,7 +300,7 @@ async def test_a_closed_connection_leaves_nothing_behind() -> None:
         for _ in range(20):
             sock = _raw(gateway.kafka_port)
             sock.sendall(struct.pack(">i", 0x7FFFFFF0))  # refused from its prefix
-            assert await asyncio.to_thread(_closed_by_peer, sock, 5)
+            assert await asyncio.to_thread(closed_by_peer, sock, 5)
             sock.close()
         await until(lambda: _open(gateway) == 0, 5)
         await until(lambda: [s for s in _streams() if s not in others] == [], 5)
