@@ -305,6 +305,8 @@ class PulsarSession:
             ledgers = await self._admin.ledgers(topic)
         except AdminError as exc:
             raise StorageError(f"cannot find where {topic} begins: {exc}") from exc
+        if not ledgers:  # a topic always has its current ledger: this one is not found
+            raise StorageError(f"cannot find where {topic} begins: no such topic")
         for ledger, entries in ledgers:
             if entries > 0:
                 return Position(ledger, 0)

@@ -8,15 +8,19 @@ per retention check to learn where its log begins."""
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kafka import KafkaProducer
 
+from kop.pulsar.admin import PulsarAdmin
+from kop.pulsar.client import PulsarSession
+from kop.storage.types import StorageError
 from tests.integration.admin import create_topic
 from tests.integration.clients import cf_consume
-from tests.integration.conftest import KopProcess
+from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL, KopProcess
 from tests.integration.observe import metric, truncate, unload, wait_for_partition
 
 
@@ -76,3 +80,16 @@ def test_retention_checks_open_no_readers_and_still_see_trims(
     wait_for_partition(gateway, topic, lambda s: s.get("log_start_offset") == 5, "log start moved")
     got = cf_consume(gateway.bootstrap, topic, 5, 0, "earliest")
     assert [(r.offset, r.value) for r in got] == [(5 + i, b"b%d" % i) for i in range(5)]
+
+
+async def test_where_a_missing_partition_begins_is_an_error_not_an_empty_log(pulsar: str) -> None:
+    """Retention must not take a partition it cannot find for one whose data is all
+    gone (it would move the log start to the high watermark)."""
+    admin = PulsarAdmin(PULSAR_HTTP)
+    session = PulsarSession(PULSAR_URL, admin)
+    try:
+        with pytest.raises(StorageError):
+            await session.earliest(f"persistent://public/default/none-{uuid.uuid4().hex}")
+    finally:
+        await session.close()
+        await admin.close()
