@@ -246,12 +246,12 @@ def plot(doc: dict[str, Any], path: Path, before: dict[str, Any] | None = None) 
     rss_ax.legend(fontsize=7, loc="lower right")
     rss_ax.set_ylabel("kop, MiB")
     rss_ax.set_ylim(bottom=0)
-    subs_ax.plot(t, [s["subscribes_per_s"] or 0 for s in samples], color="#ff7f0e",
+    subs_ax.plot(t[1:], [s["subscribes_per_s"] or 0 for s in samples[1:]], color="#ff7f0e",
                  label="kop-reader subscribes/s (broker log)")  # fmt: skip
-    subs_ax.set_ylabel("subscribes/s")
+    subs_ax.set_ylabel("subscribes/s (log)")
     subs_ax.set_xlabel("minutes")
-    subs_ax.set_ylim(bottom=0)
-    subs_ax.legend(fontsize=7, loc="upper left")
+    subs_ax.set_yscale("log")
+    subs_ax.legend(fontsize=7, loc="center right")
     s = doc["summary"]
     fig.suptitle(
         f"Pulsar heap over {s['minutes']} min of mixed clients through kop "
@@ -275,8 +275,8 @@ def _plot_before(before: dict[str, Any], heap_ax: Any, rss_ax: Any, subs_ax: Any
                  color="#999999", label=f"live heap, kop {rev}")  # fmt: skip
     rss_ax.plot(t, [s["kop_rss_mib"] for s in samples], lw=0.8, ls="--", color="#999999",
                 label=f"kop RSS, kop {rev}")  # fmt: skip
-    subs_ax.plot(t, [s["subscribes_per_s"] or 0 for s in samples], lw=0.8, color="#999999",
-                 label=f"kop {rev}")  # fmt: skip
+    subs_ax.plot(t[1:], [s["subscribes_per_s"] or 0 for s in samples[1:]], lw=0.8,
+                 color="#999999", label=f"kop {rev}")  # fmt: skip
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -342,7 +342,8 @@ def _jvm_options(data: Path) -> list[str]:
     if pid is None:
         return []
     args = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    return [a for a in args if a.startswith(("-Xm", "-XX:MaxDirect", "-XX:+Use", "-XX:MaxGC"))]
+    wanted = ("-Xm", "-XX:MaxDirect", "-XX:+Use", "-XX:MaxGC", "-XX:+Exit")
+    return [a for a in args if a.startswith(wanted)]
 
 
 def _heap_max_mib(http_url: str) -> float:
@@ -368,6 +369,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if not pulsar_healthy(args.http_url):
         raise SystemExit(f"Pulsar is not healthy at {args.http_url}")
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    # Taken now: the kop that runs is the code as it is when it starts.
+    revision = {"commit": args.kop_label} if args.kop_label else report.kop_revision(args.kop_dir)
     kop: KopProcess | None = None
     if args.bootstrap:
         bootstrap, kop_admin, kop_pid = args.bootstrap, args.kop_admin, args.kop_pid
@@ -427,9 +430,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     doc = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": report.machine(),
-        "kop_revision": {"commit": args.kop_label}
-        if args.kop_label
-        else report.kop_revision(args.kop_dir),
+        "kop_revision": revision,
         "settings": settings,
         "summary": {**summarize(samples, args.warmup_s), "idle_partitions": scale},
         "samples": [asdict(s) for s in samples],
@@ -468,10 +469,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--kop-pid", type=int, help="its pid (with --bootstrap)")
     p.add_argument("--histograms", action="store_true",
                    help="Pulsar's class histograms (start, end) into bench/results")  # fmt: skip
+    p.add_argument("--max-live-slope", type=float, default=None,
+                   help="exit 1 if the live heap grows faster (MiB/h; make soak)")  # fmt: skip
+    p.add_argument("--replot", type=Path,
+                   help="no run: the plot (and --write) from this results JSON")  # fmt: skip
     p.add_argument("--plot", type=Path, default=PLOT)
     p.add_argument("--write", action="store_true", help="the summary into docs/benchmarks.md")
     args = p.parse_args(argv)
-    doc = run(args)
+    doc = json.loads(args.replot.read_text()) if args.replot else run(args)
     s = doc["summary"]
     log(
         f"[soak] done: {s['minutes']} min; live heap {s['live_first_mib']} -> "
@@ -489,6 +494,10 @@ def main(argv: list[str]) -> int:
         write_doc(markdown(doc))
         log(f"[soak] summary written into {DOC}")
     print(json.dumps(s, indent=2))
+    slope = s["live_slope_mib_per_h"]
+    if args.max_live_slope is not None and (slope is None or slope > args.max_live_slope):
+        log(f"[soak] FAILED: live heap slope {slope} MiB/h, allowed {args.max_live_slope}")
+        return 1
     return 0
 
 
