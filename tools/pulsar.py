@@ -61,9 +61,9 @@ NAMESPACE_GRACE = 10.0
 
 # Heap/GC/direct-memory options; KOP_PULSAR_JVM_OPTS replaces this list.
 # Sized for what kop lets clients make (docs/pulsar.md, "Memory"): an open
-# partition costs Pulsar 32-42 KiB of heap, so kop's 10,000 partitions are a
-# live heap of about 0.5 GiB, and G1 wants room beyond its live set (at -Xmx1g
-# a Pulsar ran out of heap, issue 18). Direct memory backs netty buffers, the
+# partition costs Pulsar about 32 KiB of heap, so 9,900 open partitions were a
+# live heap of 0.42 GiB, and G1 wants room beyond its live set (at -Xmx1g a
+# Pulsar ran out of heap, issue 18). Direct memory backs netty buffers, the
 # managed-ledger cache and the bookie's write/read caches (sized in
 # config/pulsar-standalone.conf). A JVM out of memory exits instead of lingering
 # unhealthy on its ports, so the next `start` can start a fresh one.
