@@ -46,6 +46,7 @@ class KopProcess:
         profile_rate: int = 100,
         start_timeout_s: float = 120.0,
         extra_args: list[str] | None = None,
+        checkout: Path = REPO,
     ) -> None:
         self.port = free_port()
         self.log_path = log_path
@@ -68,6 +69,7 @@ class KopProcess:
                 "--output", str(profile), "--", *cmd,
             ]  # fmt: skip
         self._cmd = cmd
+        self._cwd = checkout  # `python -m kop.cli` imports the kop of this directory
         self._start_timeout = start_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self.pid = 0  # kop's own pid (not py-spy's)
@@ -83,7 +85,7 @@ class KopProcess:
         logf.flush()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._proc = subprocess.Popen(
-            self._cmd, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT, env=env,
+            self._cmd, cwd=self._cwd, stdout=logf, stderr=subprocess.STDOUT, env=env,
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
         logf.close()

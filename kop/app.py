@@ -168,6 +168,8 @@ class Gateway:
     async def start(self) -> None:
         c = self.config
         storage = await self.backend.prepare(c)
+        if isinstance(storage, PulsarSession):
+            self.metrics.watch_readers(storage.reader_stats)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
         # A `pulsar`-format batch entry is split where Pulsar would refuse it.
         entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE

@@ -12,7 +12,7 @@ class LogSettings:
     tail_buffer_bytes: int = 256 << 20  # in total, across partitions
     write_timeout_s: float = 30.0
     open_wait_s: float = 5.0  # a request waits this long for a partition to open
-    retention_check_s: float = 60.0  # how often an open partition looks for trims
+    retention_check_s: float = 300.0  # how often an open partition looks for trims
     history_readers: int = 64  # kept readers for lagging consumers, in total
     history_prefetch: int = 100  # messages each history reader reads ahead
     max_producers: int = 10_000  # idempotent producers remembered per partition

@@ -10,6 +10,12 @@ When the anchor's entry is gone (retention deleted it while kop was away, or
 while the follower reconnected), counting resumes at the first surviving entry
 with the lowest offset that cannot reuse one: exact when the persisted mark lies
 in the surviving data (counted back from it), else the mark's next offset.
+
+Its reader outlives a short spell of counting receipts: every Pulsar reader is a
+subscription created and deleted on the broker, and a producer pausing after
+each record would otherwise cost one per record (issue 18: 18 a second). Only a
+long spell closes it, since the broker keeps sending it the entries counted from
+receipts meanwhile, and a new reader at the mark beats reading them all back.
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ from kop.storage.port import MessageLog, TopicReader
 from kop.storage.types import Idle, Position, StoredEntry
 
 log = logging.getLogger(__name__)
+
+# While receipts are counted, the reader kept for afterwards is sent the same
+# entries; past this much it is closed (see the module docstring), so it never
+# holds more than about this, and never makes kop read back more.
+KEEP_READER_MESSAGES = 100
+KEEP_READER_BYTES = 1 << 20
 
 
 async def _count_back(
@@ -102,8 +114,9 @@ class TailFollower:
     # -- following ----------------------------------------------------------------
 
     async def _run(self, anchor: Anchor, mark: Mark | None) -> None:
-        """Read the log; while this kop's receipts describe it entry after entry,
-        count them instead (see `ReceiptFeed`), then read again."""
+        """Read the log, counting this kop's receipts instead while they describe it
+        entry after entry (see `ReceiptFeed`); a new reader after a long spell of
+        them or a failure."""
         backoff = 0.2
         while True:
             counter = LogCounter(anchor)
@@ -122,8 +135,11 @@ class TailFollower:
                 anchor = counter.mark
 
     async def _read(self, counter: LogCounter, mark: Mark | None) -> bool:
-        """Count what a reader delivers; True once the next receipt of this kop's
-        writes is the entry right after the last counted (see `ReceiptFeed`)."""
+        """Count what a reader delivers, and this kop's receipts whenever the next
+        one is the entry right after the last counted (see `ReceiptFeed`); then
+        read on with the same reader, which skips what the receipts counted.
+        True when the receipts went on too long to keep the reader: they are still
+        being counted, and the caller goes on with that."""
         reader = await self._storage.reader(self._topic, counter.anchor.position)
         try:
             # Caught up without meeting the anchor's entry (trimmed while nobody read:
@@ -147,25 +163,38 @@ class TailFollower:
                     own = self._counted.observe(item, msg, mark)
                     # Our own entry: the receipts of our next writes will follow it (a
                     # producer waiting for each answer sends the next only now).
-                    if self.ready.is_set() and (self._receipts.follows(item.position) or own):
+                    if (
+                        self.ready.is_set()
+                        and (self._receipts.follows(item.position) or own)
+                        and not await self._count_receipts(counter, mark, keep_reader=True)
+                    ):
                         return True
         finally:
             await reader.close()
 
-    async def _count_receipts(self, counter: LogCounter, mark: Mark | None) -> None:
+    async def _count_receipts(
+        self, counter: LogCounter, mark: Mark | None, keep_reader: bool = False
+    ) -> bool:
         """Count this kop's entries from their receipts while each is the very next
-        entry of the log; returns when the log must be read again."""
+        entry of the log; True when the log must be read again. With `keep_reader`,
+        False once they are too many for the reader kept meanwhile."""
+        messages = size = 0
         while counter.last is not None:
             stored = await self._receipts.next(counter.last)
             if stored is None:
-                return
+                return True
             try:
                 item = counter.feed(stored)
             except TrimDetected:
-                return  # a checkpoint disagrees: reading will sort it out
+                return True  # a checkpoint disagrees: reading will sort it out
             if item is not None:
                 self._stats.add("counted_from_receipts")
                 self._counted.observe(item, stored, mark)
+                messages += item.entry.count
+                size += item.entry.size
+                if keep_reader and (messages > KEEP_READER_MESSAGES or size > KEEP_READER_BYTES):
+                    return False
+        return True
 
     async def _resume_after_trim(
         self, trim: TrimDetected, mark: Mark | None, reader: TopicReader

@@ -14,6 +14,7 @@ from kop.groups.service import GroupService
 from kop.log.manager import LogManager
 from kop.ops.group_metrics import GroupCollector
 from kop.protocol.messages import ApiKey
+from kop.pulsar.client import ReaderStats
 from kop.storage.naming import Namespace
 
 
@@ -57,6 +58,9 @@ class Metrics:
 
     def watch(self, logs: LogManager) -> None:
         self.registry.register(_LogCollector(logs))
+
+    def watch_readers(self, stats: ReaderStats) -> None:
+        self.registry.register(_ReaderCollector(stats))
 
     def watch_groups(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
         self.registry.register(GroupCollector(groups, logs, ns))
@@ -154,3 +158,19 @@ class _LogCollector(Collector):
         }
         for name, (doc, gauge) in gauges.items():
             yield GaugeMetricFamily(name, doc, value=gauge)
+
+
+class _ReaderCollector(Collector):
+    """Pulsar readers: each one created is a subscription created (and, once
+    closed, deleted) on the broker, so their rate is load on Pulsar."""
+
+    def __init__(self, stats: ReaderStats) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "kop_pulsar_readers_opened",
+            "Pulsar readers created (each a non-durable subscription on the broker)",
+            value=self._stats.opened,
+        )
+        yield GaugeMetricFamily("kop_pulsar_readers_open", "Pulsar readers open", self._stats.open)

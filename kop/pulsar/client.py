@@ -13,6 +13,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.wire import PulsarWireError, RawEntry, WireClient, WireProducer, WireReader, pb
@@ -191,14 +192,28 @@ class PulsarWriter:
             log.debug("closing producer %s: %s", self.name, exc)
 
 
+@dataclass(slots=True)
+class ReaderStats:
+    """Readers created and still open. Each is a subscription created and deleted
+    on the broker (issue 18: a Pulsar ran out of heap with kop creating 18 a second),
+    so both are metrics."""
+
+    opened: int = 0
+    open: int = 0
+
+
 class Reader:
     """An in-order, non-durable reader of one topic partition: it pins no data."""
 
-    def __init__(self, raw: WireReader, topic: str, timeout_s: float) -> None:
+    def __init__(self, raw: WireReader, topic: str, timeout_s: float, stats: ReaderStats) -> None:
         self._raw = raw
         self.topic = topic
         self._timeout = timeout_s
         self._idle_wanted = False
+        self._stats = stats
+        self._closed = False
+        stats.opened += 1
+        stats.open += 1
 
     def report_idle(self) -> None:
         self._idle_wanted = True
@@ -226,6 +241,9 @@ class Reader:
                     await asyncio.sleep(0.1)
 
     async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._stats.open -= 1
         try:
             await self._raw.close()
         except PulsarWireError as exc:
@@ -255,6 +273,7 @@ class PulsarSession:
         self._budget = SendBudget(send_budget_bytes)
         self._writers: dict[str, PulsarWriter] = {}
         self._writer_locks: dict[str, asyncio.Lock] = {}
+        self.reader_stats = ReaderStats()
 
     async def writer(self, topic: str) -> PulsarWriter:
         existing = self._writers.get(topic)
@@ -286,19 +305,22 @@ class PulsarSession:
             )
         except PulsarWireError as exc:
             raise StorageError(f"cannot create reader on {topic}: {exc}") from exc
-        return Reader(raw, topic, self._timeout)
+        return Reader(raw, topic, self._timeout, self.reader_stats)
 
     async def earliest(self, topic: str) -> Position | None:
-        reader = await self.reader(topic, None, prefetch=1)
+        """Entry 0 of the oldest ledger holding any: Pulsar deletes whole ledgers
+        only. Asked of the admin API, not of a reader: every open partition asks
+        every `retention_check_s`, and a reader would be a subscription each time."""
         try:
-            reader.report_idle()
-            async with asyncio.timeout(self._timeout):
-                first = await reader.read()
-            return None if isinstance(first, Idle) else first.position
-        except TimeoutError as exc:
-            raise StorageError(f"cannot find where {topic} begins: timed out") from exc
-        finally:
-            await reader.close()
+            ledgers = await self._admin.ledgers(topic)
+        except AdminError as exc:
+            raise StorageError(f"cannot find where {topic} begins: {exc}") from exc
+        if not ledgers:  # a topic always has its current ledger: this one is not found
+            raise StorageError(f"cannot find where {topic} begins: no such topic")
+        for ledger, entries in ledgers:
+            if entries > 0:
+                return Position(ledger, 0)
+        return None
 
     async def end(self, topic: str) -> Position | None:
         try:

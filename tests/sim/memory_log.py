@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -290,6 +290,8 @@ class MemoryLog:
         self.writers: dict[str, MemoryWriter] = {}
         self.down = False
         self._ledger_ids = itertools.count(10)
+        # Readers created per topic: on Pulsar each is a subscription on the broker.
+        self.readers_opened: Counter[str] = Counter()
 
     def next_ledger_id(self) -> int:
         return next(self._ledger_ids)
@@ -332,6 +334,7 @@ class MemoryLog:
         self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
     ) -> MemoryReader:
         await self._reachable(f"create a reader on {topic}")
+        self.readers_opened[topic] += 1
         return MemoryReader(self.topic(topic), start)
 
     async def earliest(self, topic: str) -> Position | None:

@@ -195,7 +195,7 @@ def test_retention_past_the_floor_still_moves_the_start(loop: SimLoop) -> None:
     log, node = _two_ledgers(loop)
     assert _delete(node, 2) == 2
     log.topic(TOPIC).trim(1)
-    loop.settle(120)  # the periodic retention check
+    loop.settle(2 * HISTORY_ONLY.retention_check_s)  # the periodic retention check
     assert node.partition().log_start == 5
     assert _out_of_range(node.fetch(2))
     assert node.fetch(5) == _expect(5, _values("b", 5))
@@ -208,7 +208,7 @@ def test_retention_below_the_floor_keeps_the_floor_and_reads_work(loop: SimLoop)
     log, node = _two_ledgers(loop)
     assert _delete(node, 7) == 7
     log.topic(TOPIC).trim(1)
-    loop.settle(120)
+    loop.settle(2 * HISTORY_ONLY.retention_check_s)
     plog = node.partition()
     assert plog.log_start == 7
     assert plog.index.data_start == 5

@@ -75,7 +75,7 @@ def test_log_start_follows_a_trim_without_any_fetch(loop: SimLoop) -> None:
     log.topic(TOPIC).roll()
     node.produce(batch(_values("b", 3)))
     log.topic(TOPIC).trim(1)
-    loop.settle(120)
+    loop.settle(2 * HISTORY_ONLY.retention_check_s)  # the periodic retention check
     assert node.partition().log_start == 4
     assert node.partition().high_watermark == 7
 

@@ -79,11 +79,14 @@ class ReaderSubscription:
             subscribe.start_message_id.CopyFrom(start)
         try:
             await conn.request(pb.BaseCommand(type=T.SUBSCRIBE, subscribe=subscribe), request_id)
-        except BaseException:
+        except BaseException:  # an error, a timeout, or cancelled (close(), a caller)
             conn.unregister_consumer(self._id, self._reader)
+            if not conn.is_closed:  # it may exist on the broker after all: drop it
+                self._send_close(conn)
             raise
-        if self._closed:
+        if self._closed:  # closed while subscribing: nobody would close it later
             conn.unregister_consumer(self._id, self._reader)
+            self._send_close(conn)
             return
         self.connection = conn
         self._attached.set()
@@ -132,6 +135,13 @@ class ReaderSubscription:
             pb.BaseCommand(type=T.GET_LAST_MESSAGE_ID, getLastMessageId=ask), request_id
         )
         return message_id(answer.getLastMessageIdResponse.last_message_id)
+
+    def _send_close(self, conn: Connection) -> None:
+        """Without waiting for the answer: a subscription the broker may have made
+        after we stopped waiting for it would otherwise stay for as long as the
+        connection (as the Java client does after a subscribe timed out)."""
+        close = pb.CommandCloseConsumer(consumer_id=self._id, request_id=conn.new_request_id())
+        conn.send(pb.BaseCommand(type=T.CLOSE_CONSUMER, close_consumer=close))
 
     async def close(self) -> None:
         """Closes the consumer (a non-durable subscription goes with it)."""
