@@ -19,6 +19,8 @@ Environment:
     KOP_PULSAR_DATA          data dir (default <cache>/pulsar-data)
     KOP_PULSAR_PORT          binary protocol port (default 6650)
     KOP_PULSAR_HTTP_PORT     HTTP/admin port (default 8080)
+    KOP_PULSAR_BOOKIE_PORT   the in-process bookie's port (default 3181): set it to
+                             run a second standalone next to the first
     KOP_PULSAR_START_TIMEOUT seconds to wait for health on start (default 180)
     KOP_PULSAR_STOP_TIMEOUT  seconds to wait after SIGTERM before SIGKILL (default 30)
     KOP_PULSAR_JVM_OPTS      replaces the default heap/GC options (JVM_OPTS below)
@@ -55,6 +57,7 @@ CONF_TEMPLATE = REPO_ROOT / "config" / "pulsar-standalone.conf"
 
 DEFAULT_BROKER_PORT = 6650
 DEFAULT_HTTP_PORT = 8080
+DEFAULT_BOOKIE_PORT = 3181
 DEFAULT_START_TIMEOUT = 180.0
 DEFAULT_STOP_TIMEOUT = 30.0
 NAMESPACE_GRACE = 10.0
@@ -136,6 +139,7 @@ class Settings:
     data_dir: Path
     broker_port: int
     http_port: int
+    bookie_port: int
     start_timeout: float
     stop_timeout: float
 
@@ -186,6 +190,9 @@ def load_settings(args: argparse.Namespace) -> Settings:
         [
             provision.PortSpec("port", "KOP_PULSAR_PORT", "binary port", DEFAULT_BROKER_PORT),
             provision.PortSpec("http_port", "KOP_PULSAR_HTTP_PORT", "HTTP port", DEFAULT_HTTP_PORT),
+            provision.PortSpec(
+                "bookie_port", "KOP_PULSAR_BOOKIE_PORT", "bookie port", DEFAULT_BOOKIE_PORT
+            ),
         ],
         DEFAULT_START_TIMEOUT,
         DEFAULT_STOP_TIMEOUT,
@@ -195,6 +202,7 @@ def load_settings(args: argparse.Namespace) -> Settings:
         data_dir=place.data_dir,
         broker_port=place.ports[0],
         http_port=place.ports[1],
+        bookie_port=place.ports[2],
         start_timeout=place.start_timeout,
         stop_timeout=place.stop_timeout,
     )
@@ -391,6 +399,8 @@ def launch(s: Settings, metadata_url: str) -> subprocess.Popen[bytes]:
         metadata_url,
         "--bookkeeper-dir",
         str(s.data_dir / "bookkeeper"),
+        "--bookkeeper-port",
+        str(s.bookie_port),
         # Never created: its absence selects RocksDB metadata instead of ZooKeeper.
         "--zookeeper-dir",
         str(s.data_dir / "zookeeper"),
@@ -559,6 +569,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--http-port",
                 help=f"HTTP/admin port (env KOP_PULSAR_HTTP_PORT, default {DEFAULT_HTTP_PORT})",
+            )
+            p.add_argument(
+                "--bookie-port",
+                help="in-process bookie port (env KOP_PULSAR_BOOKIE_PORT, "
+                f"default {DEFAULT_BOOKIE_PORT})",
             )
             p.add_argument(
                 "--data-dir", help="data dir (env KOP_PULSAR_DATA, default <cache>/pulsar-data)"
