@@ -6,9 +6,7 @@ hand `Gateway` an in-memory backend instead to drive the whole server.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from dataclasses import replace
 from typing import Protocol
 
@@ -29,20 +27,16 @@ from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
+from kop.pulsar.preflight import Preflight, PreflightError
+from kop.pulsar.wire.auth import AuthConfigError, make_authentication
+from kop.pulsar.wire.options import ConnectOptions
+from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
 
 log = logging.getLogger(__name__)
-
-# Broker settings kop depends on, with why (see README "Pulsar settings").
-REQUIRED_BROKER_SETTINGS = {
-    "brokerDeleteInactiveTopicsEnabled": (
-        "false",
-        "Pulsar would delete Kafka topics that have no producer or subscription for a while",
-    ),
-}
 
 
 class StartupError(Exception):
@@ -59,48 +53,57 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
+def connect_options(c: KopConfig) -> ConnectOptions:
+    """Credentials, TLS and listener for every connection to Pulsar, wire and admin;
+    a setting that cannot work is a StartupError now, not a timeout later."""
+    try:
+        auth = make_authentication(c.pulsar_auth_plugin, c.pulsar_auth_params.get_secret_value())
+        tls = TlsOptions(
+            trust_certs_file=c.pulsar_tls_trust_certs_file,
+            hostname_verification=c.pulsar_tls_hostname_verification,
+            cert_file=c.pulsar_tls_cert_file,
+            key_file=c.pulsar_tls_key_file,
+            allow_insecure=c.pulsar_tls_allow_insecure,
+        )
+        options = ConnectOptions(auth=auth, tls=tls, listener_name=c.pulsar_listener_name)
+        if c.pulsar_service_url.startswith("pulsar+ssl") or c.pulsar_http_url.startswith("https"):
+            options.ssl_context()
+    except (AuthConfigError, TlsConfigError) as exc:
+        raise StartupError(str(exc)) from None
+    return options
+
+
 class PulsarBackend:
     def __init__(self, config: KopConfig, wait_s: float = 60.0) -> None:
-        self._pulsar_admin = PulsarAdmin(config.pulsar_http_url)
+        self._options = connect_options(config)
+        self._pulsar_admin = PulsarAdmin(config.pulsar_http_url, options=self._options)
         self.admin: StorageAdmin = self._pulsar_admin
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 
     async def prepare(self, config: KopConfig) -> MessageLog:
-        await self._wait_for_pulsar(config)
-        await self._check_broker_settings()
-        await self._pulsar_admin.serve_namespace(Namespace(config.tenant, config.namespace))
-        system_tenant, system_name = config.system_namespace.split("/")
-        await self._pulsar_admin.configure_system_namespace(
-            Namespace(system_tenant, system_name), 1 << 20
-        )
         self._session = PulsarSession(
             config.pulsar_service_url,
             self._pulsar_admin,
             send_budget_bytes=config.pulsar_send_budget_bytes,
             max_uncompressed_bytes=config.max_uncompressed_entry_bytes,
+            options=self._options,
         )
+        system_tenant, system_name = config.system_namespace.split("/")
+        preflight = Preflight(
+            admin=self._pulsar_admin,
+            client=self._session.wire,
+            http_url=config.pulsar_http_url,
+            service_url=config.pulsar_service_url,
+            serving=Namespace(config.tenant, config.namespace),
+            system=Namespace(system_tenant, system_name),
+            wait_s=self._wait_s,
+        )
+        try:
+            await preflight.run()
+        except PreflightError as exc:
+            raise StartupError(str(exc)) from None
         return self._session
-
-    async def _wait_for_pulsar(self, config: KopConfig) -> None:
-        deadline = time.monotonic() + self._wait_s
-        while not await self._pulsar_admin.healthy():
-            if time.monotonic() > deadline:
-                raise StartupError(
-                    f"Pulsar is not healthy at {config.pulsar_http_url} after "
-                    f"{self._wait_s:.0f}s: start it (`make pulsar-start`) or point "
-                    "KOP_PULSAR_HTTP_URL / KOP_PULSAR_SERVICE_URL at a running cluster"
-                )
-            await asyncio.sleep(1.0)
-
-    async def _check_broker_settings(self) -> None:
-        runtime = await self._pulsar_admin.broker_config()
-        for name, (wanted, why) in REQUIRED_BROKER_SETTINGS.items():
-            actual = str(runtime.get(name, "")).lower()
-            if actual and actual != wanted:
-                raise StartupError(
-                    f"Pulsar broker setting {name}={actual}, kop needs {wanted}: {why}"
-                )
 
     async def close(self) -> None:
         """The Pulsar client first: one left open at exit aborts the process."""

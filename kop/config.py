@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
+import difflib
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from kop.pulsar.wire.service_url import ServiceUrl, ServiceUrlError
+
+# `KOP_*` variables that are not kop's settings: the tools that provision Pulsar and
+# the reference Kafka, the test and bench harnesses. Any other unknown `KOP_*`
+# variable is a typo, refused at start (a mistyped KOP_PULSAR_AUTH_PARAMS would
+# otherwise give an unauthenticated kop).
+TOOL_ENV = frozenset(
+    {
+        "KOP_CACHE_DIR",
+        "KOP_NATIVE",
+        "KOP_NATIVE_FUZZ",
+        "KOP_DECODER_FUZZ",
+        "KOP_APIS",
+        "KOP_ADMIN_URL",
+        "KOP_PULSAR",
+        "KOP_PULSAR_TOOL",
+        "KOP_PULSAR_PORT",
+        "KOP_PULSAR_HTTP_PORT",
+        "KOP_PULSAR_BOOKIE_PORT",
+        "KOP_PULSAR_DATA",
+        "KOP_PULSAR_START_TIMEOUT",
+        "KOP_PULSAR_STOP_TIMEOUT",
+        "KOP_PULSAR_JVM_OPTS",
+        "KOP_KAFKA",
+    }
+)
+TOOL_ENV_PREFIXES = ("KOP_KAFKA_", "KOP_MAVEN_", "KOP_SIM_", "KOP_SPARK", "KOP_PULSAR_CLUSTER_")
 
 
 class ConfigError(Exception):
@@ -85,6 +116,16 @@ class KopConfig(BaseSettings):
     max_groups: int = Field(10_000, ge=1)
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
     mirror_interval_s: float = Field(5.0, gt=0)
+    # Pulsar as our users run it: credentials, TLS, listener (Pulsar's own names:
+    # authPlugin/authParams, tlsTrustCertsFilePath, ...; docs/pulsar.md)
+    pulsar_auth_plugin: Literal["none", "token", "tls", "oauth2"] = "none"
+    pulsar_auth_params: SecretStr = SecretStr("")
+    pulsar_tls_trust_certs_file: Path | None = None
+    pulsar_tls_hostname_verification: bool = True
+    pulsar_tls_cert_file: Path | None = None
+    pulsar_tls_key_file: Path | None = None
+    pulsar_tls_allow_insecure: bool = False
+    pulsar_listener_name: str = ""
     # Pulsar producers
     pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -94,16 +135,41 @@ class KopConfig(BaseSettings):
     @field_validator("pulsar_service_url")
     @classmethod
     def _pulsar_url(cls, v: str) -> str:
-        if not v.startswith(("pulsar://", "pulsar+ssl://")):
-            raise ValueError("must start with pulsar:// or pulsar+ssl://")
+        try:
+            ServiceUrl.parse(v)
+        except ServiceUrlError as exc:
+            raise ValueError(str(exc)) from None
         return v
 
     @field_validator("pulsar_http_url")
     @classmethod
     def _http_url(cls, v: str) -> str:
-        if not v.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
+        try:
+            ServiceUrl.parse(v.rstrip("/"), schemes=("http", "https"))
+        except ServiceUrlError as exc:
+            raise ValueError(str(exc)) from None
         return v
+
+    @field_validator("pulsar_tls_trust_certs_file", "pulsar_tls_cert_file", "pulsar_tls_key_file")
+    @classmethod
+    def _readable(cls, v: Path | None) -> Path | None:
+        if v is not None and not v.is_file():
+            raise ValueError(f"{v} is not a readable file")
+        return v
+
+    @model_validator(mode="after")
+    def _pulsar_security(self) -> KopConfig:
+        if self.pulsar_auth_plugin == "tls" and not (
+            self.pulsar_tls_cert_file and self.pulsar_tls_key_file
+        ):
+            raise ValueError(
+                "pulsar_auth_plugin=tls needs pulsar_tls_cert_file and pulsar_tls_key_file"
+            )
+        if self.pulsar_auth_plugin in ("token", "oauth2") and not self.pulsar_auth_params:
+            raise ValueError(
+                f"pulsar_auth_plugin={self.pulsar_auth_plugin} needs pulsar_auth_params"
+            )
+        return self
 
     @field_validator("system_namespace")
     @classmethod
@@ -159,8 +225,30 @@ class KopConfig(BaseSettings):
 _CONFIG_FILE: dict[str, Path] = {}
 
 
-def load_config(config_file: Path | None = None, **flags: Any) -> KopConfig:
+def unknown_env(environ: Mapping[str, str]) -> list[str]:
+    """One line per `KOP_*` variable that is neither a setting nor a tool's, naming
+    the nearest setting."""
+    known = {f"KOP_{name.upper()}" for name in KopConfig.model_fields}
+    lines = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith("KOP_") or upper in known or upper in TOOL_ENV:
+            continue
+        if upper.startswith(TOOL_ENV_PREFIXES):
+            continue
+        near = difflib.get_close_matches(upper, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        lines.append(f"unknown environment variable {name}{hint}")
+    return lines
+
+
+def load_config(
+    config_file: Path | None = None, environ: Mapping[str, str] | None = None, **flags: Any
+) -> KopConfig:
     """Build the config; raises ConfigError with one readable line per problem."""
+    unknown = unknown_env(os.environ if environ is None else environ)
+    if unknown:
+        raise ConfigError("; ".join(unknown) + ": every KOP_* variable must be a setting")
     _CONFIG_FILE.clear()
     if config_file is not None:
         if not config_file.is_file():

@@ -4,18 +4,62 @@ few lookups the message log needs (where a topic ends)."""
 from __future__ import annotations
 
 import json
+import re
+from ssl import SSLContext
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
+from kop.pulsar.wire.options import ConnectOptions
+from kop.pulsar.wire.service_url import ServiceUrl
 from kop.storage.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
 from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
 
+# What kop's semantics rest on, as namespace policies a tenant admin may set
+# (docs/pulsar.md, "What kop's role needs"):
+# - deduplication: kop's producers re-send what was in flight when a connection
+#   drops (a topic unload, a broker restart); without it the broker would store
+#   those entries twice and every later offset would shift;
+# - inactive topics are never deleted: Kafka topics do not vanish because nobody
+#   produced or consumed for a while (Pulsar's broker default deletes them).
+NAMESPACE_POLICIES: dict[str, Any] = {
+    "deduplication": True,
+    "inactiveTopicPolicies": {
+        "inactiveTopicDeleteMode": "delete_when_no_subscriptions",
+        "maxInactiveDurationSeconds": 60,
+        "deleteWhileInactive": False,
+    },
+}
+
+
+def _covers(current: Any, wanted: Any) -> bool:
+    """True when the policy read back already says what `wanted` says."""
+    if isinstance(wanted, dict):
+        if not isinstance(current, dict):
+            return False
+        if "deleteWhileInactive" in wanted:  # only this field of the policy matters
+            return current.get("deleteWhileInactive") is False
+        return all(current.get(k) == v for k, v in wanted.items())
+    return bool(current == wanted)
+
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS = 10
+
 
 class PulsarAdmin:
-    def __init__(self, http_url: str, timeout_s: float = 30.0) -> None:
-        self._base = http_url.rstrip("/") + "/admin/v2"
+    """`http_url` may name several hosts (`http://b1:8080,b2:8080`): a request that
+    cannot reach one goes to the next. Credentials and TLS trust are the wire
+    client's (`options`), so one setting serves both."""
+
+    def __init__(
+        self, http_url: str, timeout_s: float = 30.0, options: ConnectOptions | None = None
+    ) -> None:
+        self._service = ServiceUrl.parse(http_url.rstrip("/"), schemes=("http", "https"))
+        self._options = options or ConnectOptions()
+        self._base = str(self._service) + "/admin/v2"  # for messages
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._session: aiohttp.ClientSession | None = None
         self._max_message_size: int | None = None
@@ -31,11 +75,45 @@ class PulsarAdmin:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         data = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"} if body is not None else {}
-        try:
+        headers = await self._options.auth.http_headers()
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        ssl = self._options.ssl_context() if self._service.tls else None
+        last: Exception | None = None
+        for _ in self._service.hosts:
+            base = self._service.next_url() + "/admin/v2"
+            try:
+                return await self._send(method, f"{base}/{path}", data, headers, ssl, ok_missing)
+            except aiohttp.ClientSSLError as exc:
+                raise StorageUnavailable(f"Pulsar admin at {self._base}: TLS: {exc}") from exc
+            except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+                last = exc
+        raise StorageUnavailable(f"Pulsar admin at {self._base} unreachable: {last}") from last
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        data: str | None,
+        headers: dict[str, str],
+        ssl: SSLContext | None,
+        ok_missing: bool,
+    ) -> Any:
+        """Follows the brokers' redirects (a topic's admin call goes to its owner)
+        itself: aiohttp would drop the Authorization header on the way."""
+        assert self._session is not None
+        for _ in range(_MAX_REDIRECTS):
             async with self._session.request(
-                method, f"{self._base}/{path}", data=data, headers=headers
+                method,
+                url,
+                data=data,
+                headers=headers,
+                ssl=ssl if ssl is not None else True,
+                allow_redirects=False,
             ) as resp:
+                if resp.status in _REDIRECTS and "Location" in resp.headers:
+                    url = str(resp.url.join(URL(resp.headers["Location"])))
+                    continue
                 text = await resp.text()
                 if resp.status == 404 and ok_missing:
                     return None
@@ -47,8 +125,7 @@ class PulsarAdmin:
                     return json.loads(text)
                 except json.JSONDecodeError:
                     return text
-        except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-            raise StorageUnavailable(f"Pulsar admin at {self._base} unreachable: {exc}") from exc
+        raise AdminError(508, f"{method} {url}: more than {_MAX_REDIRECTS} redirects")
 
     async def healthy(self) -> bool:
         try:
@@ -60,32 +137,56 @@ class PulsarAdmin:
         result = await self._request("GET", "brokers/configuration/runtime")
         return dict(result or {})
 
+    async def namespaces_of(self, tenant: str) -> list[str] | None:
+        """The tenant's namespaces, None when it does not exist."""
+        found = await self._request("GET", f"namespaces/{tenant}", ok_missing=True)
+        return None if found is None else list(found)
+
     async def ensure_namespace(self, ns: Namespace) -> None:
-        tenants = await self._request("GET", "tenants")
-        if ns.tenant not in tenants:
+        """Asks only what a tenant admin may: the tenant's namespaces. A missing tenant
+        is created where kop's role may (a superuser, as on a standalone)."""
+        namespaces = await self._request("GET", f"namespaces/{ns.tenant}", ok_missing=True)
+        if namespaces is None:
             clusters = await self._request("GET", "clusters")
             await self._request("PUT", f"tenants/{ns.tenant}", {"allowedClusters": clusters})
-        namespaces = await self._request("GET", f"namespaces/{ns.tenant}")
+            namespaces = []
         if ns.path not in namespaces:
-            await self._request("PUT", f"namespaces/{ns.path}", {})
+            try:
+                await self._request("PUT", f"namespaces/{ns.path}", {})
+            except AdminError as exc:
+                if exc.status != 409:  # made meanwhile by another instance
+                    raise
 
     async def serve_namespace(self, ns: Namespace) -> None:
-        """A namespace kop writes Kafka topics into: exists, with broker-side message
-        deduplication on. kop's Pulsar producers re-send what was in flight when a
-        connection drops (a topic unload, a broker restart); without deduplication
-        the broker would store those messages twice and every later offset shift."""
+        """A namespace kop writes Kafka topics into: exists, with the namespace
+        policies kop's semantics rest on (never a broker-wide setting)."""
         await self.ensure_namespace(ns)
-        await self._request("POST", f"namespaces/{ns.path}/deduplication", True)
+        for policy, wanted in NAMESPACE_POLICIES.items():
+            await self.ensure_policy(ns, policy, wanted)
+
+    async def ensure_policy(
+        self, ns: Namespace, policy: str, wanted: Any, method: str = "POST"
+    ) -> None:
+        """Sets a namespace policy unless it is already as wanted: a platform team may
+        have set it for a role that may read policies but not change them."""
+        path = f"namespaces/{ns.path}/{policy}"
+        try:
+            current = await self._request("GET", path, ok_missing=True)
+        except AdminError as exc:
+            if exc.status != 403:
+                raise
+            current = None
+        if _covers(current, wanted):
+            return
+        await self._request(method, path, wanted)
 
     async def configure_system_namespace(self, ns: Namespace, compaction_bytes: int) -> None:
         """kop's own compacted topics: keep everything, compact often."""
         await self.serve_namespace(ns)
-        await self._request(
-            "POST",
-            f"namespaces/{ns.path}/retention",
-            {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1},
+        await self.ensure_policy(
+            ns, "retention", {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
         )
-        await self._request("PUT", f"namespaces/{ns.path}/compactionThreshold", compaction_bytes)
+        await self.ensure_policy(ns, "compactionThreshold", compaction_bytes, "PUT")
 
     async def topic_info(self, topic: PulsarTopic) -> TopicInfo | None:
         meta = await self._request("GET", f"{topic.rest_path}/partitions", ok_missing=True)
@@ -132,6 +233,11 @@ class PulsarAdmin:
         path = topic.removeprefix("persistent://")
         stats = await self._request("GET", f"persistent/{path}/stats", ok_missing=True)
         return int((stats or {}).get("storageSize", 0))
+
+    def learn_message_size(self, size: int) -> None:
+        """The broker's limit as its CONNECTED told the wire client: reading the
+        broker's configuration needs a superuser, which kop's role is not."""
+        self._max_message_size = size
 
     async def message_size_limit(self) -> int:
         """The broker's maxMessageSize (a whole entry: payload and metadata)."""
@@ -214,6 +320,9 @@ def _is_system(local: str) -> bool:
 
 
 def _reason(text: str) -> str:
+    if text.lstrip().startswith("<"):  # Jetty's HTML error page: its title says it
+        found = re.search(r"<title>(.*?)</title>", text, re.S)
+        return found.group(1).strip() if found else text[:100]
     try:
         return str(json.loads(text).get("reason", text))
     except (json.JSONDecodeError, AttributeError):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.wire import PulsarWireError, RawEntry, WireClient, WireProducer, WireReader, pb
+from kop.pulsar.wire.options import ConnectOptions
 from kop.storage.types import (
     IDLE,
     AdminError,
@@ -261,12 +262,14 @@ class PulsarSession:
         operation_timeout_s: float = 10.0,
         send_budget_bytes: int = 32 << 20,
         max_uncompressed_bytes: int = 64 << 20,
+        options: ConnectOptions | None = None,
     ) -> None:
         self._client = WireClient(
             service_url,
             operation_timeout_s=operation_timeout_s,
             max_pending_bytes=1 << 40,  # the shared budget bounds sends, not each producer
             max_uncompressed_bytes=max_uncompressed_bytes,
+            options=options,
         )
         self._admin = admin
         self._timeout = operation_timeout_s
@@ -274,6 +277,10 @@ class PulsarSession:
         self._writers: dict[str, PulsarWriter] = {}
         self._writer_locks: dict[str, asyncio.Lock] = {}
         self.reader_stats = ReaderStats()
+
+    @property
+    def wire(self) -> WireClient:
+        return self._client
 
     async def writer(self, topic: str) -> PulsarWriter:
         existing = self._writers.get(topic)

@@ -7,6 +7,7 @@ import asyncio
 
 from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES
 from kop.pulsar.wire.errors import PulsarWireError
+from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.producer import DEFAULT_MAX_PENDING_BYTES, WireProducer
 from kop.pulsar.wire.reader import Position, WireReader
 from kop.pulsar.wire.session import Session
@@ -20,7 +21,10 @@ class WireClient:
     may go unanswered. `send_timeout_s` bounds how long a sent entry may wait for its
     receipt (across reconnects); `max_pending_bytes` is a producer's default limit
     for `wait_for_room`; an entry read whose payload would decompress past
-    `max_uncompressed_bytes` is corrupt to its reader.
+    `max_uncompressed_bytes` is corrupt to its reader. `options` carry the
+    credentials, TLS settings and listener name every connection uses. The service
+    URL may name several hosts (`pulsar://b1:6650,b2:6650`): lookups rotate
+    through them. A bad URL raises ServiceUrlError here, not on first use.
     """
 
     def __init__(
@@ -32,9 +36,13 @@ class WireClient:
         keepalive_s: float = 30.0,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
+        options: ConnectOptions | None = None,
     ) -> None:
         self._session = Session(
-            service_url, operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s
+            service_url,
+            operation_timeout_s=operation_timeout_s,
+            keepalive_s=keepalive_s,
+            options=options,
         )
         self._send_timeout = send_timeout_s
         self._max_pending = max_pending_bytes
@@ -87,6 +95,15 @@ class WireClient:
         await reader.start()
         return reader
 
+    async def probe(self, topic: str) -> int:
+        """Looks `topic` up and connects to its broker, as a first send would: proves
+        the cluster is reachable and takes kop's credentials, TLS and lookups (one
+        attempt; the caller decides about retrying). Returns the broker's largest
+        message (CONNECTED's max_message_size)."""
+        self._check_open()
+        conn = await self._session.connect_topic(topic)
+        return conn.max_message_size
+
     async def close(self) -> None:
         """Closes every producer (after what was sent is stored or failed) and reader,
         then the connections."""
@@ -97,6 +114,7 @@ class WireClient:
             *(resource.close() for resource in list(self._session.open)), return_exceptions=True
         )
         self._session.pool.close()
+        await self._session.pool.options.auth.close()
 
     def _check_open(self) -> None:
         if self._closed:

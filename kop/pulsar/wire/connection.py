@@ -14,14 +14,17 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 from collections.abc import Callable, Iterable
 
+from kop.pulsar.wire.auth import Authentication, AuthUnavailable
 from kop.pulsar.wire.dispatch import CommandDispatcher
 from kop.pulsar.wire.errors import (
     ConnectionClosedError,
     OperationTimeoutError,
     ProtocolError,
     PulsarWireError,
+    TlsError,
 )
 from kop.pulsar.wire.frames import CorruptFrameError, FrameDecoder, encode_command
 from kop.pulsar.wire.handlers import ConsumerHandler, HandlerRegistry, ProducerHandler
@@ -54,6 +57,8 @@ class Connection(asyncio.BufferedProtocol):
         operation_timeout_s: float,
         keepalive_s: float,
         write_buffer_high: int = 4 * 1024 * 1024,
+        auth: Authentication | None = None,
+        auth_data: bytes = b"",
     ) -> None:
         self.address = address
         self._high = write_buffer_high
@@ -69,7 +74,7 @@ class Connection(asyncio.BufferedProtocol):
             loop, address, keepalive_s, operation_timeout_s, self.send, self.abort
         )
         self._handshake = Handshake(
-            loop, address, proxy_to_broker_url, self._decoder, self._keepalive
+            loop, address, proxy_to_broker_url, self._decoder, self._keepalive, auth, auth_data
         )
         self._dispatcher = CommandDispatcher(
             self._handlers, self._pending, self._handshake, address, self.send, self.abort
@@ -86,16 +91,30 @@ class Connection(asyncio.BufferedProtocol):
         proxy_to_broker_url: str | None = None,
         operation_timeout_s: float = 10.0,
         keepalive_s: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        auth: Authentication | None = None,
     ) -> Connection:
-        """Connects and completes the CONNECT/CONNECTED handshake within the timeout."""
+        """Connects (over TLS with `ssl_context`), presents `auth`'s credentials and
+        completes the CONNECT/CONNECTED handshake, all within the timeout."""
+        auth_data = b""
+        if auth is not None:
+            try:
+                async with asyncio.timeout(operation_timeout_s):
+                    auth_data = await auth.command_data()
+            except AuthUnavailable as exc:
+                raise ConnectionClosedError(f"credentials for {host}:{port}: {exc}") from exc
+            except TimeoutError as exc:
+                raise OperationTimeoutError(f"credentials for {host}:{port}: timed out") from exc
         factory = functools.partial(
             cls,
             f"{host}:{port}",
             proxy_to_broker_url=proxy_to_broker_url,
             operation_timeout_s=operation_timeout_s,
             keepalive_s=keepalive_s,
+            auth=auth,
+            auth_data=auth_data,
         )
-        return await _open(factory, host, port, operation_timeout_s)
+        return await _open(factory, host, port, operation_timeout_s, ssl_context)
 
     @property
     def is_closed(self) -> bool:
@@ -236,7 +255,11 @@ class Connection(asyncio.BufferedProtocol):
 
 
 async def _open(
-    factory: Callable[[], Connection], host: str, port: int, timeout_s: float
+    factory: Callable[[], Connection],
+    host: str,
+    port: int,
+    timeout_s: float,
+    ssl_context: ssl.SSLContext | None,
 ) -> Connection:
     """A connection whose handshake is done, or an error saying why not; a half-open
     one is closed, never leaked."""
@@ -245,13 +268,23 @@ async def _open(
     conn: Connection | None = None
     try:
         async with asyncio.timeout(timeout_s):
-            _, conn = await loop.create_connection(factory, host, port)
+            _, conn = await loop.create_connection(
+                factory,
+                host,
+                port,
+                ssl=ssl_context,
+                server_hostname=host if ssl_context is not None else None,
+            )
             await conn._handshake.done
     except BaseException as exc:
         if conn is not None:
             conn.close("failed to open")
         if isinstance(exc, TimeoutError):
             raise OperationTimeoutError(f"connecting to {address} timed out") from exc
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            raise TlsError(f"TLS to {address}: {exc.verify_message or exc}") from exc
+        if isinstance(exc, ssl.SSLError):
+            raise TlsError(f"TLS to {address}: {exc}") from exc
         if isinstance(exc, OSError):
             raise ConnectionClosedError(f"cannot connect to {address}: {exc}") from exc
         raise

@@ -60,6 +60,7 @@ class CommandDispatcher:
             T.REACHED_END_OF_TOPIC: self._on_end_of_topic,
             T.ACTIVE_CONSUMER_CHANGE: self._on_active_consumer_change,
             T.CONNECTED: self._on_connected,
+            T.AUTH_CHALLENGE: self._on_auth_challenge,
         }
 
     def dispatch(self, frame: Frame) -> None:
@@ -127,6 +128,9 @@ class CommandDispatcher:
 
     def _on_connected(self, command: pb.BaseCommand) -> None:
         self._handshake.on_connected(command.connected)
+
+    def _on_auth_challenge(self, command: pb.BaseCommand) -> None:
+        self._handshake.on_auth_challenge(command.authChallenge, self._send)
 
     def _on_active_consumer_change(self, command: pb.BaseCommand) -> None:
         pass  # only failover subscriptions care; ours are exclusive

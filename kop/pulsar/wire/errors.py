@@ -58,6 +58,14 @@ class OperationTimeoutError(PulsarWireError):
         super().__init__(message, retriable=True)
 
 
+class TlsError(PulsarWireError):
+    """The TLS handshake failed (an untrusted certificate, a hostname that does not
+    match, TLS spoken to a plaintext port): the same attempt fails again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=False)
+
+
 class ProtocolError(PulsarWireError):
     """The peer broke the protocol (a bad frame, a corrupt entry, a receipt out of
     order). The connection or producer that saw it starts over; retriable."""

@@ -1,10 +1,14 @@
-"""The CONNECT/CONNECTED exchange that opens a connection, and what it tells us."""
+"""The CONNECT/CONNECTED exchange that opens a connection, what it tells us, and the
+broker's later AUTH_CHALLENGEs (its token refresh), answered with fresh credentials."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any
 
+from kop.pulsar.wire.auth import Authentication, AuthUnavailable, NoAuth
 from kop.pulsar.wire.errors import PulsarWireError
 from kop.pulsar.wire.frames import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -35,9 +39,13 @@ class Handshake:
         proxy_to_broker_url: str | None,
         decoder: FrameDecoder,
         keepalive: KeepAlive,
+        auth: Authentication | None = None,
+        auth_data: bytes = b"",
     ) -> None:
         self._address = address
         self._proxy_to = proxy_to_broker_url
+        self._auth = auth or NoAuth()
+        self._auth_data = auth_data
         self._decoder = decoder
         self._keepalive = keepalive
         self.done: asyncio.Future[pb.CommandConnected] = loop.create_future()
@@ -48,8 +56,13 @@ class Handshake:
 
     def connect_frame(self) -> bytes:
         connect = pb.CommandConnect(
-            client_version=CLIENT_VERSION, protocol_version=PROTOCOL_VERSION
+            client_version=CLIENT_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            feature_flags=pb.FeatureFlags(supports_auth_refresh=True),
         )
+        if self._auth.method:
+            connect.auth_method_name = self._auth.method
+            connect.auth_data = self._auth_data
         if self._proxy_to:
             connect.proxy_to_broker_url = self._proxy_to
         return encode_command(pb.BaseCommand(type=T.CONNECT, connect=connect))
@@ -66,6 +79,27 @@ class Handshake:
             self.done.set_result(connected)
         self._keepalive.start()
 
+    def on_auth_challenge(
+        self, challenge: pb.CommandAuthChallenge, send: Callable[[pb.BaseCommand], None]
+    ) -> None:
+        """Answers with the credentials valid now (a token file re-read, an OAuth2
+        token fetched again), as the Java client does; the broker closes the
+        connection if they are refused."""
+        asyncio.ensure_future(self._answer_challenge(send)).add_done_callback(_retrieve)
+
+    async def _answer_challenge(self, send: Callable[[pb.BaseCommand], None]) -> None:
+        try:
+            data = await self._auth.command_data()
+        except AuthUnavailable as exc:
+            log.warning("%s asked for fresh credentials; none to give: %s", self._address, exc)
+            return
+        response = pb.CommandAuthResponse(
+            client_version=CLIENT_VERSION,
+            protocol_version=PROTOCOL_VERSION,
+            response=pb.AuthData(auth_method_name=self._auth.method, auth_data=data),
+        )
+        send(pb.BaseCommand(type=T.AUTH_RESPONSE, authResponse=response))
+
     def on_stray_error(self, request_id: int, error: PulsarWireError) -> None:
         """An ERROR for no pending request: before CONNECTED it refuses the CONNECT."""
         if not self.done.done():
@@ -78,7 +112,7 @@ class Handshake:
             self.done.set_exception(error)
 
 
-def _retrieve(future: asyncio.Future[pb.CommandConnected]) -> None:
+def _retrieve(future: asyncio.Future[Any]) -> None:
     """Marks a handshake failure seen: nobody awaits it once `open` gave up."""
     if not future.cancelled():
         future.exception()

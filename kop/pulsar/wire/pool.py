@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-from urllib.parse import urlsplit
 
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import ConnectionClosedError, PulsarWireError
-
-
-def parse_service_url(url: str) -> tuple[str, int]:
-    """(host, port) of a `pulsar://host:port` URL (the only scheme supported)."""
-    parts = urlsplit(url)
-    if parts.scheme != "pulsar" or not parts.hostname:
-        raise PulsarWireError(f"unsupported Pulsar URL {url!r} (want pulsar://host:port)", False)
-    return parts.hostname, parts.port or 6650
+from kop.pulsar.wire.options import ConnectOptions
+from kop.pulsar.wire.service_url import ServiceUrl, ServiceUrlError, single_host
 
 
 class ConnectionPool:
     """Connections keyed by (logical broker URL, physical URL): they differ when the
     broker is reached through a proxy at the service URL (`proxy_through_service_url`),
-    and then CONNECT names the broker the proxy should forward to."""
+    and then CONNECT names the broker (`host:port`) the proxy should forward to."""
 
-    def __init__(self, *, operation_timeout_s: float, keepalive_s: float) -> None:
+    def __init__(
+        self,
+        *,
+        operation_timeout_s: float,
+        keepalive_s: float,
+        options: ConnectOptions | None = None,
+    ) -> None:
         self._timeout = operation_timeout_s
         self._keepalive = keepalive_s
+        self.options = options or ConnectOptions()
         self._connections: dict[tuple[str, str], Connection] = {}
         self._opening: dict[tuple[str, str], asyncio.Future[Connection]] = {}
         self._closed = False
@@ -46,13 +46,20 @@ class ConnectionPool:
 
     async def _open(self, key: tuple[str, str]) -> Connection:
         logical, physical = key
-        host, port = parse_service_url(physical)
+        try:
+            target = single_host(physical)
+            tls = ServiceUrl.parse(physical).tls
+            proxy_to = str(single_host(logical)) if logical != physical else None
+        except ServiceUrlError as exc:
+            raise PulsarWireError(f"unusable broker URL: {exc}", retriable=False) from exc
         conn = await Connection.open(
-            host,
-            port,
-            proxy_to_broker_url=logical if logical != physical else None,
+            target.host,
+            target.port,
+            proxy_to_broker_url=proxy_to,
             operation_timeout_s=self._timeout,
             keepalive_s=self._keepalive,
+            ssl_context=self.options.ssl_context() if tls else None,
+            auth=self.options.auth,
         )
         if self._closed:
             conn.close()

@@ -12,8 +12,10 @@ from typing import Protocol, TypeVar
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import OperationTimeoutError, PulsarWireError
 from kop.pulsar.wire.lookup import lookup
+from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.pool import ConnectionPool
 from kop.pulsar.wire.retry import Backoff
+from kop.pulsar.wire.service_url import ServiceUrl
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -30,10 +32,14 @@ class Session:
         *,
         operation_timeout_s: float,
         keepalive_s: float,
+        options: ConnectOptions | None = None,
     ) -> None:
+        self.service = ServiceUrl.parse(service_url)
         self.service_url = service_url
         self.operation_timeout_s = operation_timeout_s
-        self.pool = ConnectionPool(operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s)
+        self.pool = ConnectionPool(
+            operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s, options=options
+        )
         self._ids = itertools.count()
         self.open: set[Closable] = set()  # producers and readers, for the client's close
 
@@ -49,7 +55,7 @@ class Session:
 
     async def connect_topic(self, topic: str) -> Connection:
         """The connection to the broker that owns `topic` now (one attempt)."""
-        address = await lookup(self.pool, self.service_url, topic)
+        address = await lookup(self.pool, self.service, topic)
         return await self.pool.get(address.logical_url, address.physical_url)
 
     async def within_timeout(self, what: str, attempt: Callable[[], Awaitable[R]]) -> R:
