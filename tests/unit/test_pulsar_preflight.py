@@ -165,3 +165,36 @@ async def test_an_unreachable_admin_is_waited_for_then_named(
     with pytest.raises(PreflightError, match=r"unreachable.*still after 2s.*make pulsar-start"):
         await preflight.run()
     await preflight.admin.close()
+
+
+async def test_oauth2_client_credentials_token_is_presented_and_renewed_before_expiry(
+    servers: list[web.AppRunner], tmp_path: Any
+) -> None:
+    """Pulsar's AuthenticationOAuth2 flow: discovery, then the token endpoint with
+    the credentials file's client id and secret and the audience."""
+    from kop.pulsar.wire.auth import OAuth2Auth, OAuth2Params
+
+    forms: list[dict[str, str]] = []
+
+    async def issuer(request: web.Request) -> web.Response:
+        if request.path == "/.well-known/openid-configuration":
+            return web.json_response({"token_endpoint": f"{request.url.origin()}/oauth/token"})
+        form = dict(await request.post())
+        forms.append({k: str(v) for k, v in form.items()})
+        # A lifetime of 0: the next use must fetch again.
+        return web.json_response({"access_token": f"jwt-{len(forms)}", "expires_in": 0})
+
+    runner, port = await _serve(issuer)
+    servers.append(runner)
+    creds = tmp_path / "creds.json"
+    creds.write_text('{"client_id": "kop-app", "client_secret": "s3cret"}')
+    auth = OAuth2Auth(OAuth2Params(f"http://127.0.0.1:{port}", creds, audience="urn:pulsar"))
+    assert await auth.command_data() == b"jwt-1"
+    assert await auth.http_headers() == {"Authorization": "Bearer jwt-2"}
+    assert forms[0] == {
+        "grant_type": "client_credentials",
+        "client_id": "kop-app",
+        "client_secret": "s3cret",
+        "audience": "urn:pulsar",
+    }
+    await auth.close()
