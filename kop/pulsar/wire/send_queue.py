@@ -105,15 +105,29 @@ class SendQueue:
         return f"receipt for sequence id {seq}, expected {expected}"
 
     def reject(self, error: pb.CommandSendError) -> bool:
-        """Fails the oldest entry if the error says it can never be stored (the next
-        ones can); False for any other error."""
+        """Fails the oldest entry if the broker refused it without storing it and goes
+        on with the next ones: NotAllowedError (it can never take it) or ChecksumError
+        (its bytes arrived damaged). Such an entry is never sent again: the broker
+        has pushed the next ones, so its deduplication would take it for one of
+        them and answer "stored". False for any other error."""
         inflight = self._inflight
-        if error.error == pb.NotAllowedError and inflight and inflight[0].seq == error.sequence_id:
-            op = inflight.popleft()
-            self._forgotten_upto = max(self._forgotten_upto, op.seq)
-            self._fail(op, server_error(error.error, error.message))
-            return True
-        return False
+        if not (inflight and inflight[0].seq == error.sequence_id):
+            return False
+        if error.error == pb.NotAllowedError:
+            failure = server_error(error.error, error.message)
+        elif error.error == pb.ChecksumError:  # not stored: a new send of it may be
+            failure = PulsarWireError(
+                f"entry {error.sequence_id} to {self._topic} arrived damaged, not stored: "
+                f"{error.message}",
+                retriable=True,
+                server_error=error.error,
+            )
+        else:
+            return False
+        op = inflight.popleft()
+        self._forgotten_upto = max(self._forgotten_upto, op.seq)
+        self._fail(op, failure)
+        return True
 
     def requeue(self, last_sequence_id: int) -> None:
         """After (re)creation: what the broker already stored completes as (-1, -1);
