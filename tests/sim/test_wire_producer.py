@@ -129,6 +129,37 @@ def test_a_terminated_topic_fails_every_pending_entry_for_good(loop: SimLoop) ->
     loop.run(scenario(), within=60)
 
 
+def test_an_entry_pushed_but_not_persisted_is_not_reported_stored(loop: SimLoop) -> None:
+    """`last_sequence_id` is the highest sequence id the broker pushed to its log,
+    not the highest stored: an entry pushed when the connection dropped and then
+    lost with its write must be sent again, not reported stored."""
+    broker = SimBroker(persist_delay=None)
+
+    async def scenario() -> None:
+        producer = await start_producer(broker)
+        sent = [send(producer, i) for i in range(3)]
+        await until(lambda: broker.pending_writes == 3, 1, "three writes pushed")
+        broker.persist(1)
+        await until(sent[0].done, 1, "the first receipt")
+        broker.cut()
+        await until(lambda: len(broker.connections) >= 2, 5, "a new connection")
+        second = broker.connections[1]
+
+        def recreated() -> bool:
+            return bool(second.commands(T.PRODUCER)) and (producer.is_connected or second.is_closed)
+
+        await until(recreated, 5, "the producer re-created")
+        await asyncio.sleep(0.5)  # the broker still has entries 1 and 2 pushed only
+        assert not sent[1].done() and not sent[2].done()
+        broker.fail_writes()  # and they are lost with their write
+        broker.persist_delay = 0.001
+        await all_done(sent, 30)
+        assert all(f.exception() is None for f in sent)
+        assert_stored_once_in_order(broker, producer, 3)
+
+    loop.run(scenario(), within=60)
+
+
 def test_a_lost_receipt_is_settled_by_deduplication(loop: SimLoop) -> None:
     """A receipt never comes, the next one does: the receipts no longer match what
     was sent, so the connection is closed (as the Java client does) and both
