@@ -207,12 +207,16 @@ class SimBroker:
     connections: list[SimConnection] = field(default_factory=list)
     producers: dict[tuple[int, int], _Producer] = field(default_factory=dict)
     consumers: set[tuple[int, int]] = field(default_factory=set)
-    send_errors: int = 0  # the next SENDs answered `send_error`, not pushed
+    # The next SENDs answered `send_error`, not pushed. A PersistenceError that is
+    # not about a duplicate means a fenced topic: every later SEND on the same
+    # connection is refused too, so nothing after the refused entry is pushed.
+    send_errors: int = 0
     send_error: pb.ServerError = pb.PersistenceError
     drop_receipts: int = 0  # the next stored writes' receipts are lost
     _writes: deque[_Write] = field(default_factory=deque)
     _names: itertools.count[int] = field(default_factory=itertools.count)
     errors: list[Exception] = field(default_factory=list)
+    _fenced: set[int] = field(default_factory=set)  # connections refusing every SEND
     _gone: set[int] = field(default_factory=set)  # connections the broker saw close
     _timer: asyncio.TimerHandle | None = None
 
@@ -331,8 +335,12 @@ class SimBroker:
             self._forget(conn)
             return
         seq = send.sequence_id
-        if self.send_errors:
-            self.send_errors -= 1
+        fenced = conn.number in self._fenced
+        if self.send_errors or fenced:
+            if not fenced:
+                self.send_errors -= 1
+                if self.send_error == pb.PersistenceError:
+                    self._fenced.add(conn.number)
             self._reply(conn, _send_error(send.producer_id, seq, "refused", self.send_error))
             return
         name = producer.name
