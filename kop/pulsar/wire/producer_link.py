@@ -143,7 +143,7 @@ class ProducerLink:
     async def _reconnect(self) -> None:
         await attach_until_closed(
             self.attach, lambda: self._closed, self._on_failed, log,
-            f"producer {self.name} on {self._topic}",
+            f"producer {self.name} on {self._topic}", self._session.operation_timeout_s,
         )  # fmt: skip
 
     def _send_close(self, conn: Connection) -> None:

@@ -54,13 +54,20 @@ class Session:
 
     async def within_timeout(self, what: str, attempt: Callable[[], Awaitable[R]]) -> R:
         """`attempt()` again after each retriable failure, with backoff, until it
-        succeeds or the operation timeout is spent; then the last error, retriable."""
+        succeeds or the operation timeout is spent; then the last error, retriable.
+        Each attempt is cut at the deadline: one lookup with its redirects, a connect
+        and a request can each take a timeout of their own."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.operation_timeout_s
         backoff = Backoff()
         while True:
             try:
-                return await attempt()
+                async with asyncio.timeout_at(deadline):
+                    return await attempt()
+            except TimeoutError as exc:  # the attempt was cut (it cleans up on cancel)
+                raise OperationTimeoutError(
+                    f"{what}: not done in {self.operation_timeout_s}s"
+                ) from exc
             except PulsarWireError as exc:
                 if not exc.retriable:
                     raise
