@@ -20,7 +20,9 @@ class WireClient:
     may go unanswered. `send_timeout_s` bounds how long a sent entry may wait for its
     receipt (across reconnects); `max_pending_bytes` is a producer's default limit
     for `wait_for_room`; an entry read whose payload would decompress past
-    `max_uncompressed_bytes` is corrupt to its reader.
+    `max_uncompressed_bytes` is corrupt to its reader. A broker connection with no
+    producer, reader or request for `connection_max_idle_s` (0: never) is closed,
+    as the Java client's `connectionMaxIdleSeconds` does.
     """
 
     def __init__(
@@ -32,9 +34,13 @@ class WireClient:
         keepalive_s: float = 30.0,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
+        connection_max_idle_s: float = 180.0,
     ) -> None:
         self._session = Session(
-            service_url, operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s
+            service_url,
+            operation_timeout_s=operation_timeout_s,
+            keepalive_s=keepalive_s,
+            connection_max_idle_s=connection_max_idle_s,
         )
         self._send_timeout = send_timeout_s
         self._max_pending = max_pending_bytes

@@ -30,10 +30,15 @@ class Session:
         *,
         operation_timeout_s: float,
         keepalive_s: float,
+        connection_max_idle_s: float = 180.0,
     ) -> None:
         self.service_url = service_url
         self.operation_timeout_s = operation_timeout_s
-        self.pool = ConnectionPool(operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s)
+        self.pool = ConnectionPool(
+            operation_timeout_s=operation_timeout_s,
+            keepalive_s=keepalive_s,
+            max_idle_s=connection_max_idle_s,
+        )
         self._ids = itertools.count()
         self.open: set[Closable] = set()  # producers and readers, for the client's close
 
