@@ -395,6 +395,37 @@ async def test_disruptions_during_a_stream_lose_and_duplicate_nothing(
         assert len(ledgers) >= 3, f"expected the unloads to roll ledgers, got {ledgers}"
 
 
+async def test_a_lost_receipt_is_settled_by_the_brokers_deduplication(
+    client: WireClient, topic: Topic
+) -> None:
+    """The first receipt is lost, the second arrives: the producer closes its
+    connection and sends both again on a new one, and the broker answers each as a
+    duplicate (-1:-1, Pulsar 4's MessageDeduplication): stored once, reported stored."""
+    producer = await client.create_producer(topic.partition0)
+    receive = producer.on_receipt
+    lost: list[int] = []
+
+    def lose_the_first(receipt: pb.CommandSendReceipt) -> None:
+        if not lost:
+            lost.append(receipt.sequence_id)
+            return
+        receive(receipt)
+
+    producer.on_receipt = lose_the_first  # type: ignore[method-assign]
+    first = producer._link.conn
+    async with asyncio.timeout(30):
+        sent = [producer.send(pb.MessageMetadata(), b"entry-%d" % i) for i in range(2)]
+        assert await asyncio.gather(*sent) == [(-1, -1), (-1, -1)]
+    assert lost == [0]
+    assert first is not None and first.is_closed  # not re-created on it
+    reader = await client.create_reader(topic.partition0, None)
+    entries = await read_all(reader)
+    assert [(e.metadata.sequence_id, e.payload) for e in entries] == [
+        (0, b"entry-0"),
+        (1, b"entry-1"),
+    ]
+
+
 async def test_keepalive_keeps_an_idle_connection(pulsar: str, topic: Topic) -> None:
     """PINGs every 0.2 s, each answered well within the 2 s timeout: the connection
     stays (and the broker's own PINGs get our PONGs)."""

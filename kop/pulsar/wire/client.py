@@ -24,7 +24,9 @@ class WireClient:
     `max_uncompressed_bytes` is corrupt to its reader. `options` carry the
     credentials, TLS settings and listener name every connection uses. The service
     URL may name several hosts (`pulsar://b1:6650,b2:6650`): lookups rotate
-    through them. A bad URL raises ServiceUrlError here, not on first use.
+    through them. A bad URL raises ServiceUrlError here, not on first use. A
+    broker connection with no producer, reader or request for `connection_max_idle_s`
+    (0: never) is closed, as the Java client's `connectionMaxIdleSeconds` does.
     """
 
     def __init__(
@@ -37,12 +39,14 @@ class WireClient:
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
         options: ConnectOptions | None = None,
+        connection_max_idle_s: float = 180.0,
     ) -> None:
         self._session = Session(
             service_url,
             operation_timeout_s=operation_timeout_s,
             keepalive_s=keepalive_s,
             options=options,
+            connection_max_idle_s=connection_max_idle_s,
         )
         self._send_timeout = send_timeout_s
         self._max_pending = max_pending_bytes

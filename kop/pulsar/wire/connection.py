@@ -121,6 +121,12 @@ class Connection(asyncio.BufferedProtocol):
         return self._closed is not None
 
     @property
+    def is_idle(self) -> bool:
+        """No producer, consumer or request on it: the pool may close it."""
+        handlers = self._handlers
+        return not (handlers.producers or handlers.consumers or len(self._pending))
+
+    @property
     def writable(self) -> bool:
         return not self._paused and self._closed is None
 

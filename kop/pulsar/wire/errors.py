@@ -7,10 +7,15 @@ from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 
 # Errors after which the same request can never succeed; every other ServerError is
 # a broker's transient state (a topic being loaded or unloaded, a lost bookie, a
-# producer or consumer of ours the broker has not yet noticed is gone).
+# producer or consumer of ours the broker has not yet noticed is gone). Checked code
+# by code against the Java client (ClientCnx.getPulsarClientException and
+# PulsarClientException.isRetriableError) in tests/unit/test_pulsar_wire_errors.py:
+# an unknown code is retriable there too, and kop adds the codes whose request
+# cannot succeed on a second try (see the test for each). AuthenticationError is
+# retried, as in Java: credentials are read afresh for each connection (a rotated
+# token file, a renewed OAuth2 token); at start, kop's preflight names it at once.
 _FINAL_SERVER_ERRORS = frozenset(
     {
-        pb.AuthenticationError,
         pb.AuthorizationError,
         pb.ChecksumError,
         pb.UnsupportedVersionError,
@@ -19,6 +24,7 @@ _FINAL_SERVER_ERRORS = frozenset(
         pb.TopicTerminatedError,
         pb.InvalidTopicName,
         pb.IncompatibleSchema,
+        pb.ConsumerAssignError,
         pb.NotAllowedError,
         pb.ProducerFenced,
         pb.InvalidTxnStatus,

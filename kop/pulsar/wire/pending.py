@@ -21,6 +21,9 @@ class PendingRequests:
         self._futures: dict[int, asyncio.Future[pb.BaseCommand]] = {}
         self._next_id = 0
 
+    def __len__(self) -> int:
+        return len(self._futures)
+
     def new_id(self) -> int:
         self._next_id += 1
         return self._next_id

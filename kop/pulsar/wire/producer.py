@@ -3,10 +3,13 @@
 The caller builds each entry (MessageMetadata + payload, possibly a batch in Pulsar's
 batch layout); the producer stamps its name, its sequence id and the publish time,
 frames it once and keeps the frame until the broker's receipt. Every entry has its
-own sequence id (0, 1, 2, ... per producer), so after a reconnect the broker's
-`last_sequence_id` tells which pending entries are stored already (their receipts
-were lost: they complete as ``(-1, -1)``) and the rest are sent again with their ids,
-which broker deduplication (on in kop's namespaces) turns into exactly-once storage.
+own sequence id (0, 1, 2, ... per producer), so after a reconnect every pending entry
+is sent again with its id and broker deduplication (on in kop's namespaces) decides:
+one it stored before comes back as ``(-1, -1)`` (stored, place not said), so each is
+stored exactly once. The broker's `last_sequence_id` settles nothing: it counts
+entries pushed to its log, not persisted.
+Trouble with the producer (a send error, receipts out of step) closes the connection
+and the producer comes back on a new one, as the Java client's ProducerImpl does.
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ class WireProducer:
         self, metadata: pb.MessageMetadata, payload: bytes | memoryview
     ) -> asyncio.Future[Receipt]:
         """Enqueues one entry and returns its future: ``(ledger, entry)`` when stored,
-        ``(-1, -1)`` when the broker recognised a re-send of a stored entry. Fails with
+        ``(-1, -1)`` when the broker recognised a re-send of an entry it had stored
+        (its place is then the log's to tell). Fails with
         a non-retriable PulsarWireError for an entry the broker can never take (too
         big, topic terminated or gone, not allowed; such an entry does not use up a
         sequence id when rejected here), or a retriable one after the send timeout. A
@@ -162,13 +166,17 @@ class WireProducer:
     def on_receipt(self, receipt: pb.CommandSendReceipt) -> None:
         why = self._pending.receipt(receipt)
         if why is not None:
-            self._link.restart(why)
+            self._link.reconnect(why)
 
     def on_send_error(self, error: pb.CommandSendError) -> None:
-        # Anything but a rejected entry is the broker's transient trouble (Pulsar's own
-        # clients reconnect too): the entries go out again on the new producer.
-        if not self._pending.reject(error):
-            self._link.restart(f"send error {server_error(error.error, error.message)}")
+        if error.error == pb.TopicTerminatedError:  # no entry can ever be stored again
+            self._fail_all(server_error(error.error, error.message))
+            self._link.abandon()
+        elif not self._pending.reject(error):
+            # The broker's transient trouble (a failed write, a duplicate whose first
+            # copy is still being written): the entries go out again on a new
+            # connection, where deduplication answers for each.
+            self._link.reconnect(f"send error {server_error(error.error, error.message)}")
 
     def on_closed_by_broker(self) -> None:
         self._link.detach("closed by the broker")
@@ -183,9 +191,9 @@ class WireProducer:
     # -- internal -----------------------------------------------------------------------
 
     def _attached(self, conn: Connection, last_sequence_id: int) -> None:
-        self._pending.requeue(last_sequence_id)
+        self._pending.requeue()
         log.debug(
-            "producer %s on %s attached to %s (epoch %d, last sequence id %d, %d to re-send)",
+            "producer %s on %s attached to %s (epoch %d, last pushed sequence id %d, %d to send)",
             self._link.name,
             self.topic,
             conn.address,

@@ -2,6 +2,8 @@
 
 Re-creation keeps the broker-assigned name (so the broker's deduplication state
 applies) and raises the epoch; the caller is told each time, to re-send what it has.
+It always happens on a new connection: trouble on the producer closes the
+connection (`reconnect`), never the producer alone.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class ProducerLink:
         self._topic = topic
         self._id = producer_id
         self._handler = handler  # what the connection tells of receipts and losses
-        self._on_attached = on_attached  # with the broker's last stored sequence id
+        self._on_attached = on_attached  # with the broker's last pushed sequence id
         self._on_failed = on_failed  # reconnecting hit a non-retriable error
         self.conn: Connection | None = None  # set while the broker has our producer
         self.name = ""
@@ -95,13 +97,27 @@ class ProducerLink:
         if self._reconnecting is None or self._reconnecting.done():
             self._reconnecting = self._loop.create_task(self._reconnect())
 
-    def restart(self, why: str) -> None:
-        """The broker broke the protocol: drop the producer there and create it anew."""
+    def reconnect(self, why: str) -> None:
+        """The broker refused a send or its receipts stopped matching what was sent:
+        close the connection, as the Java client does. The broker drops the producer
+        with it, and the producer is created afresh on a new connection, where broker
+        deduplication settles every pending entry. (Closing just the producer and
+        re-creating it on the same connection races the broker: it may still hold
+        the old one, answering "already present" with no `last_sequence_id`, or close
+        the connection for a SEND to the producer it then removes.)"""
         log.warning("producer %s on %s: %s", self.name, self._topic, ProtocolError(why))
         conn = self.conn
         if conn is not None:
+            conn.close(f"closed by the client: {why}")  # on_connection_closed: detach
+
+    def abandon(self) -> None:
+        """The producer is done for good while the broker still has it (its topic
+        was terminated): drop it there, without waiting."""
+        conn, self.conn = self.conn, None
+        self.stop()
+        if conn is not None:
+            conn.unregister_producer(self._id, self._handler)
             self._send_close(conn)
-        self.detach(why)
 
     def stop(self) -> None:
         """No more reconnecting; `close` then drops the producer on the broker."""
@@ -127,7 +143,7 @@ class ProducerLink:
     async def _reconnect(self) -> None:
         await attach_until_closed(
             self.attach, lambda: self._closed, self._on_failed, log,
-            f"producer {self.name} on {self._topic}",
+            f"producer {self.name} on {self._topic}", self._session.operation_timeout_s,
         )  # fmt: skip
 
     def _send_close(self, conn: Connection) -> None:

@@ -109,7 +109,7 @@ class ReaderSubscription:
     async def _reconnect(self) -> None:
         await attach_until_closed(
             self.attach, lambda: self._closed, self._reader.on_failed, log,
-            f"reader on {self._topic}",
+            f"reader on {self._topic}", self._session.operation_timeout_s,
         )  # fmt: skip
 
     def flow(self, permits: int) -> None:

@@ -35,16 +35,21 @@ async def attach_until_closed(
     on_failed: Callable[[PulsarWireError], None],
     log: logging.Logger,
     what: str,
+    timeout_s: float,
 ) -> None:
     """A producer's or reader's way back to its broker: `attach()` again after each
     backoff until it works or its owner closes; an error that says trying again cannot
-    help goes to `on_failed` instead."""
+    help goes to `on_failed` instead. Each attempt is cut after `timeout_s` (a lookup
+    with redirects, a connect and a request each have a timeout of their own)."""
     backoff = Backoff()
     while not closed():
         await asyncio.sleep(backoff.next())
         try:
-            await attach()
+            async with asyncio.timeout(timeout_s):
+                await attach()
             return
+        except TimeoutError:
+            log.info("%s: attaching again took over %ss", what, timeout_s)
         except PulsarWireError as exc:
             if not exc.retriable:
                 log.error("%s failed: %s", what, exc)

@@ -1,8 +1,8 @@
 """A producer's entries between `send` and the broker's receipt, in sequence-id order.
 
 Kept apart from the connection so that what is owed to callers (receipts, the byte
-budget, send timeouts) survives reconnects unchanged: after one, `requeue` settles
-what the broker already has and the rest is written again.
+budget, send timeouts) survives reconnects unchanged: after one, `requeue` writes
+every entry without a receipt again and broker deduplication answers for each.
 """
 
 from __future__ import annotations
@@ -105,28 +105,40 @@ class SendQueue:
         return f"receipt for sequence id {seq}, expected {expected}"
 
     def reject(self, error: pb.CommandSendError) -> bool:
-        """Fails the oldest entry if the error says it can never be stored (the next
-        ones can); False for any other error."""
+        """Fails the oldest entry if the broker refused it without storing it and goes
+        on with the next ones: NotAllowedError (it can never take it) or ChecksumError
+        (its bytes arrived damaged). Such an entry is never sent again: the broker
+        has pushed the next ones, so its deduplication would take it for one of
+        them and answer "stored". False for any other error."""
         inflight = self._inflight
-        if error.error == pb.NotAllowedError and inflight and inflight[0].seq == error.sequence_id:
-            op = inflight.popleft()
-            self._forgotten_upto = max(self._forgotten_upto, op.seq)
-            self._fail(op, server_error(error.error, error.message))
-            return True
-        return False
+        if not (inflight and inflight[0].seq == error.sequence_id):
+            return False
+        if error.error == pb.NotAllowedError:
+            failure = server_error(error.error, error.message)
+        elif error.error == pb.ChecksumError:  # not stored: a new send of it may be
+            failure = PulsarWireError(
+                f"entry {error.sequence_id} to {self._topic} arrived damaged, not stored: "
+                f"{error.message}",
+                retriable=True,
+                server_error=error.error,
+            )
+        else:
+            return False
+        op = inflight.popleft()
+        self._forgotten_upto = max(self._forgotten_upto, op.seq)
+        self._fail(op, failure)
+        return True
 
-    def requeue(self, last_sequence_id: int) -> None:
-        """After (re)creation: what the broker already stored completes as (-1, -1);
-        the rest goes out again, in order, with its own sequence ids."""
-        ops = [*self._inflight, *self._queued]
+    def requeue(self) -> None:
+        """After (re)creation: every entry without a receipt goes out again, in order,
+        with its own sequence id, and broker deduplication answers for each: a
+        receipt with its place for a first copy, (-1, -1) for one stored before, a
+        PersistenceError while an earlier copy is still being written. The broker's
+        `last_sequence_id` cannot settle any of them: it is the highest id pushed
+        to its log, not persisted, and a pushed entry can still be lost with its
+        write."""
+        self._queued.extendleft(reversed(self._inflight))
         self._inflight.clear()
-        self._queued.clear()
-        for op in ops:
-            if op.seq <= last_sequence_id:
-                self._complete(op, (-1, -1))
-            else:
-                self._queued.append(op)
-        self._forgotten_upto = max(self._forgotten_upto, last_sequence_id)
 
     def fail_all(self, error: PulsarWireError) -> None:
         for ops in (self._inflight, self._queued):

@@ -33,12 +33,16 @@ class Session:
         operation_timeout_s: float,
         keepalive_s: float,
         options: ConnectOptions | None = None,
+        connection_max_idle_s: float = 180.0,
     ) -> None:
         self.service = ServiceUrl.parse(service_url)
         self.service_url = service_url
         self.operation_timeout_s = operation_timeout_s
         self.pool = ConnectionPool(
-            operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s, options=options
+            operation_timeout_s=operation_timeout_s,
+            keepalive_s=keepalive_s,
+            max_idle_s=connection_max_idle_s,
+            options=options,
         )
         self._ids = itertools.count()
         self.open: set[Closable] = set()  # producers and readers, for the client's close
@@ -60,13 +64,20 @@ class Session:
 
     async def within_timeout(self, what: str, attempt: Callable[[], Awaitable[R]]) -> R:
         """`attempt()` again after each retriable failure, with backoff, until it
-        succeeds or the operation timeout is spent; then the last error, retriable."""
+        succeeds or the operation timeout is spent; then the last error, retriable.
+        Each attempt is cut at the deadline: one lookup with its redirects, a connect
+        and a request can each take a timeout of their own."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.operation_timeout_s
         backoff = Backoff()
         while True:
             try:
-                return await attempt()
+                async with asyncio.timeout_at(deadline):
+                    return await attempt()
+            except TimeoutError as exc:  # the attempt was cut (it cleans up on cancel)
+                raise OperationTimeoutError(
+                    f"{what}: not done in {self.operation_timeout_s}s"
+                ) from exc
             except PulsarWireError as exc:
                 if not exc.retriable:
                     raise
