@@ -87,6 +87,8 @@ class KopConfig(BaseSettings):
     mirror_interval_s: float = Field(5.0, gt=0)
     # Pulsar producers
     pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)
+    # Pulsar readers: bytes received and not yet taken by the log, all partitions together
+    pulsar_read_ahead_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     config_file: Path | None = None

@@ -8,6 +8,7 @@ import asyncio
 from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES
 from kop.pulsar.wire.errors import PulsarWireError
 from kop.pulsar.wire.producer import DEFAULT_MAX_PENDING_BYTES, WireProducer
+from kop.pulsar.wire.read_ahead import DEFAULT_READ_AHEAD_BYTES, ReadAheadBudget
 from kop.pulsar.wire.reader import Position, WireReader
 from kop.pulsar.wire.session import Session
 
@@ -20,7 +21,8 @@ class WireClient:
     may go unanswered. `send_timeout_s` bounds how long a sent entry may wait for its
     receipt (across reconnects); `max_pending_bytes` is a producer's default limit
     for `wait_for_room`; an entry read whose payload would decompress past
-    `max_uncompressed_bytes` is corrupt to its reader.
+    `max_uncompressed_bytes` is corrupt to its reader. `read_ahead_bytes` bounds what
+    all its readers hold received and not yet read, together (`read_ahead`).
     """
 
     def __init__(
@@ -32,7 +34,9 @@ class WireClient:
         keepalive_s: float = 30.0,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
+        read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
     ) -> None:
+        self.read_ahead = ReadAheadBudget(read_ahead_bytes)
         self._session = Session(
             service_url, operation_timeout_s=operation_timeout_s, keepalive_s=keepalive_s
         )
@@ -74,7 +78,8 @@ class WireClient:
     ) -> WireReader:
         """A reader of `topic` starting at entry `start` = (ledger, entry), inclusive,
         or at the earliest entry when None. `receiver_queue` bounds the messages
-        fetched ahead (a batch entry counts as its messages)."""
+        fetched ahead (a batch entry counts as its messages); the client's read-ahead
+        budget bounds their bytes."""
         self._check_open()
         reader = WireReader(
             self._session,
@@ -83,6 +88,7 @@ class WireClient:
             compacted=compacted,
             receiver_queue=receiver_queue,
             max_uncompressed_bytes=self._max_uncompressed,
+            budget=self.read_ahead,
         )
         await reader.start()
         return reader

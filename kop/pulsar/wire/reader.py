@@ -4,7 +4,8 @@ It reads through a non-durable exclusive subscription (it pins no data and acks
 nothing) and hands out one `RawEntry` per Pulsar entry: a batch stays one object,
 its messages are the caller's business. Entries arrive only as far as the FLOW
 permits we grant (Pulsar counts messages, so a batch costs its message count), which
-bounds the local queue to about `receiver_queue` messages.
+bound the local queue to `receiver_queue` messages and, with all other readers of the
+client, to the bytes of one `ReadAheadBudget` (`read_ahead.py`).
 
 Positions are ``(ledger, entry)``. The reader tracks the smallest position it will
 still accept; anything the broker delivers below it (entries before an inclusive
@@ -26,12 +27,14 @@ from kop.pulsar.wire.errors import CorruptEntryError, PulsarWireError
 from kop.pulsar.wire.frames import Frame
 from kop.pulsar.wire.message_ids import message_id
 from kop.pulsar.wire.raw_entry import EARLIEST, Position, RawEntry
+from kop.pulsar.wire.read_ahead import FRAME_OVERHEAD, ReadAhead, ReadAheadBudget
 from kop.pulsar.wire.reader_subscription import ReaderSubscription
 from kop.pulsar.wire.session import Session
 
 __all__ = ["EARLIEST", "Position", "RawEntry", "WireReader"]
 
-_Item = tuple[Frame, int] | PulsarWireError  # (frame, its message count) or an error, in order
+# (frame, its message count, its bytes held) or an error, in order
+_Item = tuple[Frame, int, int] | PulsarWireError
 
 
 class WireReader:
@@ -46,16 +49,16 @@ class WireReader:
         compacted: bool = False,
         receiver_queue: int = 1000,
         max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
+        budget: ReadAheadBudget | None = None,
     ) -> None:
         self.topic = topic
         self._max_uncompressed = max_uncompressed_bytes
         self._session = session
         self._loop = asyncio.get_running_loop()
-        self._receiver_queue = max(1, receiver_queue)
         self._next: Position = start if start is not None else EARLIEST
         self._queue: collections.deque[_Item] = collections.deque()
         self._queued_messages = 0
-        self._consumed = 0  # messages taken from the broker's permits, not yet granted again
+        self._flow = ReadAhead(budget or ReadAheadBudget(), receiver_queue)
         self._waiter: asyncio.Future[None] | None = None
         self._error: PulsarWireError | None = None  # sticky: corrupt frame, fatal failure
         self._end_of_topic = False
@@ -104,9 +107,9 @@ class WireReader:
         if isinstance(item, PulsarWireError):
             self._error = item
             raise item
-        frame, count = item
+        frame, count, size = item
         self._queued_messages -= count
-        self._consumed += count
+        self._flow.release(size)
         self._grant()
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None
@@ -156,19 +159,24 @@ class WireReader:
         self._closed = True
         self._wake()
         self._session.forget(self)
+        self._queue.clear()
+        self._queued_messages = 0
+        self._flow.close()
         await self._subscription.close()
 
     # -- flow control -------------------------------------------------------------------
 
     def on_subscribed(self) -> None:
-        # A new subscription has no permits: grant what the local queue leaves room for.
-        self._consumed = 0
-        self._subscription.flow(self._receiver_queue - self._queued_messages)
+        # A new subscription has no permits: grant what the queue and the budget allow.
+        self._flow.reset()
+        self._grant()
 
     def _grant(self) -> None:
-        if self._consumed >= self._receiver_queue // 2:
-            self._subscription.flow(self._consumed)
-            self._consumed = 0
+        if self._closed or self._subscription.connection is None:
+            return
+        permits = self._flow.grant(self._queued_messages)
+        if permits:
+            self._subscription.flow(permits)
 
     # -- events from the connection and the subscription ---------------------------------
 
@@ -177,13 +185,17 @@ class WireReader:
         assert metadata is not None
         count = metadata.num_messages_in_batch
         position = message_id(frame.command.message.message_id)
+        assert frame.payload is not None
+        size = len(frame.payload) + FRAME_OVERHEAD
+        self._flow.arrived(count, size)
         if position < self._next:  # before the start, or seen already
-            self._consumed += count
+            self._flow.release(size)
             self._grant()
             return
         self._next = (position[0], position[1] + 1)
-        self._queue.append((frame, count))
+        self._queue.append((frame, count, size))
         self._queued_messages += count
+        self._grant()
         self._wake()
 
     def on_corrupt(self, error: CorruptEntryError) -> None:
@@ -195,6 +207,7 @@ class WireReader:
         self._wake()
 
     def on_closed_by_broker(self) -> None:
+        self._flow.reset()  # the broker forgot our permits with the consumer
         self._subscription.detach("closed by the broker", resubscribe=self._error is None)
 
     def on_end_of_topic(self) -> None:
@@ -203,6 +216,7 @@ class WireReader:
 
     def on_connection_closed(self, connection: Connection) -> None:
         if connection is self._subscription.connection:
+            self._flow.reset()
             reason = f"connection to {connection.address} lost"
             self._subscription.detach(reason, resubscribe=self._error is None)
 
