@@ -72,6 +72,10 @@ class Broker:
             self.permits += command.flow.messagePermits
             self._pump()
         elif command.type == T.CLOSE_CONSUMER:
+            self._close(command.close_consumer.consumer_id)
+
+    def _close(self, consumer_id: int) -> None:
+        if self._consumer is not None and self._consumer[0] == consumer_id:
             self._consumer = None
 
     async def request(self, command: pb.BaseCommand, request_id: int) -> pb.BaseCommand:
@@ -84,7 +88,7 @@ class Broker:
             self._cursor = 0 if start is None else start[1]
             self.permits = 0  # a new consumer starts with none
         elif command.type == T.CLOSE_CONSUMER:
-            self._consumer = None
+            self._close(command.close_consumer.consumer_id)
         return pb.BaseCommand(type=T.SUCCESS, success=pb.CommandSuccess(request_id=request_id))
 
     def drop_consumer(self) -> None:

@@ -24,7 +24,7 @@ import collections
 from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES, decompress
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import CorruptEntryError, PulsarWireError
-from kop.pulsar.wire.frames import Frame
+from kop.pulsar.wire.frames import CorruptFrameError, Frame
 from kop.pulsar.wire.message_ids import message_id
 from kop.pulsar.wire.raw_entry import EARLIEST, Position, RawEntry
 from kop.pulsar.wire.read_ahead import FRAME_OVERHEAD, ReadAhead, ReadAheadBudget
@@ -35,6 +35,8 @@ __all__ = ["EARLIEST", "Position", "RawEntry", "WireReader"]
 
 # (frame, its message count, its bytes held) or an error, in order
 _Item = tuple[Frame, int, int] | PulsarWireError
+# Times one entry may arrive corrupt in a row before the reader fails with it.
+_CORRUPT_RETRIES = 4
 
 
 class WireReader:
@@ -59,6 +61,8 @@ class WireReader:
         self._queue: collections.deque[_Item] = collections.deque()
         self._queued_messages = 0
         self._flow = ReadAhead(budget or ReadAheadBudget(), receiver_queue)
+        self._corrupt_at: Position = EARLIEST  # the entry last met corrupt...
+        self._corrupt_runs = 0  # ...and how many times in a row
         self._waiter: asyncio.Future[None] | None = None
         self._error: PulsarWireError | None = None  # sticky: corrupt frame, fatal failure
         self._end_of_topic = False
@@ -199,7 +203,23 @@ class WireReader:
         self._wake()
 
     def on_corrupt(self, error: CorruptEntryError) -> None:
-        self.on_failed(error)
+        """A frame that failed its checksum (or layout) went wrong on the way, not in
+        the store: subscribe again at the entry it was and read it anew, as the Java
+        client re-reads after discarding one. Only an entry corrupt every time fails
+        the reader: it cannot be skipped, its offset is counted."""
+        self._flow.arrived(1, 0)  # it used a permit
+        position = self._next
+        if isinstance(error, CorruptFrameError):
+            position = message_id(error.command.message.message_id)
+            if position < self._next:
+                return  # a re-delivery of what was read already
+        self._corrupt_runs = self._corrupt_runs + 1 if position == self._corrupt_at else 1
+        self._corrupt_at = position
+        if self._corrupt_runs > _CORRUPT_RETRIES or self._subscription.connection is None:
+            self.on_failed(error)
+            return
+        self._flow.reset()
+        self._subscription.resubscribe(f"entry {position}: {error}")
 
     def on_failed(self, error: PulsarWireError) -> None:
         """`read` raises `error` once the entries queued before it are read."""
