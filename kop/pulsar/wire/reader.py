@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 
+from kop.pulsar.wire.chunks import Assembled, ChunkAssembler, is_chunk
 from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES, decompress
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import CorruptEntryError, PulsarWireError
@@ -33,8 +34,9 @@ from kop.pulsar.wire.session import Session
 
 __all__ = ["EARLIEST", "Position", "RawEntry", "WireReader"]
 
-# (frame, its message count, its bytes held) or an error, in order
-_Item = tuple[Frame, int, int] | PulsarWireError
+# (a frame or a chunked message at its place, its message count, its bytes held) or an
+# error, in order
+_Item = tuple[Frame | tuple[Position, Assembled], int, int] | PulsarWireError
 # Times one entry may arrive corrupt in a row before the reader fails with it.
 _CORRUPT_RETRIES = 4
 
@@ -63,6 +65,8 @@ class WireReader:
         self._flow = ReadAhead(budget or ReadAheadBudget(), receiver_queue)
         self._corrupt_at: Position = EARLIEST  # the entry last met corrupt...
         self._corrupt_runs = 0  # ...and how many times in a row
+        self._chunks = ChunkAssembler(max_uncompressed_bytes)
+        self._handed: Position = EARLIEST  # the last position queued
         self._waiter: asyncio.Future[None] | None = None
         self._error: PulsarWireError | None = None  # sticky: corrupt frame, fatal failure
         self._end_of_topic = False
@@ -111,10 +115,13 @@ class WireReader:
         if isinstance(item, PulsarWireError):
             self._error = item
             raise item
-        frame, count, size = item
+        got, count, size = item
         self._queued_messages -= count
         self._flow.release(size)
         self._grant()
+        if not isinstance(got, Frame):
+            return self._assembled(*got)
+        frame = got
         metadata = frame.metadata
         assert metadata is not None and frame.payload is not None
         mid = frame.command.message
@@ -135,6 +142,15 @@ class WireReader:
             frame.broker_entry_metadata,
             corrupt,
         )
+
+    def _assembled(self, position: Position, message: Assembled) -> RawEntry:
+        payload, corrupt = b"", message.corrupt
+        if corrupt is None:
+            try:
+                payload = decompress(message.metadata, message.payload, self._max_uncompressed)
+            except CorruptEntryError as exc:
+                corrupt = str(exc)
+        return RawEntry(position[0], position[1], message.metadata, payload, corrupt=corrupt)
 
     async def has_message_available(self) -> bool:
         """Whether `read()` has an entry now or the topic holds one past what was
@@ -165,6 +181,7 @@ class WireReader:
         self._session.forget(self)
         self._queue.clear()
         self._queued_messages = 0
+        self._chunks.clear()
         self._flow.close()
         await self._subscription.close()
 
@@ -197,10 +214,32 @@ class WireReader:
             self._grant()
             return
         self._next = (position[0], position[1] + 1)
+        if is_chunk(metadata):
+            self._on_chunk(position, frame, size)
+            return
+        if self._chunks.pending:
+            self._flow.release(self._chunks.other(metadata))
+        self._handed = position
         self._queue.append((frame, count, size))
         self._queued_messages += count
         self._grant()
         self._wake()
+
+    def _on_chunk(self, position: Position, frame: Frame, size: int) -> None:
+        """A chunk counts zero and is handed to nobody but its message's last, which
+        is handed on as the whole message (`chunks.py`). The message's place is its
+        first chunk's where that keeps places increasing (so a read from that place
+        meets all its chunks), else its last chunk's."""
+        assert frame.metadata is not None and frame.payload is not None
+        done, freed = self._chunks.chunk(position, frame.metadata, frame.payload, size)
+        self._flow.release(freed)
+        if done is not None:
+            place = done.first if done.first > self._handed else done.last
+            self._handed = place
+            self._queue.append(((place, done), 1, done.held))
+            self._queued_messages += 1
+            self._wake()
+        self._grant()
 
     def on_corrupt(self, error: CorruptEntryError) -> None:
         """A frame that failed its checksum (or layout) went wrong on the way, not in
