@@ -89,6 +89,12 @@ class Broker:
             self.permits = 0  # a new consumer starts with none
         elif command.type == T.CLOSE_CONSUMER:
             self._close(command.close_consumer.consumer_id)
+        elif command.type == T.GET_LAST_MESSAGE_ID:
+            last = pb.MessageIdData(ledgerId=1, entryId=len(self.entries) - 1)
+            answer = pb.CommandGetLastMessageIdResponse(last_message_id=last, request_id=request_id)
+            return pb.BaseCommand(
+                type=T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=answer
+            )
         return pb.BaseCommand(type=T.SUCCESS, success=pb.CommandSuccess(request_id=request_id))
 
     def drop_consumer(self) -> None:

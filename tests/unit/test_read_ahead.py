@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 
+from prometheus_client import generate_latest
+
+from kop.ops.metrics import Metrics
+from kop.pulsar.client import SendBudget
 from kop.pulsar.wire.read_ahead import FRAME_OVERHEAD, ReadAhead, ReadAheadBudget
 from tests.unit.scripted_pulsar import Broker, entry, open_reader, settle
 
@@ -109,3 +113,19 @@ def test_the_estimate_follows_sizes_up_at_once_and_down_slowly() -> None:
         flow.arrived(1, 1024)
         flow.release(1024)
     assert 0 < flow.grant(0) < 40  # after a few small ones, still cautious
+
+
+async def test_both_pulsar_budgets_are_metrics() -> None:
+    metrics, ahead, sends = Metrics(), ReadAheadBudget(8 * MiB), SendBudget(4 * MiB)
+    ahead.held, sends.used = 3 * MiB, MiB
+    metrics.watch_pulsar_memory(ahead, sends)
+    text = generate_latest(metrics.registry).decode()
+    values = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("kop_pulsar_")
+    }
+    assert values["kop_pulsar_read_ahead_bytes"] == 3 * MiB
+    assert values["kop_pulsar_read_ahead_limit_bytes"] == 8 * MiB
+    assert values["kop_pulsar_send_bytes"] == MiB
+    assert values["kop_pulsar_send_limit_bytes"] == 4 * MiB
