@@ -64,6 +64,12 @@ class ReadAhead:
         self.hold(size)
         self._reserve()
 
+    def lost(self, permits: int) -> None:
+        """A message arrived that cannot be used (a corrupt frame): its permits are
+        used, and it says nothing about sizes."""
+        self.outstanding = max(0, self.outstanding - permits)
+        self._reserve()
+
     def hold(self, size: int) -> None:
         self.held += size
         budget = self._budget

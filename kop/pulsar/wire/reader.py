@@ -94,8 +94,8 @@ class WireReader:
 
     async def read(self) -> RawEntry:
         """The next entry, waiting for it. Raises PulsarWireError when the reader is
-        closed, the topic was terminated and everything is read, a frame is corrupt
-        (and from then on), or re-subscribing failed for good. An entry whose payload
+        closed, the topic was terminated and everything is read, an entry kept arriving
+        corrupt (and from then on), or re-subscribing failed for good. An entry whose payload
         does not decompress within the bound comes with `corrupt` set and no payload."""
         while True:
             if self._closed:
@@ -246,7 +246,7 @@ class WireReader:
         the store: subscribe again at the entry it was and read it anew, as the Java
         client re-reads after discarding one. Only an entry corrupt every time fails
         the reader: it cannot be skipped, its offset is counted."""
-        self._flow.arrived(1, 0)  # it used a permit
+        self._flow.lost(1)
         position = self._next
         if isinstance(error, CorruptFrameError):
             position = message_id(error.command.message.message_id)
