@@ -86,6 +86,7 @@ class PulsarBackend:
             config.pulsar_service_url,
             self._pulsar_admin,
             send_budget_bytes=config.pulsar_send_budget_bytes,
+            read_ahead_bytes=config.pulsar_read_ahead_bytes,
             max_uncompressed_bytes=config.max_uncompressed_entry_bytes,
             options=self._options,
         )
@@ -173,6 +174,7 @@ class Gateway:
         storage = await self.backend.prepare(c)
         if isinstance(storage, PulsarSession):
             self.metrics.watch_readers(storage.reader_stats)
+            self.metrics.watch_pulsar_memory(storage.read_ahead, storage.send_budget)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
         # A `pulsar`-format batch entry is split where Pulsar would refuse it.
         entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE

@@ -15,6 +15,7 @@ from kop.log.manager import LogManager
 from kop.ops.group_metrics import GroupCollector
 from kop.protocol.messages import ApiKey
 from kop.pulsar.client import ReaderStats
+from kop.pulsar.wire.read_ahead import ReadAheadBudget
 from kop.storage.naming import Namespace
 
 
@@ -61,6 +62,9 @@ class Metrics:
 
     def watch_readers(self, stats: ReaderStats) -> None:
         self.registry.register(_ReaderCollector(stats))
+
+    def watch_pulsar_memory(self, read_ahead: ReadAheadBudget, sends: Budget) -> None:
+        self.registry.register(_PulsarMemoryCollector(read_ahead, sends))
 
     def watch_groups(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
         self.registry.register(GroupCollector(groups, logs, ns))
@@ -174,3 +178,40 @@ class _ReaderCollector(Collector):
             value=self._stats.opened,
         )
         yield GaugeMetricFamily("kop_pulsar_readers_open", "Pulsar readers open", self._stats.open)
+
+
+class _PulsarMemoryCollector(Collector):
+    """The two byte budgets of kop's Pulsar client, each in total across partitions:
+    what readers received and the log has not taken yet, and what writers sent and
+    Pulsar has not acknowledged yet."""
+
+    def __init__(self, read_ahead: ReadAheadBudget, sends: Budget) -> None:
+        self._read_ahead = read_ahead
+        self._sends = sends
+
+    def collect(self) -> Iterator[Metric]:
+        ahead, sends = self._read_ahead, self._sends
+        gauges = {
+            "kop_pulsar_read_ahead_bytes": (
+                "Bytes Pulsar readers received and kop's log has not taken yet",
+                ahead.held,
+            ),
+            "kop_pulsar_read_ahead_reserved_bytes": (
+                "Bytes the readers' outstanding flow permits are expected to bring",
+                ahead.reserved,
+            ),
+            "kop_pulsar_read_ahead_limit_bytes": (
+                "Read-ahead budget of all Pulsar readers (pulsar_read_ahead_bytes)",
+                ahead.limit,
+            ),
+            "kop_pulsar_send_bytes": (
+                "Bytes sent to Pulsar and not yet acknowledged, in total",
+                sends.used,
+            ),
+            "kop_pulsar_send_limit_bytes": (
+                "Send budget of all Pulsar writers (pulsar_send_budget_bytes)",
+                sends.limit,
+            ),
+        }
+        for name, (doc, value) in gauges.items():
+            yield GaugeMetricFamily(name, doc, value=value)

@@ -3,8 +3,8 @@
 back raw, so a Kafka batch costs one send and one read, never one per record.
 
 Nothing here blocks the event loop, and memory is bounded: writes wait for room
-in one byte budget shared by all writers, readers fetch a bounded number of
-messages ahead.
+in one byte budget shared by all writers, and readers fetch ahead within one
+byte budget shared by all readers (`pulsar_read_ahead_bytes`).
 """
 
 from __future__ import annotations
@@ -263,6 +263,7 @@ class PulsarSession:
         send_budget_bytes: int = 32 << 20,
         max_uncompressed_bytes: int = 64 << 20,
         options: ConnectOptions | None = None,
+        read_ahead_bytes: int = 64 << 20,
     ) -> None:
         self._client = WireClient(
             service_url,
@@ -270,10 +271,12 @@ class PulsarSession:
             max_pending_bytes=1 << 40,  # the shared budget bounds sends, not each producer
             max_uncompressed_bytes=max_uncompressed_bytes,
             options=options,
+            read_ahead_bytes=read_ahead_bytes,
         )
         self._admin = admin
         self._timeout = operation_timeout_s
         self._budget = SendBudget(send_budget_bytes)
+        self.read_ahead = self._client.read_ahead
         self._writers: dict[str, PulsarWriter] = {}
         self._writer_locks: dict[str, asyncio.Lock] = {}
         self.reader_stats = ReaderStats()
@@ -281,6 +284,10 @@ class PulsarSession:
     @property
     def wire(self) -> WireClient:
         return self._client
+
+    @property
+    def send_budget(self) -> SendBudget:
+        return self._budget
 
     async def writer(self, topic: str) -> PulsarWriter:
         existing = self._writers.get(topic)

@@ -75,8 +75,9 @@ class MessageLog(Protocol):
     ) -> TopicReader:
         """A reader from the entry holding `start` (None: the earliest entry).
         If that entry is gone, it starts at the first stored entry after it.
-        It reads at most about `prefetch` messages ahead of its consumer: what an
-        idle reader holds in memory."""
+        It reads at most about `prefetch` messages ahead of its consumer (and the
+        storage may bound their bytes across all its readers): what an idle reader
+        holds in memory."""
         ...
 
     async def earliest(self, topic: str) -> Position | None:

@@ -9,6 +9,7 @@ from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES
 from kop.pulsar.wire.errors import PulsarWireError
 from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.producer import DEFAULT_MAX_PENDING_BYTES, WireProducer
+from kop.pulsar.wire.read_ahead import DEFAULT_READ_AHEAD_BYTES, ReadAheadBudget
 from kop.pulsar.wire.reader import Position, WireReader
 from kop.pulsar.wire.session import Session
 
@@ -27,6 +28,8 @@ class WireClient:
     through them. A bad URL raises ServiceUrlError here, not on first use. A
     broker connection with no producer, reader or request for `connection_max_idle_s`
     (0: never) is closed, as the Java client's `connectionMaxIdleSeconds` does.
+    `read_ahead_bytes` bounds what all its readers hold received and not yet read,
+    together (`read_ahead`).
     """
 
     def __init__(
@@ -40,7 +43,9 @@ class WireClient:
         max_uncompressed_bytes: int = MAX_UNCOMPRESSED_BYTES,
         options: ConnectOptions | None = None,
         connection_max_idle_s: float = 180.0,
+        read_ahead_bytes: int = DEFAULT_READ_AHEAD_BYTES,
     ) -> None:
+        self.read_ahead = ReadAheadBudget(read_ahead_bytes)
         self._session = Session(
             service_url,
             operation_timeout_s=operation_timeout_s,
@@ -86,7 +91,8 @@ class WireClient:
     ) -> WireReader:
         """A reader of `topic` starting at entry `start` = (ledger, entry), inclusive,
         or at the earliest entry when None. `receiver_queue` bounds the messages
-        fetched ahead (a batch entry counts as its messages)."""
+        fetched ahead (a batch entry counts as its messages); the client's read-ahead
+        budget bounds their bytes."""
         self._check_open()
         reader = WireReader(
             self._session,
@@ -95,6 +101,7 @@ class WireClient:
             compacted=compacted,
             receiver_queue=receiver_queue,
             max_uncompressed_bytes=self._max_uncompressed,
+            budget=self.read_ahead,
         )
         await reader.start()
         return reader

@@ -106,6 +106,33 @@ class ReaderSubscription:
         if self._reconnecting is None or self._reconnecting.done():
             self._reconnecting = self._loop.create_task(self._reconnect())
 
+    def resubscribe(self, reason: str) -> None:
+        """What this consumer was sent cannot be used (a corrupt entry) but the
+        connection is fine: close it on the broker, then subscribe again at the
+        reader's position under a new consumer id, so frames the old one still has
+        on the wire are nobody's."""
+        conn, self.connection = self.connection, None
+        self._attached.clear()
+        if conn is None or self._closed:
+            return  # already re-subscribing (at the reader's position), or closed
+        conn.unregister_consumer(self._id, self._reader)
+        old_id, self._id = self._id, self._session.new_id()
+        log.warning("reader on %s: %s; re-subscribing at %s", self._topic, reason,
+                    self._reader.position)  # fmt: skip
+        self._reconnecting = self._loop.create_task(self._close_then_reconnect(conn, old_id))
+
+    async def _close_then_reconnect(self, conn: Connection, consumer_id: int) -> None:
+        # Closed first: an exclusive subscription refuses a second consumer.
+        request_id = conn.new_request_id()
+        close = pb.CommandCloseConsumer(consumer_id=consumer_id, request_id=request_id)
+        try:
+            await conn.request(
+                pb.BaseCommand(type=T.CLOSE_CONSUMER, close_consumer=close), request_id
+            )
+        except PulsarWireError as exc:
+            log.debug("closing reader on %s: %s", self._topic, exc)
+        await self._reconnect()
+
     async def _reconnect(self) -> None:
         await attach_until_closed(
             self.attach, lambda: self._closed, self._reader.on_failed, log,

@@ -1,0 +1,131 @@
+"""Reader read-ahead is bounded in bytes, in total across readers (issue 19, 4).
+
+Pulsar's FLOW permits count messages: with a thousand permits per reader, a reader
+of 1 MiB entries held up to a gigabyte that nobody had asked for yet. Readers now
+share one byte budget: they grant permits only while it has room, and one with
+nothing queued can always fetch one entry, so none starves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from prometheus_client import generate_latest
+
+from kop.ops.metrics import Metrics
+from kop.pulsar.client import SendBudget
+from kop.pulsar.wire.read_ahead import FRAME_OVERHEAD, ReadAhead, ReadAheadBudget
+from tests.unit.scripted_pulsar import Broker, entry, open_reader, settle
+
+MiB = 1 << 20
+
+
+def _topic(n: int, size: int) -> Broker:
+    return Broker(entries=[entry(bytes([i % 256]) * size) for i in range(n)])
+
+
+async def test_a_reader_of_large_entries_holds_what_the_budget_allows() -> None:
+    broker = _topic(200, MiB)
+    budget = ReadAheadBudget(8 * MiB)
+    reader = await open_reader(broker, budget=budget)
+    await settle(broker)  # a consumer that does not read (yet)
+    one = MiB + FRAME_OVERHEAD
+    assert broker.sent_bytes <= 8 * MiB + MiB  # was 200 MiB: every entry it had
+    assert budget.held <= budget.limit + one
+    for i in range(200):
+        raw = await reader.read()  # and everything still arrives, in order
+        assert raw.entry == i and raw.payload[:1] == bytes([i % 256])
+        assert budget.held <= budget.limit + one
+    assert budget.peak_held <= budget.limit + one
+    await reader.close()
+    assert (budget.held, budget.reserved) == (0, 0)
+
+
+async def test_readers_share_the_budget_and_none_starves() -> None:
+    brokers = [_topic(40, MiB) for _ in range(10)]
+    budget = ReadAheadBudget(4 * MiB)
+    readers = [await open_reader(b, budget=budget) for b in brokers]
+    await settle(*brokers)
+    # In total: the limit, plus at most one entry for each reader that had none.
+    assert budget.peak_held <= budget.limit + len(readers) * (MiB + FRAME_OVERHEAD)
+    assert sum(b.sent_bytes for b in brokers) < 15 * MiB  # was 400 MiB
+
+    async def drain(i: int) -> list[int]:
+        return [(await readers[i].read()).entry for _ in range(40)]
+
+    got = await asyncio.gather(*(drain(i) for i in range(10)))
+    assert got == [list(range(40))] * 10
+    assert budget.peak_held <= budget.limit + len(readers) * (MiB + FRAME_OVERHEAD)
+    for r in readers:
+        await r.close()
+    assert (budget.held, budget.reserved) == (0, 0)
+
+
+async def test_small_entries_still_fill_the_receiver_queue() -> None:
+    """The byte bound must not cost throughput where it is not needed."""
+    broker = _topic(3000, 100)
+    reader = await open_reader(broker, budget=ReadAheadBudget(64 * MiB), receiver_queue=1000)
+    await settle(broker)
+    assert broker._cursor == 1000  # a probe, then the rest of the queue
+    for i in range(3000):
+        assert (await reader.read()).entry == i
+    assert max(broker.flows) >= 500  # in halves of the queue, not one FLOW per entry
+    assert len(broker.flows) < 20
+    await reader.close()
+
+
+async def test_a_full_budget_still_gives_an_empty_reader_one_entry() -> None:
+    budget = ReadAheadBudget(MiB)
+    budget.held = 10 * MiB  # others hold more than all of it
+    broker = _topic(3, 2 * MiB)
+    reader = await open_reader(broker, budget=budget)
+    for i in range(3):
+        assert (await reader.read()).entry == i
+    await reader.close()
+    assert budget.held == 10 * MiB
+
+
+async def test_permits_lost_with_a_subscription_are_granted_again() -> None:
+    """After the broker drops the consumer (an unload), the new one gets permits
+    and the budget does not keep reserving for the old one's."""
+    broker = _topic(50, MiB)
+    budget = ReadAheadBudget(4 * MiB)
+    reader = await open_reader(broker, budget=budget)
+    await settle(broker)
+    for i in range(3):
+        assert (await reader.read()).entry == i
+    broker.drop_consumer()
+    for i in range(3, 50):
+        assert (await asyncio.wait_for(reader.read(), 5)).entry == i
+    assert [s[1] for s in broker.subscribes][1] is not None  # resumed where it was
+    await reader.close()
+    assert (budget.held, budget.reserved) == (0, 0)
+
+
+def test_the_estimate_follows_sizes_up_at_once_and_down_slowly() -> None:
+    budget = ReadAheadBudget(10 * MiB)
+    flow = ReadAhead(budget, 1000)
+    assert flow.grant(0) == 1  # nothing known: a probe
+    flow.arrived(1, MiB)
+    flow.release(MiB)
+    assert flow.grant(0) == 10
+    for _ in range(10):
+        flow.arrived(1, 1024)
+        flow.release(1024)
+    assert 0 < flow.grant(0) < 40  # after a few small ones, still cautious
+
+
+async def test_both_pulsar_budgets_are_metrics() -> None:
+    metrics, ahead, sends = Metrics(), ReadAheadBudget(8 * MiB), SendBudget(4 * MiB)
+    ahead.held, sends.used = 3 * MiB, MiB
+    metrics.watch_pulsar_memory(ahead, sends)
+    text = generate_latest(metrics.registry).decode()
+    values = {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("kop_pulsar_")
+    }
+    assert values["kop_pulsar_read_ahead_bytes"] == 3 * MiB
+    assert values["kop_pulsar_read_ahead_limit_bytes"] == 8 * MiB
+    assert values["kop_pulsar_send_bytes"] == MiB
+    assert values["kop_pulsar_send_limit_bytes"] == 4 * MiB
