@@ -273,6 +273,11 @@ def proxy_conf(lay: Layout, mode: Mode) -> dict[str, object]:
         "servicePort": e.binary,
         "webServicePort": e.http,
         "advertisedAddress": "localhost",
+        # The proxy only connects to broker ports it allows, by default 6650 and 6651
+        # (one broker per host). Ours share a host, so each has ports of its own.
+        "brokerProxyAllowedTargetPorts": ",".join(
+            str(p) for b in lay.brokers for p in (b.binary, b.binary_tls)
+        ),
     }
     if mode.auth:
         conf.update(_auth_conf(lay))

@@ -433,7 +433,7 @@ def ensure_tenants(c: Client) -> None:
             body = {"adminRoles": admins, "allowedClusters": [cc.CLUSTER_NAME]}
             _expect(c, "PUT", f"{base}/tenants/{tenant}", body, f"create tenant {tenant}")
     for ns in namespaces:
-        if not _exists(c, f"{base}/namespaces/{ns}/policies"):
+        if not _exists(c, f"{base}/namespaces/{ns}"):
             body = {"bundles": {"numBundles": cc.NAMESPACE_BUNDLES}}
             _expect(c, "PUT", f"{base}/namespaces/{ns}", body, f"create namespace {ns}")
             say(f"created namespace {ns} ({cc.NAMESPACE_BUNDLES} bundles)")
