@@ -537,10 +537,10 @@ def _start(s: Settings, mode: Mode, fresh: bool) -> None:
         _bring_up(s, c, [by_name["zookeeper"]], running, launched)
         initialize_metadata(s)
         _bring_up(s, c, [by_name["bookie"]], running, launched)
-        # Both brokers start at once; each takes most of the cluster's start time.
-        _bring_up(s, c, [svc for svc in svcs if svc.kind == "broker"], running, launched)
+        # The brokers and the proxy start at once (the proxy finds the brokers in
+        # ZooKeeper when they register): the JVMs' start-up overlaps.
+        _bring_up(s, c, [svc for svc in svcs if svc.kind in ("broker", "proxy")], running, launched)
         ensure_tenants(c)
-        _bring_up(s, c, [by_name["proxy"]], running, launched)
     except BaseException:
         for svc, pid in reversed(launched):
             jvm = svc.jvm(s)
