@@ -430,12 +430,12 @@ def ensure_tenants(c: Client) -> None:
     namespaces = ["public/default", *cc.APP_NAMESPACES]
     for tenant, admins in tenants.items():
         if not _exists(c, f"{base}/tenants/{tenant}"):
-            body = {"adminRoles": admins, "allowedClusters": [cc.CLUSTER_NAME]}
-            _expect(c, "PUT", f"{base}/tenants/{tenant}", body, f"create tenant {tenant}")
+            tenant_info = {"adminRoles": admins, "allowedClusters": [cc.CLUSTER_NAME]}
+            _expect(c, "PUT", f"{base}/tenants/{tenant}", tenant_info, f"create tenant {tenant}")
     for ns in namespaces:
         if not _exists(c, f"{base}/namespaces/{ns}"):
-            body = {"bundles": {"numBundles": cc.NAMESPACE_BUNDLES}}
-            _expect(c, "PUT", f"{base}/namespaces/{ns}", body, f"create namespace {ns}")
+            policies = {"bundles": {"numBundles": cc.NAMESPACE_BUNDLES}}
+            _expect(c, "PUT", f"{base}/namespaces/{ns}", policies, f"create namespace {ns}")
             say(f"created namespace {ns} ({cc.NAMESPACE_BUNDLES} bundles)")
     if c.mode.auth:
         _expect(
@@ -499,18 +499,21 @@ def _start(s: Settings, mode: Mode, fresh: bool) -> None:
         running = {}
     elif running and before is not None and before != mode:
         fail(
-            f"the cluster in {lay.data_dir} is running with {before.text()}, not {mode.text()}; "
-            f"`{PROG} stop` it first (or add --fresh to also wipe its data)"
+            f"the cluster in {lay.data_dir} is running with {before.text()}, and this start asks "
+            f"for {mode.text()}; `{PROG} stop` it first (or add --fresh to also wipe its data)"
         )
-    for svc in svcs:
-        if svc.name in running:
-            continue
-        busy = [p for p in svc.ports if provision.port_open(p)]
-        if busy:
-            fail(
-                f"port(s) {', '.join(map(str, busy))} of {svc.name} are in use by something this "
-                "tool did not start; stop it, or move the cluster with KOP_CLUSTER_PORT_OFFSET"
-            )
+    busy = [
+        f"{p} ({svc.name})"
+        for svc in svcs
+        if svc.name not in running
+        for p in svc.ports
+        if provision.port_open(p)
+    ]
+    if busy:
+        fail(
+            f"port(s) {', '.join(busy)} in use by something this tool did not start (for "
+            f"{lay.data_dir}); stop it, or move the cluster with KOP_CLUSTER_PORT_OFFSET"
+        )
 
     provision.require_java()
     s.dist.fetch(TOOL)
@@ -561,7 +564,7 @@ def _bring_up(
     launched: list[tuple[Service, int]],
 ) -> None:
     """Launch the services of group that are not running, then wait for each to be healthy."""
-    procs: dict[str, subprocess.Popen[bytes]] = {}
+    procs: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
     for svc in group:
         if svc.name in running:
             continue
@@ -570,19 +573,21 @@ def _bring_up(
             jvm_command(s, svc), log_file=svc.log(s.layout), pid_file=jvm.pid_file,
             cwd=svc.dir(s.layout),
         )  # fmt: skip
-        procs[svc.name] = proc
+        procs[svc.name] = (proc, time.monotonic())
         launched.append((svc, proc.pid))
         say(f"starting {svc.name} (pid {proc.pid}, log {svc.log(s.layout)})")
     for svc in group:
         jvm = svc.jvm(s)
-        t0 = time.monotonic()
-        proc = procs.get(svc.name)
-        pid = proc.pid if proc is not None else running[svc.name]
-        health = jvm.wait_healthy(health_check(c, svc), proc, pid, t0)
-        if proc is None:
-            say(f"reusing {svc.name} (pid {pid}): {health.detail}")
+        if svc.name in procs:
+            ours, launched_at = procs[svc.name]
+            health = jvm.wait_healthy(health_check(c, svc), ours, ours.pid, launched_at)
+            say(
+                f"{svc.name}: {health.detail} ({time.monotonic() - launched_at:.1f} s after launch)"
+            )
         else:
-            say(f"{svc.name}: {health.detail} (after {time.monotonic() - t0:.1f} s)")
+            pid = running[svc.name]
+            health = jvm.wait_healthy(health_check(c, svc), None, pid, time.monotonic())
+            say(f"reusing {svc.name} (pid {pid}): {health.detail}")
 
 
 def _rss_line(s: Settings, svcs: list[Service]) -> str:
@@ -605,6 +610,11 @@ def _stop(s: Settings) -> None:
     """Proxy, then both brokers at once (stopping one would move its bundles to the
     other first), then the bookie, then ZooKeeper; only JVMs this tool started."""
     svcs = services(s.layout, Mode(auth=False, tls=True))
+    if not _running(s, svcs):
+        for svc in svcs:
+            svc.jvm(s).pid_file.unlink(missing_ok=True)
+        say(f"no cluster started by this tool is running ({s.layout.data_dir}); nothing to stop")
+        return
     proxy = [svc for svc in svcs if svc.kind == "proxy"]
     brokers = [svc for svc in svcs if svc.kind == "broker"]
     rest = [svc for svc in reversed(svcs) if svc.kind in ("bookie", "zookeeper")]
