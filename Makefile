@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
-        kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean
+        kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean \
+        pulsar-cluster pulsar-cluster-stop
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +54,14 @@ kafka-stop:
 
 kafka-status:
 	$(PYTHON) tools/kafka.py status
+
+## A Pulsar cluster like production (ZooKeeper, bookie, 2 brokers, proxy; token auth + TLS):
+## docs/pulsar.md. Stdlib only, no venv. Prints how to point clients and kop at it.
+pulsar-cluster:
+	$(PYTHON) tools/pulsar_cluster.py start --auth --tls
+
+pulsar-cluster-stop:
+	$(PYTHON) tools/pulsar_cluster.py stop
 
 ## make run: venv + kop, a local Pulsar standalone, then Kafka on localhost:9092 in the foreground.
 run: pulsar-fetch
