@@ -217,6 +217,9 @@ def bookie_conf(lay: Layout) -> dict[str, object]:
         # SortedLedgerStorage); its caches default to 1/4 of direct memory each.
         "ledgerStorageClass": "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage",
         "httpServerEnabled": False,  # its port would be 8000 by default; nothing needs it
+        # As Pulsar's bookkeeper.conf: an entry as large as the broker's maxMessageSize
+        # (5 MiB) plus framing; BookKeeper's own default would refuse a full-size chunk.
+        "nettyMaxFrameSizeBytes": 5253120,
     }
 
 

@@ -114,14 +114,15 @@ class Preflight:
                 ) from None
             raise _Transient(str(exc)) from None
         except AdminError as exc:
-            if exc.status == 401:
+            if exc.status == 401 and not _is_authorization(exc):
                 raise PreflightError(
                     f"the Pulsar admin at {self.http_url} refused kop's credentials (401): "
                     "check pulsar_auth_plugin and pulsar_auth_params"
                 ) from None
-            if exc.status == 403:
+            if exc.status in (401, 403):
                 raise PreflightError(
-                    f"kop's role may not {what} (403 from the Pulsar admin): {fix}"
+                    f"kop's role may not {what} ({exc.status} from the Pulsar admin: "
+                    f"{exc.reason}): {fix}"
                 ) from None
             if exc.status in _TRANSIENT:
                 raise _Transient(f"the Pulsar admin at {self.http_url} answers {exc}") from None
@@ -159,3 +160,11 @@ class Preflight:
         if exc.retriable:
             return _Transient(f"Pulsar at {self.service_url}: {exc.message}")
         return PreflightError(f"Pulsar at {self.service_url}: {exc.message}")
+
+
+def _is_authorization(exc: AdminError) -> bool:
+    """Pulsar answers 401 both for credentials it refuses ("Authentication required")
+    and for many operations a known role may not do ("Unauthorized to
+    validateTenantOperation ..."): only the reason tells them apart."""
+    reason = exc.reason.lower()
+    return reason.startswith("unauthorized to") or "permission" in reason

@@ -149,6 +149,7 @@ class AdminError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"storage admin {status}: {message}")
         self.status = status
+        self.reason = message
 
 
 @dataclass(frozen=True, slots=True)

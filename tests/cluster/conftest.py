@@ -48,6 +48,8 @@ class PulsarCluster:
     limited_role: str  # produce + consume on app_namespace only
     app_tenant: str
     app_namespace: str
+    system_namespace: str  # the app role's second namespace, for kop's own topics
+    data_dir: Path
 
     def token(self, role: str) -> str:
         return self.token_files[role].read_text().strip()
@@ -112,6 +114,8 @@ def pulsar_cluster() -> Iterator[PulsarCluster]:
             limited_role=roles["limited"],
             app_tenant=str(info["app_tenant"]),
             app_namespace=namespaces[0],
+            system_namespace=namespaces[1],
+            data_dir=Path(str(info["data_dir"])),
         )
     finally:
         if started:
