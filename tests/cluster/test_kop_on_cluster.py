@@ -5,20 +5,34 @@ as the application role, which is an admin of its tenant and nothing more."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.cluster.cluster_admin import PARTITIONS, SPREAD_ATTEMPTS, create_partitioned, owners
+from tests.cluster.cluster_admin import (
+    PARTITIONS,
+    SPREAD_ATTEMPTS,
+    create_partitioned,
+    http,
+    owners,
+)
+from tests.cluster.conftest import TOOL as CLUSTER_TOOL
 from tests.cluster.conftest import PulsarCluster
 from tests.integration.conftest import KopProcess
 
 pytestmark = pytest.mark.timeout(1200)
+REPO = Path(__file__).resolve().parents[2]
 
 
 def kop_env(c: PulsarCluster, *, via: str = "proxy", role: str | None = None) -> dict[str, str]:
@@ -177,3 +191,182 @@ def test_no_credentials_is_one_line_at_once(pulsar_cluster: PulsarCluster, tmp_p
     errors = _start_fails(pulsar_cluster, tmp_path, kop_env(pulsar_cluster, role=""))
     assert len(errors) == 1, errors
     assert "refused kop's credentials (401)" in errors[0]
+
+
+# --------------------------------------------------------------- ownership changes
+
+
+class GroupReader(threading.Thread):
+    """A consumer group member reading and committing (synchronously, every 200
+    records) while brokers come and go; commits that fail are tried at the next."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 45000,
+            }
+        )
+        self.consumer.subscribe([topic])
+        self.seen: set[bytes] = set()
+        self.failed_commits = 0
+        self.want: set[bytes] | None = None
+        self.stop_at = time.monotonic() + 600
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        uncommitted = 0
+        try:
+            while time.monotonic() < self.stop_at:
+                if self.want is not None and self.want <= self.seen and uncommitted == 0:
+                    return
+                msg = self.consumer.poll(1.0)
+                if msg is not None and not msg.error():
+                    self.seen.add(msg.value())
+                    uncommitted += 1
+                if uncommitted >= 200 or (msg is None and uncommitted):
+                    try:
+                        self.consumer.commit(asynchronous=False)
+                        uncommitted = 0
+                    except KafkaException:
+                        self.failed_commits += 1
+        finally:
+            self.done.set()
+
+    def finish(self, want: set[bytes], timeout: float = 300) -> None:
+        self.want = want
+        self.join(timeout)
+        assert not self.is_alive(), f"the group read {len(self.seen & want)} of {len(want)}"
+        self.consumer.close()
+
+
+def assert_group_resumes_at_the_end(bootstrap: str, topic: str, group: str) -> None:
+    """A member that starts after everything was read and committed gets nothing
+    again: the committed offsets are the partitions' ends."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    committed = consumer.committed(parts, timeout=60)
+    ends = [consumer.get_watermark_offsets(tp, timeout=30)[1] for tp in parts]
+    # A partition nobody wrote to has no commit (-1001, as with Kafka): its end is 0.
+    assert [max(tp.offset, 0) for tp in committed] == ends
+    consumer.close()
+
+
+def broker_pid(c: PulsarCluster, name: str) -> int:
+    return int((c.data_dir / name / f"{name}.pid").read_text().split()[0])
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout}s: {what}"
+        time.sleep(0.5)
+
+
+def verifiable_producer(bootstrap: str, topic: str, n: int, config: Path) -> subprocess.Popen[str]:
+    config.write_text(
+        "enable.idempotence=true\nacks=all\nretries=2147483647\n"
+        "delivery.timeout.ms=240000\nrequest.timeout.ms=30000\nmax.block.ms=120000\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "tools" / "kafka.py"), "tool", "verifiable-producer",
+         "--bootstrap-server", bootstrap, "--topic", topic, "--max-messages", str(n),
+         "--throughput", "150", "--acks", "-1", "--producer.config", str(config)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def producer_events(
+    proc: subprocess.Popen[str], on_line: Callable[[int], None]
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("{"):
+            events.append(json.loads(line))
+            on_line(sum(1 for e in events if e.get("name") == "producer_send_success"))
+    assert proc.wait(300) == 0
+    return events
+
+
+def test_a_broker_killed_and_restarted_under_an_idempotent_producer_and_a_group(
+    pulsar_cluster: PulsarCluster, kop_via_proxy: KopProcess, tmp_path: Path
+) -> None:
+    c = pulsar_cluster
+    topic, group, n = spread_topic(c), f"g-{uuid.uuid4().hex[:8]}", 6000
+    reader = GroupReader(kop_via_proxy.bootstrap, topic, group)
+    reader.start()
+    producer = verifiable_producer(kop_via_proxy.bootstrap, topic, n, tmp_path / "p.props")
+    killed: list[int] = []
+
+    def kill_at_a_quarter(acked: int) -> None:
+        if acked >= n // 4 and not killed:
+            pid = broker_pid(c, "broker-2")
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    events = producer_events(producer, kill_at_a_quarter)
+    assert killed, "the producer finished before a quarter was acknowledged"
+    sent = [e for e in events if e.get("name") == "producer_send_success"]
+    errors = [e for e in events if e.get("name") == "producer_send_error"]
+    assert not [e for e in errors if "OutOfOrderSequence" in str(e.get("exception"))]
+    assert errors == [] and len(sent) == n
+    # broker-2 back: its bundles were taken over by broker-1 meanwhile.
+    restart = subprocess.run([*CLUSTER_TOOL, "start", "--auth", "--tls"], capture_output=True,
+                             text=True, timeout=600)  # fmt: skip
+    assert restart.returncode == 0, restart.stdout + restart.stderr
+    acked = {str(e["value"]).encode() for e in sent}
+    reader.finish(acked)
+    log = read_all(kop_via_proxy.bootstrap, topic)
+    assert_each_once_at_dense_offsets(log, acked)
+    for e in sent:  # the offset each acknowledgement named is where the record is
+        assert log[e["partition"]][e["offset"]][1] == str(e["value"]).encode()
+    assert_group_resumes_at_the_end(kop_via_proxy.bootstrap, topic, group)
+
+
+def bundle_of(c: PulsarCluster, topic: str) -> str:
+    status, body = http(
+        c, "GET", f"{c.brokers[0].http_url}/lookup/v2/topic/persistent/{c.app_namespace}/"
+        f"{topic}-partition-0/bundle", c.token(c.superuser),
+    )  # fmt: skip
+    assert status == 200, (status, body)
+    return body.strip().strip('"')
+
+
+def test_unload_and_bundle_split_under_an_idempotent_producer_and_a_group(
+    pulsar_cluster: PulsarCluster, kop_via_proxy: KopProcess
+) -> None:
+    c = pulsar_cluster
+    topic, group, n = spread_topic(c), f"g-{uuid.uuid4().hex[:8]}", 5000
+    reader = GroupReader(kop_via_proxy.bootstrap, topic, group)
+    reader.start()
+    values = [f"u{i}".encode() for i in range(n)]
+    acked: dict[bytes, int] = {}
+    producing = threading.Thread(
+        target=lambda: acked.update(
+            produce(kop_via_proxy.bootstrap, topic, values, **{"linger.ms": 5})
+        )
+    )
+    base = f"{c.brokers[0].http_url}/admin/v2"
+    token = c.token(c.superuser)  # the operator unloads and splits, not kop
+    producing.start()
+    wait_until("a fifth acknowledged", lambda: len(reader.seen) >= n // 5, 120)
+    status, body = http(c, "PUT", f"{base}/persistent/{c.app_namespace}/{topic}/unload", token)
+    assert status == 204, (status, body)
+    bundle = bundle_of(c, topic)
+    status, body = http(
+        c, "PUT", f"{base}/namespaces/{c.app_namespace}/{bundle}/split?unload=true", token
+    )
+    assert status == 204, (status, body)
+    producing.join(300)
+    assert not producing.is_alive() and len(acked) == n
+    reader.finish(set(values))
+    log = read_all(kop_via_proxy.bootstrap, topic)
+    assert_each_once_at_dense_offsets(log, set(values))
+    assert_group_resumes_at_the_end(kop_via_proxy.bootstrap, topic, group)
