@@ -11,7 +11,9 @@ dead index topic never holds up a clean stop beyond the write timeout.
 from __future__ import annotations
 
 import itertools
+import json
 import os
+from collections import Counter
 
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -38,6 +40,7 @@ from tests.sim.memory_log import SEND_TIMEOUT_S, MemoryLog, MemoryTopic
 
 EXAMPLES = int(os.environ.get("KOP_SIM_EXAMPLES", "100"))
 STEPS = int(os.environ.get("KOP_SIM_STEPS", "50"))
+TALLY_FILE = os.environ.get("KOP_SIM_COUNT_FILE")  # one JSON line of counts per example
 FLUSH_S = 1.0
 SETTINGS = LogSettings(
     checkpoint_interval=2,  # many checkpoints ...
@@ -106,6 +109,7 @@ class IndexMachine(RuleBasedStateMachine):
         self.node: Node | None = None
         self.unique = itertools.count()
         self.max_hw = 0
+        self.tally: Counter[str] = Counter()
 
     @initialize()
     def boot(self) -> None:
@@ -119,7 +123,16 @@ class IndexMachine(RuleBasedStateMachine):
         assert plog.log_start == self.truth.start, (plog.log_start, self.truth.start)
 
     def teardown(self) -> None:
+        if TALLY_FILE:
+            self._count_failures()
+            with open(TALLY_FILE, "a") as f:
+                f.write(json.dumps(self.tally) + "\n")
         self.loop.shutdown()
+
+    def _count_failures(self) -> None:
+        if TALLY_FILE and self.node is not None and self.node.manager is not None:
+            self.tally["index write failures"] += self.node.manager.stats.index_write_failures
+            self.node.manager.stats.index_write_failures = 0
 
     # -- the partition grows ---------------------------------------------------------
 
@@ -165,27 +178,46 @@ class IndexMachine(RuleBasedStateMachine):
             if ledger.entries and end > persisted:
                 break
             n += 1
-        event(f"trim: {topic.trim(n)} ledgers")
+        trimmed = topic.trim(n)
+        self.tally["ledgers trimmed"] += trimmed
+        event(f"trim: {trimmed} ledgers")
 
     # -- the index topic misbehaves -----------------------------------------------------
 
-    @rule(kind=st.sampled_from(["fail", "receipt", "hold"]))
-    def index_fault(self, kind: str) -> None:
+    @rule(
+        kind=st.sampled_from(["fail", "receipt", "hold"]),
+        then=st.sampled_from(["nothing", "flush", "flush", "stop", "crash"]),
+        after=st.floats(0, 1.1 * FLUSH_S),
+    )
+    def index_fault(self, kind: str, then: str, after: float) -> None:
         """The next index write fails with nothing stored, is stored but its receipt
-        never comes, or is stored later (after later writes) while kop sees it time out."""
+        never comes, or is stored later (after later writes) while kop sees it time
+        out; then, often, what meets it: a flush, a clean stop, or a crash `after`
+        seconds (between a flush's send and its receipt, say)."""
+        self.tally[f"index fault {kind}"] += 1
         if kind == "fail":
             self.shard.persist_next = 0
         elif kind == "receipt":
             self.shard.lose_next_receipt = True
         else:
             self.shard.hold_next = True
+        if self.node is None or then == "nothing":
+            return
+        if then == "flush":
+            self.loop.settle(FLUSH_S + 0.01)
+        elif then == "stop":
+            self.stop_and_restart()
+        else:
+            self.crash(after)
 
     @rule(newest_first=st.booleans())
     def release_held(self, newest_first: bool) -> None:
         async def release() -> int:
             return self.shard.release_held(newest_first)
 
-        event(f"released {self.loop.run(release(), within=1)} held index writes")
+        released = self.loop.run(release(), within=1)
+        self.tally["held index writes stored late"] += released
+        event(f"released {released} held index writes")
 
     @rule(seconds=st.sampled_from([0.001, 0.5, 1.0, 2.0, SEND_TIMEOUT_S + 5]))
     def settle(self, seconds: float) -> None:
@@ -201,6 +233,8 @@ class IndexMachine(RuleBasedStateMachine):
         """kill -9 at any moment, also between a flush's send and its receipt."""
         assert self.node is not None
         self.loop.settle(after)
+        self._count_failures()
+        self.tally["crashes"] += 1
         self.node.crash()
         self.node = None
 
@@ -209,7 +243,12 @@ class IndexMachine(RuleBasedStateMachine):
     def stop_and_restart(self) -> None:
         assert self.node is not None
         started = self.loop.time()
+        self._count_failures()
+        self.tally["clean stops"] += 1
+        manager = self.node.manager
         self.node.stop()
+        if TALLY_FILE and manager is not None:  # what the stop's own flush met
+            self.tally["index write failures"] += manager.stats.index_write_failures
         # A clean stop flushes, but a dead index topic never holds it up for long.
         assert self.loop.time() - started <= SETTINGS.write_timeout_s + 1
         self._start()
@@ -223,6 +262,7 @@ class IndexMachine(RuleBasedStateMachine):
 
     @invariant()
     def every_record_at_its_offset(self) -> None:
+        self.tally["steps"] += 1
         self.truth.check_index(_persisted(self.loop, self.log))
         if self.node is None:
             return
