@@ -68,12 +68,13 @@ class Retention:
                 # Data below everything the index knows: the index lost its first
                 # checkpoints (index writes that failed or never landed), so where the
                 # data begins is counted back from the first position it knows.
-                if start is not None and 0 <= start < self._index.data_start:
+                known = self._index.data_start
+                if start is not None and 0 <= start < known:
                     self._index.extend_down(start, earliest)
                     log.info(
-                        "%s: the persisted index began at offset %d; the data begins at "
-                        "offset %d (counted from %s)",
-                        self._topic, self._index.data_start, start, earliest,
+                        "%s: the persisted index began at offset %d (some of its writes "
+                        "were lost); the data begins at offset %d, counted from %s",
+                        self._topic, known, start, earliest,
                     )  # fmt: skip
                 return
             # The data start, not the log start: a DeleteRecords floor above it must
