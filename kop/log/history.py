@@ -106,6 +106,9 @@ class HistoryReader:
                     out = await self._read(cursor, offset, end, max_bytes)
             except TrimDetected:
                 await cursor.reader.close()
+                # Other kept readers of this partition may stand in the trimmed data
+                # too: the retry must not take one of them (it would meet the trim again).
+                await self._pool.drop(self._topic)
                 await self._retention.check()
                 if offset < self._index.log_start:
                     raise KafkaError(

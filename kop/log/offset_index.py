@@ -162,6 +162,15 @@ class OffsetIndex:
         retention prunes them. Never moves back."""
         self.deleted_below = max(self.deleted_below, offset)
 
+    def extend_down(self, offset: int, position: Position) -> None:
+        """The entry at `position`, below the first checkpoint, begins at `offset`:
+        the persisted index had lost the checkpoints there. It becomes the first."""
+        if offset >= self.data_start:
+            return
+        c = Checkpoint(offset, _entry(position), -1)
+        self._rebuild([c, *self._checkpoints], dropped=[])
+        self.created.append(c)
+
     def skip_to(self, position: Position, offset: int) -> None:
         """Counting resumes at `offset` with the entry at `position` because what
         came before it is gone (a trim the follower ran into): everything below is

@@ -118,9 +118,10 @@ class PartitionLog:
         self.follower.start(persisted.mark)
         await self.follower.ready.wait()
         self.tail.drop_below(self.log_start)  # what catching up buffered below the floor
-        if persisted.checkpoints:
-            # Pulsar may have deleted ledgers while this partition was not followed: the
-            # first ListOffsets must already see the log start that survived.
+        if persisted.checkpoints or persisted.mark:
+            # Pulsar may have deleted ledgers while this partition was not followed, and
+            # the index may lack its first checkpoints (writes lost): the first
+            # ListOffsets must already see the log start the data has.
             try:
                 async with asyncio.timeout(self._settings.open_wait_s):
                     await self.retention.check()

@@ -8,6 +8,11 @@ to the next position whose offset is known. Checkpoints below are pruned and the
 tail buffer never serves them again. Checks run every `retention_check_s`, and
 at once when a read finds its checkpoint's entry gone. The log start is then the
 larger of this and the DeleteRecords floor (`OffsetIndex.log_start`).
+
+If the data begins before the first checkpoint, the index lost its first
+checkpoints (index writes that failed or never landed, the partition opened
+from its mark): the offset there is counted the same way, and the index
+extended down to it, so no record is hidden below what the index knew.
 """
 
 from __future__ import annotations
@@ -54,9 +59,24 @@ class Retention:
                     self._moved(hw_before, None)
                 return
             first = self._index.first
-            if first is None or earliest.entry_key <= first.position.entry_key:
+            if first is None and not counted_any:
+                return  # nothing counted yet: the follower counts from the beginning
+            if first is not None and earliest.entry_key == first.position.entry_key:
                 return
             start = await self._offset_of(earliest)
+            if first is None or earliest.entry_key < first.position.entry_key:
+                # Data below everything the index knows: the index lost its first
+                # checkpoints (index writes that failed or never landed), so where the
+                # data begins is counted back from the first position it knows.
+                known = self._index.data_start
+                if start is not None and 0 <= start < known:
+                    self._index.extend_down(start, earliest)
+                    log.info(
+                        "%s: the persisted index began at offset %d (some of its writes "
+                        "were lost); the data begins at offset %d, counted from %s",
+                        self._topic, known, start, earliest,
+                    )  # fmt: skip
+                return
             # The data start, not the log start: a DeleteRecords floor above it must
             # not hide that Pulsar deleted ledgers whose checkpoints reads still use.
             if start is not None and start > self._index.data_start:

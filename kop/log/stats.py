@@ -11,6 +11,7 @@ class LogStats:
     malformed: int = 0  # messages with malformed `__kafka.*` properties, served by fallbacks
     trims: int = 0  # times counting met data deleted under it (retention, truncation)
     conflicts: int = 0  # persisted index entries found disagreeing with the count (healed)
+    index_write_failures: int = 0  # index writes that failed or timed out (retried)
     history_readers: int = 0  # Pulsar readers opened for reads behind the tail
     counted_from_receipts: int = 0  # own entries counted from their receipts, not read back
     counted_from_reads: int = 0  # entries the tail follower read from the log

@@ -70,6 +70,7 @@ class AdminServer:
                 "persisted_offset": plog.persisted_offset,
                 "malformed_messages": plog.stats.malformed,
                 "trims": plog.stats.trims,
+                "index_write_failures": plog.stats.index_write_failures,
                 "last_error": plog.last_error,
             }
             for topic, plog in sorted(self._logs.owned().items())

@@ -139,6 +139,10 @@ class _LogCollector(Collector):
                 "Persisted index entries found disagreeing with the count (healed)",
                 stats.conflicts,
             ),
+            "kop_index_write_failures": (
+                "Offset-index writes that failed or timed out (retried; offsets stay correct)",
+                stats.index_write_failures,
+            ),
             "kop_history_readers_opened": (
                 "Pulsar readers opened to serve offsets behind the tail buffer",
                 stats.history_readers,

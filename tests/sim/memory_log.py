@@ -15,7 +15,10 @@ fails, as a producer fails its pending queue), persist a send but lose its
 receipt (it fails after the send timeout), acknowledge a send without saying
 where it was stored (as Pulsar does for a re-send it de-duplicated),
 re-deliver entries to open readers (a reconnect), roll the ledger, trim the
-oldest ledgers, stall a writer, and a whole-store outage. Time is the loop's:
+oldest ledgers, stall a writer, a whole-store outage, and hold a send back: it
+times out from the writer's view, but the storage stores it later, when told
+(`release_held`), after whatever was stored meanwhile (a broker that persisted
+a write after its client gave up, or one writer's entries stored out of order). Time is the loop's:
 use it under `tests.sim.clock.SimLoop`.
 """
 
@@ -59,6 +62,7 @@ class _Send:
     future: asyncio.Future[list[StoredEntry | None]]
     persist: int  # how many of the entries get stored
     lose_receipt: bool
+    hold: bool = False  # stored only on `release_held`; fails after the send timeout
 
 
 class MemoryTopic:
@@ -73,6 +77,9 @@ class MemoryTopic:
         self.persist_next: int | None = None
         self.lose_next_receipt = False
         self.forget_next_position = False
+        self.hold_next = False
+        # Held sends: (entries, producer, first sequence id), stored on `release_held`.
+        self.held: list[tuple[Sequence[OutgoingEntry], str, int]] = []
 
     # -- storage ------------------------------------------------------------
 
@@ -130,6 +137,13 @@ class MemoryTopic:
         del self.ledgers[:n]
         return n
 
+    def release_held(self, newest_first: bool = False) -> int:
+        """Store the held sends now (oldest first, or newest first); returns how many."""
+        held, self.held = self.held, []
+        for entries, producer, first_seq in reversed(held) if newest_first else held:
+            self.append(entries, producer, first_seq)
+        return len(held)
+
     def redeliver(self, back: int) -> None:
         """Open readers re-deliver up to `back` entries they already delivered."""
         for reader in self.readers:
@@ -172,7 +186,8 @@ class MemoryWriter:
         if topic.persist_next is not None:
             persist, topic.persist_next = min(topic.persist_next, persist), None
         lose, topic.lose_next_receipt = topic.lose_next_receipt, False
-        self._queue.append(_Send(entries, first[1], future, persist, lose))
+        hold, topic.hold_next = topic.hold_next, False
+        self._queue.append(_Send(entries, first[1], future, persist, lose, hold))
         self._schedule()
         return first, future
 
@@ -191,6 +206,10 @@ class MemoryWriter:
                 loop.call_later(SEND_TIMEOUT_S, _fail_all, failed, "send timed out (outage)")
                 return
             send = self._queue.popleft()
+            if send.hold:
+                self._topic.held.append((send.entries, self._name, send.first_seq))
+                loop.call_later(SEND_TIMEOUT_S, _fail_all, [send], "held back, timed out")
+                continue
             stored: list[StoredEntry | None] = []
             if send.persist:
                 stored.extend(

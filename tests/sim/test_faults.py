@@ -5,14 +5,18 @@ per-partition index loading)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+from kop.log.checkpoint_store import CheckpointStore, Persisted
 from kop.log.entry_format import EntryFormat
 from kop.log.settings import LogSettings
+from kop.ops.metrics import Metrics
 from kop.protocol.errors import ErrorCode, KafkaError
 from tests.sim.clock import SimLoop
 from tests.sim.harness import INDEX_TOPIC, TOPIC, Node, Producer, batch
-from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_log import MemoryLog, MemoryTopic
 
 
 def _values(prefix: str, n: int) -> list[bytes | None]:
@@ -169,3 +173,163 @@ def test_a_partition_loads_only_its_own_index_shard(loop: SimLoop) -> None:
     assert plog.high_watermark == 3 and plog.log_start == 0
     index_reads = [t for t in reads if t.startswith(INDEX_TOPIC)]
     assert len(index_reads) == 1 and readers_before  # one shard of sixteen, not all
+
+
+# -- issue 19, finding 6: the offset index topic fails, times out, stores late ------------
+
+
+def _index_shard(log: MemoryLog, topic: str = TOPIC) -> MemoryTopic:
+    return log.topic(CheckpointStore(log, INDEX_TOPIC).shard_topic(topic))
+
+
+def _persisted(loop: SimLoop, log: MemoryLog, topic: str = TOPIC) -> Persisted:
+    """What a kop starting now loads for `topic`."""
+    return loop.run(CheckpointStore(log, INDEX_TOPIC).load(topic), within=10)
+
+
+def test_a_failed_index_write_is_retried_and_counted(loop: SimLoop) -> None:
+    log = MemoryLog()
+    node = Node(loop, log, LogSettings(checkpoint_interval=2))
+    node.start()
+    node.partition()
+    _index_shard(log).persist_next = 0  # the next index write fails, nothing stored
+    node.produce(batch(_values("a", 3)))
+    loop.settle(1.5)
+    assert node.partition().stats.index_write_failures == 1
+    assert _persisted(loop, log).mark is None
+    loop.settle(5)  # retried
+    mark = _persisted(loop, log).mark
+    assert mark is not None and mark.next_offset == 3
+    assert node.partition().persisted_offset == 3
+    metrics = Metrics()
+    assert node.manager is not None
+    metrics.watch(node.manager)
+    assert metrics.registry.get_sample_value("kop_index_write_failures_total") == 1
+
+
+def test_index_write_failures_back_off_and_are_logged_once_per_spell(
+    loop: SimLoop, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = MemoryLog()
+    node = Node(loop, log, LogSettings(write_timeout_s=5))
+    node.start()
+    node.produce(batch([b"a"]))
+    shard = loop.run(log.writer(_index_shard(log).name), within=5)
+    shard.stall()  # every index write times out from now on
+    with caplog.at_level(logging.INFO, logger="kop.log.manager"):
+        for i in range(12):
+            node.produce(batch([f"b{i}".encode()]))
+            loop.settle(5)
+        failures = node.partition().stats.index_write_failures
+        assert 3 <= failures <= 6  # backed off: 1, 2, 4, 8, 16 s after each failure
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and "offsets stay correct" in warnings[0].getMessage()
+        shard.unstall()
+        loop.settle(35)
+    assert _persisted(loop, log).mark.next_offset == 13  # type: ignore[union-attr]
+    assert any("persisted again" in r.getMessage() for r in caplog.records)
+
+
+def test_a_clean_stop_is_not_held_up_by_a_dead_index_topic(loop: SimLoop) -> None:
+    log = MemoryLog()
+    settings = LogSettings(write_timeout_s=5)
+    node = Node(loop, log, settings)
+    node.start()
+    topics = [f"{TOPIC[:-1]}{p}" for p in range(4)]
+    for t in topics:
+        node.produce(batch(_values("a", 2)), topic=t)
+    for t in topics:  # every index write from now on times out, stored or not
+        _index_shard(log, t).hold_next = True
+    started = loop.time()
+    node.stop()
+    assert loop.time() - started <= settings.write_timeout_s + 1  # not 4 x 30 s
+    again = Node(loop, log, settings)
+    again.start()
+    for t in topics:
+        assert again.fetch(0, topic=t) == _expect(_values("a", 2))
+
+
+def test_a_record_counted_while_the_index_topic_hung_is_served_after_a_restart(
+    loop: SimLoop,
+) -> None:
+    # The flush in flight when kop stops is cancelled; what it carried must not be lost
+    # (it was: the checkpoint of offset 0 was, and the restart hid record 0).
+    log = MemoryLog()
+    node = Node(loop, log, LogSettings())
+    node.start()
+    node.partition()
+    _index_shard(log).hold_next = True
+    node.produce(batch([b"first"]))
+    loop.settle(1.0)  # the flush is waiting on the held write
+    node.stop()
+    again = Node(loop, log, LogSettings())
+    again.start()
+    assert again.partition().log_start == 0
+    assert again.fetch(0) == _expect([b"first"])
+
+
+def test_an_index_write_stored_late_costs_a_reread_not_an_offset(loop: SimLoop) -> None:
+    log = MemoryLog()
+    settings = LogSettings(checkpoint_interval=2)
+    node = Node(loop, log, settings)
+    node.start()
+    node.produce(batch(_values("a", 3)))
+    shard = _index_shard(log)
+    shard.hold_next = True
+    node.produce(batch(_values("b", 3)))
+    loop.settle(40)  # the held write timed out; the retry stored the same and newer
+    node.produce(batch(_values("c", 3)))
+    loop.settle(2)
+    assert _persisted(loop, log).mark.next_offset == 9  # type: ignore[union-attr]
+    assert loop.run(_release(shard), within=1) == 1  # the old write lands last
+    assert _persisted(loop, log).mark.next_offset == 6  # type: ignore[union-attr]
+    node.crash()
+    again = Node(loop, log, settings)
+    again.start()
+    plog = again.partition()
+    assert plog.follower.resumed_from is not None and plog.follower.resumed_from <= 6
+    assert plog.high_watermark == 9
+    assert again.fetch(0) == _expect([*_values("a", 3), *_values("b", 3), *_values("c", 3)])
+
+
+def test_an_index_missing_the_checkpoints_below_its_mark_hides_no_record(
+    loop: SimLoop,
+) -> None:
+    # Whatever subset of its writes Pulsar kept: here the mark without a checkpoint.
+    log = MemoryLog()
+    settings = LogSettings(checkpoint_interval=2)
+    node = Node(loop, log, settings)
+    node.start()
+    node.produce(batch(_values("a", 3)))
+    log.topic(TOPIC).roll()
+    node.produce(batch(_values("b", 3)))
+    node.stop()
+    store = CheckpointStore(log, INDEX_TOPIC)
+    known = _persisted(loop, log)
+    loop.run(store.save(TOPIC, [], known.sorted(), None), within=10)  # tombstone them all
+    assert not _persisted(loop, log).checkpoints and _persisted(loop, log).mark is not None
+    again = Node(loop, log, settings)
+    again.start()
+    assert again.partition().log_start == 0
+    assert again.fetch(0) == _expect([*_values("a", 3), *_values("b", 3)])
+
+
+async def _release(topic: MemoryTopic) -> int:
+    return topic.release_held()
+
+
+def test_a_trim_under_several_kept_readers_is_read_past_at_once(loop: SimLoop) -> None:
+    # Found by the index machine: two kept history readers stood in the trimmed
+    # ledger, the retry after the first met the trim again, and the fetch failed.
+    log = MemoryLog()
+    node = Node(loop, log, LogSettings(tail_buffer_bytes=0, checkpoint_interval=1))
+    node.start()
+    node.produce(batch(_values("a", 2)), batching=False)
+    for _ in range(2):  # two consumers stop after offset 0: two kept readers there
+        plog = node.partition()
+        loop.run(plog.read(0, 1), within=5)
+    log.topic(TOPIC).roll()
+    node.produce(batch([b"b"]))
+    loop.settle(2)  # flushed, so Pulsar may delete the first ledger
+    assert log.topic(TOPIC).trim(1) == 1
+    assert node.fetch(2) == [(2, b"b")]
