@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: setup run serve test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
+.PHONY: setup run serve test cluster-test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
         kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean \
         pulsar-cluster pulsar-cluster-stop
 
@@ -68,9 +68,15 @@ run: pulsar-fetch
 	$(BIN)/kop standalone
 
 ## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar,
-## and the conformance quick tier against a reference Kafka).
+## and the conformance quick tier against a reference Kafka), then the cluster tier: kop on a
+## two-broker cluster behind a proxy with token auth and TLS (tools/pulsar_cluster.py).
 test: setup pulsar-fetch kafka-fetch kcat lint
 	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
+	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
+
+## make cluster-test: only the cluster tier.
+cluster-test: setup kafka-fetch
+	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
 unit: setup
 	$(BIN)/pytest tests/unit tests/sim $(PYTEST_ARGS)

@@ -726,11 +726,32 @@ def exports(info: dict[str, object]) -> str:
              cc.LIMITED_ROLE: "LIMITED"}  # fmt: skip
     for role, path in tokens.items():
         env[f"PULSAR_CLUSTER_{names[role]}_TOKEN_FILE"] = path
-    first = brokers[0]
-    assert isinstance(first, dict)
-    env["KOP_PULSAR_SERVICE_URL"] = first["service_url"]
-    env["KOP_PULSAR_HTTP_URL"] = first["http_url"]
+    env.update(kop_settings(info))
     return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in env.items())
+
+
+def kop_settings(info: dict[str, object]) -> dict[str, str]:
+    """kop's settings for this cluster as its users run kop: through the proxy (over
+    TLS when on), as the application role (admin of its tenant, nothing more)."""
+    proxy = info["proxy"]
+    assert isinstance(proxy, dict)
+    tls = bool(info["tls"])
+    tenant_ns, system_ns = cc.APP_NAMESPACES
+    tenant, namespace = tenant_ns.split("/")
+    env = {
+        "KOP_PULSAR_SERVICE_URL": proxy["service_url_tls" if tls else "service_url"],
+        "KOP_PULSAR_HTTP_URL": proxy["http_url_tls" if tls else "http_url"],
+        "KOP_TENANT": tenant,
+        "KOP_NAMESPACE": namespace,
+        "KOP_SYSTEM_NAMESPACE": system_ns,
+    }
+    if tls:
+        env["KOP_PULSAR_TLS_TRUST_CERTS_FILE"] = str(info["ca_cert"])
+    tokens = info["tokens"]
+    if isinstance(tokens, dict) and tokens:
+        env["KOP_PULSAR_AUTH_PLUGIN"] = "token"
+        env["KOP_PULSAR_AUTH_PARAMS"] = f"file://{tokens[cc.APP_ROLE]}"
+    return env
 
 
 def _how_to_use(lay: Layout, mode: Mode) -> str:
@@ -754,8 +775,10 @@ def _how_to_use(lay: Layout, mode: Mode) -> str:
         )
     lines += [
         f'Every URL and file as shell variables: eval "$(python3 {PROG} env)" (or env --json).',
-        "Point kop at it: KOP_PULSAR_SERVICE_URL=pulsar://localhost:"
-        f"{lay.brokers[0].binary} KOP_PULSAR_HTTP_URL=http://localhost:{lay.brokers[0].http}",
+        "Point kop at it (through the proxy, as the application role):",
+        "  "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in kop_settings(info).items())
+        + " .venv/bin/kop serve",
     ]
     return "\n".join(lines)
 

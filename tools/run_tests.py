@@ -2,6 +2,10 @@
 
 Reuses a Pulsar already answering on the configured ports; otherwise starts
 one with tools/pulsar.py and stops it afterwards, keeping the exit code.
+
+`--cluster` runs the cluster tier instead (tests/cluster): no standalone; its
+fixture starts the production-shaped cluster of tools/pulsar_cluster.py (or
+reuses one) and stops what it started.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ MODULES = {"--bench": "bench", "--fuzz": "fuzz"}
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--cluster"]:
+        command = [sys.executable, "-m", "pytest", "tests/cluster", *argv[1:]]
+        return subprocess.run(command, cwd=TOOLS.parent).returncode
     module = MODULES.get(argv[0]) if argv else None
     args = argv[1:] if module else argv
     already = subprocess.run([*PULSAR, "status"], capture_output=True).returncode == 0

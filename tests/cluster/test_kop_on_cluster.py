@@ -370,3 +370,49 @@ def test_unload_and_bundle_split_under_an_idempotent_producer_and_a_group(
     log = read_all(kop_via_proxy.bootstrap, topic)
     assert_each_once_at_dense_offsets(log, set(values))
     assert_group_resumes_at_the_end(kop_via_proxy.bootstrap, topic, group)
+
+
+def test_a_native_producers_chunked_message_reaches_a_kafka_consumer_whole(
+    pulsar_cluster: PulsarCluster, kop_via_proxy: KopProcess
+) -> None:
+    """Pulsar's own client, chunking on, through the proxy over TLS: a 7 MiB message
+    is two chunks (the broker's maxMessageSize is Pulsar's default 5 MiB) and one
+    Kafka record, between two small ones."""
+    import pulsar
+
+    c = pulsar_cluster
+    topic = f"chunked-{uuid.uuid4().hex[:10]}"
+    client = pulsar.Client(
+        c.proxy.service_url_tls,
+        authentication=pulsar.AuthenticationToken(c.token(c.app_role)),
+        tls_trust_certs_file_path=str(c.ca_cert),
+        operation_timeout_seconds=30,
+    )
+    big = os.urandom(7 << 20)
+    try:
+        producer = client.create_producer(
+            f"persistent://{c.app_namespace}/{topic}",
+            chunking_enabled=True,
+            batching_enabled=False,
+            send_timeout_millis=120_000,
+        )
+        for value in (b"before", big, b"after"):
+            producer.send(value)
+        producer.close()
+    finally:
+        client.close()
+    consumer = Consumer(
+        {"bootstrap.servers": kop_via_proxy.bootstrap, "group.id": f"c-{uuid.uuid4().hex[:8]}",
+         "auto.offset.reset": "earliest", "fetch.message.max.bytes": 16 << 20}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got: list[tuple[int, bytes]] = []
+    deadline = time.monotonic() + 120
+    while len(got) < 3 and time.monotonic() < deadline:
+        msg = consumer.poll(5)
+        if msg is not None and not msg.error():
+            got.append((msg.offset(), msg.value()))
+    consumer.close()
+    assert [o for o, _ in got] == [0, 1, 2]
+    assert got[0][1] == b"before" and got[2][1] == b"after"
+    assert got[1][1] == big
