@@ -46,6 +46,15 @@ def kop_spark(job: str, bootstrap: str, topic: str, report_dir: Path, *args: str
     return subprocess.run(cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT)
 
 
+def _why(output: list[str]) -> str:
+    """A failed Spark job's exceptions (its stack traces are thousands of lines), then
+    the end of its output."""
+    causes = [
+        line for line in output if "Exception" in line and not line.lstrip().startswith("at ")
+    ]
+    return "".join(causes[:20]) + "\n...\n" + "".join(output)[-3000:]
+
+
 def report(report_dir: Path, job: str) -> dict[str, Any]:
     return json.loads((report_dir / f"{job}.json").read_text())
 
@@ -199,7 +208,7 @@ def test_replay_check_agrees_through_a_stream_restart_and_a_killed_kop(
     assert job.poll() is None  # the stream is running: kill kop under it
     fresh_kop.kill9()
     fresh_kop.start()
-    assert job.wait(JOB_TIMEOUT) == 0, "".join(output)[-6000:]
+    assert job.wait(JOB_TIMEOUT) == 0, _why(output)
     reader.join(10)
     found = report(out, "replay-check")
     assert found["ok"] and found["events"] == 31_000

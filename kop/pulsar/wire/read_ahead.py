@@ -54,8 +54,10 @@ class ReadAhead:
 
     def arrived(self, permits: int, size: int) -> None:
         """A message of `size` bytes used `permits` (a batch uses its message count);
-        its bytes are held until `release`d."""
-        self.outstanding = max(0, self.outstanding - permits)
+        its bytes are held until `release`d. `outstanding` may go below zero, as the
+        broker's count does: it sends a whole batch on its last permit, and sends
+        again only once FLOWs have brought its count above zero."""
+        self.outstanding -= permits
         per_permit = max(_MIN_ESTIMATE, size // max(1, permits))
         if per_permit >= self._estimate:
             self._estimate = per_permit  # up at once: an underestimate overshoots
@@ -67,7 +69,7 @@ class ReadAhead:
     def lost(self, permits: int) -> None:
         """A message arrived that cannot be used (a corrupt frame): its permits are
         used, and it says nothing about sizes."""
-        self.outstanding = max(0, self.outstanding - permits)
+        self.outstanding -= permits
         self._reserve()
 
     def hold(self, size: int) -> None:
@@ -82,24 +84,23 @@ class ReadAhead:
         self._budget.held -= size
 
     def grant(self, queued_messages: int) -> int:
-        """Permits to grant now (0: none), counted as outstanding once returned.
-        Grants come in halves of what is allowed, not one FLOW per message."""
-        allowed = self._queue_limit - queued_messages - self.outstanding
-        if allowed <= 0:
-            return 0
+        """Permits to grant now (0: none), counted as outstanding once returned: what
+        brings the broker's count to the target the queue and the budget allow,
+        paying back any deficit a large batch left. Grants come in halves of the
+        target, not one FLOW per message."""
+        target = self._queue_limit - queued_messages
         if self._estimate == 0:
-            permits = 1 if self.outstanding == 0 else 0  # the probe
+            target = min(target, 1)  # the probe
         else:
             room = self._budget.room + self._reserved
-            by_bytes = room // self._estimate - self.outstanding
-            permits = min(allowed, max(0, by_bytes))
-            if permits < self.outstanding:
-                permits = 0  # wait until it is worth a FLOW
-        if permits == 0 and queued_messages == 0 and self.outstanding == 0:
-            permits = 1  # never starve: an empty reader may always fetch one entry
-        if permits > 0:
-            self.outstanding += permits
-            self._reserve()
+            target = min(target, room // self._estimate)
+        if queued_messages == 0:
+            target = max(target, 1)  # never starve: an empty reader may fetch one entry
+        permits = target - self.outstanding
+        if permits <= 0 or (self.outstanding > 0 and permits < self.outstanding):
+            return 0  # enough out, or not yet worth a FLOW
+        self.outstanding += permits
+        self._reserve()
         return permits
 
     def reset(self) -> None:
@@ -114,6 +115,6 @@ class ReadAhead:
         self.release(self.held)
 
     def _reserve(self) -> None:
-        reserved = self.outstanding * self._estimate
+        reserved = max(0, self.outstanding) * self._estimate
         self._budget.reserved += reserved - self._reserved
         self._reserved = reserved
