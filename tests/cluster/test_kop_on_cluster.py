@@ -5,6 +5,9 @@ as the application role, which is an admin of its tenant and nothing more."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -12,8 +15,10 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +425,80 @@ def test_a_native_producers_chunked_message_reaches_a_kafka_consumer_whole(
     assert [o for o, _ in got] == [0, 1, 2]
     assert got[0][1] == b"before" and got[2][1] == b"after"
     assert got[1][1] == big
+
+
+class Issuer(ThreadingHTTPServer):
+    """An OAuth2 authorization server for the client-credentials flow, minting the
+    JWTs the cluster's brokers accept (HS256 with the cluster's secret key) for the
+    application role: what an operator's identity provider does for Pulsar."""
+
+    def __init__(self, secret: bytes, role: str) -> None:
+        self.secret, self.role = secret, role
+        self.grants: list[dict[str, str]] = []
+        super().__init__(("127.0.0.1", 0), _IssuerHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def token(self) -> str:
+        def b64(raw: bytes) -> str:
+            return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+        claims = {"sub": self.role, "exp": int(time.time()) + 3600}
+        head = b64(b'{"alg":"HS256"}') + "." + b64(json.dumps(claims).encode())
+        signature = hmac.new(self.secret, head.encode(), hashlib.sha256).digest()
+        return f"{head}.{b64(signature)}"
+
+
+class _IssuerHandler(BaseHTTPRequestHandler):
+    server: Issuer
+
+    def do_GET(self) -> None:
+        self._json({"token_endpoint": f"{self.server.url}/oauth/token"})
+
+    def do_POST(self) -> None:
+        form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+        grant = {k: v[0] for k, v in form.items()}
+        self.server.grants.append(grant)
+        if (grant.get("client_id"), grant.get("client_secret")) != ("kop", "kop-secret"):
+            self._json({"error": "invalid_client"}, 401)
+            return
+        self._json({"access_token": self.server.token(), "expires_in": 3600})
+
+    def _json(self, body: object, status: int = 200) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_oauth2_client_credentials_through_the_proxy(
+    pulsar_cluster: PulsarCluster, tmp_path: Path
+) -> None:
+    c = pulsar_cluster
+    issuer = Issuer((c.data_dir / "security" / "token-secret.key").read_bytes(), c.app_role)
+    creds = tmp_path / "credentials.json"
+    creds.write_text(json.dumps({"client_id": "kop", "client_secret": "kop-secret"}))
+    params = {"issuerUrl": issuer.url, "privateKey": f"file://{creds}", "audience": "urn:pulsar"}
+    env = kop_env(c, via="proxy", role="")
+    env |= {"KOP_PULSAR_AUTH_PLUGIN": "oauth2", "KOP_PULSAR_AUTH_PARAMS": json.dumps(params)}
+    gateway = KopProcess(tmp_path, **env)
+    gateway.start(timeout=120)
+    try:
+        topic = spread_topic(c)
+        values = [f"o{i}".encode() for i in range(200)]
+        produce(gateway.bootstrap, topic, values)
+        assert_each_once_at_dense_offsets(read_all(gateway.bootstrap, topic), set(values))
+    finally:
+        gateway.stop()
+        issuer.shutdown()
+    assert issuer.grants and issuer.grants[0]["grant_type"] == "client_credentials"
+    assert issuer.grants[0]["audience"] == "urn:pulsar"
+    assert "kop-secret" not in gateway.log_text()
