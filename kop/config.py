@@ -129,7 +129,7 @@ class KopConfig(BaseSettings):
     # Pulsar producers
     pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)
     # Pulsar readers: bytes received and not yet taken by the log, all partitions together
-    pulsar_read_ahead_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024)
+    pulsar_read_ahead_bytes: int = Field(256 * 1024 * 1024, ge=1024 * 1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     config_file: Path | None = None

@@ -263,7 +263,7 @@ class PulsarSession:
         send_budget_bytes: int = 32 << 20,
         max_uncompressed_bytes: int = 64 << 20,
         options: ConnectOptions | None = None,
-        read_ahead_bytes: int = 64 << 20,
+        read_ahead_bytes: int = 256 << 20,
     ) -> None:
         self._client = WireClient(
             service_url,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_READ_AHEAD_BYTES = 64 << 20
+DEFAULT_READ_AHEAD_BYTES = 256 << 20
 
 # What a message is assumed to weigh at least: keeps a reader of tiny messages
 # from reserving nothing for a thousand permits.
