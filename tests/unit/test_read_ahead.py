@@ -111,7 +111,7 @@ def test_the_estimate_follows_sizes_up_at_once_and_down_slowly() -> None:
     assert flow.grant(0) == 1  # nothing known: a probe
     flow.arrived(1, MiB)
     flow.release(MiB)
-    assert flow.grant(0) == 10
+    assert flow.grant(0) == 1  # a reader's share is an eighth: 1.25 MiB, one entry
     for _ in range(10):
         flow.arrived(1, 1024)
         flow.release(1024)
@@ -177,3 +177,22 @@ def test_any_mix_of_batches_queue_and_budget_reads_to_the_end(
 
     with ThreadPoolExecutor(1) as pool:  # a loop of its own, off the test's
         pool.submit(asyncio.run, run()).result()
+
+
+def test_a_caught_up_reader_of_large_entries_leaves_the_others_room() -> None:
+    """A reader of 256 KiB entries waiting at the end of its topic reserved the whole
+    budget for permits it might never use; the reader actually being read then got
+    one entry per round trip (the consume bench fell to half). A reader's share is
+    now capped."""
+    budget = ReadAheadBudget(64 * MiB)
+    tail = ReadAhead(budget, receiver_queue=1000)
+    assert tail.grant(0) == 1  # the probe
+    tail.arrived(1, 256 * 1024)
+    tail.release(256 * 1024)
+    tail.grant(0)  # caught up: permits out, nothing arriving
+    assert budget.reserved <= budget.limit // 8
+    history = ReadAhead(budget, receiver_queue=1000)
+    assert history.grant(0) == 1
+    history.arrived(1, 1366)
+    history.release(1366)
+    assert history.grant(0) >= 900  # was 1: the tail reader held every byte

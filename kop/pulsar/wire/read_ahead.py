@@ -22,6 +22,8 @@ DEFAULT_READ_AHEAD_BYTES = 256 << 20
 # What a message is assumed to weigh at least: keeps a reader of tiny messages
 # from reserving nothing for a thousand permits.
 _MIN_ESTIMATE = 1024
+# A reader may reserve at most this fraction of the budget (1/_SHARES).
+_SHARES = 8
 # What a received message costs besides its payload (its Frame, metadata objects).
 FRAME_OVERHEAD = 256
 
@@ -93,7 +95,11 @@ class ReadAhead:
             target = min(target, 1)  # the probe
         else:
             room = self._budget.room + self._reserved
-            target = min(target, room // self._estimate)
+            # One reader's share at most: a caught-up reader of large entries would
+            # otherwise reserve the whole budget for permits it may never use, and
+            # every other reader would fetch one entry per round trip.
+            share = self._budget.limit // _SHARES
+            target = min(target, room // self._estimate, share // self._estimate)
         if queued_messages == 0:
             target = max(target, 1)  # never starve: an empty reader may fetch one entry
         permits = target - self.outstanding
