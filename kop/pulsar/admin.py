@@ -3,17 +3,11 @@ few lookups the message log needs (where a topic ends)."""
 
 from __future__ import annotations
 
-import json
-import re
-from ssl import SSLContext
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
-from yarl import URL
-
+from kop.pulsar.admin_http import AdminHttp
 from kop.pulsar.wire.options import ConnectOptions
-from kop.pulsar.wire.service_url import ServiceUrl
 from kop.storage.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
 from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
 
@@ -45,10 +39,6 @@ def _covers(current: Any, wanted: Any) -> bool:
     return bool(current == wanted)
 
 
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_MAX_REDIRECTS = 10
-
-
 class PulsarAdmin:
     """`http_url` may name several hosts (`http://b1:8080,b2:8080`): a request that
     cannot reach one goes to the next. Credentials and TLS trust are the wire
@@ -57,75 +47,12 @@ class PulsarAdmin:
     def __init__(
         self, http_url: str, timeout_s: float = 30.0, options: ConnectOptions | None = None
     ) -> None:
-        self._service = ServiceUrl.parse(http_url.rstrip("/"), schemes=("http", "https"))
-        self._options = options or ConnectOptions()
-        self._base = str(self._service) + "/admin/v2"  # for messages
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
-        self._session: aiohttp.ClientSession | None = None
+        self._http = AdminHttp(http_url, timeout_s, options or ConnectOptions())
+        self._request = self._http.request
         self._max_message_size: int | None = None
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    async def _request(
-        self, method: str, path: str, body: Any = None, ok_missing: bool = False
-    ) -> Any:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-        data = None if body is None else json.dumps(body)
-        headers = await self._options.auth.http_headers()
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        ssl = self._options.ssl_context() if self._service.tls else None
-        last: Exception | None = None
-        for _ in self._service.hosts:
-            base = self._service.next_url() + "/admin/v2"
-            try:
-                return await self._send(method, f"{base}/{path}", data, headers, ssl, ok_missing)
-            except aiohttp.ClientSSLError as exc:
-                raise StorageUnavailable(f"Pulsar admin at {self._base}: TLS: {exc}") from exc
-            except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-                last = exc
-        raise StorageUnavailable(f"Pulsar admin at {self._base} unreachable: {last}") from last
-
-    async def _send(
-        self,
-        method: str,
-        url: str,
-        data: str | None,
-        headers: dict[str, str],
-        ssl: SSLContext | None,
-        ok_missing: bool,
-    ) -> Any:
-        """Follows the brokers' redirects (a topic's admin call goes to its owner)
-        itself: aiohttp would drop the Authorization header on the way."""
-        assert self._session is not None
-        for _ in range(_MAX_REDIRECTS):
-            async with self._session.request(
-                method,
-                url,
-                data=data,
-                headers=headers,
-                ssl=ssl if ssl is not None else True,
-                allow_redirects=False,
-            ) as resp:
-                if resp.status in _REDIRECTS and "Location" in resp.headers:
-                    url = str(resp.url.join(URL(resp.headers["Location"])))
-                    continue
-                text = await resp.text()
-                if resp.status == 404 and ok_missing:
-                    return None
-                if resp.status >= 300:
-                    raise AdminError(resp.status, _reason(text))
-                if not text:
-                    return None
-                try:
-                    return json.loads(text)
-                except json.JSONDecodeError:
-                    return text
-        raise AdminError(508, f"{method} {url}: more than {_MAX_REDIRECTS} redirects")
+        await self._http.close()
 
     async def healthy(self) -> bool:
         try:
@@ -317,13 +244,3 @@ _LATEST = {"ledgerId": 2**63 - 1, "entryId": 2**63 - 1, "partitionIndex": -1}
 
 def _is_system(local: str) -> bool:
     return local.startswith("__")
-
-
-def _reason(text: str) -> str:
-    if text.lstrip().startswith("<"):  # Jetty's HTML error page: its title says it
-        found = re.search(r"<title>(.*?)</title>", text, re.S)
-        return found.group(1).strip() if found else text[:100]
-    try:
-        return str(json.loads(text).get("reason", text))
-    except (json.JSONDecodeError, AttributeError):
-        return text[:300]
