@@ -27,6 +27,7 @@ from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
+from kop.pulsar.compaction import PulsarCompaction
 from kop.pulsar.preflight import Preflight, PreflightError
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
 from kop.pulsar.wire.options import ConnectOptions
@@ -34,7 +35,7 @@ from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace, PulsarTopic
-from kop.storage.port import MessageLog, StorageAdmin
+from kop.storage.port import Compaction, MessageLog, StorageAdmin
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class Backend(Protocol):
     """Where kop's data lives: the storage port's two halves, prepared for kop."""
 
     admin: StorageAdmin
+    compaction: Compaction
 
     async def prepare(self, config: KopConfig) -> MessageLog: ...
 
@@ -78,6 +80,7 @@ class PulsarBackend:
         self._options = connect_options(config)
         self._pulsar_admin = PulsarAdmin(config.pulsar_http_url, options=self._options)
         self.admin: StorageAdmin = self._pulsar_admin
+        self.compaction: Compaction = PulsarCompaction(self._pulsar_admin)
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 
@@ -123,6 +126,7 @@ def log_settings(c: KopConfig) -> LogSettings:
         write_timeout_s=c.write_timeout_s,
         open_wait_s=c.open_wait_s,
         retention_check_s=c.retention_check_s,
+        compaction_interval_s=c.compaction_interval_s,
         history_readers=c.history_readers,
         history_prefetch=c.history_prefetch,
         max_producers=c.max_producers,
@@ -179,7 +183,7 @@ class Gateway:
         # A `pulsar`-format batch entry is split where Pulsar would refuse it.
         entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
         settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
-        self.logs = LogManager(storage, store, settings)
+        self.logs = LogManager(storage, store, settings, compaction=self.backend.compaction)
         self.metrics.watch(self.logs)
         await self.logs.start()
         defaults = TopicDefaults(

@@ -106,6 +106,7 @@ class KopConfig(BaseSettings):
     history_prefetch: int = Field(100, ge=1, le=100_000)
     max_producers: int = Field(10_000, ge=1)
     retention_check_s: float = Field(300.0, gt=0)
+    compaction_interval_s: float = Field(60.0, gt=0)
     # Consumer groups (Kafka's broker settings of the same meaning)
     offsets_topic_partitions: int = Field(16, ge=1, le=1000)  # never change it later
     offsets_retention_minutes: int = Field(10080, ge=1)

@@ -70,7 +70,7 @@ async def _log(
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
             )
-        return await services.logs.partition(view.partition_topic(index))
+        return await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
     except Exception as exc:
         return exc
 

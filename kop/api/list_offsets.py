@@ -32,7 +32,7 @@ async def _lookup(
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
             )
-        plog = await services.logs.partition(view.partition_topic(index))
+        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
         if timestamp == LATEST:
             found: tuple[int, int] | None = (plog.high_watermark, -1)
         elif timestamp == EARLIEST:

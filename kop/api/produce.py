@@ -13,7 +13,7 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import split_batches
+from kop.protocol.records import BatchHeader, iter_records, split_batches
 
 
 async def handle(
@@ -50,8 +50,10 @@ async def _begin(
                     ErrorCode.unsupported_for_message_format,
                     "transactional and control batches are not supported yet",
                 )
+        if view.compacted:
+            _require_keys(batches, name, index)
         await services.catalog.writable(view.topic)
-        plog = await services.logs.partition(view.partition_topic(index))
+        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
         return await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
     except Exception as exc:
         return exc
@@ -107,3 +109,15 @@ def _partition(index: int, code: ErrorCode, offset: int, message: str | None) ->
         "record_errors": (),
         "error_message": message,
     }
+
+
+def _require_keys(batches: list[tuple[BatchHeader, bytes]], name: str, index: int) -> None:
+    """Kafka refuses a keyless record on a compacted topic (and Pulsar's compaction
+    would drop it)."""
+    for _head, data in batches:
+        if any(r.key is None for r in iter_records(data)):
+            raise KafkaError(
+                ErrorCode.invalid_record,
+                f"Compacted topic cannot accept message without key in topic partition "
+                f"{name}-{index}.",
+            )

@@ -10,7 +10,10 @@ messages), written alone and at once, because the DeleteRecords is answered only
 after it is persisted. The index is spread over `shards` topics by a hash of the
 partition, so a partition opening reads only its shard, not the whole index:
 loading is per partition, on first use. A shard read is shared by partitions
-opening around the same time."""
+opening around the same time.
+
+A compacted topic adds one message per surviving entry, keyed `partition|c<offset>`,
+and its compaction horizon, keyed `partition|horizon` (see `survivors.py`)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from typing import Any
 
 from kop.log.offset_index import Checkpoint, Mark
 from kop.log.producer_state import Snapshot
+from kop.log.survivors import Horizon, Survivor
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog
 from kop.storage.types import Idle, OutgoingEntry, OutgoingMessage, Position, StoredMessage
@@ -31,6 +35,10 @@ log = logging.getLogger(__name__)
 
 _MARK = "mark"
 _FLOOR = "floor"
+_HORIZON = "horizon"
+# Index messages per entry when a compaction pass saves its survivors: an entry
+# stays far below any broker's message size limit.
+_PER_ENTRY = 1000
 
 
 @dataclass(slots=True)
@@ -39,6 +47,8 @@ class Persisted:
     mark: Mark | None = None
     producers: dict[int, Snapshot] = field(default_factory=dict)
     floor: int = 0  # DeleteRecords: offsets below are not served
+    survivors: dict[int, Survivor] = field(default_factory=dict)
+    horizon: Horizon | None = None
 
     def sorted(self) -> list[Checkpoint]:
         return sorted(self.checkpoints.values())
@@ -74,7 +84,14 @@ class CheckpointStore:
             cached = (now, await asyncio.shield(task))
             self._cache[shard] = cached
         found = cached[1].get(partition, Persisted())
-        return Persisted(dict(found.checkpoints), found.mark, dict(found.producers), found.floor)
+        return Persisted(
+            dict(found.checkpoints),
+            found.mark,
+            dict(found.producers),
+            found.floor,
+            dict(found.survivors),
+            found.horizon,
+        )
 
     async def _read_shard(self, shard: int) -> dict[str, Persisted]:
         topic = f"{self.prefix}-{shard}"
@@ -144,6 +161,44 @@ class CheckpointStore:
                 else:
                     state.producers[pid] = snap
 
+    async def save_survivors(
+        self,
+        partition: str,
+        created: list[Survivor],
+        dropped: list[Survivor],
+        horizon: Horizon | None,
+    ) -> None:
+        """Persist a compaction pass: tombstones, new survivors, then the horizon, in
+        entries of `_PER_ENTRY` messages. A pass cut short leaves the old horizon, so
+        the next pass repeats it (saving a survivor twice changes nothing)."""
+        keep = {c.offset for c in created}
+        messages = [
+            OutgoingMessage(None, {}, _survivor_key(partition, d.offset), None)
+            for d in dropped
+            if d.offset not in keep
+        ]
+        messages += [
+            OutgoingMessage(_survivor_body(c), {}, _survivor_key(partition, c.offset), None)
+            for c in created
+        ]
+        if horizon is not None:
+            body = {**_position(horizon.position), "n": horizon.next_offset, "s": horizon.start}
+            messages.append(
+                OutgoingMessage(json.dumps(body).encode(), {}, f"{partition}|{_HORIZON}", None)
+            )
+        if not messages:
+            return
+        writer = await self._storage.writer(self.shard_topic(partition))
+        for i in range(0, len(messages), _PER_ENTRY):
+            await writer.send_all([batch_layout.entry(messages[i : i + _PER_ENTRY])])[1]
+        cached = self._cache.get(self._shard(partition))
+        if cached is not None:
+            state = cached[1].setdefault(partition, Persisted())
+            for d in dropped:
+                state.survivors.pop(d.offset, None)
+            state.survivors.update({c.offset: c for c in created})
+            state.horizon = horizon or state.horizon
+
     async def save_floor(self, partition: str, offset: int) -> None:
         """Persist the DeleteRecords floor; returns once Pulsar stored it."""
         body = json.dumps({"o": offset}).encode()
@@ -160,10 +215,15 @@ class CheckpointStore:
         known = await self.load(partition)
         messages = [OutgoingMessage(None, {}, _key(partition, o), None) for o in known.checkpoints]
         messages += [OutgoingMessage(None, {}, f"{partition}|p{p}", None) for p in known.producers]
+        messages += [
+            OutgoingMessage(None, {}, _survivor_key(partition, o), None) for o in known.survivors
+        ]
+        messages.append(OutgoingMessage(None, {}, f"{partition}|{_HORIZON}", None))
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_MARK}", None))
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_FLOOR}", None))
         writer = await self._storage.writer(self.shard_topic(partition))
-        await writer.send_all([batch_layout.entry(messages)])[1]
+        for i in range(0, len(messages), _PER_ENTRY):
+            await writer.send_all([batch_layout.entry(messages[i : i + _PER_ENTRY])])[1]
         cached = self._cache.get(self._shard(partition))
         if cached is not None:
             cached[1].pop(partition, None)
@@ -181,6 +241,14 @@ def _apply(found: dict[str, Persisted], topic: str, msg: StoredMessage) -> None:
             state.mark = None if gone else _mark(_object(msg.payload))
         elif what == _FLOOR:
             state.floor = 0 if gone else _i64(_object(msg.payload)["o"])
+        elif what == _HORIZON:
+            state.horizon = None if gone else _horizon(_object(msg.payload))
+        elif what.startswith("c"):
+            offset = _i64(int(what[1:]))
+            if gone:
+                state.survivors.pop(offset, None)
+            else:
+                state.survivors[offset] = _survivor(offset, _object(msg.payload))
         elif what.startswith("p"):
             pid = _i64(int(what[1:]))
             if gone:
@@ -242,3 +310,19 @@ def _snapshot(v: dict[str, Any]) -> Snapshot:
 
 def _mark(v: dict[str, Any]) -> Mark:
     return Mark(_read_position(v), _i64(v["n"]), _i64(v.get("t", -1)))
+
+
+def _survivor_key(partition: str, offset: int) -> str:
+    return f"{partition}|c{offset:020d}"
+
+
+def _survivor_body(s: Survivor) -> bytes:
+    return json.dumps({"l": s.ledger, "e": s.entry, "t": s.publish_time}).encode()
+
+
+def _survivor(offset: int, v: dict[str, Any]) -> Survivor:
+    return Survivor(offset, _i64(v["l"]), _i64(v["e"]), _i64(v["t"]))
+
+
+def _horizon(v: dict[str, Any]) -> Horizon:
+    return Horizon(_read_position(v), _i64(v["n"]), _i64(v.get("s", 0)))

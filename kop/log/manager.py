@@ -16,7 +16,7 @@ from kop.log.checkpoint_store import CheckpointStore
 from kop.log.partition_log import PartitionLog, Shared
 from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.storage.port import MessageLog
+from kop.storage.port import Compaction, MessageLog
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +47,13 @@ class LogManager:
         store: CheckpointStore,
         settings: LogSettings,
         flush_interval_s: float = 1.0,
+        compaction: Compaction | None = None,
     ) -> None:
         self._storage = storage
         self._store = store
         self._settings = settings
         self._flush_interval = flush_interval_s
+        self._compaction = compaction
         self.shared = Shared.for_settings(settings)
         self.stats = self.shared.stats
         self._logs: dict[str, PartitionLog] = {}
@@ -68,17 +70,24 @@ class LogManager:
     def owned(self) -> dict[str, PartitionLog]:
         return dict(self._logs)
 
-    async def partition(self, topic: str, wait_s: float | None = None) -> PartitionLog:
+    async def partition(
+        self, topic: str, wait_s: float | None = None, compacted: bool | None = None
+    ) -> PartitionLog:
         """The partition's log, opened on first use. Opening (loading its index and
         catching up from it) goes on in the background; a caller waits at most
         `wait_s` (default `open_wait_s`) and meanwhile gets a retriable
-        LEADER_NOT_AVAILABLE, as from a Kafka broker still loading a partition."""
+        LEADER_NOT_AVAILABLE, as from a Kafka broker still loading a partition.
+        `compacted`: the topic's cleanup policy compacts (None: unknown to the
+        caller); a partition open the other way is reopened (a config changed)."""
         existing = self._logs.get(topic)
         if existing is not None:
-            return existing
+            if compacted is None or (existing.compacted is not None) == compacted:
+                return existing
+            await self.drop_open(topic)
         task = self._opening.get(topic)
         if task is None:
-            task = asyncio.create_task(self._open(topic), name=f"open:{topic}")
+            want = bool(compacted) and self._compaction is not None
+            task = asyncio.create_task(self._open(topic, want), name=f"open:{topic}")
             self._opening[topic] = task
             task.add_done_callback(lambda _t: self._opening.pop(topic, None))
         wait = (
@@ -94,8 +103,11 @@ class LogManager:
                 ErrorCode.leader_not_available, f"{topic} is still catching up with Pulsar"
             ) from None
 
-    async def _open(self, topic: str) -> PartitionLog:
-        plog = PartitionLog(self._storage, self._store, topic, self._settings, self.shared)
+    async def _open(self, topic: str, compacted: bool = False) -> PartitionLog:
+        plog = PartitionLog(
+            self._storage, self._store, topic, self._settings, self.shared,
+            self._compaction if compacted else None,
+        )  # fmt: skip
         try:
             await plog.open()
         except BaseException:
@@ -103,6 +115,14 @@ class LogManager:
             raise
         self._logs[topic] = plog
         return plog
+
+    async def drop_open(self, topic: str) -> None:
+        """Close a partition's log (its index persisted first); the next use reopens it."""
+        await self.flush(final=True)
+        async with self._flush_lock:
+            plog = self._logs.pop(topic, None)
+            if plog is not None:
+                await plog.close()
 
     async def drop(self, topics: Sequence[str]) -> None:
         """The Pulsar partitions are being deleted: stop following them and forget

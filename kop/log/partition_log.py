@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kop.log.appender import Appender, Handle
 from kop.log.checkpoint_store import CheckpointStore
+from kop.log.compacted_part import CompactedPart
 from kop.log.counting import LogEntry
 from kop.log.entry_format import EntryFormat
 from kop.log.floor import LogFloor
@@ -33,7 +34,7 @@ from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_batches
-from kop.storage.port import MessageLog
+from kop.storage.port import Compaction, MessageLog
 from kop.storage.types import Position, StorageError
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class PartitionLog:
         topic: str,
         settings: LogSettings,
         shared: Shared | None = None,
+        compaction: Compaction | None = None,
     ) -> None:
         shared = shared or Shared.for_settings(settings)
         self.topic = topic
@@ -104,6 +106,12 @@ class PartitionLog:
         )
         self._floor = LogFloor(topic, store, self.index, self.tail, settings.write_timeout_s)
         self.follower.on_gap = self.appender.gap
+        # A compacted topic's partition (cleanup.policy=compact): see compacted_part.py.
+        self.compacted = (
+            None
+            if compaction is None
+            else CompactedPart(storage, compaction, store, topic, self.index, self.stats, settings)
+        )
         self._flushed_mark: Mark | None = None
         self._retention_task: asyncio.Task[None] | None = None
 
@@ -114,6 +122,8 @@ class PartitionLog:
         persisted = await self._store.load(self.topic)
         self.index.restore(persisted.sorted(), persisted.mark, persisted.floor)
         self.producers.restore(persisted.producers)
+        if self.compacted is not None:
+            self.compacted.restore(persisted)
         self._flushed_mark = persisted.mark
         self.follower.start(persisted.mark)
         await self.follower.ready.wait()
@@ -130,8 +140,12 @@ class PartitionLog:
         self._retention_task = asyncio.create_task(
             self._watch_retention(), name=f"retention:{self.topic}"
         )
+        if self.compacted is not None:
+            await self.compacted.start()
 
     async def close(self) -> None:
+        if self.compacted is not None:
+            await self.compacted.close()
         await self.appender.close()
         await self._floor.close()
         if self._retention_task is not None:
@@ -176,6 +190,8 @@ class PartitionLog:
 
     @property
     def log_start(self) -> int:
+        if self.compacted is not None:
+            return self.compacted.log_start
         return self.index.log_start
 
     @property
@@ -248,16 +264,31 @@ class PartitionLog:
             )
 
     async def _entries(self, offset: int, max_bytes: int) -> list[LogEntry]:
+        try:
+            return await self._entries_once(offset, max_bytes)
+        except KafkaError as exc:
+            # Retention deleted live ledgers while we read them: in a compacted
+            # partition what survived is now read from the compacted view.
+            retry = self.compacted is not None and offset >= self.log_start
+            if exc.code != ErrorCode.offset_out_of_range or not retry:
+                raise
+            return await self._entries_once(offset, max_bytes)
+
+    async def _entries_once(self, offset: int, max_bytes: int) -> list[LogEntry]:
         """Entries holding offsets >= `offset`, in order, below the high watermark: at
         least one, then while they fit in `max_bytes`. History first, then the tail
         buffer, and only where the two join (the buffer may shrink meanwhile)."""
         end = self.high_watermark
         out: list[LogEntry] = []
-        size = 0
+        if self.compacted is not None and self.compacted.below_live(offset):
+            out = await self.compacted.read(offset, max_bytes)
+            # What lies between the last survivor and the live ledgers is a gap.
+            offset = max(out[-1].next_offset if out else offset, self.index.data_start)
+        size = sum(item.entry.size for item in out)
         tail_start = self.tail.first_offset
-        if offset < end and (tail_start is None or offset < tail_start):
+        if offset < end and (tail_start is None or offset < tail_start) and size < max_bytes:
             stop = end if tail_start is None else min(end, tail_start)
-            out = await self.history.read(offset, stop, max_bytes)
+            out += await self.history.read(offset, stop, max_bytes - size)
             size = sum(item.entry.size for item in out)
         at = out[-1].next_offset if out else offset
         if at < end and not (out and size >= max_bytes):

@@ -15,6 +15,8 @@ class LogSettings:
     retention_check_s: float = 300.0  # how often an open partition looks for trims
     history_readers: int = 64  # kept readers for lagging consumers, in total
     history_prefetch: int = 100  # messages each history reader reads ahead
+    # How often a compacted partition asks Pulsar to compact it (when it has new data).
+    compaction_interval_s: float = 60.0
     max_producers: int = 10_000  # idempotent producers remembered per partition
     # A `pulsar`-format batch entry larger than this is split (Pulsar refuses entries
     # past its maxMessageSize, 5 MiB by default; the rest is room for metadata).

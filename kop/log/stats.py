@@ -15,6 +15,10 @@ class LogStats:
     history_readers: int = 0  # Pulsar readers opened for reads behind the tail
     counted_from_receipts: int = 0  # own entries counted from their receipts, not read back
     counted_from_reads: int = 0  # entries the tail follower read from the log
+    compactions: int = 0  # compaction cycles done (Pulsar compacted, survivors noted)
+    compaction_failures: int = 0  # cycles that failed (the next one repeats it)
+    compaction_unknown_entries: int = 0  # surviving entries whose offset was not found
+    compacted_readers: int = 0  # Pulsar readers opened on a compacted view
     parent: LogStats | None = None
 
     def add(self, name: str, n: int = 1) -> None:

@@ -43,17 +43,26 @@ class TopicDefaults:
 
 # Configs a client may set at creation, with the values kop can honour.
 _SETTABLE: dict[str, tuple[str, ...] | None] = {
-    "cleanup.policy": ("delete",),
+    "cleanup.policy": ("delete", "compact", "compact,delete", "delete,compact"),
     "retention.ms": None,
     "retention.bytes": None,
     "max.message.bytes": None,
     "message.timestamp.type": ("CreateTime",),
     "compression.type": ("producer",),
     "min.insync.replicas": None,
+    "delete.retention.ms": None,
+    "min.compaction.lag.ms": None,
     ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
     PULSAR_BATCHING: ("true", "false"),
 }
-_NUMERIC = {"retention.ms", "retention.bytes", "max.message.bytes", "min.insync.replicas"}
+_NUMERIC = {
+    "retention.ms",
+    "retention.bytes",
+    "max.message.bytes",
+    "min.insync.replicas",
+    "delete.retention.ms",
+    "min.compaction.lag.ms",
+}
 
 
 def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from kop.log.cleanup_policy import pulsar_retention, settle_format
 from kop.log.entry_format import EntryFormat
 from kop.log.lookups import Lookups
 from kop.log.partition_budget import PartitionBudget
@@ -67,6 +68,11 @@ class TopicView:
     def pulsar_batching(self) -> bool:
         """False: one Pulsar entry per message, so Pulsar's backlog counts records."""
         return self.configs.get(PULSAR_BATCHING, "true") == "true"
+
+    @property
+    def compacted(self) -> bool:
+        """cleanup.policy holds `compact` (alone or with `delete`)."""
+        return "compact" in self.configs.get("cleanup.policy", "delete").split(",")
 
     @property
     def max_message_bytes(self) -> int:
@@ -139,7 +145,8 @@ class TopicCatalog:
         """`reserved`: partitions the same request validated before without creating
         them (validate_only), which count against the total as if created."""
         chosen = validate_configs(configs)
-        await self._check_storable({**self.defaults.configs(), **chosen})
+        merged = settle_format({**self.defaults.configs(), **chosen}, configs)
+        await self._check_storable(merged)
         count = self.defaults.partitions if partitions <= 0 else partitions
         async with self._lock:
             self.invalidate(topic)
@@ -150,9 +157,8 @@ class TopicCatalog:
             self.budget.check_topic(topic.kafka_name, count)
             await self.budget.check_total(topic.namespace, count, reserved)
             if validate_only:
-                return TopicView(topic, TopicInfo(count), {**self.defaults.configs(), **chosen})
+                return TopicView(topic, TopicInfo(count), merged)
             await self.writable(topic)
-            merged = {**self.defaults.configs(), **chosen}
             try:
                 properties = {PROPERTY_PREFIX + k: v for k, v in merged.items()}
                 properties[TOPIC_ID] = str(uuid.uuid4())
@@ -162,9 +168,7 @@ class TopicCatalog:
                     raise KafkaError(ErrorCode.topic_already_exists, str(exc)) from exc
                 raise
             self.budget.moved(topic.namespace, count)
-            await self._admin.set_retention(
-                topic, int(merged["retention.ms"]), int(merged["retention.bytes"])
-            )
+            await self._admin.set_retention(topic, *pulsar_retention(merged))
             self.invalidate(topic)
         view = await self.describe(topic)
         if view is None:
@@ -182,6 +186,7 @@ class TopicCatalog:
         if view is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}")
         merged = {**self.defaults.configs(), **validate_configs(configs)}
+        merged = settle_format(merged, configs, view.entry_format)
         await self._check_storable(merged)
         if validate_only:
             return
@@ -189,9 +194,7 @@ class TopicCatalog:
             await self._admin.update_properties(
                 topic, {PROPERTY_PREFIX + k: v for k, v in merged.items()}
             )
-            await self._admin.set_retention(
-                topic, int(merged["retention.ms"]), int(merged["retention.bytes"])
-            )
+            await self._admin.set_retention(topic, *pulsar_retention(merged))
             self.invalidate(topic)
 
     async def _check_storable(self, configs: Mapping[str, str]) -> None:

@@ -155,6 +155,22 @@ class _LogCollector(Collector):
                 "Entries the tail followers read from Pulsar to count them",
                 stats.counted_from_reads,
             ),
+            "kop_compactions": (
+                "Compaction cycles of compacted topics (Pulsar compacted, survivors noted)",
+                stats.compactions,
+            ),
+            "kop_compaction_failures": (
+                "Compaction cycles that failed (the next cycle repeats the work)",
+                stats.compaction_failures,
+            ),
+            "kop_compaction_unknown_entries": (
+                "Entries Pulsar's compaction kept whose offset kop could not find (not served)",
+                stats.compaction_unknown_entries,
+            ),
+            "kop_compacted_readers_opened": (
+                "Pulsar readers opened on a compacted topic's compacted view",
+                stats.compacted_readers,
+            ),
         }
         for name, (doc, value) in counters.items():
             yield CounterMetricFamily(name, doc, value=value)

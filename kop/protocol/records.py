@@ -31,6 +31,10 @@ HEADER_SIZE = _HEADER.size  # 61
 _LOG_OVERHEAD = 12  # baseOffset + batchLength precede what batchLength counts
 _CRC_START = 21  # CRC covers attributes .. end
 _BASE_OFFSET = struct.Struct(">q")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
+_CRC = struct.Struct(">I")
+_CRC_AT = 17
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -213,9 +217,12 @@ def build_batch(
     producer_id: int = NO_PRODUCER_ID,
     producer_epoch: int = -1,
     base_sequence: int = NO_SEQUENCE,
+    last_offset: int | None = None,
 ) -> bytes:
     """Build one batch whose base offset is the first record's offset; offsets must
-    be ascending (gaps allowed)."""
+    be ascending (gaps allowed). `last_offset` past the last record's makes the batch
+    span a gap after it, as Kafka's compaction leaves one: a consumer's next fetch
+    then starts after the gap instead of asking for it again."""
     if not records:
         raise ValueError("a record batch needs at least one record")
     # aiokafka's C builder takes a first timestamp of -1 for "none yet" and bases the
@@ -228,6 +235,9 @@ def build_batch(
         builder.append(r.offset - base, r.timestamp, r.key, r.value, list(r.headers))
     out = builder.build()
     _BASE_OFFSET.pack_into(out, 0, base)
+    if last_offset is not None and last_offset > records[-1].offset:
+        _LAST_OFFSET_DELTA.pack_into(out, _LAST_OFFSET_DELTA_AT, last_offset - base)
+        _CRC.pack_into(out, _CRC_AT, crc32c.crc32c(memoryview(out)[_CRC_START:]))
     return bytes(out)
 
 

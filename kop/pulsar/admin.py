@@ -49,6 +49,7 @@ class PulsarAdmin:
     ) -> None:
         self._http = AdminHttp(http_url, timeout_s, options or ConnectOptions())
         self._request = self._http.request
+        self.request = self._http.request  # for admin calls kept beside this class
         self._max_message_size: int | None = None
 
     async def close(self) -> None:

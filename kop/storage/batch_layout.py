@@ -96,6 +96,7 @@ def messages(entry: StoredEntry, *, compacted_out: bool = False) -> list[StoredM
                 publish_time=entry.publish_time,
                 producer_name=entry.producer_name,
                 key_b64=meta.partition_key_b64_encoded,
+                compacted_out=meta.compacted_out,
             )
         )
         pos = end

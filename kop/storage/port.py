@@ -91,6 +91,23 @@ class MessageLog(Protocol):
     async def close(self) -> None: ...
 
 
+class Compaction(Protocol):
+    """The storage's own topic compaction (Pulsar's), for compacted Kafka topics."""
+
+    async def compact(self, topic: str) -> None:
+        """Compact one topic partition up to (at least) its last entry now; returns
+        once done. Readers with `compacted=True` then read, below the compaction's
+        horizon, only each key's last message (a message with an empty payload
+        deletes its key and goes too; a message without a key goes), each at its
+        original position; an emptied batch slot stays in its batch, marked."""
+        ...
+
+    async def pin(self, topic: str, at: Position | None) -> None:
+        """Keep every entry from `at` on (None: from the first stored entry) from
+        being deleted by retention, until pinned elsewhere: a durable subscription."""
+        ...
+
+
 class StorageAdmin(Protocol):
     async def healthy(self) -> bool: ...
 

@@ -75,6 +75,9 @@ class StoredMessage:
     publish_time: int
     producer_name: str = ""
     key_b64: bool = False  # Pulsar's flag: the partition key is base64 of binary bytes
+    # Pulsar's compaction left this message's place in its batch, not the message:
+    # it still takes its offset, and nothing is served for it.
+    compacted_out: bool = False
 
 
 @dataclass(frozen=True, slots=True)

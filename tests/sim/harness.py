@@ -14,6 +14,7 @@ from kop.log.manager import LogManager
 from kop.log.partition_log import LogSettings, PartitionLog
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import Record, build_batch, iter_records, split_batches
+from kop.storage.port import Compaction
 from tests.sim.clock import SimLoop
 from tests.sim.memory_log import MemoryLog
 
@@ -48,20 +49,29 @@ def batch(
 
 
 class Node:
-    def __init__(self, loop: SimLoop, log: MemoryLog, settings: LogSettings) -> None:
+    def __init__(
+        self,
+        loop: SimLoop,
+        log: MemoryLog,
+        settings: LogSettings,
+        compaction: Compaction | None = None,
+        compacted: bool | None = None,
+    ) -> None:
         self.loop = loop
         self.log = log
         self.settings = settings
         self.manager: LogManager | None = None
+        self._compaction = compaction
+        self._compacted = compacted  # what the node's partitions are opened as
 
     def start(self) -> None:
         store = CheckpointStore(self.log, INDEX_TOPIC)
-        self.manager = LogManager(self.log, store, self.settings)
+        self.manager = LogManager(self.log, store, self.settings, compaction=self._compaction)
         self.loop.run(self.manager.start(), within=60)
 
     def partition(self, topic: str = TOPIC) -> PartitionLog:
         assert self.manager is not None
-        return self.loop.run(self.manager.partition(topic), within=120)
+        return self.loop.run(self.manager.partition(topic, compacted=self._compacted), within=120)
 
     def stop(self) -> None:
         """A clean stop: everything is flushed."""

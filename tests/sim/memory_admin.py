@@ -7,6 +7,7 @@ from __future__ import annotations
 from kop.config import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
+from tests.sim.memory_compaction import MemoryCompaction
 from tests.sim.memory_log import MemoryLog
 
 
@@ -100,6 +101,7 @@ class MemoryBackend:
     def __init__(self, log: MemoryLog | None = None) -> None:
         self.log = log or MemoryLog()
         self.admin = MemoryAdmin(self.log)
+        self.compaction = MemoryCompaction(self.log)
 
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log

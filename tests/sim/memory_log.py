@@ -80,6 +80,11 @@ class MemoryTopic:
         self.hold_next = False
         # Held sends: (entries, producer, first sequence id), stored on `release_held`.
         self.held: list[tuple[Sequence[OutgoingEntry], str, int]] = []
+        # Compaction (tests/sim/memory_compaction.py): the compacted ledger, the entry
+        # key of its horizon, and the durable cursors (name -> first entry key kept).
+        self.compacted: list[StoredEntry] = []
+        self.horizon: tuple[int, int] | None = None
+        self.cursors: dict[str, tuple[int, int]] = {}
 
     # -- storage ------------------------------------------------------------
 
@@ -132,8 +137,12 @@ class MemoryTopic:
         self.ledgers.append(_Ledger(self.store.next_ledger_id()))
 
     def trim(self, ledgers: int) -> int:
-        """Delete up to `ledgers` of the oldest closed ledgers; returns how many went."""
+        """Delete up to `ledgers` of the oldest closed ledgers; returns how many went.
+        A ledger holding an entry a durable cursor has not passed stays, as in Pulsar."""
         n = min(ledgers, len(self.ledgers) - 1)
+        if self.cursors:
+            keep_from = min(self.cursors.values())
+            n = min(n, sum(1 for ledger in self.ledgers[:n] if _below(ledger, keep_from)))
         del self.ledgers[:n]
         return n
 
@@ -148,6 +157,13 @@ class MemoryTopic:
         """Open readers re-deliver up to `back` entries they already delivered."""
         for reader in self.readers:
             reader.rewind(back)
+
+
+def _below(ledger: _Ledger, key: tuple[int, int]) -> bool:
+    """Whether every entry of `ledger` comes before entry key `key`."""
+    if ledger.id != key[0]:
+        return ledger.id < key[0]
+    return len(ledger.entries) <= key[1]
 
 
 class MemoryWriter:
@@ -253,8 +269,9 @@ def _fail_all(sends: list[_Send], why: str) -> None:
 
 
 class MemoryReader:
-    def __init__(self, topic: MemoryTopic, start: Position | None) -> None:
+    def __init__(self, topic: MemoryTopic, start: Position | None, compacted: bool = False) -> None:
         self._topic = topic
+        self._compacted = compacted
         # The next entry to deliver, as (ledger id, entry index).
         self._at = (0, 0) if start is None else (start.ledger, start.entry)
         self._idle_wanted = False
@@ -270,6 +287,14 @@ class MemoryReader:
             self._at = self._delivered[-min(back, len(self._delivered))]
 
     def _next(self) -> StoredEntry | None:
+        horizon = self._topic.horizon
+        if self._compacted and horizon is not None and self._at <= horizon:
+            for e in self._topic.compacted:
+                if e.position.entry_key >= self._at:
+                    self._delivered.append(e.position.entry_key)
+                    self._at = (e.position.ledger, e.position.entry + 1)
+                    return e
+            self._at = (horizon[0], horizon[1] + 1)
         found = self._topic.first_at_or_after(*self._at)
         if found is None:
             return None
@@ -354,7 +379,7 @@ class MemoryLog:
     ) -> MemoryReader:
         await self._reachable(f"create a reader on {topic}")
         self.readers_opened[topic] += 1
-        return MemoryReader(self.topic(topic), start)
+        return MemoryReader(self.topic(topic), start, compacted)
 
     async def earliest(self, topic: str) -> Position | None:
         await self._reachable(f"find where {topic} begins")

@@ -1,0 +1,172 @@
+"""Compacted topics (cleanup.policy=compact) on a real Pulsar: Pulsar compacts, kop
+serves Kafka's compacted log, and a Pulsar reader with `readCompacted` sees the
+same table.
+
+How the test makes retention delete the live ledgers on demand (see
+test_retention.py for what `unload` and `truncate` do): once kop's compaction
+cycle has noted every survivor (the `kop_compactions` metric moved after the last
+write), the partition is unloaded (its ledger closed) and truncated (closed
+ledgers deleted). Only Pulsar's compacted ledger then holds the old records.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from bench.java_side import pulsar_lib
+from tests.integration.admin import create_topic
+from tests.integration.conftest import PULSAR_URL, KopProcess
+from tests.integration.observe import ledgers, metric, truncate, unload, wait_for_partition
+
+# Written in this order: every key's last write wins, and `k3` ends deleted.
+WRITES: list[tuple[bytes, bytes | None]] = [
+    *[(f"k{i}".encode(), f"old-{i}".encode()) for i in range(6)],
+    (b"k1", b"new-1"),
+    (b"k3", None),
+    (b"k4", b"new-4"),
+    *[(f"k{i}".encode(), f"later-{i}".encode()) for i in (0, 5)],
+]
+TABLE = {b"k0": b"later-0", b"k1": b"new-1", b"k2": b"old-2", b"k4": b"new-4", b"k5": b"later-5"}
+
+
+@pytest.fixture
+def compacting_kop(pulsar: str, tmp_path: Path) -> Any:
+    gateway = KopProcess(tmp_path, KOP_COMPACTION_INTERVAL_S="1", KOP_RETENTION_CHECK_S="1")
+    gateway.start()
+    yield gateway
+    gateway.stop()
+
+
+def _produce(bootstrap: str, topic: str, writes: list[tuple[bytes, bytes | None]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    errors: list[Any] = []
+    for key, value in writes:
+        producer.produce(topic, key=key, value=value, on_delivery=lambda e, _m: errors.append(e))
+    producer.flush(30)
+    assert errors and not any(errors), errors
+
+
+def _read_all(bootstrap: str, topic: str, start: int = 0) -> list[tuple[int, bytes, Any]]:
+    """Every record from `start` to the end: (offset, key, value)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+         "enable.auto.commit": False, "auto.offset.reset": "error"}
+    )  # fmt: skip
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, start)])
+        out: list[tuple[int, bytes, Any]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if consumer.position([TopicPartition(topic, 0)])[0].offset >= high:
+                    return out
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            out.append((msg.offset(), msg.key(), msg.value()))
+            if msg.offset() + 1 >= high:
+                return out
+        raise AssertionError(f"read {out} of {topic} up to {high} in 30 s")
+    finally:
+        consumer.close()
+
+
+def _compactions(gateway: KopProcess) -> float:
+    return metric(gateway, "kop_compactions_total") or 0.0
+
+
+def _wait(what: str, check: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def test_compacted_topic_after_retention_is_kafkas_table(
+    compacting_kop: KopProcess, topic: str
+) -> None:
+    boot = compacting_kop.bootstrap
+    create_topic(boot, topic, configs={"cleanup.policy": "compact"})
+    _produce(boot, topic, WRITES[:6])
+    unload(topic)  # a ledger boundary inside the data
+    _produce(boot, topic, WRITES[6:])
+    wait_for_partition(
+        compacting_kop, topic, lambda s: s.get("high_watermark") == len(WRITES), "all counted"
+    )
+    before = _read_all(boot, topic)
+    assert [(k, v) for _o, k, v in before] == WRITES  # the live log: every record
+
+    done = _compactions(compacting_kop)
+    _wait("compacted", lambda: _compactions(compacting_kop) > done)
+    unload(topic)
+    truncate(topic)  # retention, on demand: only the compacted ledger keeps the old records
+    assert ledgers(topic)[-1][1] == 0 and len(ledgers(topic)) == 1
+
+    after = _wait_for_table(boot, topic)
+    offsets = {k: o for o, k, _v in after}
+    written_at = {k: o for o, (k, _v) in enumerate(WRITES)}
+    assert {k: v for _o, k, v in after} == TABLE
+    assert offsets == {k: written_at[k] for k in TABLE}  # original offsets
+
+    # A fetch from an offset compaction removed gets the next record.
+    assert _read_all(boot, topic, start=1)[0][0] == written_at[b"k2"]
+
+    # The official Java client's reader with readCompacted sees the same table.
+    assert _java_compacted_table(f"persistent://public/default/{topic}-partition-0") == TABLE
+
+
+def _java_compacted_table(partition: str) -> dict[bytes, bytes]:
+    lib = pulsar_lib()
+    assert lib is not None, "the Pulsar distribution (tools/pulsar.py fetch) has no client jars"
+    source = Path(__file__).parent / "java" / "CompactedTable.java"
+    run = subprocess.run(
+        ["java", "-cp", f"{lib}/*", str(source), PULSAR_URL, partition],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0 and "END" in lines, run.stdout[-3000:] + run.stderr[-3000:]
+    table: dict[bytes, bytes] = {}
+    for line in lines:
+        if not line.startswith("ROW "):
+            continue  # the client's own logging
+        _row, key, value = line.split(" ")
+        assert value != "-", f"a tombstone in the compacted view: {line}"
+        table[bytes.fromhex(key)] = bytes.fromhex(value)
+    return table
+
+
+def _wait_for_table(bootstrap: str, topic: str) -> list[tuple[int, bytes, Any]]:
+    """What kop serves once its retention check saw the deleted ledgers."""
+    deadline = time.monotonic() + 30
+    while True:
+        got = _read_all(bootstrap, topic)
+        if len(got) == len(TABLE) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.5)
+
+
+def test_keyless_record_on_a_compacted_topic_is_refused(kop: KopProcess, topic: str) -> None:
+    create_topic(kop.bootstrap, topic, configs={"cleanup.policy": "compact"})
+    producer = Producer({"bootstrap.servers": kop.bootstrap, "retries": 0})
+    errors: list[Any] = []
+    producer.produce(topic, value=b"no key", on_delivery=lambda e, _m: errors.append(e))
+    producer.flush(30)
+    assert errors and errors[0] is not None
+    assert errors[0].name() == "INVALID_RECORD", errors[0]
+
+
+def test_compaction_refuses_the_kafka_entry_format(kop: KopProcess, topic: str) -> None:
+    with pytest.raises(Exception, match="pulsar entry format"):
+        create_topic(
+            kop.bootstrap, topic, entry_format="kafka", configs={"cleanup.policy": "compact"}
+        )
