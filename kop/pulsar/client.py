@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kop.pulsar.admin import PulsarAdmin
+from kop.pulsar.codecs import kafka_codec, pulsar_codec
 from kop.pulsar.wire import PulsarWireError, RawEntry, WireClient, WireProducer, WireReader, pb
+from kop.pulsar.wire.compression import compress
 from kop.pulsar.wire.options import ConnectOptions
 from kop.storage.types import (
     IDLE,
@@ -63,6 +65,16 @@ class SendBudget:
 
 
 def _metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
+    """The entry's metadata and payload, compressed in the Pulsar codec of its
+    Kafka codec (`kop.pulsar.codecs`)."""
+    meta, payload = _plain_metadata(entry)
+    if entry.codec:
+        meta.compression = pulsar_codec(entry.codec)  # type: ignore[assignment]
+        payload = compress(meta.compression, payload)
+    return meta, payload
+
+
+def _plain_metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
     # The producer sets its name, the sequence id and the publish time when it sends.
     meta = pb.MessageMetadata(producer_name="", sequence_id=0, publish_time=0)
     m = entry.message
@@ -100,10 +112,11 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
             position, meta.producer_name, meta.sequence_id, meta.publish_time, max(count, 1),
             None, b"", props,
         )  # fmt: skip
+    codec = kafka_codec(meta.compression)
     if meta.HasField("num_messages_in_batch"):
         return StoredEntry(
             position, meta.producer_name, meta.sequence_id, meta.publish_time,
-            meta.num_messages_in_batch, None, raw.payload, props,
+            meta.num_messages_in_batch, None, raw.payload, props, codec,
         )  # fmt: skip
     message = StoredMessage(
         position=position,
@@ -117,7 +130,7 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
         key_b64=meta.partition_key_b64_encoded,
     )
     return StoredEntry(
-        position, meta.producer_name, meta.sequence_id, meta.publish_time, 1, message
+        position, meta.producer_name, meta.sequence_id, meta.publish_time, 1, message, codec=codec
     )
 
 
