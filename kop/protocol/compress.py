@@ -25,6 +25,7 @@ NAMES = {0: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 _GZIP_LEVEL = 1
 _ZSTD_LEVEL = 1
+_LZ4_LEVEL = 1  # cramjam's default (4) is high compression: six times slower
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 _I32 = struct.Struct(">i")
@@ -38,7 +39,7 @@ def compress(codec: int, data: bytes | memoryview) -> bytes:
     if codec == SNAPPY:
         return _xerial(memoryview(data))
     if codec == LZ4:
-        lz4 = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        lz4 = cramjam.lz4.Compressor(level=_LZ4_LEVEL, content_checksum=False, block_linked=False)
         lz4.compress(bytes(data))
         return bytes(lz4.finish())
     if codec == ZSTD:
