@@ -7,9 +7,11 @@ all or nothing and nothing on the hot path costs a call per record:
   `entry_format`).
 - `pulsar` format, batching (the default): one batch entry holding one Pulsar
   message per record (the message rules of `entry_format`), split only where an
-  entry would pass `max_entry_bytes`. An idempotent batch's stamp is the entry's
-  own property `__kafka.producer` (`pid/epoch/first-sequence/count/index`, index
-  = the batch's last record in this entry), not a property of every message.
+  entry would pass `max_entry_bytes`; a record larger than that alone is a
+  single-message entry (stamped as below), which the storage stores in chunks.
+  An idempotent batch's stamp is the entry's own property `__kafka.producer`
+  (`pid/epoch/first-sequence/count/index`, index = the batch's last record in
+  this entry), not a property of every message.
 - `pulsar` format, not batching: one single-message entry per record, each
   stamped with its index (Pulsar counts a subscription's backlog in entries).
 - Either `pulsar` way, the entries say the batch's Kafka codec: the storage keeps
@@ -154,7 +156,12 @@ def pulsar_entries(
     for layout, count in chunks:
         index += count
         props = {} if stamp is None else {P_PRODUCER: _stamp_text(stamp, index - 1)}
-        out.append(OutgoingEntry(batch=layout, count=count, properties=props, codec=codec))
+        alone = batch_layout.single(layout) if len(layout) > max_entry_bytes else None
+        if alone is not None:  # a record larger than an entry: alone, for chunking
+            out.append(OutgoingEntry(replace(alone, properties={**alone.properties, **props}),
+                                     codec=codec))  # fmt: skip
+        else:
+            out.append(OutgoingEntry(batch=layout, count=count, properties=props, codec=codec))
     return out
 
 

@@ -158,9 +158,11 @@ class PulsarWriter:
         built = [_metadata(e) for e in entries]
         limit = self._producer.max_message_size
         for meta, payload in built:
-            if len(payload) + meta.ByteSize() + _METADATA_ROOM > limit:
+            batch = meta.HasField("num_messages_in_batch")
+            if batch and len(payload) + meta.ByteSize() + _METADATA_ROOM > limit:
                 # Refused before anything is sent: a write is stored whole or not at all.
-                too_big = f"an entry of {len(payload)} bytes exceeds Pulsar's limit of {limit}"
+                # A single message that large is sent in chunks.
+                too_big = f"a batch entry of {len(payload)} bytes exceeds Pulsar's limit of {limit}"
                 future.set_exception(StorageError(too_big, retriable=False))
                 return first, future
         size = sum(e.size for e in entries)
@@ -195,7 +197,7 @@ class PulsarWriter:
                     future.set_result(stored)
 
         for i, (meta, payload) in enumerate(built):
-            sent = self._producer.send(meta, payload)
+            sent = self._producer.send(meta, payload, chunking=True)
             sent.add_done_callback(functools.partial(settle, i, meta))
         return first, future
 
