@@ -26,7 +26,7 @@ from kop.log import entries
 from kop.log.entry_format import EntryFormat
 from kop.protocol.records import read_header
 from kop.pulsar.client import _metadata
-from kop.storage.types import OutgoingEntry, Position, stored_as
+from kop.storage.types import OutgoingEntry, Position, StoredEntry, stored_as
 
 
 def _produce(batch: bytes, codec: int) -> list[OutgoingEntry]:
@@ -35,6 +35,10 @@ def _produce(batch: bytes, codec: int) -> list[OutgoingEntry]:
     for e in out:
         _metadata(e)
     return out
+
+
+def _decode_all(stored: list[StoredEntry]) -> list[entries.Entry]:
+    return [entries.decode(s, 0) for s in stored]
 
 
 def main() -> None:
@@ -53,8 +57,8 @@ def main() -> None:
         out = _produce(batch, codec)
         stored = [stored_as(e, Position(1, i), "w", i, 1) for i, e in enumerate(out)]
         plain = [dataclasses.replace(s, codec=0) for s in stored]
-        fetch = median_rate(lambda: [entries.decode(s, 0) for s in stored], args.seconds)
-        before = median_rate(lambda: [entries.decode(s, 0) for s in plain], args.seconds)
+        fetch = median_rate(functools.partial(_decode_all, stored), args.seconds)
+        before = median_rate(functools.partial(_decode_all, plain), args.seconds)
         row.append(f"fetch {fetch * n:10,.0f} (as none {before * n:10,.0f})")
         in_pulsar = sum(len(_metadata(e)[1]) for e in out)
         served = sum(entries.decode(s, 0).size for s in stored)
