@@ -200,7 +200,9 @@ class Gateway:
             total=c.max_partitions_total,
             home=Namespace(c.tenant, c.namespace),
         )
-        catalog = TopicCatalog(self.backend.admin, defaults, budget)
+        catalog = TopicCatalog(
+            self.backend.admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes
+        )
         self.groups = await self._start_groups(storage, self.logs, catalog)
         services = Services(
             broker=Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id),

@@ -7,11 +7,16 @@ all or nothing and nothing on the hot path costs a call per record:
   `entry_format`).
 - `pulsar` format, batching (the default): one batch entry holding one Pulsar
   message per record (the message rules of `entry_format`), split only where an
-  entry would pass `max_entry_bytes`. An idempotent batch's stamp is the entry's
-  own property `__kafka.producer` (`pid/epoch/first-sequence/count/index`, index
-  = the batch's last record in this entry), not a property of every message.
+  entry would pass `max_entry_bytes`; a record larger than that alone is a
+  single-message entry (stamped as below), which the storage stores in chunks.
+  An idempotent batch's stamp is the entry's own property `__kafka.producer`
+  (`pid/epoch/first-sequence/count/index`, index = the batch's last record in
+  this entry), not a property of every message.
 - `pulsar` format, not batching: one single-message entry per record, each
   stamped with its index (Pulsar counts a subscription's backlog in entries).
+- Either `pulsar` way, the entries say the batch's Kafka codec: the storage keeps
+  them compressed in its equivalent, and reading serves the records in that codec
+  again (docs/decisions.md D11).
 
 Reading an entry (`decode`) gives the Kafka view of it at its base offset:
 how many offsets it takes (DESIGN.md's rule: a valid kafka-format message
@@ -29,7 +34,7 @@ docs/decisions.md), else in the Python here; both give the same bytes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kop.log import entry_format
 from kop.log.entry_format import (
@@ -43,6 +48,7 @@ from kop.log.entry_format import (
     whole_batch,
 )
 from kop.log.native import native
+from kop.protocol import compress
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import (
     MAX_UNCOMPRESSED_BYTES,
@@ -50,6 +56,7 @@ from kop.protocol.records import (
     Record,
     build_batch,
     check_records,
+    compressed,
     iter_records,
     null_batch,
     records_section,
@@ -122,11 +129,13 @@ def pulsar_entries(
     `max_uncompressed`."""
     if first_index < 0 or (stamp is not None and first_index >= stamp.count):
         raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
+    codec = head.compression
     if not batching:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
         return [
-            OutgoingEntry.of(
-                encode_record(r, None if stamp is None else _stamp_text(stamp, first_index + i))
+            OutgoingEntry(
+                encode_record(r, None if stamp is None else _stamp_text(stamp, first_index + i)),
+                codec=codec,
             )
             for i, r in enumerate(records)
         ]
@@ -147,7 +156,12 @@ def pulsar_entries(
     for layout, count in chunks:
         index += count
         props = {} if stamp is None else {P_PRODUCER: _stamp_text(stamp, index - 1)}
-        out.append(OutgoingEntry(batch=layout, count=count, properties=props))
+        alone = batch_layout.single(layout) if len(layout) > max_entry_bytes else None
+        if alone is not None:  # a record larger than an entry: alone, for chunking
+            out.append(OutgoingEntry(replace(alone, properties={**alone.properties, **props}),
+                                     codec=codec))  # fmt: skip
+        else:
+            out.append(OutgoingEntry(batch=layout, count=count, properties=props, codec=codec))
     return out
 
 
@@ -219,7 +233,16 @@ def producer_records(
 
 
 def decode(entry: StoredEntry, base_offset: int) -> Entry:
-    """Never raises: see `entry_format` for what malformed input means."""
+    """Never raises: see `entry_format` for what malformed input means. Records are
+    served in the codec the entry was stored in (their producer's), as Kafka does
+    with `compression.type=producer`."""
+    decoded = _decode(entry, base_offset)
+    if entry.codec and entry.codec in compress.CODECS:
+        return replace(decoded, data=compressed(decoded.data, entry.codec))
+    return decoded
+
+
+def _decode(entry: StoredEntry, base_offset: int) -> Entry:
     if entry.message is not None:
         return _single(entry.message, base_offset)
     stamps: list[StampAt] = []

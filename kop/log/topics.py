@@ -86,8 +86,10 @@ class TopicCatalog:
         defaults: TopicDefaults,
         budget: PartitionBudget,
         ttl_s: float = 5.0,
+        max_read_bytes: int = 64 << 20,
     ) -> None:
         self._admin = admin
+        self._max_read_bytes = max_read_bytes
         self.defaults = defaults
         self.budget = budget
         # By full Pulsar name: `t` and `persistent://public/default/t` are one topic.
@@ -146,7 +148,7 @@ class TopicCatalog:
         them (validate_only), which count against the total as if created."""
         chosen = validate_configs(configs)
         merged = settle_format({**self.defaults.configs(), **chosen}, configs)
-        await self._check_storable(merged)
+        self._check_storable(merged)
         count = self.defaults.partitions if partitions <= 0 else partitions
         async with self._lock:
             self.invalidate(topic)
@@ -187,7 +189,7 @@ class TopicCatalog:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}")
         merged = {**self.defaults.configs(), **validate_configs(configs)}
         merged = settle_format(merged, configs, view.entry_format)
-        await self._check_storable(merged)
+        self._check_storable(merged)
         if validate_only:
             return
         async with self._lock:
@@ -197,15 +199,16 @@ class TopicCatalog:
             await self._admin.set_retention(topic, *pulsar_retention(merged))
             self.invalidate(topic)
 
-    async def _check_storable(self, configs: Mapping[str, str]) -> None:
-        """A Kafka batch is one Pulsar entry in the `kafka` format, and Pulsar refuses
-        entries above its maxMessageSize: a topic must not promise more."""
-        limit = await self._admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
+    def _check_storable(self, configs: Mapping[str, str]) -> None:
+        """A record or batch larger than Pulsar's maxMessageSize is stored in chunks,
+        which a reader puts together up to `max_uncompressed_entry_bytes`: a topic
+        must not promise more than kop can read back."""
+        limit = self._max_read_bytes - ENTRY_METADATA_ALLOWANCE
         if int(configs["max.message.bytes"]) > limit:
             raise KafkaError(
                 ErrorCode.invalid_config,
-                f"max.message.bytes={configs['max.message.bytes']} is above what Pulsar stores "
-                f"in one entry ({limit}: its broker maxMessageSize less metadata room)",
+                f"max.message.bytes={configs['max.message.bytes']} is above what kop reads "
+                f"back ({limit}: max_uncompressed_entry_bytes less metadata room)",
             )
 
     async def delete(self, topic: PulsarTopic) -> TopicView:

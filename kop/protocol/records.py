@@ -20,7 +20,7 @@ from aiokafka.record.default_records import (
     _DefaultRecordBatchBuilderPy,
 )
 
-from kop.protocol import compression
+from kop.protocol import compress, compression
 from kop.protocol.errors import ErrorCode, KafkaError
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes,
@@ -314,6 +314,34 @@ _CODECS: dict[int, Callable[[memoryview, int], bytes]] = {
     3: compression.lz4_frame,
     4: compression.zstd,
 }
+
+
+def compressed(data: bytes, codec: int) -> bytes:
+    """Concatenated batches with every uncompressed one compressed in `codec` (0:
+    as they are); a batch already compressed keeps its own codec."""
+    if codec == 0:
+        return data
+    out: list[bytes] = []
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        head = read_header(data, pos)
+        batch = data[pos : pos + head.length]
+        out.append(batch if head.compression else compress_batch(batch, head, codec))
+        pos += head.length
+    return b"".join(out)
+
+
+def compress_batch(batch: bytes, head: BatchHeader, codec: int) -> bytes:
+    """An uncompressed batch with its records compressed in `codec`: the same
+    header but for the codec bits, its length and its CRC."""
+    body = compress.compress(codec, memoryview(batch)[HEADER_SIZE:])
+    out = bytearray(HEADER_SIZE + len(body))
+    out[:HEADER_SIZE] = batch[:HEADER_SIZE]
+    out[HEADER_SIZE:] = body
+    struct.pack_into(">i", out, 8, len(out) - _LOG_OVERHEAD)
+    _ATTRIBUTES.pack_into(out, _ATTRIBUTES_AT, (head.attributes & ~COMPRESSION_MASK) | codec)
+    struct.pack_into(">I", out, 17, crc32c.crc32c(memoryview(out)[_CRC_START:]))
+    return bytes(out)
 
 
 def with_base_offset(batch: bytes, base_offset: int) -> bytes:

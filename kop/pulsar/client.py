@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kop.pulsar.admin import PulsarAdmin
+from kop.pulsar.codecs import kafka_codec, pulsar_codec
 from kop.pulsar.wire import PulsarWireError, RawEntry, WireClient, WireProducer, WireReader, pb
+from kop.pulsar.wire.compression import compress
 from kop.pulsar.wire.options import ConnectOptions
 from kop.storage.types import (
     IDLE,
@@ -63,6 +65,16 @@ class SendBudget:
 
 
 def _metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
+    """The entry's metadata and payload, compressed in the Pulsar codec of its
+    Kafka codec (`kop.pulsar.codecs`)."""
+    meta, payload = _plain_metadata(entry)
+    if entry.codec:
+        meta.compression = pulsar_codec(entry.codec)  # type: ignore[assignment]
+        payload = compress(meta.compression, payload)
+    return meta, payload
+
+
+def _plain_metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
     # The producer sets its name, the sequence id and the publish time when it sends.
     meta = pb.MessageMetadata(producer_name="", sequence_id=0, publish_time=0)
     m = entry.message
@@ -100,10 +112,11 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
             position, meta.producer_name, meta.sequence_id, meta.publish_time, max(count, 1),
             None, b"", props,
         )  # fmt: skip
+    codec = kafka_codec(meta.compression)
     if meta.HasField("num_messages_in_batch"):
         return StoredEntry(
             position, meta.producer_name, meta.sequence_id, meta.publish_time,
-            meta.num_messages_in_batch, None, raw.payload, props,
+            meta.num_messages_in_batch, None, raw.payload, props, codec,
         )  # fmt: skip
     message = StoredMessage(
         position=position,
@@ -117,7 +130,7 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
         key_b64=meta.partition_key_b64_encoded,
     )
     return StoredEntry(
-        position, meta.producer_name, meta.sequence_id, meta.publish_time, 1, message
+        position, meta.producer_name, meta.sequence_id, meta.publish_time, 1, message, codec=codec
     )
 
 
@@ -145,9 +158,11 @@ class PulsarWriter:
         built = [_metadata(e) for e in entries]
         limit = self._producer.max_message_size
         for meta, payload in built:
-            if len(payload) + meta.ByteSize() + _METADATA_ROOM > limit:
+            batch = meta.HasField("num_messages_in_batch")
+            if batch and len(payload) + meta.ByteSize() + _METADATA_ROOM > limit:
                 # Refused before anything is sent: a write is stored whole or not at all.
-                too_big = f"an entry of {len(payload)} bytes exceeds Pulsar's limit of {limit}"
+                # A single message that large is sent in chunks.
+                too_big = f"a batch entry of {len(payload)} bytes exceeds Pulsar's limit of {limit}"
                 future.set_exception(StorageError(too_big, retriable=False))
                 return first, future
         size = sum(e.size for e in entries)
@@ -182,7 +197,7 @@ class PulsarWriter:
                     future.set_result(stored)
 
         for i, (meta, payload) in enumerate(built):
-            sent = self._producer.send(meta, payload)
+            sent = self._producer.send(meta, payload, chunking=True)
             sent.add_done_callback(functools.partial(settle, i, meta))
         return first, future
 

@@ -54,6 +54,23 @@ def entry(messages: Sequence[OutgoingMessage]) -> OutgoingEntry:
     return OutgoingEntry(batch=build(messages), count=len(messages))
 
 
+def single(layout: bytes) -> OutgoingMessage | None:
+    """The message of a layout holding exactly one, as it would be written alone
+    (a record too large for an entry goes alone, where Pulsar can chunk it); None
+    when the layout is not one message."""
+    found = messages(StoredEntry(Position(0, 0), "", 0, 0, 1, None, layout))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    return OutgoingMessage(
+        payload=None if m.null_value else m.payload,
+        properties=m.properties,
+        partition_key=m.partition_key or None,
+        event_time=m.event_time or None,
+        key_b64=m.key_b64,
+    )
+
+
 def messages(entry: StoredEntry, *, compacted_out: bool = False) -> list[StoredMessage]:
     """The entry's messages: the one message, or those of its batch layout
     (positions carry their batch index). Empty when the layout does not parse.

@@ -45,12 +45,16 @@ class OutgoingEntry:
     """One entry to store, all or nothing: a single message, or `count` messages
     in the batch layout (`kop.storage.batch_layout`), which Pulsar applications
     read as `count` messages. `properties` of a batch are the entry's own (its
-    outer metadata), never shown to Pulsar applications as message properties."""
+    outer metadata), never shown to Pulsar applications as message properties.
+    `codec` is the Kafka codec its records came in (0 none, 1 gzip, 2 snappy, 3 lz4,
+    4 zstd): the storage keeps the entry compressed in its own equivalent, so that
+    readers can serve the records in their producer's codec."""
 
     message: OutgoingMessage | None = None
     batch: bytes = b""
     count: int = 1
     properties: dict[str, str] = field(default_factory=dict)
+    codec: int = 0
 
     @classmethod
     def of(cls, message: OutgoingMessage) -> OutgoingEntry:
@@ -84,7 +88,9 @@ class StoredMessage:
 class StoredEntry:
     """One stored entry, as readers deliver it: a single message (`message`), or a
     batch of `count` messages in the batch layout (`batch`, uncompressed) with the
-    entry's own `properties`. `sequence_id` is its writer's numbering of it."""
+    entry's own `properties`. `sequence_id` is its writer's numbering of it. `codec`
+    is the Kafka codec it was stored compressed with (see OutgoingEntry); readers
+    deliver it uncompressed."""
 
     position: Position  # batch = -1: readers deliver whole entries
     producer_name: str
@@ -94,6 +100,7 @@ class StoredEntry:
     message: StoredMessage | None = None
     batch: bytes = b""
     properties: dict[str, str] = field(default_factory=dict)
+    codec: int = 0
 
 
 def stored_as(
@@ -104,7 +111,7 @@ def stored_as(
     if out.message is None:
         return StoredEntry(
             position, producer, sequence_id, publish_time, out.count, None, out.batch,
-            dict(out.properties),
+            dict(out.properties), out.codec,
         )  # fmt: skip
     m = out.message
     message = StoredMessage(
@@ -118,7 +125,7 @@ def stored_as(
         producer_name=producer,
         key_b64=m.key_b64,
     )
-    return StoredEntry(position, producer, sequence_id, publish_time, 1, message)
+    return StoredEntry(position, producer, sequence_id, publish_time, 1, message, codec=out.codec)
 
 
 class Idle:

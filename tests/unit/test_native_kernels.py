@@ -38,7 +38,7 @@ from kop.protocol.records import (
 )
 from kop.storage import batch_layout
 from kop.storage.proto.batch_layout_pb2 import SingleMessageMetadata
-from kop.storage.types import OutgoingMessage, Position, StoredEntry
+from kop.storage.types import OutgoingMessage, Position, StoredEntry, stored_as
 from tests.unit.batch_samples import BATCH, MALFORMED_HEADERS, batch_payloads
 
 kop_native: ModuleType | None
@@ -763,8 +763,7 @@ def _produce_fetch(
     decoded = []
     offset = 0
     for e in out:
-        stored = StoredEntry(AT, "p", 0, PUBLISH, e.count, None, e.batch, dict(e.properties))
-        decoded.append(entries.decode(stored, offset))
+        decoded.append(entries.decode(stored_as(e, AT, "p", 0, PUBLISH), offset))
         offset += decoded[-1].count
     return decoded
 

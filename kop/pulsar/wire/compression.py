@@ -5,9 +5,14 @@ frame, SNAPPY as raw snappy.
 Any Pulsar producer writes these, so the declared `uncompressed_size` is checked
 against a bound before anything is sized from it, and no codec inflates past it
 (`kop.protocol.compression`): a payload that would is corrupt to kop, as one that
-does not decompress."""
+does not decompress. `compress` writes them the same way, so any Pulsar consumer
+reads what kop stores."""
 
 from __future__ import annotations
+
+import zlib
+
+import cramjam
 
 from kop.protocol import compression
 from kop.pulsar.wire.errors import CorruptEntryError
@@ -19,6 +24,25 @@ MAX_UNCOMPRESSED_BYTES = 64 << 20
 _NONE, _LZ4, _ZLIB, _ZSTD, _SNAPPY = (
     int(c) for c in (pb.NONE, pb.LZ4, pb.ZLIB, pb.ZSTD, pb.SNAPPY)
 )
+
+
+# Fast levels: kop compresses on its produce path.
+_ZLIB_LEVEL = 1
+_ZSTD_LEVEL = 1
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    """`data` as Pulsar's clients write it in `codec` (a CompressionType other than
+    NONE); ValueError for an unknown one."""
+    if codec == _LZ4:
+        return bytes(cramjam.lz4.compress_block(data, store_size=False))
+    if codec == _ZLIB:
+        return zlib.compress(data, _ZLIB_LEVEL)
+    if codec == _ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=_ZSTD_LEVEL))
+    if codec == _SNAPPY:
+        return bytes(cramjam.snappy.compress_raw(data))
+    raise ValueError(f"no Pulsar codec {codec}")
 
 
 def decompress(

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 
+from kop.pulsar.wire import chunking
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import PulsarWireError, server_error
 from kop.pulsar.wire.frames import FRAME_PADDING, encode_payload_head
@@ -86,7 +87,7 @@ class WireProducer:
         return self._link.max_message_size
 
     def send(
-        self, metadata: pb.MessageMetadata, payload: bytes | memoryview
+        self, metadata: pb.MessageMetadata, payload: bytes | memoryview, *, chunking: bool = False
     ) -> asyncio.Future[Receipt]:
         """Enqueues one entry and returns its future: ``(ledger, entry)`` when stored,
         ``(-1, -1)`` when the broker recognised a re-send of an entry it had stored
@@ -94,7 +95,9 @@ class WireProducer:
         a non-retriable PulsarWireError for an entry the broker can never take (too
         big, topic terminated or gone, not allowed; such an entry does not use up a
         sequence id when rejected here), or a retriable one after the send timeout. A
-        timed-out entry may still have been stored."""
+        timed-out entry may still have been stored. With `chunking`, a single message
+        too big for one entry is sent in chunks under its one sequence id
+        (`chunking`); the future then gives the message's place."""
         future: asyncio.Future[Receipt] = self._loop.create_future()
         if self._failure is not None:
             future.set_exception(self._failure)
@@ -109,7 +112,10 @@ class WireProducer:
         metadata.publish_time = int(time.time() * 1000)
         meta = metadata.SerializeToString()
         limit = link.max_message_size
-        if len(payload) > limit or len(meta) + len(payload) > limit + FRAME_PADDING // 2:
+        too_big = len(payload) > limit or len(meta) + len(payload) > limit + FRAME_PADDING // 2
+        if too_big and chunking and not metadata.HasField("num_messages_in_batch"):
+            return self._send_chunks(metadata, payload, future)
+        if too_big:
             future.set_exception(
                 PulsarWireError(
                     f"entry of {len(payload)} bytes (+{len(meta)} of metadata) exceeds the "
@@ -120,19 +126,58 @@ class WireProducer:
             return future
         self._next_seq = seq + 1
         num = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
-        command = pb.BaseCommand(
-            type=_SEND,
-            send=pb.CommandSend(
-                producer_id=self._id, sequence_id=seq, num_messages=num, highest_sequence_id=seq
-            ),
+        self._push(seq, num, meta, payload, future)
+        return future
+
+    def _send_chunks(
+        self,
+        metadata: pb.MessageMetadata,
+        payload: bytes | memoryview,
+        future: asyncio.Future[Receipt],
+    ) -> asyncio.Future[Receipt]:
+        seq = self._next_seq
+        size = chunking.chunk_size(metadata, self._link.max_message_size)
+        pieces = chunking.cut(metadata, payload, size, f"{self._link.name}-{seq}")
+        self._next_seq = seq + 1
+        parts: list[asyncio.Future[Receipt]] = []
+        for meta, part in pieces:
+            parts.append(self._loop.create_future())
+            self._push(seq, 1, meta.SerializeToString(), part, parts[-1], chunk=True)
+
+        def settle(_: object) -> None:
+            if future.done() or not all(p.done() for p in parts):
+                return
+            failed = next((p.exception() for p in parts if p.exception() is not None), None)
+            if failed is not None:
+                future.set_exception(failed)
+            else:
+                future.set_result(chunking.place([p.result() for p in parts]))
+
+        for p in parts:
+            p.add_done_callback(settle)
+        return future
+
+    def _push(
+        self,
+        seq: int,
+        num: int,
+        meta: bytes,
+        payload: bytes | memoryview,
+        future: asyncio.Future[Receipt],
+        chunk: bool = False,
+    ) -> None:
+        send = pb.CommandSend(
+            producer_id=self._id, sequence_id=seq, num_messages=num, highest_sequence_id=seq
         )
+        if chunk:
+            send.is_chunk = True
+        command = pb.BaseCommand(type=_SEND, send=send)
         self._pending.push(seq, encode_payload_head(command, meta, payload), payload, future)
-        if not self._flush_soon and link.conn is not None:
+        if not self._flush_soon and self._link.conn is not None:
             # Written at the end of this loop iteration: the entries sent meanwhile
             # go out together, in one system call when they are small.
             self._flush_soon = True
             self._loop.call_soon(self._flush)
-        return future
 
     async def wait_for_room(self, size: int) -> None:
         """Returns once `size` more bytes fit under the pending limit (at once when
