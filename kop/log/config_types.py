@@ -79,7 +79,7 @@ def canonical(kind: ConfigType, value: Parsed) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
-        return ",".join(value)
+        return ",".join(dict.fromkeys(value))  # Kafka keeps each item once
     if isinstance(value, float):
         return java_double(value)
     return str(value)

@@ -84,12 +84,12 @@ _DEFS = (
        "the codec batches are stored and served in: producer keeps the producer's; any other "
        "is applied by kop on produce, as Kafka's broker recompresses",
        OneOf(COMPRESSION_TYPES), "compression.type"),
-    _d("compression.gzip.level", INT, "-1", N,
-       "kop compresses at the codec's default level", gzip_level, "compression.gzip.level"),
-    _d("compression.lz4.level", INT, "9", N, "kop compresses at the codec's default level",
-       Range(1, 17), "compression.lz4.level"),
-    _d("compression.zstd.level", INT, "3", N, "kop compresses at the codec's default level",
-       Range(-131072, 22), "compression.zstd.level"),
+    _d("compression.gzip.level", INT, "-1", H, "the level kop compresses at for "
+       "compression.type=gzip", gzip_level, "compression.gzip.level"),
+    _d("compression.lz4.level", INT, "9", H, "the level kop compresses at for "
+       "compression.type=lz4", Range(1, 17), "compression.lz4.level"),
+    _d("compression.zstd.level", INT, "3", H, "the level kop compresses at for "
+       "compression.type=zstd", Range(-131072, 22), "compression.zstd.level"),
     _d("delete.retention.ms", L, "86400000", N, f"how long tombstones are kept; {_COMPACTION}",
        Range(0), "log.cleaner.delete.retention.ms"),
     _d("file.delete.delay.ms", L, "60000", N, _PULSAR_STORES, Range(0),

@@ -139,7 +139,7 @@ def test_compact_is_refused_until_kop_compacts(policy: str) -> None:
         ("min.cleanable.dirty.ratio", "0.5d", "0.5"),
         ("min.cleanable.dirty.ratio", "0", "0.0"),
         ("min.cleanable.dirty.ratio", "0.0001", "1.0E-4"),
-        ("cleanup.policy", "delete, delete", "delete,delete"),
+        ("cleanup.policy", "delete, delete", "delete"),
         ("cleanup.policy", "", ""),
         ("follower.replication.throttled.replicas", " 0:1 , 1:2", "0:1,1:2"),
         ("message.timestamp.type", " LogAppendTime", "LogAppendTime"),
