@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conformance.model import CATALOGUE
 from conformance.runner import AGREE, DIFFER, KNOWN_DIFF, NA, STALE, Cell
+from kop.log.topic_config_defs import effect_table
 
 MARK = {AGREE: "agree", DIFFER: "DIFFERS", KNOWN_DIFF: "known", STALE: "stale", NA: "n/a"}
 DOC = Path(__file__).resolve().parent.parent / "docs" / "compatibility.md"
@@ -87,7 +88,37 @@ def markdown(cells: list[Cell], title_note: str) -> str:
             out += [f"Reason: {cell.reason}", ""]
         out += [f"- `{d}`" for d in cell.diffs[:8]]
         out.append("")
+    while out and not out[-1]:
+        out.pop()
+    out += ["", *topic_configs_section()]
     return "\n".join(out).rstrip() + "\n"
+
+
+def topic_configs_section() -> list[str]:
+    """Which topic configs kop honours, maps to Pulsar, or accepts with no effect
+    (from kop's catalogue, kop.log.topic_config_defs)."""
+    return [
+        "## Topic configs",
+        "",
+        "Every topic config Kafka 4.3.1 accepts is accepted by CreateTopics, AlterConfigs and",
+        "IncrementalAlterConfigs, validated as Kafka validates it (bad values get",
+        "`INVALID_CONFIG` with Kafka's message; values are kept in Kafka's canonical form),",
+        "and described by DescribeConfigs with Kafka's sources, types and synonyms. Kafka's",
+        "unknown names are unknown on kop too (`Unknown topic config name: …`), except kop's",
+        "own `kop.entry.format` and `kop.pulsar.batching`. Compacted topics",
+        "(`cleanup.policy=compact`) are built on Pulsar's compaction (docs/decisions.md D10);",
+        "`remote.storage.enable=true` is refused as by a Kafka broker without tiered storage.",
+        "",
+        effect_table(),
+        "",
+        "Notes: `message.timestamp.type=LogAppendTime` in the `pulsar` entry format writes the",
+        "append time into each record, and fetch marks a batch LogAppendTime when all its",
+        "records carry one time (a batch written before the switch whose first record is",
+        "its latest is served so too). `compression.type` recompresses produced batches;",
+        "the `pulsar` entry format serves what it stores, so the codec shows on fetch in",
+        "the `kafka` format. kop accepts any replication factor >= 1 (Pulsar's write",
+        "quorum replicates; a one-broker Kafka refuses more than 1).",
+    ]
 
 
 def write(cells: list[Cell], title_note: str, raw: Path | None = None) -> None:

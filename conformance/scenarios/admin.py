@@ -197,3 +197,106 @@ def groups(ctx: Ctx, client: Any) -> Observation:
     out["delete"] = _result(admin.delete_consumer_groups([group])[group])
     out["listed after"] = listed()
     return out
+
+
+# What Kafka Streams sets on a repartition topic, and what Connect-like tools and
+# operators set (less cleanup.policy=compact, which kop refuses until compaction lands).
+STREAMS_CONFIGS = {
+    "cleanup.policy": "delete",
+    "segment.bytes": "52428800",
+    "retention.ms": "-1",
+    "message.timestamp.type": "CreateTime",
+}
+CONNECT_CONFIGS = {
+    "segment.ms": "600000", "unclean.leader.election.enable": "false",
+    "min.insync.replicas": "2", "flush.messages": "1", "preallocate": "TRUE",
+    "min.cleanable.dirty.ratio": ".1", "delete.retention.ms": "100",
+    "leader.replication.throttled.replicas": "*", "compression.type": "zstd",
+    "message.timestamp.before.max.ms": "86400000", "file.delete.delay.ms": "60000",
+}  # fmt: skip
+
+
+def _all_configs(admin: AdminClient, topic: str) -> Any:
+    """Every Kafka topic config with its value, source and synonyms (kop's own
+    `kop.*` configs left out: Kafka has none)."""
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        got = admin.describe_configs([res])[res].result(60)  # librdkafka asks for synonyms
+    except KafkaException as exc:
+        return {"client error": exc.args[0].name()}
+    return {
+        name: [e.value, int(e.source), e.is_default, e.is_read_only,
+               [[s.name, s.value, int(s.source)] for s in e.synonyms.values()]]
+        for name, e in sorted(got.items()) if not name.startswith("kop.")
+    }  # fmt: skip
+
+
+def _described(admin: AdminClient, topic: str) -> Any:
+    got = _all_configs(admin, topic)
+    return None if "client error" in got else got
+
+
+@scenario("admin/streams-connect-configs", CF)
+def streams_connect_configs(ctx: Ctx, _client: object) -> Observation:
+    """CreateTopics with the configs Kafka Streams (a repartition topic) and Connect-like
+    tools set, partitions and replication factor -1 (the server's defaults): every
+    topic config described with value, source and synonyms, also of a plain topic."""
+    admin = _admin(ctx)
+    out: dict[str, Any] = {}
+    for logical, configs in (("streams", STREAMS_CONFIGS), ("connect", CONNECT_CONFIGS),
+                             ("plain", {})):  # fmt: skip
+        topic = ctx.name(f"cfg-{logical}")
+        new = NewTopic(topic, num_partitions=-1, replication_factor=-1, config=configs)
+        out[f"create {logical}"] = _result(admin.create_topics([new], operation_timeout=30)[topic])
+        # Kafka's metadata may lag its CreateTopics answer for a moment.
+        out[logical] = until(f"{logical} described", 30, lambda t=topic: _described(admin, t))
+    return out
+
+
+BAD_CONFIGS = (
+    ("segment.bytes", "1"), ("segment.bytes", "x"), ("retention.ms", "-2"),
+    ("compression.type", "none"), ("compression.gzip.level", "0"),
+    ("message.timestamp.type", "logappendtime"), ("min.cleanable.dirty.ratio", "1.5"),
+    ("min.insync.replicas", "0"), ("preallocate", "yes"), ("cleanup.policy", "delete,"),
+    ("cleanup.policy", "foo"), ("max.message.bytes", "2147483648"),
+    ("follower.replication.throttled.replicas", "bad"), ("remote.storage.enable", "true"),
+    ("no.such.config", "1"), ("message.timestamp.difference.max.ms", "1000"),
+)  # fmt: skip
+
+
+@scenario("admin/bad-configs", CF)
+def bad_configs(ctx: Ctx, _client: object) -> Observation:
+    """Bad topic config values at creation (validate only) and in IncrementalAlterConfigs:
+    each refused with its error and Kafka's message."""
+    admin = _admin(ctx)
+    out: dict[str, Any] = {}
+    for name, value in BAD_CONFIGS:
+        topic = ctx.name("cfg-bad")
+        new = NewTopic(topic, 1, 1, config={name: value})
+        try:
+            admin.create_topics([new], validate_only=True)[topic].result(60)
+            out[f"{name}={value}"] = "valid"
+        except KafkaException as exc:
+            out[f"{name}={value}"] = [exc.args[0].name(), exc.args[0].str()]
+    topic = ctx.name("cfg-alter-bad")
+    create_topic(ctx.bootstrap, topic)
+    set_op, append, delete = (
+        AlterConfigOpType.SET, AlterConfigOpType.APPEND, AlterConfigOpType.DELETE,
+    )  # fmt: skip
+    ops = {
+        "append to a long": [ConfigEntry("retention.ms", "5", incremental_operation=append)],
+        "set a bad value": [ConfigEntry("retention.ms", "x", incremental_operation=set_op)],
+        "lags crossed": [
+            ConfigEntry("min.compaction.lag.ms", "100", incremental_operation=set_op),
+            ConfigEntry("max.compaction.lag.ms", "10", incremental_operation=set_op),
+        ],
+        "delete an unknown": [ConfigEntry("no.such.config", None, incremental_operation=delete)],
+    }
+    for what, entries in ops.items():
+        res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=entries)
+        try:
+            admin.incremental_alter_configs([res])[res].result(60)
+            out[what] = "done"
+        except KafkaException as exc:
+            out[what] = [exc.args[0].name(), exc.args[0].str()]
+    return out

@@ -18,6 +18,12 @@ async def alter_configs(services: Services, ctx: RequestContext, request: Any) -
     """The whole set: what a resource does not name reverts to its default."""
 
     async def apply(res: Any) -> None:
+        _no_duplicates([c.name for c in res.configs])
+        for c in res.configs:
+            if c.value is None:
+                raise KafkaError(
+                    ErrorCode.invalid_request, f"Null value not supported for : {c.name}"
+                )
         configs = {c.name: c.value for c in res.configs}
         await services.catalog.alter(
             topic_for(ctx, res.resource_name), configs, request.validate_only
@@ -32,17 +38,18 @@ async def incremental_alter_configs(
     """SET, DELETE (back to the default), APPEND and SUBTRACT (list configs) (KIP-339)."""
 
     async def apply(res: Any) -> None:
+        _no_duplicates([c.name for c in res.configs])
         view = await existing_topic(services, ctx, res.resource_name)
-        names = {c.name for c in res.configs}
-        if len(names) != len(res.configs):
-            raise KafkaError(ErrorCode.invalid_request, "a config is named twice")
         ops = [(c.name, c.config_operation, c.value) for c in res.configs]
-        defaults = services.catalog.defaults.configs()
-        after = incremental(view.configs, defaults, ops)
-        explicit = {k: v for k, v in after.items() if defaults.get(k) != v}
-        await services.catalog.alter(view.topic, explicit, request.validate_only)
+        after = incremental(view.explicit, view.configs, ops)
+        await services.catalog.alter(view.topic, after, request.validate_only)
 
     return await _each(request, apply)
+
+
+def _no_duplicates(names: list[str]) -> None:
+    if len(set(names)) != len(names):
+        raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
 
 
 async def _each(request: Any, apply: Callable[[Any], Awaitable[None]]) -> Response:

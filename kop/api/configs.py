@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.log.topic_config_defs import CLUSTER_WIDE, TOPIC_CONFIGS
+from kop.log.topic_configs import ENTRY_FORMAT, PULSAR_BATCHING, config_type
 from kop.protocol.errors import ErrorCode, KafkaError
 
 TOPIC = 2
@@ -14,7 +16,7 @@ SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
-# A topic config's broker-wide counterpart, listed as its synonym (Kafka's LogConfig).
+# The broker-wide settings kop reports on a BROKER resource, from topic defaults.
 BROKER_SYNONYM = {
     "cleanup.policy": "log.cleanup.policy",
     "retention.bytes": "log.retention.bytes",
@@ -23,8 +25,6 @@ BROKER_SYNONYM = {
     "compression.type": "compression.type",
     "min.insync.replicas": "min.insync.replicas",
 }
-# Set cluster-wide, as Kafka 4 with eligible leader replicas (KIP-966) reports it.
-CLUSTER_WIDE = {"min.insync.replicas"}
 TYPE_STRING = 2
 TYPE_INT = 3
 TYPE_LONG = 5
@@ -34,6 +34,8 @@ TYPE_LIST = 7
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
     results = []
     defaults = services.catalog.defaults.configs()
+    synonyms = bool(getattr(request, "include_synonyms", False))
+    docs = bool(getattr(request, "include_documentation", False))
     for res in request.resources:
         result: dict[str, Any] = {
             "error_code": ErrorCode.none,
@@ -42,25 +44,19 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             "resource_name": res.resource_name,
             "configs": (),
         }
-        values: dict[str, str | None]
         try:
+            keys = res.configuration_keys
             if res.resource_type == TOPIC:
                 view = await existing_topic(services, ctx, res.resource_name)
-                values = dict(view.configs)
-                sources = {k: _topic_source(k, v, defaults) for k, v in view.configs.items()}
+                entries = topic_entries(view.configs, view.explicit, defaults, synonyms, docs)
             elif res.resource_type == BROKER:
                 values, sources = _broker(services, defaults)
+                entries = [_entry(k, v, sources[k]) for k, v in sorted(values.items())]
             else:
                 raise KafkaError(
                     ErrorCode.invalid_request, f"resource type {res.resource_type} is not supported"
                 )
-            keys = res.configuration_keys
-            synonyms = getattr(request, "include_synonyms", False) and res.resource_type == TOPIC
-            result["configs"] = [
-                _entry(k, v, sources[k], _synonyms(k, v, sources[k], defaults) if synonyms else ())
-                for k, v in sorted(values.items())
-                if keys is None or k in keys
-            ]
+            result["configs"] = [e for e in entries if keys is None or e["name"] in keys]
         except Exception as exc:
             result["error_code"], result["error_message"] = error_of(exc)
         results.append(result)
@@ -97,22 +93,55 @@ def _broker(
     return values, sources
 
 
-def _topic_source(name: str, value: str, defaults: dict[str, str]) -> int:
-    if defaults.get(name) != value:
-        return SOURCE_DYNAMIC_TOPIC
-    return SOURCE_DYNAMIC_DEFAULT_BROKER if name in CLUSTER_WIDE else SOURCE_DEFAULT
+def topic_entries(
+    configs: dict[str, str],
+    explicit: dict[str, str],
+    defaults: dict[str, str],
+    synonyms: bool = False,
+    docs: bool = False,
+) -> list[dict[str, Any]]:
+    """A topic's configs as DescribeConfigs (and CreateTopics v5+) report them: the
+    ones a client set are DYNAMIC_TOPIC_CONFIG, also when equal to the default."""
+    out = []
+    for name, value in sorted(configs.items()):
+        if name in explicit:
+            source = SOURCE_DYNAMIC_TOPIC
+        elif name in CLUSTER_WIDE:
+            source = SOURCE_DYNAMIC_DEFAULT_BROKER
+        else:
+            source = SOURCE_DEFAULT
+        definition = TOPIC_CONFIGS.get(name)
+        entry = _entry(
+            name, value, source, _synonyms(name, value, source, defaults) if synonyms else ()
+        )
+        entry["config_type"] = config_type(name)
+        if docs:
+            entry["documentation"] = definition.doc if definition else _KOP_DOCS.get(name)
+        out.append(entry)
+    return out
+
+
+_KOP_DOCS = {
+    ENTRY_FORMAT: "kop: how records are stored in Pulsar (pulsar: one message per record; "
+    "kafka: the batch verbatim)",
+    PULSAR_BATCHING: "kop: false writes one Pulsar entry per record",
+}
 
 
 def _synonyms(
     name: str, value: str | None, source: int, defaults: dict[str, str]
 ) -> tuple[dict[str, Any], ...]:
-    """The topic's own setting first (if any), then its broker-wide default."""
+    """The topic's own setting first (if any), then its broker-wide defaults, as Kafka
+    lists them (none for configs whose broker setting has several units)."""
     out = []
     if source == SOURCE_DYNAMIC_TOPIC:
         out.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
-    broker = BROKER_SYNONYM.get(name)
-    if broker is not None:
-        out.append({"name": broker, "value": defaults.get(name, value), "source": SOURCE_DEFAULT})
+    default = defaults.get(name, value)
+    if name in CLUSTER_WIDE:
+        out.append({"name": name, "value": default, "source": SOURCE_DYNAMIC_DEFAULT_BROKER})
+    definition = TOPIC_CONFIGS.get(name)
+    for broker in definition.synonyms if definition else ():
+        out.append({"name": broker, "value": default, "source": SOURCE_DEFAULT})
     return tuple(out)
 
 

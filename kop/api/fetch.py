@@ -13,8 +13,13 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.log.entry_format import EntryFormat
 from kop.log.partition_log import PartitionLog
+from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode, KafkaError
+
+# A partition to read, and whether its batches are served as LogAppendTime.
+Source = tuple[PartitionLog, bool] | BaseException
 
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Awaitable[Response]:
@@ -32,7 +37,7 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
     logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
     while True:
-        changed = [plog.data_changed() for plog in logs if isinstance(plog, PartitionLog)]
+        changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
         try:
             parts: list[tuple[str, dict[str, Any]]] = []
             total = 0
@@ -61,31 +66,34 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
                 fut.cancel()
 
 
-async def _log(
-    services: Services, ctx: RequestContext, name: str, index: int
-) -> PartitionLog | BaseException:
+async def _log(services: Services, ctx: RequestContext, name: str, index: int) -> Source:
     try:
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
             )
-        return await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+        # The `kafka` format stores batches stamped; the `pulsar` format keeps times.
+        return plog, view.log_append_time and view.entry_format is EntryFormat.PULSAR
     except Exception as exc:
         return exc
 
 
 async def _read_partition(
-    plog: PartitionLog | BaseException, index: int, offset: int, budget: int, first: bool
+    src: Source, index: int, offset: int, budget: int, first: bool
 ) -> dict[str, Any]:
-    if isinstance(plog, BaseException):
-        code, _ = error_of(plog)
+    if isinstance(src, BaseException):
+        code, _ = error_of(src)
         return _part(index, code, -1, -1, b"")
+    plog, append_time = src
     try:
         records = b""
         if budget > 0 or first:
             # KIP-74: the first partition returns at least one batch even if larger.
             records = await plog.read(offset, max(budget, 1))
+            if append_time:
+                records = as_log_append_time(records)
         return _part(index, ErrorCode.none, plog.high_watermark, plog.log_start, records)
     except Exception as exc:
         code, _ = error_of(exc)

@@ -8,12 +8,20 @@ Pulsar's acknowledgements overlaps with later requests. acks=0 gets no answer.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.log.appender import OFFLOAD_RECORDS
+from kop.log.batch_rules import BatchRules, InvalidTimestamps
+from kop.log.entry_format import EntryFormat
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_records, split_batches
+
+# What a partition's write becomes: its offset (awaited) and its log append time
+# (-1 for CreateTime topics), or why it was refused.
+Pending = tuple[Awaitable[int], int] | BaseException
 
 
 async def handle(
@@ -23,7 +31,7 @@ async def handle(
         return _finish(request, [], error=ErrorCode.transactional_id_authorization_failed)
     if request.acks not in (0, 1, -1):
         return _finish(request, [], error=ErrorCode.invalid_required_acks)
-    pending: list[tuple[str, int, Awaitable[int] | BaseException]] = []
+    pending: list[tuple[str, int, Pending]] = []
     for t in request.topic_data:
         for p in t.partition_data:
             pending.append(
@@ -34,7 +42,7 @@ async def handle(
 
 async def _begin(
     services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None
-) -> Awaitable[int] | BaseException:
+) -> Pending:
     try:
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
@@ -52,16 +60,45 @@ async def _begin(
                 )
         if view.compacted:
             _require_keys(batches, name, index)
+        rules = BatchRules.of(view.configs)
+        now = int(time.time() * 1000)
+        pulsar = view.entry_format is EntryFormat.PULSAR
+        batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
         plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
-        return await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
+        work = await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
+        return work, now if rules.log_append_time else -1
     except Exception as exc:
         return exc
 
 
+async def _apply(
+    services: Services,
+    rules: BatchRules,
+    batches: list[tuple[BatchHeader, bytes]],
+    now: int,
+    pulsar: bool,
+) -> list[tuple[BatchHeader, bytes]]:
+    """The topic's configs applied to each batch (kop.log.batch_rules); off the event
+    loop when that decodes many records, as the appender encodes them."""
+    limit = services.logs.settings.max_uncompressed_batch_bytes
+    out = []
+    for batch in batches:
+        head = batch[0]
+        if rules.per_record(head, pulsar) and head.record_count > OFFLOAD_RECORDS:
+            out.append(
+                await asyncio.to_thread(
+                    rules.apply, batch, now, records_have_times=pulsar, limit=limit
+                )
+            )
+        else:
+            out.append(rules.apply(batch, now, records_have_times=pulsar, limit=limit))
+    return out
+
+
 async def _finish(
     request: Any,
-    pending: list[tuple[str, int, Awaitable[int] | BaseException]],
+    pending: list[tuple[str, int, Pending]],
     error: ErrorCode | None = None,
 ) -> Response | None:
     # One after another: the writes are in flight already, so this takes as long as the
@@ -71,12 +108,12 @@ async def _finish(
     if request.acks == 0:
         return None
     by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (name, index, _), (offset, code, message) in zip(pending, results, strict=True):
-        by_topic.setdefault(name, []).append(_partition(index, code, offset, message))
+    for (name, index, _), part in zip(pending, results, strict=True):
+        by_topic.setdefault(name, []).append({"index": index, **part})
     if error is not None:
         for t in request.topic_data:
             by_topic[t.name] = [
-                _partition(p.index, error, -1, error.name) for p in t.partition_data
+                {"index": p.index, **_partition(error, -1, error.name)} for p in t.partition_data
             ]
     return {
         "responses": [{"name": n, "partition_responses": ps} for n, ps in by_topic.items()],
@@ -84,27 +121,36 @@ async def _finish(
     }
 
 
-async def _settle(
-    work: Awaitable[int] | BaseException,
-) -> tuple[int, ErrorCode, str | None]:
+async def _settle(work: Pending) -> dict[str, Any]:
     if isinstance(work, BaseException):
-        code, message = error_of(work)
-        return -1, code, message
+        return _refused(work)
+    written, append_time = work
     try:
         # Shielded: the write belongs to the log and completes even if the
         # connection waiting for it goes away.
-        return await asyncio.shield(work), ErrorCode.none, None
+        offset = await asyncio.shield(written)
     except Exception as exc:
-        code, message = error_of(exc)
-        return -1, code, message
+        return _refused(exc)
+    return _partition(ErrorCode.none, offset, None, append_time)
 
 
-def _partition(index: int, code: ErrorCode, offset: int, message: str | None) -> dict[str, Any]:
+def _refused(exc: BaseException) -> dict[str, Any]:
+    code, message = error_of(exc)
+    out = _partition(code, -1, message)
+    if isinstance(exc, InvalidTimestamps):
+        out["record_errors"] = tuple(
+            {"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors
+        )
+    return out
+
+
+def _partition(
+    code: ErrorCode, offset: int, message: str | None, append_time: int = -1
+) -> dict[str, Any]:
     return {
-        "index": index,
         "error_code": code,
         "base_offset": offset,
-        "log_append_time": -1,
+        "log_append_time": append_time,
         "log_start_offset": -1,
         "record_errors": (),
         "error_message": message,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kop.api.configs import topic_entries
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
 from kop.api.metadata import ZERO_UUID
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -38,19 +39,10 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
             if t.name in seen:
                 raise KafkaError(ErrorCode.invalid_request, f"topic {t.name!r} is listed twice")
             seen.add(t.name)
-            if t.assignments:
-                raise KafkaError(
-                    ErrorCode.invalid_request, "manual replica assignment is not supported"
-                )
-            if t.num_partitions == 0 or t.num_partitions < -1:
-                raise KafkaError(ErrorCode.invalid_partitions, "num_partitions must be > 0 or -1")
-            if t.replication_factor == 0 or t.replication_factor < -1:
-                raise KafkaError(
-                    ErrorCode.invalid_replication_factor, "replication_factor must be > 0 or -1"
-                )
+            partitions = _partitions_asked(services, t)
             configs = {c.name: c.value for c in t.configs}
             view = await services.catalog.create(
-                topic_for(ctx, t.name), t.num_partitions, configs, request.validate_only, reserved
+                topic_for(ctx, t.name), partitions, configs, request.validate_only, reserved
             )
             result["num_partitions"] = view.partitions
             result["replication_factor"] = 1
@@ -58,20 +50,75 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
                 reserved += view.partitions
             else:
                 result["topic_id"] = view.topic_id
+            defaults = services.catalog.defaults.configs()
             result["configs"] = [
-                {
-                    "name": k,
-                    "value": v,
-                    "read_only": False,
-                    "config_source": 5,
-                    "is_sensitive": False,
-                }
-                for k, v in sorted(view.configs.items())
+                {k: e[k] for k in _CREATED_CONFIG_FIELDS}
+                for e in topic_entries(view.configs, view.explicit, defaults)
             ]
         except Exception as exc:
             result["error_code"], result["error_message"] = error_of(exc)
         results.append(result)
     return {"throttle_time": 0, "topics": results}
+
+
+_CREATED_CONFIG_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive")
+
+
+def _partitions_asked(services: Services, t: Any) -> int:
+    """How many partitions a CreateTopics entry asks for (-1: the default), judged as
+    Kafka's controller judges it: a manual assignment must name kop's node, once per
+    partition, for partitions 0..n-1, and leaves the counts at -1."""
+    if not t.assignments:
+        if t.num_partitions == 0 or t.num_partitions < -1:
+            raise KafkaError(
+                ErrorCode.invalid_partitions,
+                "Number of partitions was set to an invalid non-positive value.",
+            )
+        if t.replication_factor == 0 or t.replication_factor < -1:
+            raise KafkaError(
+                ErrorCode.invalid_replication_factor,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        return int(t.num_partitions)
+    manual = "A manual partition assignment was specified, but"
+    if t.num_partitions != -1:
+        raise KafkaError(ErrorCode.invalid_request, f"{manual} numPartitions was not set to -1.")
+    if t.replication_factor != -1:
+        raise KafkaError(
+            ErrorCode.invalid_request, f"{manual} replication factor was not set to -1."
+        )
+    seen: set[int] = set()
+    for a in t.assignments:
+        index = int(a.partition_index)
+        if index in seen:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"Found multiple manual partition assignments for partition {index}",
+            )
+        seen.add(index)
+        _check_replicas(services, [int(b) for b in a.broker_ids])
+    if seen != set(range(len(seen))):
+        raise KafkaError(
+            ErrorCode.invalid_replica_assignment,
+            "partitions should be a consecutive 0-based integer sequence",
+        )
+    return len(seen)
+
+
+def _check_replicas(services: Services, ids: list[int]) -> None:
+    what = "The manual partition assignment includes"
+    if not ids:
+        raise KafkaError(ErrorCode.invalid_replica_assignment, f"{what} an empty replica list.")
+    for b in ids:
+        if ids.count(b) > 1:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment, f"{what} the broker {b} more than once."
+            )
+        if b != services.broker.node_id:
+            raise KafkaError(
+                ErrorCode.invalid_replica_assignment,
+                f"{what} broker {b}, but no such broker is registered.",
+            )
 
 
 def _requested(services: Services, topics: Any) -> int:

@@ -7,6 +7,7 @@
   long a tombstone stays visible) and min.compaction.lag.ms (how long any
   record stays uncompacted), and no size limit.
 - `compact,delete`: as `delete` for the live ledgers.
+- neither (an empty list): nothing expires.
 A compacted topic is stored in the `pulsar` entry format: Pulsar compacts by a
 message's key, and a `kafka`-format entry is one keyless message holding a
 whole batch, which Pulsar's compaction would drop.
@@ -30,11 +31,13 @@ def compacts(configs: Mapping[str, str]) -> bool:
 def pulsar_retention(configs: Mapping[str, str]) -> tuple[int, int]:
     """(retention ms, retention bytes) for Pulsar's retention policy."""
     policies = set(configs.get("cleanup.policy", "delete").split(","))
-    if policies == {"compact"}:
+    if "delete" in policies:
+        return int(configs["retention.ms"]), int(configs["retention.bytes"])
+    if "compact" in policies:
         tombstones = int(configs.get("delete.retention.ms", DELETE_RETENTION_MS))
         lag = int(configs.get("min.compaction.lag.ms", 0))
         return max(tombstones, lag), -1
-    return int(configs["retention.ms"]), int(configs["retention.bytes"])
+    return -1, -1
 
 
 def settle_format(

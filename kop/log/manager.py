@@ -64,6 +64,10 @@ class LogManager:
         self._retry_at: dict[str, tuple[float, float]] = {}
         self._warned_at: float | None = None  # during a spell of failed index writes
 
+    @property
+    def settings(self) -> LogSettings:
+        return self._settings
+
     async def start(self) -> None:
         self._flusher = asyncio.create_task(self._flush_forever(), name="checkpoint-flusher")
 

@@ -1,21 +1,34 @@
-"""Kafka topic configs kop honours: their defaults, which values a client may set,
+"""Kafka topic configs on kop: their defaults, validation as Kafka validates them,
 and how AlterConfigs / IncrementalAlterConfigs change a topic's set.
 
 They live as Pulsar topic properties (`kafka.<name>`), so they survive restarts
-and travel with the topic.
+and travel with the topic. Which configs exist and what each does on kop is in
+`topic_config_defs`; the value grammar and Kafka's messages in `config_types`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from kop.log.config_types import ConfigType, canonical, parse
 from kop.log.entry_format import EntryFormat
+from kop.log.topic_config_defs import TOPIC_CONFIGS
 from kop.protocol.errors import ErrorCode, KafkaError
 
 PROPERTY_PREFIX = "kafka."
 ENTRY_FORMAT = "kop.entry.format"
 PULSAR_BATCHING = "kop.pulsar.batching"
+# The names a client set explicitly (DescribeConfigs reports them as the topic's own,
+# also when equal to the default, as Kafka does).
+EXPLICIT = "kop.configs.explicit"
+
+# kop's own per-topic settings (not Kafka's; Kafka calls them unknown).
+KOP_CONFIGS: dict[str, tuple[str, ...]] = {
+    ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
+    PULSAR_BATCHING: ("true", "false"),
+}
+KOP_TYPES = {ENTRY_FORMAT: ConfigType.STRING, PULSAR_BATCHING: ConfigType.BOOLEAN}
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,90 +41,109 @@ class TopicDefaults:
     max_message_bytes: int = 1048588
 
     def configs(self) -> dict[str, str]:
-        return {
-            "cleanup.policy": "delete",
-            "retention.ms": str(self.retention_ms),
-            "retention.bytes": str(self.retention_bytes),
-            "max.message.bytes": str(self.max_message_bytes),
-            "message.timestamp.type": "CreateTime",
-            "compression.type": "producer",
-            "min.insync.replicas": "1",
-            ENTRY_FORMAT: self.entry_format.value,
-            PULSAR_BATCHING: str(self.pulsar_batching).lower(),
-        }
+        """Every topic config at its default (Kafka's, or kop's configured one)."""
+        out = {name: d.default for name, d in TOPIC_CONFIGS.items()}
+        out.update(
+            {
+                "retention.ms": str(self.retention_ms),
+                "retention.bytes": str(self.retention_bytes),
+                "max.message.bytes": str(self.max_message_bytes),
+                ENTRY_FORMAT: self.entry_format.value,
+                PULSAR_BATCHING: str(self.pulsar_batching).lower(),
+            }
+        )
+        return out
 
 
-# Configs a client may set at creation, with the values kop can honour.
-_SETTABLE: dict[str, tuple[str, ...] | None] = {
-    "cleanup.policy": ("delete", "compact", "compact,delete", "delete,compact"),
-    "retention.ms": None,
-    "retention.bytes": None,
-    "max.message.bytes": None,
-    "message.timestamp.type": ("CreateTime",),
-    "compression.type": ("producer",),
-    "min.insync.replicas": None,
-    "delete.retention.ms": None,
-    "min.compaction.lag.ms": None,
-    ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
-    PULSAR_BATCHING: ("true", "false"),
-}
-_NUMERIC = {
-    "retention.ms",
-    "retention.bytes",
-    "max.message.bytes",
-    "min.insync.replicas",
-    "delete.retention.ms",
-    "min.compaction.lag.ms",
-}
+# Kept as properties of every topic kop creates: they decide how its data is
+# stored, so a later change of kop's defaults does not change an existing topic.
+FROZEN = ("retention.ms", "retention.bytes", "max.message.bytes", ENTRY_FORMAT, PULSAR_BATCHING)
 
 
-def validate_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
+def validate_configs(
+    configs: Mapping[str, str | None], defaults: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The configs in Kafka's canonical form, or INVALID_CONFIG with Kafka's message
+    for the first bad one. `defaults` complete the set for the checks across configs."""
     out: dict[str, str] = {}
     for name, value in configs.items():
-        if name not in _SETTABLE:
-            raise KafkaError(ErrorCode.invalid_config, f"config {name!r} is not supported by kop")
-        if value is None:
-            continue
-        allowed = _SETTABLE[name]
-        if allowed is not None and value not in allowed:
-            raise KafkaError(
-                ErrorCode.invalid_config, f"{name}={value!r}: kop supports {', '.join(allowed)}"
-            )
-        if name in _NUMERIC:
-            try:
-                int(value)
-            except ValueError:
+        if name in KOP_CONFIGS:
+            allowed = KOP_CONFIGS[name]
+            if value not in allowed:
                 raise KafkaError(
-                    ErrorCode.invalid_config, f"{name}={value!r} is not a number"
-                ) from None
-        out[name] = value
+                    ErrorCode.invalid_config, f"{name}={value!r}: kop supports {', '.join(allowed)}"
+                )
+            out[name] = value
+            continue
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise KafkaError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+        if value is None:
+            raise KafkaError(
+                ErrorCode.invalid_config, f"Null value not supported for topic configs: {name}"
+            )
+        parsed = parse(definition.type, name, value)
+        if definition.validator is not None:
+            definition.validator(name, parsed)
+        out[name] = canonical(definition.type, parsed)
+    _check_together({**(defaults or {}), **out}, out)
     return out
+
+
+def _check_together(effective: Mapping[str, str], given: Mapping[str, str]) -> None:
+    """What Kafka checks across configs, and what kop refuses of Kafka's values."""
+    low = effective.get("min.compaction.lag.ms")
+    high = effective.get("max.compaction.lag.ms")
+    if low is not None and high is not None and int(low) > int(high):
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+            f"max.compaction.lag.ms ({high})",
+        )
+    if given.get("remote.storage.enable") == "true":
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            "Tiered Storage functionality is disabled in the broker. "
+            "Topic cannot be configured with remote log storage.",
+        )
+
+
+def config_type(name: str) -> ConfigType:
+    definition = TOPIC_CONFIGS.get(name)
+    return definition.type if definition is not None else KOP_TYPES.get(name, ConfigType.STRING)
 
 
 # IncrementalAlterConfigs operations (KIP-339).
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_LISTS = {"cleanup.policy"}  # list-typed configs: the only ones APPEND/SUBTRACT apply to
+_OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 
 def incremental(
-    current: Mapping[str, str], defaults: Mapping[str, str], ops: list[tuple[str, int, str | None]]
+    explicit: Mapping[str, str],
+    defaults: Mapping[str, str],
+    ops: Iterable[tuple[str, int, str | None]],
 ) -> dict[str, str]:
-    """A topic's configs after IncrementalAlterConfigs operations (name, op, value)."""
-    out = dict(current)
+    """A topic's explicitly set configs after IncrementalAlterConfigs operations
+    (name, op, value): SET and DELETE (back to the default) any config, APPEND and
+    SUBTRACT list items. The result is validated by the caller, as a whole."""
+    out = dict(explicit)
     for name, op, value in ops:
         if op == SET:
-            out[name] = value or ""
-        elif op == DELETE:
-            if name in defaults:
-                out[name] = defaults[name]
-            else:
-                out.pop(name, None)
-        elif op in (APPEND, SUBTRACT):
-            if name not in _LISTS:
+            if value is None:
                 raise KafkaError(
-                    ErrorCode.invalid_config, f"{name} is not a list; APPEND/SUBTRACT need one"
+                    ErrorCode.invalid_request, f"Null value not supported for : {name}"
                 )
-            items = [i for i in out.get(name, "").split(",") if i]
+            out[name] = value
+        elif op == DELETE:
+            out.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            if config_type(name) != ConfigType.LIST:
+                raise KafkaError(
+                    ErrorCode.invalid_config,
+                    f"Can't {_OP_NAMES[op]} to key {name} because its type is not LIST.",
+                )
+            current = out.get(name, defaults.get(name, ""))
+            items = [i for i in current.split(",") if i]
             given = [i for i in (value or "").split(",") if i]
             if op == APPEND:
                 items += [i for i in given if i not in items]
@@ -119,5 +151,5 @@ def incremental(
                 items = [i for i in items if i not in given]
             out[name] = ",".join(items)
         else:
-            raise KafkaError(ErrorCode.invalid_request, f"unknown config operation {op}")
+            raise KafkaError(ErrorCode.unknown_server_error, f"unknown config operation {op}")
     return out

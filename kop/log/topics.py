@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kop.log.cleanup_policy import pulsar_retention, settle_format
@@ -18,6 +18,8 @@ from kop.log.lookups import Lookups
 from kop.log.partition_budget import PartitionBudget
 from kop.log.topic_configs import (
     ENTRY_FORMAT,
+    EXPLICIT,
+    FROZEN,
     PROPERTY_PREFIX,
     PULSAR_BATCHING,
     TopicDefaults,
@@ -42,6 +44,8 @@ class TopicView:
     topic: PulsarTopic
     info: TopicInfo
     configs: dict[str, str] = field(default_factory=dict)
+    # The configs a client set (DescribeConfigs: DYNAMIC_TOPIC_CONFIG), with their values.
+    explicit: dict[str, str] = field(default_factory=dict)
 
     @property
     def partitions(self) -> int:
@@ -77,6 +81,10 @@ class TopicView:
     @property
     def max_message_bytes(self) -> int:
         return int(self.configs.get("max.message.bytes", "1048588"))
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.configs.get("message.timestamp.type") == "LogAppendTime"
 
 
 class TopicCatalog:
@@ -124,16 +132,11 @@ class TopicCatalog:
         info = await self._admin.topic_info(topic)
         view = None
         if info is not None:
-            props = info.properties
-            configs = self.defaults.configs()
-            configs.update(
-                {
-                    k[len(PROPERTY_PREFIX) :]: v
-                    for k, v in props.items()
-                    if k.startswith(PROPERTY_PREFIX)
-                }
+            defaults = self.defaults.configs()
+            stored = stored_configs(info.properties)
+            view = TopicView(
+                topic, info, {**defaults, **stored}, explicit_of(info, stored, defaults)
             )
-            view = TopicView(topic, info, configs)
         return view
 
     async def create(
@@ -146,8 +149,9 @@ class TopicCatalog:
     ) -> TopicView:
         """`reserved`: partitions the same request validated before without creating
         them (validate_only), which count against the total as if created."""
-        chosen = validate_configs(configs)
-        merged = settle_format({**self.defaults.configs(), **chosen}, configs)
+        defaults = self.defaults.configs()
+        chosen = validate_configs(configs, defaults)
+        merged = settle_format({**defaults, **chosen}, configs)
         self._check_storable(merged)
         count = self.defaults.partitions if partitions <= 0 else partitions
         async with self._lock:
@@ -159,10 +163,10 @@ class TopicCatalog:
             self.budget.check_topic(topic.kafka_name, count)
             await self.budget.check_total(topic.namespace, count, reserved)
             if validate_only:
-                return TopicView(topic, TopicInfo(count), merged)
+                return TopicView(topic, TopicInfo(count), merged, chosen)
             await self.writable(topic)
             try:
-                properties = {PROPERTY_PREFIX + k: v for k, v in merged.items()}
+                properties = _properties(merged, chosen, ())
                 properties[TOPIC_ID] = str(uuid.uuid4())
                 await self._admin.create_partitioned(topic, count, properties)
             except AdminError as exc:
@@ -187,15 +191,15 @@ class TopicCatalog:
         view = await self.describe(topic)
         if view is None:
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {topic.kafka_name!r}")
-        merged = {**self.defaults.configs(), **validate_configs(configs)}
-        merged = settle_format(merged, configs, view.entry_format)
+        defaults = self.defaults.configs()
+        chosen = validate_configs(configs, defaults)
+        merged = settle_format({**defaults, **chosen}, configs, view.entry_format)
         self._check_storable(merged)
         if validate_only:
             return
         async with self._lock:
-            await self._admin.update_properties(
-                topic, {PROPERTY_PREFIX + k: v for k, v in merged.items()}
-            )
+            before = stored_configs(view.info.properties)
+            await self._admin.update_properties(topic, _properties(merged, chosen, before))
             await self._admin.set_retention(topic, *pulsar_retention(merged))
             self.invalidate(topic)
 
@@ -258,3 +262,31 @@ class TopicCatalog:
 
     async def _list(self, namespace: Namespace) -> list[str]:
         return sorted(await self._admin.list_topics(namespace))
+
+
+def stored_configs(properties: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k[len(PROPERTY_PREFIX) :]: v for k, v in properties.items() if k.startswith(PROPERTY_PREFIX)
+    }
+
+
+def explicit_of(
+    info: TopicInfo, stored: Mapping[str, str], defaults: Mapping[str, str]
+) -> dict[str, str]:
+    """The configs a client set. Topics from before kop recorded that stored every
+    config; of those, the ones that differ from the default."""
+    named = info.properties.get(EXPLICIT)
+    if named is None:
+        return {k: v for k, v in stored.items() if defaults.get(k) != v}
+    return {k: stored[k] for k in named.split(",") if k in stored}
+
+
+def _properties(
+    merged: Mapping[str, str], chosen: Mapping[str, str], before: Iterable[str]
+) -> dict[str, str]:
+    """What to write: the chosen configs, the frozen ones, and the default value of any
+    stored before (Pulsar merges properties; that is how a config goes back)."""
+    names = set(chosen) | set(FROZEN) | set(before)
+    out = {PROPERTY_PREFIX + k: merged[k] for k in sorted(names) if k in merged}
+    out[EXPLICIT] = ",".join(sorted(chosen))
+    return out

@@ -92,9 +92,7 @@ def test_unsupported_config_is_invalid_config(kop: KopProcess, topic: str) -> No
     admin = _admin(kop)
     try:
         with pytest.raises(InvalidConfigurationError):
-            admin.create_topics(
-                [NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "shred"})]
-            )
+            admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "shred"})])
         with pytest.raises(InvalidConfigurationError):
             admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"no.such.config": "1"})])
         assert topic not in admin.list_topics()

@@ -44,28 +44,39 @@ DEFAULTS = TopicDefaults().configs()
 
 
 def test_incremental_set_and_delete_return_to_the_default() -> None:
-    changed = incremental(DEFAULTS, DEFAULTS, [("retention.ms", SET, "60000")])
-    assert changed["retention.ms"] == "60000"
-    assert changed["max.message.bytes"] == DEFAULTS["max.message.bytes"]
-    back = incremental(changed, DEFAULTS, [("retention.ms", DELETE, None)])
-    assert back == DEFAULTS
+    changed = incremental({}, DEFAULTS, [("retention.ms", SET, "60000")])
+    assert changed == {"retention.ms": "60000"}
+    assert incremental(changed, DEFAULTS, [("retention.ms", DELETE, None)]) == {}
+    # Deleting what was never set (even an unknown name) is no error, as on Kafka.
+    assert incremental({}, DEFAULTS, [("no.such.config", DELETE, None)]) == {}
 
 
 def test_append_and_subtract_work_on_list_configs_only() -> None:
-    both = incremental(DEFAULTS, DEFAULTS, [("cleanup.policy", APPEND, "compact")])
-    assert both["cleanup.policy"] == "delete,compact"
+    both = incremental({}, DEFAULTS, [("cleanup.policy", APPEND, "compact")])
+    assert both == {"cleanup.policy": "delete,compact"}
     again = incremental(both, DEFAULTS, [("cleanup.policy", APPEND, "compact")])
-    assert again["cleanup.policy"] == "delete,compact"
+    assert again == both
     assert incremental(both, DEFAULTS, [("cleanup.policy", SUBTRACT, "delete")]) == {
-        **DEFAULTS,
         "cleanup.policy": "compact",
     }
+    # Subtracting every item leaves an explicit empty list (Kafka: nothing expires).
+    assert incremental({}, DEFAULTS, [("cleanup.policy", SUBTRACT, "delete")]) == {
+        "cleanup.policy": ""
+    }
     with pytest.raises(KafkaError) as err:
-        incremental(DEFAULTS, DEFAULTS, [("retention.ms", APPEND, "5")])
+        incremental({}, DEFAULTS, [("retention.ms", APPEND, "5")])
     assert err.value.code == ErrorCode.invalid_config
+    assert err.value.message == "Can't APPEND to key retention.ms because its type is not LIST."
+
+
+def test_set_without_a_value_is_an_invalid_request_as_on_kafka() -> None:
+    with pytest.raises(KafkaError) as err:
+        incremental({}, DEFAULTS, [("retention.ms", SET, None)])
+    assert err.value.code == ErrorCode.invalid_request
+    assert err.value.message == "Null value not supported for : retention.ms"
 
 
 @given(st.lists(st.tuples(st.sampled_from(sorted(DEFAULTS)), st.text(max_size=8)), max_size=6))
 def test_deleting_every_set_config_gives_the_defaults_back(sets: list[tuple[str, str]]) -> None:
-    changed = incremental(DEFAULTS, DEFAULTS, [(name, SET, value) for name, value in sets])
-    assert incremental(changed, DEFAULTS, [(name, DELETE, None) for name, _ in sets]) == DEFAULTS
+    changed = incremental({}, DEFAULTS, [(name, SET, value) for name, value in sets])
+    assert incremental(changed, DEFAULTS, [(name, DELETE, None) for name, _ in sets]) == {}
