@@ -222,6 +222,10 @@ class PulsarAdmin:
         path = _subscription_path(topic, name)
         await self._request("DELETE", f"{path}?force=true", ok_missing=True)
 
+    async def subscriptions(self, topic: str) -> list[str]:
+        path = f"persistent/{topic.removeprefix('persistent://')}/subscriptions"
+        return [str(name) for name in await self._request("GET", path, ok_missing=True) or []]
+
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
     ) -> None:
