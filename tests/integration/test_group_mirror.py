@@ -115,3 +115,17 @@ def test_a_group_deleted_before_its_removal_was_mirrored_loses_its_subscription_
     _until(lambda: _mirrored(topic) == {f"kafka-group-{kept}": 2}, 60, lambda: _stats(topic))
     assert "mirror reconciled: 1 subscriptions without a committed offset" in kop.log_text()
 
+
+def test_a_group_whose_id_has_plus_and_percent_is_mirrored_under_its_very_name(
+    kop: KopProcess, topic: str
+) -> None:
+    """Pulsar decodes a subscription in an admin path twice: encoded once, `a+b`
+    became `a b` and a `%` was refused (a 500 each round, never mirrored)."""
+    create_topic(kop.bootstrap, topic, configs={"kop.pulsar.batching": "false"})
+    _produce(kop.bootstrap, topic, 3)
+    group = f"a+b 50%/{topic}"
+    _commit(kop.bootstrap, group, topic, 1)
+    mirrored = f"kafka-group-{group}"
+    _until(lambda: _stats(topic).get(mirrored) == 2, 60, lambda: _stats(topic))
+    _delete_group(kop.bootstrap, group)
+    _until(lambda: mirrored not in _stats(topic), 60, lambda: _stats(topic))
