@@ -36,6 +36,10 @@ Key = tuple[str, TopicPartition]
 Where = tuple[str, int]  # full Pulsar topic name, partition index
 
 
+class _Refused(Exception):
+    """Pulsar refuses kop's role what the reconcile needs."""
+
+
 class OffsetsView(Protocol):
     def groups(self) -> list[str]: ...
 
@@ -71,8 +75,12 @@ class MirrorReconciler:
         committed = self._committed(groups.offsets)
         namespaces = {self._mirror.ns}
         namespaces |= {resolve(full, self._mirror.ns).namespace for full, _ in committed}
-        for ns in sorted(namespaces, key=lambda n: n.path):
-            await self._namespace(ns, committed)
+        try:
+            for ns in sorted(namespaces, key=lambda n: n.path):
+                await self._namespace(ns, committed)
+        except _Refused as exc:
+            log.warning("mirror reconcile stopped: %s (docs/pulsar.md)", exc)
+            return
         self._report()
 
     def _committed(self, offsets: OffsetsView) -> dict[Where, list[Key]]:
@@ -112,7 +120,12 @@ class MirrorReconciler:
         try:
             await self._pace()
             subscriptions = await mirror.admin.subscriptions(topic)
-        except (AdminError, StorageError) as exc:
+        except AdminError as exc:
+            if exc.status in (401, 403):  # the same for every partition: say it once
+                raise _Refused(f"kop's role may not list subscriptions ({exc})") from exc
+            log.warning("mirror reconcile: subscriptions of %s: %s", topic, exc)
+            return
+        except StorageError as exc:
             log.warning("mirror reconcile: subscriptions of %s: %s", topic, exc)
             return
         for name in subscriptions:
