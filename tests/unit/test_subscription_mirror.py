@@ -24,6 +24,7 @@ from kop.app import Gateway
 from kop.config import KopConfig
 from kop.protocol.records import Record, build_batch
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.types import AdminError
 from tests.sim.memory_admin import MemoryBackend
 from tests.unit.memory_gateway import free_port, gateway_with_hot_topic, until
 
@@ -162,3 +163,27 @@ async def test_a_restart_removes_what_no_offset_backs_and_replaces_what_lags() -
 def gateway_groups_mirror(gateway: Gateway) -> Any:
     assert gateway.groups is not None and gateway.groups.mirror is not None
     return gateway.groups.mirror
+
+
+async def test_a_role_that_may_not_list_subscriptions_stops_the_reconcile_with_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Pulsar answers 403 for every partition alike: one warning, nothing removed
+    that could not be looked at, and the mirror goes on placing commits."""
+    backend = MemoryBackend()
+    topic = PulsarTopic(Namespace("public", "default"), "hot", "hot")
+    await backend.admin.create_partitioned(topic, 3, {})
+    backend.admin.cursors[(PARTITION, "kafka-group-stale")] = None
+
+    async def refused(_topic: str) -> list[str]:
+        raise AdminError(403, "Unauthorized to get subscriptions")
+
+    backend.admin.subscriptions = refused  # type: ignore[method-assign]
+    async with gateway_on(backend, mirror_interval_s=0.05) as gateway:
+        await until(lambda: "mirror reconcile stopped" in caplog.text, 5)
+        client = RawClient(gateway.kafka_port)
+        await _commit_ok(client, 0, "grp")
+        await until(lambda: (PARTITION, "kafka-group-grp") in backend.admin.cursors, 5)
+        client.close()
+    assert caplog.text.count("may not list subscriptions") == 1
+    assert (PARTITION, "kafka-group-stale") in backend.admin.cursors
