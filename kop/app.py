@@ -14,6 +14,7 @@ from kop.api.context import Broker, Services
 from kop.config import KopConfig
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.mirror import SubscriptionMirror
+from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
@@ -167,9 +168,16 @@ class Gateway:
         if c.mirror_subscriptions:
             default_ns = Namespace(c.tenant, c.namespace)
             mirror = SubscriptionMirror(
-                self.backend.admin, logs, catalog, default_ns, c.mirror_interval_s
+                self.backend.admin,
+                logs,
+                catalog,
+                default_ns,
+                c.mirror_interval_s,
+                names=SubscriptionNames(c.group_subscription_prefix),
             )
         groups = GroupService(store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror)
+        if mirror is not None:
+            mirror.attach(groups)  # reads committed offsets to reconcile after a restart
         await groups.start()
         return groups
 

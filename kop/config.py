@@ -16,6 +16,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from kop.groups.mirror_names import DEFAULT_PREFIX, check_prefix
 from kop.pulsar.wire.service_url import ServiceUrl, ServiceUrlError
 
 # `KOP_*` variables that are not kop's settings: the tools that provision Pulsar and
@@ -117,6 +118,9 @@ class KopConfig(BaseSettings):
     max_groups: int = Field(10_000, ge=1)
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
     mirror_interval_s: float = Field(5.0, gt=0)
+    # The mirrored subscription of group g is PREFIX + g; kop touches no other (never
+    # a Pulsar application's subscription that shares a group's name).
+    group_subscription_prefix: str = DEFAULT_PREFIX
     # Pulsar as our users run it: credentials, TLS, listener (Pulsar's own names:
     # authPlugin/authParams, tlsTrustCertsFilePath, ...; docs/pulsar.md)
     pulsar_auth_plugin: Literal["none", "token", "tls", "oauth2"] = "none"
@@ -143,6 +147,11 @@ class KopConfig(BaseSettings):
         except ServiceUrlError as exc:
             raise ValueError(str(exc)) from None
         return v
+
+    @field_validator("group_subscription_prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        return check_prefix(v)
 
     @field_validator("pulsar_http_url")
     @classmethod

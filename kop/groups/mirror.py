@@ -1,14 +1,18 @@
 """Committed offsets mirrored onto Pulsar: a durable subscription named after the
-group on each partition it committed, placed at the committed offset's message
-(found through the offset index), so Pulsar's tools list the group with its
-backlog and Pulsar retention keeps what the group has not consumed.
+group behind kop's prefix (`SubscriptionNames`) on each partition it committed,
+placed at the committed offset's message (found through the offset index), so
+Pulsar's tools list the group with its backlog and Pulsar retention keeps what
+the group has not consumed. A subscription without the prefix is never touched.
 
 Commits only note what to place; a background task places the latest offset
 of each (group, partition) every `interval_s`, at most `per_round` of them, so
 a busy group costs Pulsar one admin call per partition per interval, not one per
-commit. Pulsar counts a backlog in entries: with one record per entry (`pulsar`
-format, records sent one by one) it equals the Kafka lag; records sharing an
-entry (a batch) count once.
+commit. Those queues live in memory and a restart loses them, so once the groups
+are loaded `MirrorReconciler` compares the subscriptions on the topics kop serves
+with the committed offsets: it queues the removal of those no offset backs any
+more, and re-places every group's subscription when its partition is next open
+(placing needs the partition's offset index). Pulsar counts a backlog in entries:
+with one record per entry it equals the Kafka lag; records sharing an entry count once.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable
 
+from kop.groups.mirror_names import SubscriptionNames
+from kop.groups.mirror_reconcile import GroupsView, MirrorReconciler
 from kop.groups.types import TopicPartition
 from kop.log.manager import LogManager
 from kop.log.topics import TopicCatalog
@@ -39,16 +45,24 @@ class SubscriptionMirror:
         ns: Namespace,
         interval_s: float = 5.0,
         per_round: int = 500,
+        names: SubscriptionNames | None = None,
     ) -> None:
-        self._admin = admin
+        self.admin = admin
+        self.catalog = catalog
+        self.ns = ns
+        self.names = names or SubscriptionNames()
+        self.groups: GroupsView | None = None  # attached once the coordinator exists
         self._logs = logs
-        self._catalog = catalog
-        self._ns = ns
         self._interval_s = interval_s
         self._per_round = per_round
         self._place: dict[Key, int] = {}  # latest committed offset not yet mirrored
         self._remove: set[Key] = set()
+        self._deferred: dict[str, set[Key]] = {}  # by partition: re-place once it is open
         self.placed = 0  # subscriptions placed or moved, for tests and metrics
+        self.removed = 0
+
+    def attach(self, groups: GroupsView) -> None:
+        self.groups = groups
 
     def committed(self, group: str, offsets: dict[TopicPartition, int]) -> None:
         for tp, offset in offsets.items():
@@ -60,21 +74,65 @@ class SubscriptionMirror:
             self._place.pop((group, tp), None)
             self._remove.add((group, tp))
 
+    def defer(self, partition_topic: str, key: Key) -> None:
+        """Re-place `key` at its committed offset once `partition_topic` is open."""
+        self._deferred.setdefault(partition_topic, set()).add(key)
+
+    def committed_at(self, group: str, full_topic: str, partition: int) -> int | None:
+        """The group's committed offset on that partition now, however the client
+        named the topic; None without one (or before the groups are attached)."""
+        if self.groups is None:
+            return None
+        for tp, committed in self.groups.offsets.of(group).items():
+            if tp.partition != partition:
+                continue
+            try:
+                if resolve(tp.topic, self.ns).full == full_topic:
+                    return committed.offset
+            except InvalidTopicName:
+                continue
+        return None
+
     async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval_s)
-            await self.flush()
+        reconcile = asyncio.create_task(MirrorReconciler(self).run(), name="mirror-reconcile")
+        try:
+            while True:
+                await asyncio.sleep(self._interval_s)
+                await self.flush()
+        finally:
+            reconcile.cancel()
+            await asyncio.gather(reconcile, return_exceptions=True)
 
     async def flush(self) -> None:
-        """One round: removals first, then placements, each bounded."""
+        """One round: deferred placements of partitions now open join the queue; then
+        removals first, then placements, each bounded."""
+        self._activate_deferred()
         for key in list(self._remove)[: self._per_round]:
             self._remove.discard(key)
-            topic = await self._partition_topic(key[1])
-            if topic is not None:
-                await self._attempt(self._admin.delete_subscription(topic, key[0]), key, None)
+            await self._remove_one(key)
         for key in list(self._place)[: self._per_round]:
             offset = self._place.pop(key)
             await self._place_one(key, offset)
+
+    def _activate_deferred(self) -> None:
+        if not self._deferred:
+            return
+        owned = self._logs.owned()
+        for topic in [t for t in self._deferred if t in owned]:
+            for group, tp in self._deferred.pop(topic):
+                offset = self.committed_at(group, resolve(tp.topic, self.ns).full, tp.partition)
+                if offset is not None:
+                    self._place.setdefault((group, tp), offset)
+
+    async def _remove_one(self, key: Key) -> None:
+        group, tp = key
+        topic = await self._partition_topic(tp)
+        if topic is None:
+            return
+        if self.committed_at(group, resolve(tp.topic, self.ns).full, tp.partition) is not None:
+            return  # committed again meanwhile (perhaps under another name of the topic)
+        if await self._attempt(self.admin.delete_subscription(topic, self.names.of(group)), key):
+            self.removed += 1
 
     async def _place_one(self, key: Key, offset: int) -> None:
         group, tp = key
@@ -88,10 +146,11 @@ class SubscriptionMirror:
             log.debug("mirror of %s %s: %s (again next round)", group, tp, exc)
             self._place.setdefault(key, offset)
             return
-        if await self._attempt(self._admin.place_subscription(topic, group, at), key, offset):
+        name = self.names.of(group)
+        if await self._attempt(self.admin.place_subscription(topic, name, at), key, offset):
             self.placed += 1
 
-    async def _attempt(self, call: Awaitable[None], key: Key, offset: int | None) -> bool:
+    async def _attempt(self, call: Awaitable[None], key: Key, offset: int | None = None) -> bool:
         try:
             await call
             return True
@@ -105,7 +164,7 @@ class SubscriptionMirror:
 
     async def _partition_topic(self, tp: TopicPartition) -> str | None:
         try:
-            view = await self._catalog.describe(resolve(tp.topic, self._ns))
+            view = await self.catalog.describe(resolve(tp.topic, self.ns))
         except (InvalidTopicName, AdminError, StorageError):
             return None
         if view is None or not 0 <= tp.partition < view.partitions:

@@ -4,7 +4,7 @@ few lookups the message log needs (where a topic ends)."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 from kop.pulsar.admin_http import AdminHttp
 from kop.pulsar.wire.options import ConnectOptions
@@ -223,6 +223,10 @@ class PulsarAdmin:
         path = _subscription_path(topic, name)
         await self._request("DELETE", f"{path}?force=true", ok_missing=True)
 
+    async def subscriptions(self, topic: str) -> list[str]:
+        path = f"persistent/{topic.removeprefix('persistent://')}/subscriptions"
+        return [str(name) for name in await self._request("GET", path, ok_missing=True) or []]
+
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
     ) -> None:
@@ -236,7 +240,11 @@ class PulsarAdmin:
 
 
 def _subscription_path(topic: str, name: str) -> str:
-    return f"persistent/{topic.removeprefix('persistent://')}/subscription/{quote(name, safe='')}"
+    """Pulsar decodes a subscription in a path twice (the web server, then its
+    `Codec.decode`, a form decoder): once-encoded, a `+` became a space and a `%`
+    was refused."""
+    encoded = quote(quote_plus(name, safe=""), safe="")
+    return f"persistent/{topic.removeprefix('persistent://')}/subscription/{encoded}"
 
 
 # MessageId.latest: a subscription placed there delivers only what comes next.

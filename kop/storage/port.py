@@ -157,3 +157,8 @@ class StorageAdmin(Protocol):
     async def delete_subscription(self, topic: str, name: str) -> None:
         """Remove it if it exists."""
         ...
+
+    async def subscriptions(self, topic: str) -> list[str]:
+        """The names of the durable subscriptions on topic partition `topic` (none
+        when it does not exist)."""
+        ...

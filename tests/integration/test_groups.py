@@ -465,7 +465,8 @@ def test_a_groups_commits_show_up_as_a_pulsar_subscription_with_its_lag(
     lag = high - 37
     assert lag == 63
     deadline = time.monotonic() + 60
-    while _pulsar_subscriptions(topic).get(group) != lag:
+    mirrored = f"kafka-group-{group}"
+    while _pulsar_subscriptions(topic).get(mirrored) != lag:
         assert time.monotonic() < deadline, (
             f"no subscription with backlog {lag}: {_pulsar_subscriptions(topic)}"
         )
@@ -474,7 +475,7 @@ def test_a_groups_commits_show_up_as_a_pulsar_subscription_with_its_lag(
     admin = AdminClient({"bootstrap.servers": kop.bootstrap})
     admin.delete_consumer_groups([group])[group].result(30)
     deadline = time.monotonic() + 60
-    while group in _pulsar_subscriptions(topic):
+    while mirrored in _pulsar_subscriptions(topic):
         assert time.monotonic() < deadline, "DeleteGroups left the subscription behind"
         time.sleep(0.5)
 

@@ -20,7 +20,8 @@ class MemoryAdmin:
         # Partitions kop still had a reader or writer on when it deleted their
         # topic: Pulsar would cut those clients off and they would retry.
         self.held_at_delete: list[str] = []
-        self.subscriptions: dict[tuple[str, str], Position | None] = {}
+        # Durable subscriptions by (partition topic, name): where each one is.
+        self.cursors: dict[tuple[str, str], Position | None] = {}
         self.counted = 0  # count_partitions calls: what the partition budget costs
 
     def _up(self) -> None:
@@ -84,11 +85,15 @@ class MemoryAdmin:
 
     async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
         self._up()
-        self.subscriptions[(topic, name)] = at
+        self.cursors[(topic, name)] = at
 
     async def delete_subscription(self, topic: str, name: str) -> None:
         self._up()
-        self.subscriptions.pop((topic, name), None)
+        self.cursors.pop((topic, name), None)
+
+    async def subscriptions(self, topic: str) -> list[str]:
+        self._up()
+        return sorted(name for t, name in self.cursors if t == topic)
 
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
