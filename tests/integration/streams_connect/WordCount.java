@@ -23,8 +23,9 @@ import org.apache.kafka.streams.kstream.Produced;
  * committed only every commit.interval.ms: a SIGKILL then loses uncommitted progress
  * and at_least_once reprocesses it (counts may be over, never under).
  *
- * <p>Args: bootstrap application.id input output state.dir. Prints "STATE new old" on
- * every state change and "FATAL ..." on an uncaught exception; exits 1 in state ERROR.
+ * <p>Args: bootstrap application.id input output state.dir [processing.guarantee, default
+ * at_least_once]. Prints "STATE new old" on every state change and "FATAL ..." on an
+ * uncaught exception; exits 1 in state ERROR.
  */
 public final class WordCount {
     private WordCount() {}
@@ -34,7 +35,8 @@ public final class WordCount {
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
-        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+        p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+              args.length > 5 ? args[5] : StreamsConfig.AT_LEAST_ONCE);
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);

@@ -23,7 +23,8 @@ class ConnectWorker(JavaApp):
         cluster = f"connect-{uuid.uuid4().hex[:8]}"
         self.port = free_port()
         self.internal_topics = {
-            f"{kind}.storage.topic": f"{cluster}-{kind}s" for kind in ("config", "offset", "status")
+            f"{kind}.storage.topic": f"{cluster}-{suffix}"
+            for kind, suffix in (("config", "configs"), ("offset", "offsets"), ("status", "status"))
         }
         settings = {
             "bootstrap.servers": bootstrap,
