@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test cluster-test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
         kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean \
-        pulsar-cluster pulsar-cluster-stop
+        pulsar-cluster pulsar-cluster-stop apps apps-test
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -70,9 +70,21 @@ run: pulsar-fetch
 ## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar,
 ## and the conformance quick tier against a reference Kafka), then the cluster tier: kop on a
 ## two-broker cluster behind a proxy with token auth and TLS (tools/pulsar_cluster.py).
-test: setup pulsar-fetch kafka-fetch kcat lint
-	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
+## The Streams/Connect tests (marker `apps`) are built but deselected until kop runs them.
+test: setup pulsar-fetch kafka-fetch kcat apps lint
+	$(BIN)/python tools/run_tests.py -m "not apps" $(PYTEST_ARGS)
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
+
+## Kafka Streams and Kafka Connect 4.3.1 (tests/integration/streams_connect): jars from Maven
+## Central (cached), the Streams app compiled; a no-op when current. Stdlib only, no venv.
+apps:
+	$(PYTHON) tools/apps.py build
+
+## make apps-test: those two applications, unmodified, against kop; APPS_TARGET=kafka runs the
+## same tests against the reference Kafka (tools/kafka.py), APPS_TARGET=host:port against any.
+APPS_TARGET ?= kop
+apps-test: setup pulsar-fetch kafka-fetch apps
+	KOP_APPS_TARGET=$(APPS_TARGET) $(BIN)/python tools/run_tests.py tests/integration/streams_connect $(PYTEST_ARGS)
 
 ## make cluster-test: only the cluster tier.
 cluster-test: setup kafka-fetch
