@@ -21,6 +21,9 @@ class JoinResult:
     leader: str = ""
     # For the leader only: (member id, instance id, subscription metadata).
     members: tuple[tuple[str, str | None, bytes], ...] = ()
+    # KIP-814 (JoinGroup v9+): a static leader that rejoined a Stable group is told it
+    # leads, but must not run the assignor (the group keeps its assignment).
+    skip_assignment: bool = False
 
 
 @dataclass(frozen=True, slots=True)
