@@ -125,6 +125,7 @@ async def _sync(groups: GroupService, request: Any) -> Response:
             request.member_id,
             getattr(request, "group_instance_id", None),
             {a.member_id: a.assignment for a in request.assignments},
+            (getattr(request, "protocol_type", None), getattr(request, "protocol_name", None)),
         )
     except KafkaError as exc:
         return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}

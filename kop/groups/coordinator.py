@@ -55,10 +55,11 @@ class Coordinator:
         assignments: dict[str, bytes],
         token: object,
         now_ms: int,
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> SyncResult | None:
         self._schedule.touch(group_id)
         return self._syncs.sync(
-            group_id, generation, member_id, instance_id, assignments, token, now_ms
+            group_id, generation, member_id, instance_id, assignments, token, now_ms, protocol
         )
 
     def stored(self, metadata: GroupMetadata, ok: bool, now_ms: int) -> None:

@@ -109,11 +109,12 @@ class GroupService:
         member_id: str,
         instance_id: str | None,
         assignments: dict[str, bytes],
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> SyncResult:
         self.check_loaded()
         return await self._driver.parked(
             lambda token, now: self.coordinator.sync(
-                group_id, generation, member_id, instance_id, assignments, token, now
+                group_id, generation, member_id, instance_id, assignments, token, now, protocol
             )
         )
 
@@ -138,8 +139,10 @@ class GroupService:
         member_id: str,
         instance_id: str | None,
         offsets: dict[TopicPartition, CommittedOffset],
+        retention_ms: int | None = None,
     ) -> ErrorCode:
-        """One code for the whole request: Kafka stores a commit's offsets together."""
+        """One code for the whole request: Kafka stores a commit's offsets together.
+        `retention_ms` (OffsetCommit v2-4) makes them expire that long after now."""
         self.check_loaded()
         now = self._driver.clock()
         code = self._driver.now(
@@ -150,7 +153,10 @@ class GroupService:
         self._tell_if_full(group_id, code)
         if code is not ErrorCode.none or not offsets:
             return code
-        stamped = {tp: dataclasses.replace(o, commit_ms=now) for tp, o in offsets.items()}
+        expire = now + retention_ms if retention_ms is not None else None
+        stamped = {
+            tp: dataclasses.replace(o, commit_ms=now, expire_ms=expire) for tp, o in offsets.items()
+        }
         started = time.monotonic()
         try:
             await self.offsets.commit(group_id, stamped)

@@ -14,7 +14,7 @@ from tests.unit.test_coordinator_rules import Driver, _join
 from tests.unit.test_static_members import _stable_static_pair
 
 
-def _heartbeat(d: Driver, r: JoinResult, instance: str) -> ErrorCode:
+def _heartbeat(d: Driver, r: JoinResult, instance: str | None) -> ErrorCode:
     return d.c.heartbeat("g", r.generation, r.member_id, instance, d.now)
 
 
@@ -61,7 +61,7 @@ def test_dynamic_members_that_did_not_rejoin_are_removed_at_the_rebalance_timeou
     assert d.join(_join(second.member_id), "b1") is PARKED  # a rebalance a never rejoins
     for _ in range(10):  # a heartbeats for 30 s, but never joins again
         d.advance(3_000)
-        _heartbeat(d, a, "")
+        _heartbeat(d, a, None)
     d.advance(1)
     b = d.joined("b1")
     assert (b.generation, b.leader) == (a.generation + 1, second.member_id)
