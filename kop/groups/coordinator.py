@@ -113,12 +113,18 @@ class Coordinator:
             self.groups[group_id] = Group(group_id, state_ms=now_ms)
 
     def delete(self, group_id: str) -> ErrorCode:
+        code = self.deletable(group_id)
+        if code is ErrorCode.none:
+            self.forget(group_id)
+        return code
+
+    def deletable(self, group_id: str) -> ErrorCode:
+        """DeleteGroups' check: only an Empty group goes."""
         g = self.groups.get(group_id)
         if g is None or g.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found
         if g.state is not GroupState.EMPTY:
             return ErrorCode.non_empty_group
-        self.forget(group_id)
         return ErrorCode.none
 
     def forget(self, group_id: str) -> None:

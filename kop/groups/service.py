@@ -182,8 +182,10 @@ class GroupService:
             )
 
     async def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups: persisted first, then forgotten, so a failed write leaves the
+        group as it was (DescribeGroups and ListGroups go on agreeing)."""
         self.check_loaded()
-        code = self.coordinator.delete(group_id)
+        code = self.coordinator.deletable(group_id)
         if code is ErrorCode.group_id_not_found and self.offsets.of(group_id):
             code = ErrorCode.none  # a standalone group known only by its offsets
         if code is ErrorCode.none:
@@ -192,6 +194,8 @@ class GroupService:
             except StorageError as exc:
                 log.warning("deleting group %s not persisted: %s", group_id, exc)
                 return ErrorCode.coordinator_not_available
+            if self.coordinator.deletable(group_id) is ErrorCode.none:
+                self.coordinator.forget(group_id)
         return code
 
     async def topics_deleted(self, deleted: Callable[[str], bool]) -> None:
