@@ -44,6 +44,9 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
             offsets,
             _retention_ms(request),
         )
+        unknown = request.group_id not in group_service(services).coordinator.groups
+        if code is ErrorCode.illegal_generation and ctx.api_version >= 9 and unknown:
+            code = ErrorCode.group_id_not_found  # Kafka, from v9 on
     except KafkaError as exc:
         code = exc.code
     codes.update({tp: code for tp in offsets})

@@ -99,3 +99,22 @@ async def test_offset_delete_on_a_live_group_of_another_protocol_is_non_empty_gr
         assert (answer["error_code"], answer["topics"]) == (ErrorCode.non_empty_group, [])
     finally:
         await s.groups.close()
+
+
+async def test_offset_commit_v9_to_an_unknown_group_is_group_id_not_found() -> None:
+    """Kafka: ILLEGAL_GENERATION before v9, GROUP_ID_NOT_FOUND from v9 on."""
+    s = await _services()
+    assert s.groups is not None
+    try:
+        part = _ns(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
+                   committed_metadata="")  # fmt: skip
+        request = _ns(
+            group_id="nobody", generation_id_or_member_epoch=4, member_id="m",
+            group_instance_id=None, topics=[_ns(name="t", partitions=[part])],
+        )  # fmt: skip
+        expected = ((8, ErrorCode.illegal_generation), (9, ErrorCode.group_id_not_found))
+        for version, code in expected:
+            answer = await offsets.offset_commit(s, RequestContext(NS, "test", version), request)
+            assert answer["topics"][0]["partitions"][0]["error_code"] is code, version
+    finally:
+        await s.groups.close()
