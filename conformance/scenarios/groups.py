@@ -11,7 +11,7 @@ from conformance.clients import LIBRARIES
 from conformance.clients.base import until
 from conformance.members import Member, settle
 from conformance.model import Ctx, Observation, Rec, scenario
-from conformance.setup import create_topic
+from conformance.setup import create_topic, drop_topics
 
 # Group scenarios take 10-30 s per client (joins wait group.initial.rebalance.delay.ms):
 # the quick tier runs them with librdkafka and franz-go; the full matrix with every client.
@@ -148,3 +148,35 @@ def crash(ctx: Ctx, client: Any) -> Observation:
 def _has_some(member: Member, total: int) -> int | None:
     n = len(member.assigned)
     return n if 0 < n < total else None
+
+
+@scenario("groups/deleted-topic-offsets", ("confluent-kafka",))
+def deleted_topic_offsets(ctx: Ctx, client: Any) -> Observation:
+    """A group reads a topic and commits; the topic is deleted and created again under
+    the same name: the group's offsets went with the topic, so a member reads the new
+    topic from its start (nothing skipped at an offset of the old topic)."""
+    topic, group = ctx.name("del-topic"), ctx.name("del")
+    create_topic(ctx.bootstrap, topic)
+    client.produce(ctx.bootstrap, topic, [Rec(None, f"old{i}".encode()) for i in range(6)])
+    first = client.group_consume(ctx.bootstrap, topic, group, 6)
+    before = client.committed(ctx.bootstrap, group, topic, 0)
+    drop_topics(ctx.bootstrap, [topic])
+    until("the topic made again", 60, lambda: _created(ctx.bootstrap, topic))
+    client.produce(ctx.bootstrap, topic, [Rec(None, f"new{i}".encode()) for i in range(3)])
+    return {
+        "first member": [r.offset for r in first],
+        "committed before the delete": before,
+        "committed after it": client.committed(ctx.bootstrap, group, topic, 0),
+        "next member": [(r.offset, (r.value or b"").decode()) for r in client.group_consume(
+            ctx.bootstrap, topic, group, 3)],
+    }  # fmt: skip
+
+
+def _created(bootstrap: str, topic: str) -> bool | None:
+    """Kafka deletes a topic in the background: creating it again may be refused
+    for a moment."""
+    try:
+        create_topic(bootstrap, topic)
+    except Exception:  # TOPIC_ALREADY_EXISTS while the delete finishes
+        return None
+    return True

@@ -80,6 +80,7 @@ async def join_group(
         ctx.client_id or "",
         ctx.client_host,
         ctx.api_version >= 4,
+        ctx.api_version >= 9,
     )
     return _join(services, join, ctx.api_version)
 
@@ -98,7 +99,7 @@ async def _join(services: Services, join: JoinRequest, version: int) -> Response
         "protocol_type": r.protocol_type,
         "protocol_name": r.protocol if r.protocol is not None else nothing,
         "leader": r.leader,
-        "skip_assignment": False,
+        "skip_assignment": r.skip_assignment,
         "member_id": r.member_id,
         "members": [
             {"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in r.members
@@ -124,6 +125,7 @@ async def _sync(groups: GroupService, request: Any) -> Response:
             request.member_id,
             getattr(request, "group_instance_id", None),
             {a.member_id: a.assignment for a in request.assignments},
+            (getattr(request, "protocol_type", None), getattr(request, "protocol_name", None)),
         )
     except KafkaError as exc:
         return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}

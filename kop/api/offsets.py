@@ -42,11 +42,25 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
             request.member_id,
             getattr(request, "group_instance_id", None),
             offsets,
+            _retention_ms(request),
         )
+        unknown = request.group_id not in group_service(services).coordinator.groups
+        if code is ErrorCode.illegal_generation and ctx.api_version >= 9 and unknown:
+            code = ErrorCode.group_id_not_found  # Kafka, from v9 on
     except KafkaError as exc:
         code = exc.code
     codes.update({tp: code for tp in offsets})
     return {"throttle_time": 0, "topics": _by_topic(codes)}
+
+
+def _retention_ms(request: Any) -> int | None:
+    """OffsetCommit v2-4 may ask for its offsets to be kept this long (-1: the
+    broker's offsets.retention.minutes), as Kafka honours it for those versions."""
+    retention = getattr(request, "retention_time", None)
+    if retention is None:
+        return None
+    ms = int(retention.total_seconds() * 1000)
+    return ms if ms >= 0 else None
 
 
 def _by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
@@ -109,7 +123,8 @@ def _fetch_group(services: Services, group_id: str, topics: Any) -> dict[str, An
 async def offset_delete(services: Services, ctx: RequestContext, request: Any) -> Response:
     """As Kafka: a group's offsets go, except those of topics a member of a live
     consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC). A group whose
-    subscriptions cannot be read keeps all of them."""
+    subscriptions cannot be read keeps all of them; a live group of another
+    protocol type (Connect's) keeps all of them with NON_EMPTY_GROUP."""
     tps = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     try:
         groups = group_service(services)
@@ -118,6 +133,8 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
         if g is None and not groups.offsets.of(request.group_id):
             raise KafkaError(ErrorCode.group_id_not_found)
         live = g is not None and g.state is not GroupState.EMPTY
+        if g is not None and live and g.protocol_type != "consumer":
+            raise KafkaError(ErrorCode.non_empty_group)  # Kafka's validateOffsetDelete
         held = g.subscribed_topics() if g is not None and live else set()
         codes = {
             tp: ErrorCode.none if held is not None and tp.topic not in held

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kop.api.configs import topic_entries
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
 from kop.api.metadata import ZERO_UUID
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.naming import InvalidTopicName, PulsarTopic, resolve
 
 
 async def create_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -155,12 +157,23 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
                 # they would retry against a topic that no longer exists.
                 await services.logs.drop([view.partition_topic(i) for i in range(view.partitions)])
             topic_id = (await services.catalog.delete(topic)).topic_id
+            if services.groups is not None:
+                await services.groups.topics_deleted(functools.partial(_names, ctx, topic))
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(
             {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
         )
     return {"throttle_time": 0, "responses": responses}
+
+
+def _names(ctx: RequestContext, topic: PulsarTopic, name: str) -> bool:
+    """Whether a topic name a group committed under is the deleted topic (its short
+    name or its full Pulsar name)."""
+    try:
+        return resolve(name, ctx.namespace).full == topic.full
+    except InvalidTopicName:
+        return False
 
 
 async def create_partitions(services: Services, ctx: RequestContext, request: Any) -> Response:

@@ -55,10 +55,11 @@ class Coordinator:
         assignments: dict[str, bytes],
         token: object,
         now_ms: int,
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> SyncResult | None:
         self._schedule.touch(group_id)
         return self._syncs.sync(
-            group_id, generation, member_id, instance_id, assignments, token, now_ms
+            group_id, generation, member_id, instance_id, assignments, token, now_ms, protocol
         )
 
     def stored(self, metadata: GroupMetadata, ok: bool, now_ms: int) -> None:
@@ -112,12 +113,18 @@ class Coordinator:
             self.groups[group_id] = Group(group_id, state_ms=now_ms)
 
     def delete(self, group_id: str) -> ErrorCode:
+        code = self.deletable(group_id)
+        if code is ErrorCode.none:
+            self.forget(group_id)
+        return code
+
+    def deletable(self, group_id: str) -> ErrorCode:
+        """DeleteGroups' check: only an Empty group goes."""
         g = self.groups.get(group_id)
         if g is None or g.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found
         if g.state is not GroupState.EMPTY:
             return ErrorCode.non_empty_group
-        self.forget(group_id)
         return ErrorCode.none
 
     def forget(self, group_id: str) -> None:

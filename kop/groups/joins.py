@@ -4,6 +4,7 @@ required). Part of the pure coordinator (see coordinator.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ class JoinRequest:
     client_id: str
     client_host: str
     require_known_member_id: bool  # JoinGroup v4+
+    supports_skip_assignment: bool = False  # JoinGroup v9+ (KIP-814)
 
 
 class Joiner:
@@ -137,10 +139,12 @@ class Joiner:
         self, g: Group, r: JoinRequest, member_id: str, token: object, now_ms: int
     ) -> JoinResult | None:
         """KIP-345: a static member rejoining with a new member id takes over the old
-        one's place (the old id is fenced from now on). In a Stable group with
-        unchanged protocols it gets its assignment back without a rebalance."""
+        one's place (the old id is fenced from now on). In a Stable group whose
+        selected protocol stays the same it gets its assignment back without a
+        rebalance, whatever else its subscription says (Java and librdkafka put
+        owned partitions and the generation in it), as Kafka's coordinator does."""
         old = g.members[g.static[r.instance_id or ""]]
-        was_leader = g.leader == old.member_id
+        old_leader = g.leader
         g.remove(old.member_id)
         if old.join_token is not None:
             self.effects.append(
@@ -150,18 +154,32 @@ class Joiner:
             self.effects.append(Answer(old.sync_token, SyncResult(ErrorCode.fenced_instance_id)))
         new = _member(r, member_id, now_ms)
         new.assignment, new.is_new = old.assignment, False
-        if was_leader or g.leader is None:
-            g.leader = member_id
         g.add(new)
-        if g.state is GroupState.STABLE and old.matches(r.protocols):
+        g.leader = member_id if old_leader in (old.member_id, None) else old_leader
+        if g.state is GroupState.STABLE and g.select_protocol() == g.protocol:
             self.effects.append(Store(g.to_metadata()))
-            return self._current_generation(g, new)
+            return self._static_rejoined(g, new, old_leader, r.supports_skip_assignment)
         new.join_token = token
         if g.state is GroupState.PREPARING_REBALANCE:
             self.rebalance.maybe_complete_join(g, now_ms)
         else:
             self.rebalance.prepare(g, now_ms)
         return PARKED
+
+    def _static_rejoined(
+        self, g: Group, new: Member, old_leader: str | None, skip_supported: bool
+    ) -> JoinResult:
+        """KIP-814: a rejoined static leader must not run the assignor, since a Stable
+        group would drop its new assignment. From v9 it is told it leads with
+        `skip_assignment`; before, it is given the old leader's id and no members,
+        so it takes itself for a follower."""
+        if skip_supported:
+            result = self._current_generation(g, new)
+            return dataclasses.replace(result, skip_assignment=new.member_id == g.leader)
+        return JoinResult(
+            ErrorCode.none, new.member_id, g.generation, g.protocol_type, g.protocol,
+            old_leader or "",
+        )  # fmt: skip
 
     def _add(self, g: Group, r: JoinRequest, member_id: str, token: object, now_ms: int) -> None:
         member = _member(r, member_id, now_ms)

@@ -15,16 +15,25 @@ from kop.protocol.errors import ErrorCode
 def member_error(
     g: Group | None, member_id: str, instance_id: str | None, generation: int
 ) -> ErrorCode | None:
-    """The checks SyncGroup, Heartbeat and OffsetCommit share, in Kafka's order."""
+    """The checks SyncGroup, Heartbeat and OffsetCommit share, in Kafka's order: the
+    member (ClassicGroup.validateMember), then its generation; the group's state only
+    after both, so a stale or unknown member learns that first."""
     if g is None or g.state is GroupState.DEAD:
         return ErrorCode.unknown_member_id if g is None else ErrorCode.coordinator_not_available
-    if g.fenced(member_id, instance_id):
-        return ErrorCode.fenced_instance_id
-    if member_id not in g.members:
-        return ErrorCode.unknown_member_id
-    if generation != g.generation:
-        return ErrorCode.illegal_generation
-    return None
+    return unknown_member(g, member_id, instance_id) or (
+        ErrorCode.illegal_generation if generation != g.generation else None
+    )
+
+
+def unknown_member(g: Group, member_id: str, instance_id: str | None) -> ErrorCode | None:
+    """A static member is known by its instance id (another member id holding it is
+    fenced), a dynamic one by its member id."""
+    if instance_id is not None:
+        known = g.static.get(instance_id)
+        if known is None:
+            return ErrorCode.unknown_member_id
+        return ErrorCode.fenced_instance_id if known != member_id else None
+    return ErrorCode.unknown_member_id if member_id not in g.members else None
 
 
 class Membership:
@@ -91,14 +100,15 @@ class Membership:
             g = self.groups[group_id] = Group(group_id, state_ms=now_ms)
         if g.state is GroupState.DEAD:
             return ErrorCode.coordinator_not_available
-        if g.fenced(member_id, instance_id):
-            return ErrorCode.fenced_instance_id
         if generation < 0 and g.state is GroupState.EMPTY:
             return ErrorCode.none
+        if generation >= 0 or member_id or instance_id is not None:
+            error = member_error(g, member_id, instance_id, generation)
+            if error is not None:
+                return error
+        elif g.state is not GroupState.EMPTY:
+            return ErrorCode.unknown_member_id  # no member named: only to an Empty group
         if g.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.rebalance_in_progress
-        error = member_error(g, member_id, instance_id, generation)
-        if error is not None:
-            return error
+            return ErrorCode.rebalance_in_progress  # a valid member, before its sync
         g.members[member_id].last_seen_ms = now_ms
         return ErrorCode.none

@@ -12,7 +12,7 @@ and hold the room `max_groups` gives.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kop.groups.group import Group
@@ -73,6 +73,19 @@ class Offsets:
         self._by_group.pop(group, None)
         if self._mirror is not None:
             self._mirror.forgotten(group, known)
+
+    async def forget_topics(self, deleted: Callable[[str], bool]) -> list[str]:
+        """Tombstone every group's offsets of deleted topics (Kafka's onPartitionsDeleted):
+        a topic created again under the name must not resume a group at an offset of
+        the old one, past records it would then never read. Returns the groups that
+        had any, each done at once; a failure leaves the others done."""
+        touched = []
+        for group, offsets in list(self._by_group.items()):
+            gone = [tp for tp in offsets if deleted(tp.topic)]
+            if gone:
+                await self.delete(group, gone)
+                touched.append(group)
+        return touched
 
     def _drop(self, group: str, tps: list[TopicPartition]) -> None:
         offsets = self._by_group.get(group, {})

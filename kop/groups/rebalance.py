@@ -21,6 +21,9 @@ class JoinResult:
     leader: str = ""
     # For the leader only: (member id, instance id, subscription metadata).
     members: tuple[tuple[str, str | None, bytes], ...] = ()
+    # KIP-814 (JoinGroup v9+): a static leader that rejoined a Stable group is told it
+    # leads, but must not run the assignor (the group keeps its assignment).
+    skip_assignment: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +99,17 @@ class Rebalancer:
     def complete_join(self, g: Group, now_ms: int) -> None:
         """onCompleteJoin: dynamic members that did not rejoin are dropped, then the
         next generation starts: Empty if nobody is left, else CompletingRebalance with
-        a join answer for everyone who joined (the member list for the leader)."""
+        a join answer for everyone who joined (the member list for the leader). If
+        only static members that did not rejoin are left, completion is postponed by
+        another rebalance timeout, as Kafka does: their sessions decide whether they
+        stay, and a generation nobody was told of would only be abandoned."""
         for m in list(g.members.values()):
             if m.join_token is None and m.instance_id is None:
                 g.remove(m.member_id)
+        if g.members and all(m.join_token is None for m in g.members.values()):
+            g.join_deadline_ms = now_ms + g.max_rebalance_timeout_ms()
+            g.initial_end_ms = None
+            return
         g.pending.clear()
         g.join_deadline_ms = g.initial_end_ms = None
         g.generation += 1

@@ -21,7 +21,7 @@ from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.rebalance import JoinResult, SyncResult
-from kop.groups.types import CommittedOffset, TopicPartition
+from kop.groups.types import CommittedOffset, GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 
@@ -109,11 +109,12 @@ class GroupService:
         member_id: str,
         instance_id: str | None,
         assignments: dict[str, bytes],
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> SyncResult:
         self.check_loaded()
         return await self._driver.parked(
             lambda token, now: self.coordinator.sync(
-                group_id, generation, member_id, instance_id, assignments, token, now
+                group_id, generation, member_id, instance_id, assignments, token, now, protocol
             )
         )
 
@@ -138,8 +139,10 @@ class GroupService:
         member_id: str,
         instance_id: str | None,
         offsets: dict[TopicPartition, CommittedOffset],
+        retention_ms: int | None = None,
     ) -> ErrorCode:
-        """One code for the whole request: Kafka stores a commit's offsets together."""
+        """One code for the whole request: Kafka stores a commit's offsets together.
+        `retention_ms` (OffsetCommit v2-4) makes them expire that long after now."""
         self.check_loaded()
         now = self._driver.clock()
         code = self._driver.now(
@@ -150,7 +153,10 @@ class GroupService:
         self._tell_if_full(group_id, code)
         if code is not ErrorCode.none or not offsets:
             return code
-        stamped = {tp: dataclasses.replace(o, commit_ms=now) for tp, o in offsets.items()}
+        expire = now + retention_ms if retention_ms is not None else None
+        stamped = {
+            tp: dataclasses.replace(o, commit_ms=now, expire_ms=expire) for tp, o in offsets.items()
+        }
         started = time.monotonic()
         try:
             await self.offsets.commit(group_id, stamped)
@@ -176,8 +182,10 @@ class GroupService:
             )
 
     async def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups: persisted first, then forgotten, so a failed write leaves the
+        group as it was (DescribeGroups and ListGroups go on agreeing)."""
         self.check_loaded()
-        code = self.coordinator.delete(group_id)
+        code = self.coordinator.deletable(group_id)
         if code is ErrorCode.group_id_not_found and self.offsets.of(group_id):
             code = ErrorCode.none  # a standalone group known only by its offsets
         if code is ErrorCode.none:
@@ -186,7 +194,25 @@ class GroupService:
             except StorageError as exc:
                 log.warning("deleting group %s not persisted: %s", group_id, exc)
                 return ErrorCode.coordinator_not_available
+            if self.coordinator.deletable(group_id) is ErrorCode.none:
+                self.coordinator.forget(group_id)
         return code
+
+    async def topics_deleted(self, deleted: Callable[[str], bool]) -> None:
+        """After DeleteTopics, as Kafka: the topics' committed offsets go from every
+        group, durably, and an Empty group left without offsets goes too (Dead). A
+        write that fails is logged; the topic is gone either way."""
+        try:
+            touched = await self.offsets.forget_topics(deleted)
+            for group in touched:
+                g = self.coordinator.groups.get(group)
+                if self.offsets.of(group) or (g is not None and (g.members or g.pending)):
+                    continue
+                if g is None or g.state is GroupState.EMPTY:
+                    await self.offsets.forget_group(group)  # its group record's tombstone
+                    self.coordinator.forget(group)
+        except StorageError as exc:
+            log.warning("offsets of deleted topics not all removed: %s", exc)
 
 
 async def load_groups(

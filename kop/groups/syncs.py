@@ -27,11 +27,16 @@ class Syncer:
         assignments: dict[str, bytes],
         token: object,
         now_ms: int,
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> SyncResult | None:
+        """`protocol` is the (type, name) a v5+ request names: one the group does not
+        have is INCONSISTENT_GROUP_PROTOCOL, once member and generation are known good."""
         g = self.groups.get(group_id)
         error = member_error(g, member_id, instance_id, generation)
         if error is not None or g is None:
             return SyncResult(error or ErrorCode.unknown_member_id)
+        if _differs(protocol[0], g.protocol_type) or _differs(protocol[1], g.protocol):
+            return SyncResult(ErrorCode.inconsistent_group_protocol)
         member = g.members[member_id]
         member.last_seen_ms = now_ms
         if g.state is GroupState.PREPARING_REBALANCE:
@@ -62,3 +67,7 @@ class Syncer:
         else:
             self.rebalance.answer_syncs(g, ErrorCode.coordinator_not_available)
             self.rebalance.prepare(g, now_ms)
+
+
+def _differs(asked: str | None, held: str | None) -> bool:
+    return asked is not None and held is not None and asked != held

@@ -103,3 +103,25 @@ def test_java_cooperative_sticky_rebalance_revokes_only_what_moves(
     assert a and b and a | b == {0, 1, 2, 3} and not a & b
     assert revoked == b, "A gave up partitions it kept, or kept ones it gave away"
     assert "LOST" not in out.stdout
+
+
+def test_java_static_leader_restart_moves_nothing(
+    kop: KopProcess, topic: str, java_classpath: str
+) -> None:
+    """KIP-345 and KIP-814: the group's static leader restarts with a new member id.
+    Its subscription now names the partitions it owned, so it differs from the first
+    one; the group still does not rebalance (the selected protocol is the same), the
+    leader is told not to run the assignor, and both keep their partitions."""
+    create_topic(kop.bootstrap, topic, 4)
+    out = subprocess.run(
+        ["java", "-cp", java_classpath, str(JAVA_DIR / "StaticRestart.java"),
+         kop.bootstrap, topic, f"g-{topic}", "4"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = {" ".join(line.split(" ", 2)[:2]): line.split(" ", 2)[2]
+             for line in out.stdout.splitlines() if line.count(" ") >= 2}  # fmt: skip
+    assert "END" in out.stdout, out.stdout
+    assert lines["REVOKED B"] == "[]", out.stdout
+    assert lines["FINAL A"] == lines["BEFORE A"] != "[]", out.stdout
+    assert lines["FINAL B"] == lines["BEFORE B"] != "[]", out.stdout

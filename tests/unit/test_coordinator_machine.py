@@ -50,6 +50,8 @@ class Client:
     member_id: str = ""
     generation: int = -1
     leader: bool = False
+    skip: bool = False  # KIP-814: it leads, but must not run the assignor
+    v9: bool = False  # its JoinGroup version supports skip_assignment
     members: tuple[tuple[str, str | None], ...] = ()  # (id, instance), if it led
     join_token: int | None = None
     sync_token: int | None = None
@@ -127,6 +129,10 @@ class CoordinatorMachine(RuleBasedStateMachine):
         assert self.told.protocols.setdefault(gen, r.protocol) == r.protocol, "two protocols"
         client.member_id, client.generation = r.member_id, gen
         client.leader = r.member_id == r.leader
+        client.skip = r.skip_assignment
+        if r.skip_assignment:
+            g = self.c.groups[GROUP]
+            assert client.v9 and client.leader and g.state is GroupState.STABLE, "skip told"
         client.members = tuple((m, i) for m, i, _ in r.members)
         client.assignment = None
         if client.leader:
@@ -171,12 +177,13 @@ class CoordinatorMachine(RuleBasedStateMachine):
         static=st.booleans(),
         protocols=st.sampled_from(PROTOCOLS),
         v4=st.booleans(),
+        v9=st.booleans(),
     )
     def new_client_joins(
-        self, static: bool, protocols: tuple[tuple[str, bytes], ...], v4: bool
+        self, static: bool, protocols: tuple[tuple[str, bytes], ...], v4: bool, v9: bool
     ) -> None:
         name = f"c{len(self.clients)}"
-        client = Client(name, f"i{len(self.clients) % 3}" if static else None)
+        client = Client(name, f"i{len(self.clients) % 3}" if static else None, v9=v9)
         self.clients.append(client)
         self._join(client, protocols, v4)
 
@@ -194,7 +201,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         client.join_token = token
         request = JoinRequest(
             GROUP, client.member_id, client.instance_id, "consumer", protocols,
-            SESSION_MS, REBALANCE_MS, client.name, "127.0.0.1", v4,
+            SESSION_MS, REBALANCE_MS, client.name, "127.0.0.1", v4, client.v9,
         )  # fmt: skip
         g = self.c.groups.get(GROUP)
         held = len(g.members) + len(g.pending) if g is not None else 0
@@ -224,7 +231,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
 
     def _sync(self, client: Client) -> None:
         assignments: dict[str, bytes] = {}
-        if client.leader:
+        if client.leader and not client.skip:
             assignments = {m: f"{m}@{client.generation}".encode() for m, _ in client.members}
             # Only the first can take effect: a Stable group answers later syncs
             # with the assignment it has.

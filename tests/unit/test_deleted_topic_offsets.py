@@ -1,0 +1,67 @@
+"""DeleteTopics removes the topic's committed offsets from every group, durably, as
+Kafka does: a topic created again under the same name must not resume a group at
+an offset of the old topic (it would silently skip the new topic's records)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kop.api import groups, offsets, topics_admin
+from kop.api.context import RequestContext, Services
+from kop.groups.coordinator import Limits
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.service import GroupService
+from kop.groups.types import GroupState, TopicPartition
+from kop.protocol.errors import ErrorCode
+from kop.storage.naming import PulsarTopic
+from tests.unit.test_build_strict import NS, _ns, _services
+
+CTX = RequestContext(NS, "test", 5)
+
+
+async def _commit(s: Services, group: str, *topics: str) -> None:
+    parts = [_ns(partition_index=0, committed_offset=7, committed_leader_epoch=-1,
+                 committed_metadata="")]  # fmt: skip
+    request = _ns(
+        group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+        topics=[_ns(name=t, partitions=parts) for t in topics],
+    )  # fmt: skip
+    answer = await offsets.offset_commit(s, CTX, request)
+    assert all(p["error_code"] is ErrorCode.none for t in answer["topics"] for p in t["partitions"])
+
+
+async def _reloaded(s: Services) -> GroupService:
+    """A restarted kop's groups, read back from the same offsets topic."""
+    assert s.groups is not None
+    store = s.groups._store
+    again = GroupService(OffsetsStore(store._storage, store.topic, store.partitions), Limits())
+    await again.start()
+    while not again.loaded:
+        await asyncio.sleep(0.001)
+    return again
+
+
+async def test_deleting_a_topic_removes_its_offsets_from_every_group_durably() -> None:
+    s = await _services()
+    await s.catalog.create(PulsarTopic(NS, "u", "u"), 1, {})
+    assert s.groups is not None
+    try:
+        await _commit(s, "both", "t", "u")
+        await _commit(s, "only-t", "t")
+        await _commit(s, "full-name", "persistent://public/default/t")
+        deleted = await topics_admin.delete_topics(s, CTX, _ns(topic_names=["t"]))
+        assert deleted["responses"][0]["error_code"] is ErrorCode.none
+        assert set(s.groups.offsets.of("both")) == {TopicPartition("u", 0)}
+        assert s.groups.offsets.of("only-t") == {} == s.groups.offsets.of("full-name")
+        described = await groups.describe_groups(s, CTX, _ns(groups=["only-t", "both"]))
+        states = [g["group_state"] for g in described["groups"]]
+        assert states == [GroupState.DEAD.value, GroupState.EMPTY.value]  # as Kafka
+        again = await _reloaded(s)
+        try:
+            assert set(again.offsets.of("both")) == {TopicPartition("u", 0)}
+            assert again.offsets.of("only-t") == {} == again.offsets.of("full-name")
+            assert "only-t" not in again.coordinator.groups
+        finally:
+            await again.close()
+    finally:
+        await s.groups.close()

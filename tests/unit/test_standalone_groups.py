@@ -1,0 +1,72 @@
+"""Standalone groups (assign() consumers committing with generation -1, as Flink's
+Kafka source does): DescribeGroups and ListGroups agree with each other and with
+Kafka, Empty with protocol type "", also after a restart and after a DeleteGroups
+whose write failed."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kop.api import groups, offsets
+from kop.api.context import RequestContext, Services
+from kop.groups.coordinator import Limits
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.service import GroupService
+from kop.protocol.errors import ErrorCode
+from kop.storage.types import StorageError
+from tests.unit.test_build_strict import NS, _ns, _services
+
+CTX = RequestContext(NS, "test", 5)
+
+
+async def _commit(s: Services) -> None:
+    part = _ns(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
+               committed_metadata="")  # fmt: skip
+    request = _ns(group_id="solo", generation_id_or_member_epoch=-1, member_id="",
+                  group_instance_id=None, topics=[_ns(name="t", partitions=[part])])  # fmt: skip
+    answer = await offsets.offset_commit(s, CTX, request)
+    assert answer["topics"][0]["partitions"][0]["error_code"] is ErrorCode.none
+
+
+async def _seen(s: Services) -> tuple[Any, Any]:
+    """(state, protocol type) as DescribeGroups and as ListGroups give them."""
+    described = (await groups.describe_groups(s, CTX, _ns(groups=["solo"])))["groups"][0]
+    listed = [g for g in (await groups.list_groups(s, CTX, _ns()))["groups"]
+              if g["group_id"] == "solo"]  # fmt: skip
+    seen_list = (listed[0]["group_state"], listed[0]["protocol_type"]) if listed else None
+    return (described["group_state"], described["protocol_type"]), seen_list
+
+
+async def test_a_standalone_group_is_empty_to_describe_and_list_after_a_restart() -> None:
+    s = await _services()
+    assert s.groups is not None
+    await _commit(s)
+    assert await _seen(s) == (("Empty", ""), ("Empty", ""))
+    store = s.groups._store
+    await s.groups.close()
+    s.groups = GroupService(OffsetsStore(store._storage, store.topic, store.partitions), Limits())
+    await s.groups.start()
+    try:
+        while not s.groups.loaded:
+            await asyncio.sleep(0.001)
+        assert await _seen(s) == (("Empty", ""), ("Empty", ""))
+    finally:
+        await s.groups.close()
+
+
+async def test_a_delete_that_was_not_persisted_leaves_the_group_as_it_was() -> None:
+    s = await _services()
+    assert s.groups is not None
+    try:
+        await _commit(s)
+
+        async def fails(group: str) -> None:
+            raise StorageError("offsets topic unreachable")
+
+        s.groups.offsets.forget_group = fails  # type: ignore[method-assign]
+        answer = await groups.delete_groups(s, CTX, _ns(groups_names=["solo"]))
+        assert answer["results"][0]["error_code"] is ErrorCode.coordinator_not_available
+        assert await _seen(s) == (("Empty", ""), ("Empty", ""))
+    finally:
+        await s.groups.close()
