@@ -1,3 +1,11 @@
 """The catalogue: importing this package registers every scenario."""
 
-from conformance.scenarios import admin, bad_input, groups, positions, produce, tools  # noqa: F401
+from conformance.scenarios import (  # noqa: F401
+    admin,
+    bad_input,
+    fetch,
+    groups,
+    positions,
+    produce,
+    tools,
+)

@@ -84,8 +84,8 @@ async def _read_partition(
     try:
         records = b""
         if budget > 0 or first:
-            # KIP-74: the first partition returns at least one batch even if larger.
-            records = await plog.read(offset, max(budget, 1))
+            # KIP-74: a batch is served only if it fits, except the response's first.
+            records = await plog.read(offset, budget, min_one=first)
         return _part(index, ErrorCode.none, plog.high_watermark, plog.log_start, records)
     except Exception as exc:
         code, _ = error_of(exc)
