@@ -5,6 +5,7 @@ from conformance.scenarios import (  # noqa: F401
     bad_input,
     fetch,
     groups,
+    internal,
     positions,
     produce,
     tools,

@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kop.api.internal_topics import refuse_access
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
 from kop.log.topics import TopicCatalog, TopicView
@@ -55,6 +56,8 @@ class Services:
     fetch_max_wait_cap_ms: int
     fetch_max_bytes_cap: int
     groups: GroupService | None = None  # None: this kop coordinates no groups
+    # Listed as `__consumer_offsets` (0: not listed, as when kop coordinates no groups).
+    offsets_topic_partitions: int = 0
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
 
 
@@ -90,6 +93,9 @@ class RequestContext:
 
 
 def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
+    """The Pulsar topic a Kafka name means; `__consumer_offsets` is not one a client
+    may use (see `internal_topics`)."""
+    refuse_access(name)
     try:
         return resolve(name, ctx.namespace)
     except InvalidTopicName as exc:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.internal_topics import refuse_produce
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import split_batches
 
@@ -36,6 +37,7 @@ async def _begin(
     services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None
 ) -> Awaitable[int] | BaseException:
     try:
+        refuse_produce(name)
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
             raise KafkaError(

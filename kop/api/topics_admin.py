@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.api.internal_topics import refuse_create
 from kop.api.metadata import ZERO_UUID
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -48,6 +49,7 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
                 raise KafkaError(
                     ErrorCode.invalid_replication_factor, "replication_factor must be > 0 or -1"
                 )
+            refuse_create(t.name)
             configs = {c.name: c.value for c in t.configs}
             view = await services.catalog.create(
                 topic_for(ctx, t.name), t.num_partitions, configs, request.validate_only, reserved
