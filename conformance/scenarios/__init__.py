@@ -3,6 +3,7 @@
 from conformance.scenarios import (  # noqa: F401
     admin,
     bad_input,
+    epochs,
     fetch,
     groups,
     internal,

@@ -10,7 +10,9 @@ from typing import Any, Protocol
 
 from kop.api.internal_topics import refuse_access
 from kop.groups.service import GroupService
+from kop.log.leader_epoch import NO_EPOCH, check_current
 from kop.log.manager import LogManager
+from kop.log.partition_log import PartitionLog
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
@@ -107,6 +109,18 @@ async def existing_topic(services: Services, ctx: RequestContext, name: str) -> 
     if view is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
     return view
+
+
+async def partition_log(
+    services: Services, ctx: RequestContext, name: str, index: int, current_epoch: int = NO_EPOCH
+) -> PartitionLog:
+    """The log of partition `index` of an existing topic, for a client whose metadata
+    says the leader's epoch is `current_epoch` (-1: it does not say)."""
+    view = await existing_topic(services, ctx, name)
+    if not 0 <= index < view.partitions:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+    check_current(current_epoch)
+    return await services.logs.partition(view.partition_topic(index))
 
 
 def error_of(exc: BaseException) -> tuple[ErrorCode, str]:

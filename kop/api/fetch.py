@@ -12,9 +12,10 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.context import RequestContext, Response, Services, error_of, partition_log
+from kop.log.leader_epoch import NO_EPOCH
 from kop.log.partition_log import PartitionLog
-from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.errors import ErrorCode
 
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Awaitable[Response]:
@@ -30,7 +31,7 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     cap = services.fetch_max_bytes_cap
     max_bytes = min(request.max_bytes, cap) if request.max_bytes > 0 else cap
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
-    logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
+    logs = await asyncio.gather(*(_log(services, ctx, name, p) for name, p in wanted))
     while True:
         changed = [plog.data_changed() for plog in logs if isinstance(plog, PartitionLog)]
         try:
@@ -62,15 +63,12 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
 
 
 async def _log(
-    services: Services, ctx: RequestContext, name: str, index: int
+    services: Services, ctx: RequestContext, name: str, p: Any
 ) -> PartitionLog | BaseException:
+    # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
+    current = max(NO_EPOCH, getattr(p, "current_leader_epoch", NO_EPOCH))
     try:
-        view = await existing_topic(services, ctx, name)
-        if not 0 <= index < view.partitions:
-            raise KafkaError(
-                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
-            )
-        return await services.logs.partition(view.partition_topic(index))
+        return await partition_log(services, ctx, name, p.partition, current)
     except Exception as exc:
         return exc
 

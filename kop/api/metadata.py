@@ -8,6 +8,7 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
 from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
+from kop.log.leader_epoch import LEADER_EPOCH
 from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -101,7 +102,7 @@ def _partitions(services: Services, count: int) -> list[dict[str, Any]]:
             "error_code": ErrorCode.none,
             "partition_index": i,
             "leader_id": node,
-            "leader_epoch": 0,
+            "leader_epoch": LEADER_EPOCH,
             "replica_nodes": (node,),
             "isr_nodes": (node,),
             "offline_replicas": (),
