@@ -7,6 +7,7 @@ from conformance.scenarios import (  # noqa: F401
     fetch,
     groups,
     internal,
+    old_produce,
     positions,
     produce,
     tools,

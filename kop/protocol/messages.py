@@ -95,6 +95,15 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
 }
 
+# What ApiVersions advertises where it is wider than what kop serves. Kafka 4.x
+# advertises Produce from v0 and closes the connection on a v0-v2 request
+# (KAFKA-18659): older librdkafka turns compression off, without a word, when a
+# broker's Produce range does not start at 0.
+ADVERTISED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    **SUPPORTED_VERSIONS,
+    ApiKey.PRODUCE: (0, SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]),
+}
+
 _HEAD = struct.Struct(">hhi")
 
 
