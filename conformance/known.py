@@ -19,6 +19,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "kop lists __consumer_offsets (internal, as Kafka does) but does not serve its records: "
         "kop's offsets topic is a Pulsar topic in its own format, not Kafka's. Reads get "
         "TOPIC_AUTHORIZATION_FAILED, what Kafka answers a client without READ on the topic "
-        "(docs/groups.md, \"__consumer_offsets\")."
+        '(docs/groups.md, "__consumer_offsets").'
     ),
 }

@@ -64,9 +64,11 @@ def offsets_topic_reads(ctx: Ctx, _client: object) -> Observation:
     client = _raw(ctx)
     try:
         fetched = client.fetch(NAME, 0).responses[0].partitions[0]
-        listed = client.request(
-            2, 7, replica_id=-1, isolation_level=0, topics=(_list_topic(NAME),)
-        ).topics[0].partitions[0]
+        listed = (
+            client.request(2, 7, replica_id=-1, isolation_level=0, topics=(_list_topic(NAME),))
+            .topics[0]
+            .partitions[0]
+        )
         return {"fetch": fetched.error_code.name, "list-offsets": listed.error_code.name}
     finally:
         client.close()

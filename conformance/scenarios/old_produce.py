@@ -38,7 +38,7 @@ def old_produce(version: int, topic: str, records: bytes) -> bytes:
 
 
 def exchange(bootstrap: str, payload: bytes) -> str:
-    """"answered" or "connection closed"."""
+    """ "answered" or "connection closed"."""
     host, port = bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=15) as sock:
         sock.sendall(struct.pack(">i", len(payload)) + payload)

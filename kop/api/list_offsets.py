@@ -18,7 +18,7 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     topics = []
     for t in request.topics:
         parts = await asyncio.gather(
-                *(
+            *(
                 _lookup(services, ctx, t.name, p.partition_index, p.timestamp, _current(p))
                 for p in t.partitions
             )

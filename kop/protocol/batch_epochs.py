@@ -22,10 +22,16 @@ def rebased(batch: bytes, base_offset: int, epoch: int) -> bytes:
 
 
 def with_leader_epoch(data: bytes, epoch: int) -> bytes:
-    """Every batch of `data` (whole batches, back to back) stamped with `epoch`."""
-    out = bytearray(data)
-    pos = 0
-    while pos + _HEAD <= len(out):
-        _EPOCH.pack_into(out, pos + 12, epoch)
-        pos += 12 + int.from_bytes(out[pos + 8 : pos + 12], "big")
-    return bytes(out)
+    """Every batch of `data` (whole batches, back to back) stamped with `epoch`: one
+    copy (a bytearray and back would be two)."""
+    stamp = _EPOCH.pack(epoch)
+    with memoryview(data) as view:
+        parts: list[bytes | memoryview] = []
+        pos = 0
+        while pos + _HEAD <= len(data):
+            parts += (view[pos : pos + 12], stamp)
+            end = pos + 12 + int.from_bytes(view[pos + 8 : pos + 12], "big")
+            parts.append(view[pos + 16 : end])
+            pos = end
+        parts.append(view[pos:])
+        return b"".join(parts)

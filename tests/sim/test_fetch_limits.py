@@ -30,9 +30,7 @@ def _read(node: Node, offset: int, max_bytes: int, min_one: bool) -> bytes:
     return node.loop.run(plog.read(offset, max_bytes, min_one=min_one), within=60)
 
 
-def _model(
-    sizes: list[tuple[int, int]], offset: int, max_bytes: int, min_one: bool
-) -> list[int]:
+def _model(sizes: list[tuple[int, int]], offset: int, max_bytes: int, min_one: bool) -> list[int]:
     """Base offsets of the batches Kafka serves, given (base offset, size) of each
     one-record batch written."""
     out: list[int] = []
