@@ -15,4 +15,10 @@ KNOWN: dict[tuple[str, str], str] = {
         "DescribeGroups 6, DescribeLogDirs 5) need topic ids in requests or fields kop does not "
         "fill yet. Clients use the common versions, as with an older Kafka."
     ),
+    ("metadata/offsets-topic-reads", "raw"): (
+        "kop lists __consumer_offsets (internal, as Kafka does) but does not serve its records: "
+        "kop's offsets topic is a Pulsar topic in its own format, not Kafka's. Reads get "
+        "TOPIC_AUTHORIZATION_FAILED, what Kafka answers a client without READ on the topic "
+        '(docs/groups.md, "__consumer_offsets").'
+    ),
 }

@@ -220,6 +220,7 @@ class Gateway:
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
             fetch_max_bytes_cap=c.fetch_max_bytes_cap,
             groups=self.groups,
+            offsets_topic_partitions=c.offsets_topic_partitions if self.groups else 0,
         )
         limits = Limits(
             max_request_bytes=c.max_request_bytes,

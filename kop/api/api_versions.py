@@ -1,4 +1,5 @@
-"""ApiVersions: advertise exactly the keys and versions kop implements."""
+"""ApiVersions: advertise the keys and versions kop implements (and Produce from
+v0, as Kafka 4.x does: see `ADVERTISED_VERSIONS`)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services
 from kop.protocol.errors import ErrorCode
-from kop.protocol.messages import SUPPORTED_VERSIONS, ApiKey
+from kop.protocol.messages import ADVERTISED_VERSIONS, ApiKey
 
 
 def api_keys() -> list[dict[str, int]]:
     return [
         {"api_key": int(k), "min_version": low, "max_version": high}
-        for k, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+        for k, (low, high) in sorted(ADVERTISED_VERSIONS.items())
     ]
 
 

@@ -8,8 +8,11 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kop.api.internal_topics import refuse_access
 from kop.groups.service import GroupService
+from kop.log.leader_epoch import NO_EPOCH, check_current
 from kop.log.manager import LogManager
+from kop.log.partition_log import PartitionLog
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
@@ -55,6 +58,8 @@ class Services:
     fetch_max_wait_cap_ms: int
     fetch_max_bytes_cap: int
     groups: GroupService | None = None  # None: this kop coordinates no groups
+    # Listed as `__consumer_offsets` (0: not listed, as when kop coordinates no groups).
+    offsets_topic_partitions: int = 0
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
 
 
@@ -90,6 +95,9 @@ class RequestContext:
 
 
 def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
+    """The Pulsar topic a Kafka name means; `__consumer_offsets` is not one a client
+    may use (see `internal_topics`)."""
+    refuse_access(name)
     try:
         return resolve(name, ctx.namespace)
     except InvalidTopicName as exc:
@@ -101,6 +109,26 @@ async def existing_topic(services: Services, ctx: RequestContext, name: str) -> 
     if view is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
     return view
+
+
+async def partition_log(
+    services: Services, ctx: RequestContext, name: str, index: int, current_epoch: int = NO_EPOCH
+) -> PartitionLog:
+    """The log of partition `index` of an existing topic, for a client whose metadata
+    says the leader's epoch is `current_epoch` (-1: it does not say)."""
+    return (await topic_partition(services, ctx, name, index, current_epoch))[1]
+
+
+async def topic_partition(
+    services: Services, ctx: RequestContext, name: str, index: int, current_epoch: int = NO_EPOCH
+) -> tuple[TopicView, PartitionLog]:
+    """`partition_log` with the topic it belongs to."""
+    view = await existing_topic(services, ctx, name)
+    if not 0 <= index < view.partitions:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+    check_current(current_epoch)
+    plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+    return view, plog
 
 
 def error_of(exc: BaseException) -> tuple[ErrorCode, str]:

@@ -12,11 +12,12 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.context import RequestContext, Response, Services, error_of, topic_partition
 from kop.log.entry_format import EntryFormat
+from kop.log.leader_epoch import NO_EPOCH
 from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_rewrite import as_log_append_time
-from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.errors import ErrorCode
 
 # A partition to read, and whether its batches are served as LogAppendTime.
 Source = tuple[PartitionLog, bool] | BaseException
@@ -35,7 +36,7 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     cap = services.fetch_max_bytes_cap
     max_bytes = min(request.max_bytes, cap) if request.max_bytes > 0 else cap
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
-    logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
+    logs = await asyncio.gather(*(_log(services, ctx, name, p) for name, p in wanted))
     while True:
         changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
         try:
@@ -66,14 +67,11 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
                 fut.cancel()
 
 
-async def _log(services: Services, ctx: RequestContext, name: str, index: int) -> Source:
+async def _log(services: Services, ctx: RequestContext, name: str, p: Any) -> Source:
+    # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
+    current = max(NO_EPOCH, getattr(p, "current_leader_epoch", NO_EPOCH))
     try:
-        view = await existing_topic(services, ctx, name)
-        if not 0 <= index < view.partitions:
-            raise KafkaError(
-                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
-            )
-        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+        view, plog = await topic_partition(services, ctx, name, p.partition, current)
         # The `kafka` format stores batches stamped; the `pulsar` format keeps times.
         return plog, view.log_append_time and view.entry_format is EntryFormat.PULSAR
     except Exception as exc:
@@ -90,8 +88,8 @@ async def _read_partition(
     try:
         records = b""
         if budget > 0 or first:
-            # KIP-74: the first partition returns at least one batch even if larger.
-            records = await plog.read(offset, max(budget, 1))
+            # KIP-74: a batch is served only if it fits, except the response's first.
+            records = await plog.read(offset, budget, min_one=first)
             if append_time:
                 records = as_log_append_time(records)
         return _part(index, ErrorCode.none, plog.high_watermark, plog.log_start, records)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.context import RequestContext, Response, Services, error_of, partition_log
+from kop.log.leader_epoch import LEADER_EPOCH, NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
 
 LATEST = -1
@@ -17,22 +18,25 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     topics = []
     for t in request.topics:
         parts = await asyncio.gather(
-            *(_lookup(services, ctx, t.name, p.partition_index, p.timestamp) for p in t.partitions)
+            *(
+                _lookup(services, ctx, t.name, p.partition_index, p.timestamp, _current(p))
+                for p in t.partitions
+            )
         )
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time": 0, "topics": topics}
 
 
+def _current(partition: Any) -> int:
+    """The client's view of the leader epoch (v4+; -1: none)."""
+    return int(getattr(partition, "current_leader_epoch", NO_EPOCH))
+
+
 async def _lookup(
-    services: Services, ctx: RequestContext, name: str, index: int, timestamp: int
+    services: Services, ctx: RequestContext, name: str, index: int, timestamp: int, current: int
 ) -> dict[str, Any]:
     try:
-        view = await existing_topic(services, ctx, name)
-        if not 0 <= index < view.partitions:
-            raise KafkaError(
-                ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
-            )
-        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+        plog = await partition_log(services, ctx, name, index, current)
         if timestamp == LATEST:
             found: tuple[int, int] | None = (plog.high_watermark, -1)
         elif timestamp == EARLIEST:
@@ -56,5 +60,5 @@ def _part(index: int, code: ErrorCode, offset: int, timestamp: int) -> dict[str,
         "error_code": code,
         "timestamp": timestamp,
         "offset": offset,
-        "leader_epoch": 0 if code == ErrorCode.none else -1,
+        "leader_epoch": LEADER_EPOCH if offset >= 0 else NO_EPOCH,
     }

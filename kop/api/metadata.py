@@ -7,6 +7,8 @@ import uuid
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
+from kop.log.leader_epoch import LEADER_EPOCH
 from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -18,6 +20,8 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     b = services.broker
     if request.topics is None:
         names = await services.catalog.names(ctx.namespace)
+        if services.offsets_topic_partitions:
+            names = [*(n for n in names if not is_internal(n)), OFFSETS_TOPIC]
         topics = await asyncio.gather(*(_describe(services, ctx, n, False) for n in names))
     else:
         allow = services.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
@@ -37,6 +41,8 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
 async def _describe(
     services: Services, ctx: RequestContext, name: str, auto_create: bool
 ) -> dict[str, Any] | None:
+    if is_internal(name) and services.offsets_topic_partitions:
+        return _offsets_topic(services)
     try:
         topic = topic_for(ctx, name)
         view = await services.catalog.describe(topic)
@@ -56,14 +62,24 @@ async def _describe(
     return topic_entry(name, ErrorCode.none, partitions(services, view), view.topic_id)
 
 
+def _offsets_topic(services: Services) -> dict[str, Any]:
+    """Listed as Kafka lists its own, so regex subscriptions and tools skip it."""
+    parts = offsets_partitions(services)
+    return topic_entry(OFFSETS_TOPIC, ErrorCode.none, parts, OFFSETS_TOPIC_ID, internal=True)
+
+
 def topic_entry(
-    name: str, code: ErrorCode, parts: list[dict[str, Any]], topic_id: uuid.UUID = ZERO_UUID
+    name: str,
+    code: ErrorCode,
+    parts: list[dict[str, Any]],
+    topic_id: uuid.UUID = ZERO_UUID,
+    internal: bool = False,
 ) -> dict[str, Any]:
     return {
         "error_code": code,
         "name": name,
         "topic_id": topic_id,
-        "is_internal": False,
+        "is_internal": internal,
         "partitions": parts,
         "topic_authorized_operations": UNKNOWN_OPERATIONS,
     }
@@ -71,16 +87,25 @@ def topic_entry(
 
 def partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
     """kop leads every partition, and is its only replica."""
+    return _partitions(services, view.partitions)
+
+
+def offsets_partitions(services: Services) -> list[dict[str, Any]]:
+    """`__consumer_offsets`: as many partitions as kop's own offsets topic."""
+    return _partitions(services, services.offsets_topic_partitions)
+
+
+def _partitions(services: Services, count: int) -> list[dict[str, Any]]:
     node = services.broker.node_id
     return [
         {
             "error_code": ErrorCode.none,
             "partition_index": i,
             "leader_id": node,
-            "leader_epoch": 0,
+            "leader_epoch": LEADER_EPOCH,
             "replica_nodes": (node,),
             "isr_nodes": (node,),
             "offline_replicas": (),
         }
-        for i in range(view.partitions)
+        for i in range(count)
     ]

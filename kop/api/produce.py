@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.internal_topics import refuse_produce
 from kop.log.appender import OFFLOAD_RECORDS
 from kop.log.batch_rules import BatchRules, InvalidTimestamps
 from kop.log.entry_format import EntryFormat
@@ -44,6 +45,7 @@ async def _begin(
     services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None
 ) -> Pending:
     try:
+        refuse_produce(name)
         view = await existing_topic(services, ctx, name)
         if not 0 <= index < view.partitions:
             raise KafkaError(

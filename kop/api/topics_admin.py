@@ -7,6 +7,7 @@ from typing import Any
 
 from kop.api.configs import topic_entries
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.api.internal_topics import refuse_create
 from kop.api.metadata import ZERO_UUID
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import InvalidTopicName, PulsarTopic, resolve
@@ -42,6 +43,7 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
                 raise KafkaError(ErrorCode.invalid_request, f"topic {t.name!r} is listed twice")
             seen.add(t.name)
             partitions = _partitions_asked(services, t)
+            refuse_create(t.name)
             configs = {c.name: c.value for c in t.configs}
             view = await services.catalog.create(
                 topic_for(ctx, t.name), partitions, configs, request.validate_only, reserved

@@ -64,6 +64,6 @@ class CompactedPart:
     def below_live(self, offset: int) -> bool:
         return offset < self._index.data_start
 
-    async def read(self, offset: int, max_bytes: int) -> list[LogEntry]:
+    async def read(self, offset: int, max_bytes: int, min_one: bool) -> tuple[list[LogEntry], bool]:
         """Entries below the live ledgers from `offset` (see `CompactedReads`)."""
-        return await self._reads.read(offset, self._index.data_start, max_bytes)
+        return await self._reads.read(offset, self._index.data_start, max_bytes, min_one)

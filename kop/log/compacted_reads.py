@@ -36,9 +36,13 @@ class CompactedReads:
         self._stats = stats
         self._settings = settings
 
-    async def read(self, offset: int, end: int, max_bytes: int) -> list[LogEntry]:
+    async def read(
+        self, offset: int, end: int, max_bytes: int, min_one: bool = True
+    ) -> tuple[list[LogEntry], bool]:
         """Surviving entries holding offsets >= `offset` and below `end` (where the
-        live ledgers begin): the first, then while they fit in `max_bytes`."""
+        live ledgers begin), each while it fits in `max_bytes` (with `min_one` the
+        first whatever its size, KIP-74), and whether they reach `end`: False when
+        the next one did not fit."""
         below = self._survivors.floor(offset)
         try:
             reader = await self._storage.reader(
@@ -55,7 +59,7 @@ class CompactedReads:
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
                 reader.report_idle()
-                while not (out and size >= max_bytes):
+                while True:
                     e = await reader.read()
                     if isinstance(e, Idle):
                         break
@@ -68,13 +72,16 @@ class CompactedReads:
                     if base >= end:
                         break
                     item = LogEntry(base, e.position, compacted_entries.decode(e, base))
-                    if item.last_offset >= offset:
-                        out.append(item)
-                        size += item.entry.size
+                    if item.last_offset < offset:
+                        continue
+                    if size + item.entry.size > max_bytes and (out or not min_one):
+                        return out, False
+                    out.append(item)
+                    size += item.entry.size
         except (TimeoutError, StorageError) as exc:
             raise KafkaError(
                 ErrorCode.kafka_storage_error, f"reading compacted {self._topic}: {exc!r}"
             ) from exc
         finally:
             await reader.close()
-        return out
+        return out, True

@@ -30,16 +30,19 @@ log = logging.getLogger(__name__)
 
 
 class Cursor:
-    """A reader in the middle of the log with its counter."""
+    """A reader in the middle of the log with its counter. `held` is an entry it
+    counted that the last read had no room for: the next read starts with it, so a
+    consumer reading in steps smaller than the entries keeps its reader."""
 
     def __init__(self, topic: str, reader: TopicReader, counter: LogCounter) -> None:
         self.topic = topic
         self.reader = reader
         self.counter = counter
+        self.held: LogEntry | None = None
 
     @property
     def next_offset(self) -> int:
-        return self.counter.next_offset
+        return self.held.base_offset if self.held is not None else self.counter.next_offset
 
 
 class CursorPool:
@@ -95,15 +98,18 @@ class HistoryReader:
         self._stats = stats
         self._settings = settings
 
-    async def read(self, offset: int, end: int, max_bytes: int) -> list[LogEntry]:
-        """Entries holding offsets in [offset, end): at least one, then while they fit."""
+    async def read(
+        self, offset: int, end: int, max_bytes: int, min_one: bool = True
+    ) -> list[LogEntry]:
+        """Entries holding offsets in [offset, end), each while it fits in `max_bytes`
+        (with `min_one`, the first whatever its size)."""
         for _attempt in range(2):
             cursor = self._pool.take(self._topic, offset, self._settings.checkpoint_interval)
             if cursor is None:
                 cursor = await self._open(offset)
             try:
                 async with asyncio.timeout(self._settings.write_timeout_s):
-                    out = await self._read(cursor, offset, end, max_bytes)
+                    out = await self._read(cursor, offset, end, max_bytes, min_one)
             except TrimDetected:
                 await cursor.reader.close()
                 # Other kept readers of this partition may stand in the trimmed data
@@ -145,7 +151,9 @@ class HistoryReader:
         return cp.offset if cp is not None else None
 
     @staticmethod
-    async def _read(cursor: Cursor, offset: int, end: int, max_bytes: int) -> list[LogEntry]:
+    async def _read(
+        cursor: Cursor, offset: int, end: int, max_bytes: int, min_one: bool
+    ) -> list[LogEntry]:
         out: list[LogEntry] = []
         size = 0
         # Offsets below `end` were counted, so their messages exist, unless they were
@@ -153,17 +161,23 @@ class HistoryReader:
         # (the first dry report may be stale, from before newer messages arrived).
         cursor.reader.report_idle()
         dry = False
-        while cursor.next_offset < end and not (out and size >= max_bytes):
-            msg = await cursor.reader.read()
-            if isinstance(msg, Idle):
-                if dry:
-                    raise TrimDetected(cursor.counter.anchor, None)
-                dry = True
-                cursor.reader.report_idle()
+        while cursor.next_offset < end:
+            item, cursor.held = cursor.held, None
+            if item is None:
+                msg = await cursor.reader.read()
+                if isinstance(msg, Idle):
+                    if dry:
+                        raise TrimDetected(cursor.counter.anchor, None)
+                    dry = True
+                    cursor.reader.report_idle()
+                    continue
+                dry = False
+                item = cursor.counter.feed(msg)
+            if item is None or item.last_offset < offset:
                 continue
-            dry = False
-            item = cursor.counter.feed(msg)
-            if item is not None and item.last_offset >= offset:
-                out.append(item)
-                size += item.entry.size
+            if (out or not min_one) and size + item.entry.size > max_bytes:
+                cursor.held = item
+                break
+            out.append(item)
+            size += item.entry.size
         return out

@@ -223,10 +223,13 @@ class PartitionLog:
 
     # -- fetch -------------------------------------------------------------------------
 
-    async def read(self, offset: int, max_bytes: int) -> bytes:
-        """Record batches from `offset`: at least one batch, then up to `max_bytes`."""
+    async def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
+        """Record batches from the one holding `offset`, each only if it fits in what
+        is left of `max_bytes`; with `min_one` the first is served whatever its size
+        (Kafka's rule, KIP-74: a fetch's first batch, so a consumer always progresses)."""
         self._check_range(offset)
-        return b"".join([item.entry.data for item in await self._entries(offset, max_bytes)])
+        items = await self._entries(offset, max_bytes, min_one)
+        return b"".join([item.entry.data for item in items])
 
     async def offset_for_time(self, timestamp: int) -> tuple[int, int] | None:
         """First (offset, timestamp) with timestamp >= `timestamp`, or None."""
@@ -263,37 +266,45 @@ class PartitionLog:
                 f"offset {offset} outside [{self.log_start}, {self.high_watermark}]",
             )
 
-    async def _entries(self, offset: int, max_bytes: int) -> list[LogEntry]:
+    async def _entries(self, offset: int, max_bytes: int, min_one: bool = True) -> list[LogEntry]:
         try:
-            return await self._entries_once(offset, max_bytes)
+            return await self._entries_once(offset, max_bytes, min_one)
         except KafkaError as exc:
             # Retention deleted live ledgers while we read them: in a compacted
             # partition what survived is now read from the compacted view.
             retry = self.compacted is not None and offset >= self.log_start
             if exc.code != ErrorCode.offset_out_of_range or not retry:
                 raise
-            return await self._entries_once(offset, max_bytes)
+            return await self._entries_once(offset, max_bytes, min_one)
 
-    async def _entries_once(self, offset: int, max_bytes: int) -> list[LogEntry]:
-        """Entries holding offsets >= `offset`, in order, below the high watermark: at
-        least one, then while they fit in `max_bytes`. History first, then the tail
-        buffer, and only where the two join (the buffer may shrink meanwhile)."""
+    async def _entries_once(self, offset: int, max_bytes: int, min_one: bool) -> list[LogEntry]:
+        """Entries holding offsets >= `offset`, in order, below the high watermark,
+        each while it fits in `max_bytes` (with `min_one`, the first whatever its
+        size). A compacted partition's view below its live ledgers first, then
+        history, then the tail buffer, and only where they join (the buffer may
+        shrink meanwhile)."""
         end = self.high_watermark
         out: list[LogEntry] = []
         if self.compacted is not None and self.compacted.below_live(offset):
-            out = await self.compacted.read(offset, max_bytes)
+            out, complete = await self.compacted.read(offset, max_bytes, min_one)
+            if not complete:
+                return out  # the next surviving entry did not fit
             # What lies between the last survivor and the live ledgers is a gap.
             offset = max(out[-1].next_offset if out else offset, self.index.data_start)
         size = sum(item.entry.size for item in out)
         tail_start = self.tail.first_offset
-        if offset < end and (tail_start is None or offset < tail_start) and size < max_bytes:
+        stop = end
+        history: list[LogEntry] = []
+        if offset < end and (tail_start is None or offset < tail_start):
             stop = end if tail_start is None else min(end, tail_start)
-            out += await self.history.read(offset, stop, max_bytes - size)
+            history = await self.history.read(offset, stop, max_bytes - size, min_one and not out)
+            out += history
             size = sum(item.entry.size for item in out)
-        at = out[-1].next_offset if out else offset
-        if at < end and not (out and size >= max_bytes):
+        at = history[-1].next_offset if history else offset
+        # History stops short of `stop` only where the next entry does not fit.
+        if at < end and (at >= stop or not history):
             more: list[LogEntry] = []
-            self.tail.read(at, end, more, size, max_bytes)
+            self.tail.read(at, end, more, size, max_bytes, min_one and not out)
             if more and more[0].base_offset <= at:
                 out.extend(more)
         if out and out[0].last_offset < self.log_start:  # trimmed while we read

@@ -111,14 +111,27 @@ class TailBuffer:
             return self._offsets[i]
         return None
 
-    def read(self, offset: int, end: int, out: list[LogEntry], size: int, max_bytes: int) -> int:
-        """Append entries holding offsets in [offset, end) to `out` while they fit in
-        `max_bytes` (at least one overall); returns the new total size."""
+    def read(
+        self,
+        offset: int,
+        end: int,
+        out: list[LogEntry],
+        size: int,
+        max_bytes: int,
+        min_one: bool = True,
+    ) -> int:
+        """Append entries holding offsets in [offset, end) to `out`, each while it fits
+        in `max_bytes` with `size` already taken (with `min_one`, the first whatever
+        its size); returns the new total size."""
         i = max(0, bisect.bisect_right(self._offsets, offset) - 1)
+        first = min_one
         for item in self._entries[i:]:
-            if item.base_offset >= end or (out and size >= max_bytes):
+            if item.base_offset >= end:
                 break
             if item.last_offset >= offset:
+                if not first and size + item.entry.size > max_bytes:
+                    break
+                first = False
                 out.append(item)
                 size += item.entry.size
         return size

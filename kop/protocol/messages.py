@@ -51,6 +51,7 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -83,6 +84,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
@@ -91,6 +93,15 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.OFFSET_DELETE: (0, 0),
+}
+
+# What ApiVersions advertises where it is wider than what kop serves. Kafka 4.x
+# advertises Produce from v0 and closes the connection on a v0-v2 request
+# (KAFKA-18659): older librdkafka turns compression off, without a word, when a
+# broker's Produce range does not start at 0.
+ADVERTISED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    **SUPPORTED_VERSIONS,
+    ApiKey.PRODUCE: (0, SUPPORTED_VERSIONS[ApiKey.PRODUCE][1]),
 }
 
 _HEAD = struct.Struct(">hhi")

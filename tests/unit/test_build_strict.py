@@ -23,6 +23,7 @@ from kop.api import (
     delete_records,
     fetch,
     groups,
+    leader_epochs,
     list_offsets,
     log_dirs,
     metadata,
@@ -291,6 +292,19 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
                 s, ctx, _ns(transactional_id=None, producer_id=5, producer_epoch=2)
             ),
             producer_ids.handle(s, ctx, _ns(transactional_id=None)),
+        ]
+    elif api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+        parts = [
+            _ns(partition=0, current_leader_epoch=-1, leader_epoch=0),
+            _ns(partition=5, current_leader_epoch=3, leader_epoch=0),
+        ]
+        request = _ns(
+            topics=[_ns(topic="t", partitions=parts), _ns(topic="gone", partitions=parts)]
+        )
+        ok = leader_epochs._part(0, ErrorCode.none, 0, 42)
+        calls = [
+            leader_epochs.handle(s, ctx, request),
+            _resolved({"throttle_time": 0, "topics": [{"topic": "t", "partitions": [ok]}]}),
         ]
     elif api == ApiKey.DESCRIBE_CONFIGS:
         resources = [

@@ -14,6 +14,7 @@ from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from conformance.clients.raw import RawClient
 from kop.protocol.records import Record, build_batch
+from tests.sim.harness import iter_records_all
 from tests.unit.memory_gateway import gateway_with_hot_topic
 
 CAP = 256 * 1024
@@ -84,5 +85,45 @@ async def test_a_fetch_asking_to_wait_24_days_is_answered_by_the_wait_cap() -> N
             resp = await asyncio.to_thread(client.request, 1, 12, **fields)
             part = resp.responses[0].partitions[0]
             assert (part.error_code, part.records or b"") == (0, b"")
+        finally:
+            client.close()
+
+
+def _produce(client: RawClient, partition: int, value: bytes) -> None:
+    batch = build_batch([Record(0, 1_700_000_000_000, None, value)])
+    data = PartitionProduceData(index=partition, records=batch)
+    fields = client.produce_fields("hot", batch)
+    fields["topic_data"] = (TopicProduceData(name="hot", partition_data=(data,)),)
+    resp = client.request(0, 9, **fields)
+    assert resp.responses[0].partition_responses[0].error_code == 0
+
+
+def _values(client: RawClient, max_bytes: int, partition_max_bytes: int) -> list[list[bytes]]:
+    resp = client.request(1, 12, **_fetch(max_bytes, partition_max_bytes))
+    parts = resp.responses[0].partitions
+    assert all(p.error_code == 0 for p in parts)
+    return [[r.value for r in iter_records_all(p.records or b"")] for p in parts]
+
+
+async def test_a_batch_is_served_only_if_it_fits_except_the_first_of_the_response() -> None:
+    """KIP-74 as Kafka applies it: 10 bytes then 50 KB in partition 0, 50 KB in
+    partition 1. A 4,000-byte fetch gets the 10-byte batch alone; once partition 0
+    is read, partition 1's batch is first and comes whole; never a second one that
+    does not fit, in a partition or in the response."""
+    async with gateway_with_hot_topic(2) as (gateway, _):
+        client = RawClient(gateway.kafka_port)
+        try:
+            small, large = b"s" * 10, b"L" * 50_000
+            await asyncio.to_thread(_produce, client, 0, small)
+            await asyncio.to_thread(_produce, client, 0, large)
+            await asyncio.to_thread(_produce, client, 1, large)
+            got = await asyncio.to_thread(_values, client, 4000, 4000)
+            assert got == [[small], []]
+            got = await asyncio.to_thread(_values, client, 1 << 20, 4000)
+            assert got == [[small], []]
+            got = await asyncio.to_thread(_values, client, 4000, 1 << 20)
+            assert got == [[small], []]
+            got = await asyncio.to_thread(_values, client, 60_000, 1 << 20)
+            assert got == [[small, large], []]
         finally:
             client.close()

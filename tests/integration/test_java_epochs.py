@@ -1,0 +1,55 @@
+"""The Java consumer (kafka-clients 4.3.1, from the reference Kafka's distribution,
+with its log4j2) validates its positions against kop as against Kafka (KIP-320):
+records carry leader epoch 0, the commit carries it, a member resuming from the
+commit and a seek with an epoch are validated with OffsetForLeaderEpoch (the
+client logs the end offset it got), across metadata refreshes, with no warning or
+error logged and no offset reset (auto.offset.reset=none)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.admin import create_topic
+from tests.integration.conftest import KopProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+CACHE = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser()
+
+
+@pytest.fixture(scope="session")
+def kafka_lib() -> Path:
+    """The reference Kafka's jars (tools/kafka.py fetches them once, then reuses)."""
+    subprocess.run([sys.executable, str(ROOT / "tools" / "kafka.py"), "fetch"], check=True)
+    lib = CACHE / "kafka-4.3.1" / "lib"
+    assert (lib / "kafka-clients-4.3.1.jar").exists(), lib
+    return lib
+
+
+def test_java_consumer_validates_its_positions_against_kop(
+    kop: KopProcess, topic: str, kafka_lib: Path
+) -> None:
+    create_topic(kop.bootstrap, topic, 1)
+    out = subprocess.run(
+        ["java", f"-Dlog4j2.configurationFile={JAVA_DIR / 'epoch-log4j2.xml'}",
+         "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "EpochValidation.java"),
+         kop.bootstrap, topic, f"g-{topic}"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    lines = out.stdout.splitlines()
+    logged = [line for line in lines if line.startswith("LOG ")]
+    problems = [line for line in logged if line.startswith(("LOG WARN", "LOG ERROR"))]
+    assert problems == [], problems
+    assert "A [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] EPOCHS [0]" in lines
+    assert "COMMITTED 10 EPOCH 0" in lines
+    assert "B [10, 11, 12, 13, 14]" in lines
+    assert "SEEK [12, 13, 14]" in lines
+    assert "POSITION 15" in lines
+    validated = [line for line in logged if "Got offset 15 for epoch 0" in line]
+    assert len(validated) == 2, logged  # resuming from the commit, and the seek
