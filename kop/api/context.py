@@ -127,7 +127,9 @@ async def topic_partition(
     if not 0 <= index < view.partitions:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
     check_current(current_epoch)
-    plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+    plog = await services.logs.partition(
+        view.partition_topic(index), compacted=view.compacted, expire_ms=view.compacted_expire_ms
+    )
     return view, plog
 
 

@@ -43,7 +43,11 @@ async def _delete(
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
             )
-        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+        plog = await services.logs.partition(
+            view.partition_topic(index),
+            compacted=view.compacted,
+            expire_ms=view.compacted_expire_ms,
+        )
         # The request's timeout bounds the wait, not the work: a floor being
         # persisted is still applied after the client stopped waiting.
         async with asyncio.timeout(timeout_s if timeout_s > 0 else None):

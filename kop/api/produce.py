@@ -67,7 +67,11 @@ async def _begin(
         pulsar = view.entry_format is EntryFormat.PULSAR
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
-        plog = await services.logs.partition(view.partition_topic(index), compacted=view.compacted)
+        plog = await services.logs.partition(
+            view.partition_topic(index),
+            compacted=view.compacted,
+            expire_ms=view.compacted_expire_ms,
+        )
         work = await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
         return work, now if rules.log_append_time else -1
     except Exception as exc:

@@ -76,7 +76,7 @@ async def log_end(
         view = await catalog.describe(resolve(tp.topic, ns))
         if view is None or not 0 <= tp.partition < view.partitions:
             return None
-        plog = await logs.partition(view.partition_topic(tp.partition), compacted=view.compacted)
+        plog = await logs.of_topic(view, tp.partition)
     except (KafkaError, StorageError, InvalidTopicName):
         return None
     return plog.high_watermark

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 
 from kop.log.checkpoint_store import CheckpointStore, Persisted
 from kop.log.compacted_reads import CompactedReads
@@ -27,6 +29,7 @@ class CompactedPart:
         index: OffsetIndex,
         stats: LogStats,
         settings: LogSettings,
+        now_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self._index = index
         self.survivors = SurvivorIndex()
@@ -35,6 +38,8 @@ class CompactedPart:
         )
         self._reads = CompactedReads(storage, topic, self.survivors, stats, settings)
         self._task: asyncio.Task[None] | None = None
+        self.expire_ms: int | None = None  # compact,delete: retention.ms (see `log_start`)
+        self._now_ms = now_ms
 
     def restore(self, persisted: Persisted) -> None:
         self.survivors.restore(list(persisted.survivors.values()), persisted.horizon)
@@ -59,6 +64,12 @@ class CompactedPart:
         start = self._index.data_start
         if horizon is not None:
             start = min(start, horizon.start)
+        if self.expire_ms is not None:
+            # compact,delete: what compaction kept expires too, oldest first, as
+            # Kafka deletes old segments whatever they hold.
+            kept = self.survivors.first_at_or_after(self._now_ms() - self.expire_ms)
+            live = self._index.data_start
+            start = max(start, min(kept.offset, live) if kept else live)
         return max(start, min(self._index.deleted_below, self._index.high_watermark))
 
     def below_live(self, offset: int) -> bool:

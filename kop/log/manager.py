@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.partition_log import PartitionLog, Shared
 from kop.log.settings import LogSettings
+from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import Compaction, MessageLog
 
@@ -75,7 +76,29 @@ class LogManager:
         return dict(self._logs)
 
     async def partition(
-        self, topic: str, wait_s: float | None = None, compacted: bool | None = None
+        self,
+        topic: str,
+        wait_s: float | None = None,
+        compacted: bool | None = None,
+        expire_ms: int | None = None,
+    ) -> PartitionLog:
+        """See `_partition`; `expire_ms`: a compacted topic's survivors expire after it
+        (`compact,delete`), as its config says now."""
+        plog = await self._partition(topic, wait_s, compacted)
+        if compacted and plog.compacted is not None:
+            plog.compacted.expire_ms = expire_ms
+        return plog
+
+    async def of_topic(self, view: TopicView, index: int) -> PartitionLog:
+        """Partition `index` of a topic, opened as its cleanup policy says."""
+        return await self.partition(
+            view.partition_topic(index),
+            compacted=view.compacted,
+            expire_ms=view.compacted_expire_ms,
+        )
+
+    async def _partition(
+        self, topic: str, wait_s: float | None, compacted: bool | None
     ) -> PartitionLog:
         """The partition's log, opened on first use. Opening (loading its index and
         catching up from it) goes on in the background; a caller waits at most

@@ -79,6 +79,13 @@ class TopicView:
         return "compact" in self.configs.get("cleanup.policy", "delete").split(",")
 
     @property
+    def compacted_expire_ms(self) -> int | None:
+        """`compact,delete`: what compaction kept also expires after retention.ms."""
+        policies = self.configs.get("cleanup.policy", "delete").split(",")
+        ms = int(self.configs.get("retention.ms", "-1"))
+        return ms if "compact" in policies and "delete" in policies and ms >= 0 else None
+
+    @property
     def max_message_bytes(self) -> int:
         return int(self.configs.get("max.message.bytes", "1048588"))
 
