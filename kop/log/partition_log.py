@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from kop.log.appender import Appender, Handle
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.compacted_part import CompactedPart
-from kop.log.counting import LogEntry
 from kop.log.entry_format import EntryFormat
 from kop.log.floor import LogFloor
 from kop.log.history import CursorPool, HistoryReader
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
 from kop.log.own_writes import OwnWrites
+from kop.log.partition_reads import PartitionReads
 from kop.log.producer_state import ProducerStates, Snapshot
 from kop.log.receipts import ReceiptFeed
 from kop.log.retention import Retention
@@ -32,8 +32,7 @@ from kop.log.settings import LogSettings
 from kop.log.stats import LogStats
 from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
-from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import BatchHeader, iter_batches
+from kop.protocol.records import BatchHeader
 from kop.storage.port import Compaction, MessageLog
 from kop.storage.types import Position, StorageError
 
@@ -111,6 +110,9 @@ class PartitionLog:
             None
             if compaction is None
             else CompactedPart(storage, compaction, store, topic, self.index, self.stats, settings)
+        )
+        self.reads = PartitionReads(
+            topic, self.index, self.tail, self.history, self.compacted, lambda: self.log_start
         )
         self._flushed_mark: Mark | None = None
         self._retention_task: asyncio.Task[None] | None = None
@@ -224,89 +226,11 @@ class PartitionLog:
     # -- fetch -------------------------------------------------------------------------
 
     async def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
-        """Record batches from the one holding `offset`, each only if it fits in what
-        is left of `max_bytes`; with `min_one` the first is served whatever its size
-        (Kafka's rule, KIP-74: a fetch's first batch, so a consumer always progresses)."""
-        self._check_range(offset)
-        items = await self._entries(offset, max_bytes, min_one)
-        return b"".join([item.entry.data for item in items])
+        """See `PartitionReads.read`."""
+        return await self.reads.read(offset, max_bytes, min_one)
 
     async def offset_for_time(self, timestamp: int) -> tuple[int, int] | None:
-        """First (offset, timestamp) with timestamp >= `timestamp`, or None."""
-        checkpoint = self.index.floor_for_time(timestamp)
-        offset = max(checkpoint.offset if checkpoint else self.log_start, self.log_start)
-        while offset < self.high_watermark:
-            items = await self._entries(offset, 1 << 20)
-            if not items:
-                break
-            for item in items:
-                if item.entry.max_timestamp < timestamp:
-                    continue
-                for r in iter_batches(item.entry.data):
-                    if r.timestamp >= timestamp and r.offset >= offset:  # not below a floor
-                        return r.offset, r.timestamp
-            offset = items[-1].next_offset
-        return None
+        return await self.reads.offset_for_time(timestamp)
 
     async def position_of(self, offset: int) -> Position | None:
-        """Where the record at `offset` is stored (in the `kafka` format: the batch
-        holding it), or None for the high watermark (nothing stored there yet)."""
-        self._check_range(offset)
-        if offset == self.high_watermark:
-            return None
-        for item in await self._entries(offset, 1):
-            if item.base_offset <= offset <= item.last_offset:
-                return item.position
-        raise KafkaError(ErrorCode.offset_out_of_range, f"{self.topic}: no record at {offset}")
-
-    def _check_range(self, offset: int) -> None:
-        if offset < self.log_start or offset > self.high_watermark:
-            raise KafkaError(
-                ErrorCode.offset_out_of_range,
-                f"offset {offset} outside [{self.log_start}, {self.high_watermark}]",
-            )
-
-    async def _entries(self, offset: int, max_bytes: int, min_one: bool = True) -> list[LogEntry]:
-        try:
-            return await self._entries_once(offset, max_bytes, min_one)
-        except KafkaError as exc:
-            # Retention deleted live ledgers while we read them: in a compacted
-            # partition what survived is now read from the compacted view.
-            retry = self.compacted is not None and offset >= self.log_start
-            if exc.code != ErrorCode.offset_out_of_range or not retry:
-                raise
-            return await self._entries_once(offset, max_bytes, min_one)
-
-    async def _entries_once(self, offset: int, max_bytes: int, min_one: bool) -> list[LogEntry]:
-        """Entries holding offsets >= `offset`, in order, below the high watermark,
-        each while it fits in `max_bytes` (with `min_one`, the first whatever its
-        size). A compacted partition's view below its live ledgers first, then
-        history, then the tail buffer, and only where they join (the buffer may
-        shrink meanwhile)."""
-        end = self.high_watermark
-        out: list[LogEntry] = []
-        if self.compacted is not None and self.compacted.below_live(offset):
-            out, complete = await self.compacted.read(offset, max_bytes, min_one)
-            if not complete:
-                return out  # the next surviving entry did not fit
-            # What lies between the last survivor and the live ledgers is a gap.
-            offset = max(out[-1].next_offset if out else offset, self.index.data_start)
-        size = sum(item.entry.size for item in out)
-        tail_start = self.tail.first_offset
-        stop = end
-        history: list[LogEntry] = []
-        if offset < end and (tail_start is None or offset < tail_start):
-            stop = end if tail_start is None else min(end, tail_start)
-            history = await self.history.read(offset, stop, max_bytes - size, min_one and not out)
-            out += history
-            size = sum(item.entry.size for item in out)
-        at = history[-1].next_offset if history else offset
-        # History stops short of `stop` only where the next entry does not fit.
-        if at < end and (at >= stop or not history):
-            more: list[LogEntry] = []
-            self.tail.read(at, end, more, size, max_bytes, min_one and not out)
-            if more and more[0].base_offset <= at:
-                out.extend(more)
-        if out and out[0].last_offset < self.log_start:  # trimmed while we read
-            raise KafkaError(ErrorCode.offset_out_of_range, f"offset {offset} was just trimmed")
-        return out
+        return await self.reads.position_of(offset)
