@@ -47,7 +47,7 @@ def test_kill9_between_writes_keeps_offsets(pulsar: str, tmp_path: Path, topic: 
         )
         gateway.kill9()
         gateway.start()
-        second = sample_records(30, base_ts=1_800_000_000_000)
+        second = sample_records(30, base_ts=1_750_000_000_000)
         assert PRODUCERS["aiokafka"](gateway.bootstrap, topic, second, None) == list(
             range(120, 150)
         )
