@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster.cluster_admin import (
     PARTITIONS,
@@ -35,6 +36,7 @@ from tests.cluster.cluster_admin import (
 from tests.cluster.conftest import TOOL as CLUSTER_TOOL
 from tests.cluster.conftest import PulsarCluster
 from tests.integration.conftest import KopProcess
+from tests.integration.observe import metric
 
 pytestmark = pytest.mark.timeout(1200)
 REPO = Path(__file__).resolve().parents[2]
@@ -502,3 +504,34 @@ def test_oauth2_client_credentials_through_the_proxy(
     assert issuer.grants and issuer.grants[0]["grant_type"] == "client_credentials"
     assert issuer.grants[0]["audience"] == "urn:pulsar"
     assert "kop-secret" not in gateway.log_text()
+
+
+def test_compacted_topic_is_compacted_on_both_brokers_through_the_proxy(
+    pulsar_cluster: PulsarCluster, tmp_path: Path
+) -> None:
+    """kop's compaction cycle (D10) as the application role through the proxy: Pulsar
+    compacts partitions owned by either broker (the admin calls are redirected to the
+    owner), kop notes the survivors, and nothing fails."""
+    env = {**kop_env(pulsar_cluster, via="proxy"), "KOP_COMPACTION_INTERVAL_S": "1"}
+    gateway = KopProcess(tmp_path, **env)
+    gateway.start(timeout=120)
+    try:
+        admin = AdminClient({"bootstrap.servers": gateway.bootstrap})
+        for _ in range(SPREAD_ATTEMPTS):
+            topic = f"compacted-{uuid.uuid4().hex[:10]}"
+            new = NewTopic(topic, PARTITIONS, 1, config={"cleanup.policy": "compact"})
+            admin.create_topics([new])[topic].result(60)
+            if len(set(owners(pulsar_cluster, topic))) == 2:
+                break
+        else:
+            pytest.fail(f"no topic of {SPREAD_ATTEMPTS} had partitions on both brokers")
+        values = [f"c{i}".encode() for i in range(400)]  # keys 0..399: one record each
+        produce(gateway.bootstrap, topic, values)
+        deadline = time.monotonic() + 120
+        while (metric(gateway, "kop_compactions_total") or 0) < PARTITIONS:
+            assert time.monotonic() < deadline, gateway.log_text()[-3000:]
+            time.sleep(0.5)
+        assert (metric(gateway, "kop_compaction_failures_total") or 0) == 0
+        assert_each_once_at_dense_offsets(read_all(gateway.bootstrap, topic), set(values))
+    finally:
+        gateway.stop()
