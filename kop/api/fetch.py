@@ -35,6 +35,10 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     cap = services.fetch_max_bytes_cap
     max_bytes = min(request.max_bytes, cap) if request.max_bytes > 0 else cap
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
+    # No answer is larger than its partitions' limits (but for KIP-74's first batch):
+    # claiming the client's fetch.max.bytes (50 MiB for Java) would make a few
+    # fetches starting together take the whole answer budget and refuse the rest.
+    want = max(1, min(max_bytes, sum(max(0, p.partition_max_bytes) for _, p in wanted)))
     logs = await asyncio.gather(*(_log(services, ctx, name, p.partition) for name, p in wanted))
     while True:
         changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
@@ -43,8 +47,10 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
             total = 0
             errors = False
             # The server's budget for unsent answers bounds this one; with no room, the
-            # fetch waits as if no data had come, until there is room or max_wait ends.
-            room = ctx.answers.claim(max_bytes)
+            # fetch reads nothing for now and waits for room as well as for new data.
+            room = ctx.answers.claim(want)
+            if room <= 0:
+                changed.append(ctx.answers.freed())
             for (name, p), plog in zip(wanted, logs, strict=True):
                 budget = min(p.partition_max_bytes, max(0, room - total))
                 first = total == 0 and room > 0
