@@ -61,7 +61,8 @@ async def test_session_epochs_are_answered_as_kafka_answers_them(session_id: int
     }
     async with gateway_with_hot_topic(2) as (gateway, _):
         fields = [_fetch(session_id, epoch, parts) for epoch, parts in cases.values()]
-        answers = dict(zip(cases, await asyncio.to_thread(_answers, gateway.kafka_port, fields)))
+        got = await asyncio.to_thread(_answers, gateway.kafka_port, fields)
+    answers = dict(zip(cases, got, strict=True))
     for name in ("new session", "no session"):
         resp = answers[name]
         assert resp.error_code == ErrorCode.none and resp.session_id == 0, name
