@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable
@@ -73,10 +74,16 @@ class AnswerRoom(Protocol):
     def keep(self, nbytes: int) -> None:
         """Of the claim, only `nbytes` were used."""
 
+    def freed(self) -> asyncio.Future[None]:
+        """Resolved when room is next given back (a refused claim waits on it)."""
+
 
 class _Unbounded:
     def claim(self, want: int) -> int:
         return want
+
+    def freed(self) -> asyncio.Future[None]:
+        return asyncio.get_running_loop().create_future()  # never refused: never waited on
 
     def keep(self, nbytes: int) -> None:
         return None

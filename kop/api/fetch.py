@@ -2,7 +2,9 @@
 
 Sessions: kop answers every fetch in full and returns session id 0, which
 tells clients that no incremental session was created (KIP-227), so they keep
-sending full requests; that is the correct session-less behaviour.
+sending full requests; that is the correct session-less behaviour. An answer
+names exactly the partitions asked for, each once; a request continuing an
+incremental session (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND, as from Kafka.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
 
+_NEW_SESSION, _NO_SESSION = 0, -1  # KIP-227's INITIAL and FINAL session epochs
+
 # A partition to read, and whether its batches are served as LogAppendTime.
 Source = tuple[PartitionLog, bool] | BaseException
 
@@ -28,6 +32,11 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Await
 
 
 async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Response:
+    # KIP-227: epochs other than 0 (new session) and -1 (none) continue an incremental
+    # session. kop never creates one (it answers session id 0), so, as Kafka for a
+    # session it does not know, the whole fetch is FETCH_SESSION_ID_NOT_FOUND.
+    if getattr(request, "session_epoch", _NO_SESSION) not in (_NO_SESSION, _NEW_SESSION):
+        return _response([], ErrorCode.fetch_session_id_not_found)
     wait_ms = min(int(request.max_wait.total_seconds() * 1000), services.fetch_max_wait_cap_ms)
     deadline = time.monotonic() + max(0, wait_ms) / 1000
     min_bytes = max(0, request.min_bytes)
@@ -35,7 +44,11 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     # kop build more than the cap plus one batch (KIP-74) in memory.
     cap = services.fetch_max_bytes_cap
     max_bytes = min(request.max_bytes, cap) if request.max_bytes > 0 else cap
-    wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
+    wanted = _wanted(request)
+    # No answer is larger than its partitions' limits (but for KIP-74's first batch):
+    # claiming the client's fetch.max.bytes (50 MiB for Java) would make a few
+    # fetches starting together take the whole answer budget and refuse the rest.
+    want = max(1, min(max_bytes, sum(max(0, p.partition_max_bytes) for _, p in wanted)))
     logs = await asyncio.gather(*(_log(services, ctx, name, p) for name, p in wanted))
     while True:
         changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
@@ -44,8 +57,10 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
             total = 0
             errors = False
             # The server's budget for unsent answers bounds this one; with no room, the
-            # fetch waits as if no data had come, until there is room or max_wait ends.
-            room = ctx.answers.claim(max_bytes)
+            # fetch reads nothing for now and waits for room as well as for new data.
+            room = ctx.answers.claim(want)
+            if room <= 0:
+                changed.append(ctx.answers.freed())
             for (name, p), plog in zip(wanted, logs, strict=True):
                 budget = min(p.partition_max_bytes, max(0, room - total))
                 first = total == 0 and room > 0
@@ -65,6 +80,16 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
         finally:  # also when the connection went away: no waiter outlives its fetch
             for fut in changed:
                 fut.cancel()
+
+
+def _wanted(request: Any) -> list[tuple[str, Any]]:
+    """Each partition once, as Kafka's broker reads a full fetch: a partition named
+    twice is answered once, with its last fetch position, in its first place."""
+    chosen: dict[tuple[str, int], Any] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            chosen[(t.topic, p.partition)] = p
+    return [(name, p) for (name, _), p in chosen.items()]
 
 
 async def _log(services: Services, ctx: RequestContext, name: str, p: Any) -> Source:
@@ -111,13 +136,16 @@ def _part(index: int, code: ErrorCode, hw: int, start: int, records: bytes) -> d
     }
 
 
-def _response(parts: list[tuple[str, dict[str, Any]]]) -> Response:
+def _response(
+    parts: list[tuple[str, dict[str, Any]]], error: ErrorCode = ErrorCode.none
+) -> Response:
+    """A full answer: exactly the partitions asked for, and session id 0 (no session)."""
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for name, part in parts:
         by_topic.setdefault(name, []).append(part)
     return {
         "throttle_time": 0,
-        "error_code": ErrorCode.none,
+        "error_code": error,
         "session_id": 0,
         "responses": [{"topic": n, "partitions": ps} for n, ps in by_topic.items()],
     }

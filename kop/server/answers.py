@@ -57,6 +57,10 @@ class AnswerRoom:
         self._held = self._memory.claim(want, CLAIM_FLOOR)
         return self._held
 
+    def freed(self) -> asyncio.Future[None]:
+        """Resolved when the shared budget next gets bytes back."""
+        return self._memory.freed()
+
     def keep(self, nbytes: int) -> None:
         """Of the claim, only `nbytes` were used (what was read)."""
         self.settle(min(nbytes, self._held))

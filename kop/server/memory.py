@@ -10,6 +10,7 @@ for a budget, the holders that made no progress for `EVICT_IDLE_S` are closed.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import time
 from collections.abc import Callable, Container
@@ -153,6 +154,8 @@ class AnswerMemory:
         self.used = 0
         self.holders = Holders()
         self._scanned = -1.0
+        self.denied = 0  # claims refused for want of room, since start
+        self._freed: list[asyncio.Future[None]] = []
 
     def claim(self, want: int, floor: int) -> int:
         """Up to `want` bytes; 0 unless at least min(want, floor) are free, so a
@@ -163,6 +166,7 @@ class AnswerMemory:
             if now - self._scanned >= 0.5:
                 self._scanned = now
                 self.holders.evict_idle(now)
+            self.denied += 1
             return 0
         self.used += room
         return room
@@ -172,3 +176,16 @@ class AnswerMemory:
 
     def release(self, nbytes: int) -> None:
         self.used -= nbytes
+        if nbytes > 0 and self._freed:
+            freed, self._freed = self._freed, []
+            for fut in freed:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def freed(self) -> asyncio.Future[None]:
+        """Resolved when bytes are next given back: a fetch refused room waits on it
+        (besides new data), so it reads what is there as soon as it can."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._freed = [f for f in self._freed if not f.done()]  # abandoned waits
+        self._freed.append(fut)
+        return fut
