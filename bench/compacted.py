@@ -79,6 +79,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=300.0,
         help="how long to wait for Kafka's cleaner and kop's compaction",
     )
+    ap.add_argument("--keep-topics", action="store_true", help="do not delete the topics")
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     return ap.parse_args(argv)  # fmt: skip
 
@@ -130,18 +131,27 @@ class KopSide:
 
     def run(self) -> list[ReadResult]:
         try:
-            self.write()
-            rows = [self.read("whole log")]
-            self.pulsar.delete_live_ledgers()
-            self.compacted_bytes = self.pulsar.compacted_ledger_bytes()
-            log(f"  live ledgers deleted: {self.pulsar.live_entries()} live entries left, "
-                f"compacted ledger {self.compacted_bytes / 2**20:.1f} MiB")  # fmt: skip
-            rows.append(self.read("compacted"))
-            return rows
+            return self._rows()
         finally:
-            with self._kop() as kop:
-                for err in delete_topics(kop.bootstrap, [self.topic]):
-                    log(f"warning: could not delete {err}")
+            if self.args.keep_topics:
+                log(f"kept kop's topic {self.topic}")
+            else:
+                self._delete()
+
+    def _rows(self) -> list[ReadResult]:
+        self.write()
+        rows = [self.read("whole log")]
+        self.pulsar.delete_live_ledgers()
+        self.compacted_bytes = self.pulsar.compacted_ledger_bytes()
+        log(f"  live ledgers deleted: {self.pulsar.live_entries()} live entries left, "
+            f"compacted ledger {self.compacted_bytes / 2**20:.1f} MiB")  # fmt: skip
+        rows.append(self.read("compacted"))
+        return rows
+
+    def _delete(self) -> None:
+        with self._kop() as kop:
+            for err in delete_topics(kop.bootstrap, [self.topic]):
+                log(f"warning: could not delete {err}")
 
 
 def kafka_rows(args: argparse.Namespace, w: KeyedWorkload, values: Values) -> list[ReadResult]:
@@ -177,7 +187,7 @@ def kafka_rows(args: argparse.Namespace, w: KeyedWorkload, values: Values) -> li
         check(done, last, disorder, want, whole=False)
         return [out, done]
     finally:
-        for err in delete_topics(boot, [whole, cleaned]):
+        for err in [] if args.keep_topics else delete_topics(boot, [whole, cleaned]):
             log(f"warning: could not delete {err}")
         ref.stop()
 

@@ -210,7 +210,9 @@ def read_from_start(
                 if time.perf_counter() - start > deadline_s:
                     out.problems.append(f"stopped at offset {prev + 1} after {deadline_s:.0f} s")
                     break
-                for m in c.consume(num_messages=10_000, timeout=0.5):
+                # consume() returns when it has num_messages or after timeout: small
+                # both, or the last batch of a read waits out the timeout and counts it
+                for m in c.consume(num_messages=1000, timeout=0.02):
                     if m.error() is not None:
                         out.problems.append(f"consume error: {m.error()}")
                         continue
