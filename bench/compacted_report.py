@@ -59,9 +59,9 @@ def _ratio(a: float, b: float) -> str:
 
 def table(doc: dict[str, Any]) -> list[str]:
     out = [
-        "| read from offset 0 | server | records served | MB/s | records/s "
+        "| read from offset 0 | server | records served | MB/s | records/s | first read s "
         "| server RSS MiB: start → peak | server CPU s | kop/Kafka MB/s | kop/Kafka records/s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     kafka = f"Kafka {doc['versions'].get('kafka-broker', '')}"
     for view in ("whole log", "compacted"):
@@ -78,7 +78,7 @@ def table(doc: dict[str, Any]) -> list[str]:
             flag = " ⚠ " + "; ".join(r["problems"]) if r["problems"] else ""
             out.append(
                 f"| {view}{flag} | {kafka if target == 'kafka' else 'kop'} | {r['records']:,} "
-                f"| {r['mb_s']:.1f} | {r['records_s']:,} "
+                f"| {r['mb_s']:.1f} | {r['records_s']:,} | {r['first_s']:.2f} "
                 f"| {r['rss_start_mib']:.0f} → {r['rss_peak_mib']:.0f} "
                 f"| {r['server_cpu_s']:.1f} | {mb} | {rec} |"
             )  # fmt: skip

@@ -170,6 +170,7 @@ class ReadResult:
     rss_start_mib: float = 0.0
     rss_peak_mib: float = 0.0
     server_cpu_s: float = 0.0
+    first_s: float = 0.0  # the same read once before, the first on this server process
     problems: list[str] = field(default_factory=list)
     note: str = ""
 
@@ -238,6 +239,22 @@ def read_from_start(
         out.problems.append(f"{bad_values} records with another value than written there")
     out.rss_start_mib, out.rss_peak_mib = sampler.start_mib, sampler.peak_mib
     out.server_cpu_s = sampler.cpu_s
+    return out, last, disorder
+
+
+def read_twice(
+    bootstrap: str, topic: str, label: str, high: int, pid: int | None, values: Values,
+    expect: int,
+) -> tuple[ReadResult, dict[bytes, int], list[int]]:  # fmt: skip
+    """The read twice: the first on a fresh kop also pays for imports and connections
+    (its time is `first_s`); the rates are the second's, the RSS from the start of the
+    first to the peak of both."""
+    first, *_ = read_from_start(bootstrap, topic, f"{label} (first)", high, pid, values, expect)
+    out, last, disorder = read_from_start(bootstrap, topic, label, high, pid, values, expect)
+    out.first_s = first.seconds
+    out.rss_start_mib = first.rss_start_mib
+    out.rss_peak_mib = max(first.rss_peak_mib, out.rss_peak_mib)
+    out.problems = first.problems + out.problems
     return out, last, disorder
 
 
