@@ -47,6 +47,7 @@ class KopProcess:
         start_timeout_s: float = 120.0,
         extra_args: list[str] | None = None,
         checkout: Path = REPO,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.log_path = log_path
@@ -70,6 +71,7 @@ class KopProcess:
             ]  # fmt: skip
         self._cmd = cmd
         self._cwd = checkout  # `python -m kop.cli` imports the kop of this directory
+        self._env = env or {}  # KOP_* settings for this kop, over the bench's environment
         self._start_timeout = start_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self.pid = 0  # kop's own pid (not py-spy's)
@@ -83,7 +85,7 @@ class KopProcess:
         logf = self.log_path.open("ab")
         logf.write(f"\n==== {time.strftime('%H:%M:%S')} {' '.join(self._cmd)}\n".encode())
         logf.flush()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
         self._proc = subprocess.Popen(
             self._cmd, cwd=self._cwd, stdout=logf, stderr=subprocess.STDOUT, env=env,
             stdin=subprocess.DEVNULL,

@@ -35,6 +35,11 @@ Results are written to bench/results/latest.json and docs/bench.png.
 
 `--profile` instead runs kop's produce and fetch paths under py-spy (one kop
 process per phase) and summarises the hot spots; see bench/profile.py.
+
+`--compacted` instead runs `bench.compacted`: a compacted topic read from offset 0
+on kop (whole log, then the compacted view) and on the reference Kafka (whole log,
+then cleaned), side by side (`--records` and `--value-bytes` apply; the docs are
+updated only by `python -m bench.compacted --write`).
 """
 
 from __future__ import annotations
@@ -103,6 +108,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--http-url", default="http://localhost:8080")
     ap.add_argument("--profile", action="store_true",
                     help="profile kop's produce and fetch paths with py-spy instead")  # fmt: skip
+    ap.add_argument("--compacted", action="store_true",
+                    help="run bench.compacted (a compacted topic read from 0) instead")  # fmt: skip
     ap.add_argument("--no-write", action="store_true", help="do not write latest.json / the plot")
     return ap.parse_args(argv)
 
@@ -424,6 +431,12 @@ def main(argv: list[str]) -> int:
               "`python tools/pulsar.py start`", file=sys.stderr)  # fmt: skip
         return 2
     _setup_logging()
+    if args.compacted:
+        from bench import compacted
+
+        sizes = ["--records", str(args.records)] if args.records else []
+        urls = ["--pulsar-url", args.pulsar_url, "--http-url", args.http_url]
+        return compacted.main([*sizes, "--value-bytes", str(args.value_bytes), *urls])
     if args.profile:
         from bench.profile import profile_run
 

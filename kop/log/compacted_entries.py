@@ -24,22 +24,28 @@ def decode(entry: StoredEntry, base_offset: int) -> Entry:
     """The entry at `base_offset` without what compaction removed. Never raises."""
     if entry.message is not None:
         return entries.decode(entry, base_offset)  # a whole entry survives whole
-    messages = batch_layout.messages(entry, compacted_out=True)
-    if not any(m.compacted_out for m in messages):
-        return entries.decode(entry, base_offset)
-    kept: list[Record] = []
-    anomalies: list[str] = []
-    for index, msg in enumerate(messages):
-        if msg.compacted_out:
-            continue
-        record, _stamp, bad = read_message(msg, base_offset + index)
-        kept.append(record)
-        anomalies.extend(bad)
-    count = len(messages)
+    # Only the kept messages are built (each keeps its batch index): most of a
+    # compacted batch's slots are usually removed ones.
+    kept = batch_layout.messages(entry)
     if not kept:
-        # Pulsar drops an entry compaction emptied; one that says otherwise serves
-        # nothing and still takes its offsets.
-        return Entry(count, -1, b"", (), ("batch",))
-    data = build_batch(kept, last_offset=base_offset + count - 1)
-    max_ts = max(r.timestamp for r in kept)
-    return Entry(count, max_ts, data, (), tuple(sorted(set(anomalies))))
+        return _nothing_kept(entry, base_offset)
+    if len(kept) == entry.count:
+        return entries.decode(entry, base_offset)
+    records: list[Record] = []
+    anomalies: list[str] = []
+    for msg in kept:
+        record, _stamp, bad = read_message(msg, base_offset + msg.position.batch)
+        records.append(record)
+        anomalies.extend(bad)
+    data = build_batch(records, last_offset=base_offset + entry.count - 1)
+    max_ts = max(r.timestamp for r in records)
+    return Entry(entry.count, max_ts, data, (), tuple(sorted(set(anomalies))))
+
+
+def _nothing_kept(entry: StoredEntry, base_offset: int) -> Entry:
+    """An entry compaction emptied (Pulsar drops those) serves nothing and still
+    takes its offsets; a layout that does not parse is served as the live log
+    serves it."""
+    if batch_layout.messages(entry, compacted_out=True):
+        return Entry(entry.count, -1, b"", (), ("batch",))
+    return entries.decode(entry, base_offset)
