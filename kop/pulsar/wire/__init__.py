@@ -9,6 +9,19 @@ entry, never per message, and no per-message Python work in between.
     ledger, entry = await producer.send(metadata, payload)
     reader = await client.create_reader("persistent://public/default/t-partition-0", None)
     raw = await reader.read()
+
+Its classes split the jobs as the Java client's do, one job a module:
+
+- a connection (`ClientCnx`): `Connection` (what it owes its users: handshake,
+  `PendingRequests`, `HandlerRegistry`, `KeepAlive`, `CommandDispatcher`) over
+  `FrameStream` (the socket as frames, under the transport's flow control);
+- a producer (`ProducerImpl`): `WireProducer` (the caller's face and handler),
+  `SendPipeline` (stamp, chunk, frame, write), `SendQueue` (owed until receipts,
+  resent after a reconnect), `ProducerLink` (created, lost, re-created);
+- a reader (`ConsumerImpl`): `WireReader` (the caller's face and handler, the
+  permits it grants), `ReaderQueue` (what arrived, the permits' bookkeeping, chunks
+  put together), `ReaderSubscription` (subscribed, lost, re-subscribed);
+- what they share: `Session` (pool, lookups, timeouts), `retry`, `closing`.
 """
 
 from kop.pulsar.wire.client import WireClient

@@ -10,21 +10,23 @@ stored exactly once. The broker's `last_sequence_id` settles nothing: it counts
 entries pushed to its log, not persisted.
 Trouble with the producer (a send error, receipts out of step) closes the connection
 and the producer comes back on a new one, as the Java client's ProducerImpl does.
+
+`WireProducer` is the caller's face and the connection's producer handler; the way
+from `send` to the wire is `SendPipeline`'s, what is owed until the receipts
+`SendQueue`'s, the producer's presence on a broker `ProducerLink`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
-from kop.pulsar.wire import chunking
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import PulsarWireError, server_error
-from kop.pulsar.wire.frames import FRAME_PADDING, encode_payload_head
 from kop.pulsar.wire.message_ids import message_id, signed64
 from kop.pulsar.wire.producer_link import ProducerLink
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
+from kop.pulsar.wire.send_pipeline import SendPipeline
 from kop.pulsar.wire.send_queue import Receipt, SendQueue
 from kop.pulsar.wire.session import Session
 
@@ -33,7 +35,6 @@ __all__ = ["DEFAULT_MAX_PENDING_BYTES", "Receipt", "WireProducer", "message_id",
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PENDING_BYTES = 32 * 1024 * 1024
-_SEND = pb.BaseCommand.Type.SEND  # looked up once: protobuf enum attribute access is slow
 
 
 class WireProducer:
@@ -54,8 +55,7 @@ class WireProducer:
         self._id = session.new_id()
         self._link = ProducerLink(session, topic, self._id, self, self._attached, self._fail_all)
         self._pending = SendQueue(self._loop, topic, max_pending_bytes, send_timeout_s)
-        self._next_seq = 0
-        self._flush_soon = False
+        self._sends = SendPipeline(self._loop, self._id, self._link, self._pending)
         self._closing = False
         self._failure: PulsarWireError | None = None
         self._done = asyncio.Event()  # closed (or failed for good)
@@ -70,7 +70,7 @@ class WireProducer:
     @property
     def next_sequence_id(self) -> int:
         """The sequence id the next `send` will give its entry."""
-        return self._next_seq
+        return self._sends.next_seq
 
     @property
     def pending_bytes(self) -> int:
@@ -105,79 +105,7 @@ class WireProducer:
         if self._closing:
             future.set_exception(PulsarWireError(f"producer on {self.topic} is closed", False))
             return future
-        link = self._link
-        seq = self._next_seq
-        metadata.producer_name = link.name
-        metadata.sequence_id = seq
-        metadata.publish_time = int(time.time() * 1000)
-        meta = metadata.SerializeToString()
-        limit = link.max_message_size
-        too_big = len(payload) > limit or len(meta) + len(payload) > limit + FRAME_PADDING // 2
-        if too_big and chunking and not metadata.HasField("num_messages_in_batch"):
-            return self._send_chunks(metadata, payload, future)
-        if too_big:
-            future.set_exception(
-                PulsarWireError(
-                    f"entry of {len(payload)} bytes (+{len(meta)} of metadata) exceeds the "
-                    f"broker's maxMessageSize {limit}",
-                    retriable=False,
-                )
-            )
-            return future
-        self._next_seq = seq + 1
-        num = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 1
-        self._push(seq, num, meta, payload, future)
-        return future
-
-    def _send_chunks(
-        self,
-        metadata: pb.MessageMetadata,
-        payload: bytes | memoryview,
-        future: asyncio.Future[Receipt],
-    ) -> asyncio.Future[Receipt]:
-        seq = self._next_seq
-        size = chunking.chunk_size(metadata, self._link.max_message_size)
-        pieces = chunking.cut(metadata, payload, size, f"{self._link.name}-{seq}")
-        self._next_seq = seq + 1
-        parts: list[asyncio.Future[Receipt]] = []
-        for meta, part in pieces:
-            parts.append(self._loop.create_future())
-            self._push(seq, 1, meta.SerializeToString(), part, parts[-1], chunk=True)
-
-        def settle(_: object) -> None:
-            if future.done() or not all(p.done() for p in parts):
-                return
-            failed = next((p.exception() for p in parts if p.exception() is not None), None)
-            if failed is not None:
-                future.set_exception(failed)
-            else:
-                future.set_result(chunking.place([p.result() for p in parts]))
-
-        for p in parts:
-            p.add_done_callback(settle)
-        return future
-
-    def _push(
-        self,
-        seq: int,
-        num: int,
-        meta: bytes,
-        payload: bytes | memoryview,
-        future: asyncio.Future[Receipt],
-        chunk: bool = False,
-    ) -> None:
-        send = pb.CommandSend(
-            producer_id=self._id, sequence_id=seq, num_messages=num, highest_sequence_id=seq
-        )
-        if chunk:
-            send.is_chunk = True
-        command = pb.BaseCommand(type=_SEND, send=send)
-        self._pending.push(seq, encode_payload_head(command, meta, payload), payload, future)
-        if not self._flush_soon and self._link.conn is not None:
-            # Written at the end of this loop iteration: the entries sent meanwhile
-            # go out together, in one system call when they are small.
-            self._flush_soon = True
-            self._loop.call_soon(self._flush)
+        return self._sends.send(metadata, payload, future, chunking)
 
     async def wait_for_room(self, size: int) -> None:
         """Returns once `size` more bytes fit under the pending limit (at once when
@@ -231,7 +159,7 @@ class WireProducer:
             self._link.detach(f"connection to {connection.address} lost")
 
     def on_writable(self) -> None:
-        self._flush()
+        self._sends.flush()
 
     # -- internal -----------------------------------------------------------------------
 
@@ -246,13 +174,7 @@ class WireProducer:
             last_sequence_id,
             self._pending.to_write,
         )
-        self._flush()
-
-    def _flush(self) -> None:
-        self._flush_soon = False
-        conn = self._link.conn
-        if conn is not None:
-            self._pending.write_to(conn)
+        self._sends.flush()
 
     def _fail_all(self, error: PulsarWireError) -> None:
         self._failure = error

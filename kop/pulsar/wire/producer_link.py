@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from kop.pulsar.wire.closing import close_on_broker, close_producer, drop_on_broker
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import ProtocolError, PulsarWireError
 from kop.pulsar.wire.handlers import ProducerHandler
@@ -131,14 +132,8 @@ class ProducerLink:
         if conn is None:
             return
         conn.unregister_producer(self._id, self._handler)
-        request_id = conn.new_request_id()
-        close = pb.CommandCloseProducer(producer_id=self._id, request_id=request_id)
-        try:
-            await conn.request(
-                pb.BaseCommand(type=T.CLOSE_PRODUCER, close_producer=close), request_id
-            )
-        except PulsarWireError as exc:
-            log.debug("closing producer %s on %s: %s", self.name, self._topic, exc)
+        what = f"producer {self.name} on {self._topic}"
+        await close_on_broker(conn, close_producer, self._id, log, what)
 
     async def _reconnect(self) -> None:
         await attach_until_closed(
@@ -147,5 +142,4 @@ class ProducerLink:
         )  # fmt: skip
 
     def _send_close(self, conn: Connection) -> None:
-        close = pb.CommandCloseProducer(producer_id=self._id, request_id=conn.new_request_id())
-        conn.send(pb.BaseCommand(type=T.CLOSE_PRODUCER, close_producer=close))
+        drop_on_broker(conn, close_producer, self._id)

@@ -12,8 +12,9 @@ import logging
 import secrets
 from typing import TYPE_CHECKING
 
+from kop.pulsar.wire.closing import close_consumer, close_on_broker, drop_on_broker
 from kop.pulsar.wire.connection import Connection
-from kop.pulsar.wire.errors import ConnectionClosedError, OperationTimeoutError, PulsarWireError
+from kop.pulsar.wire.errors import ConnectionClosedError, OperationTimeoutError
 from kop.pulsar.wire.message_ids import message_id
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 from kop.pulsar.wire.raw_entry import EARLIEST, Position
@@ -123,14 +124,7 @@ class ReaderSubscription:
 
     async def _close_then_reconnect(self, conn: Connection, consumer_id: int) -> None:
         # Closed first: an exclusive subscription refuses a second consumer.
-        request_id = conn.new_request_id()
-        close = pb.CommandCloseConsumer(consumer_id=consumer_id, request_id=request_id)
-        try:
-            await conn.request(
-                pb.BaseCommand(type=T.CLOSE_CONSUMER, close_consumer=close), request_id
-            )
-        except PulsarWireError as exc:
-            log.debug("closing reader on %s: %s", self._topic, exc)
+        await close_on_broker(conn, close_consumer, consumer_id, log, f"reader on {self._topic}")
         await self._reconnect()
 
     async def _reconnect(self) -> None:
@@ -167,8 +161,7 @@ class ReaderSubscription:
         """Without waiting for the answer: a subscription the broker may have made
         after we stopped waiting for it would otherwise stay for as long as the
         connection (as the Java client does after a subscribe timed out)."""
-        close = pb.CommandCloseConsumer(consumer_id=self._id, request_id=conn.new_request_id())
-        conn.send(pb.BaseCommand(type=T.CLOSE_CONSUMER, close_consumer=close))
+        drop_on_broker(conn, close_consumer, self._id)
 
     async def close(self) -> None:
         """Closes the consumer (a non-durable subscription goes with it)."""
@@ -180,11 +173,4 @@ class ReaderSubscription:
         if conn is None:
             return
         conn.unregister_consumer(self._id, self._reader)
-        request_id = conn.new_request_id()
-        close = pb.CommandCloseConsumer(consumer_id=self._id, request_id=request_id)
-        try:
-            await conn.request(
-                pb.BaseCommand(type=T.CLOSE_CONSUMER, close_consumer=close), request_id
-            )
-        except PulsarWireError as exc:
-            log.debug("closing reader on %s: %s", self._topic, exc)
+        await close_on_broker(conn, close_consumer, self._id, log, f"reader on {self._topic}")
