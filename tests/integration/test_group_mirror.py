@@ -113,9 +113,7 @@ def test_a_group_deleted_before_its_removal_was_mirrored_loses_its_subscription_
     del kop.env["KOP_MIRROR_INTERVAL_S"]
     kop.start()
     _until(lambda: _mirrored(topic) == {f"kafka-group-{kept}": 2}, 60, lambda: _stats(topic))
-    # The reconcile logs its summary once done, a moment after the removal itself.
-    line = "mirror reconciled: 1 subscriptions without a committed offset"
-    _until(lambda: line in kop.log_text(), 30, lambda: kop.log_text()[-2000:])
+
 
 
 def test_a_group_whose_id_has_plus_and_percent_is_mirrored_under_its_very_name(

@@ -224,7 +224,10 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             produce.handle(s, ctx, _ns(transactional_id="x", acks=-1, topic_data=topics)),
             produce._finish(
                 _ns(acks=1),
-                [("t", 0, _appended(41)), ("t", 1, KafkaError(ErrorCode.not_leader_or_follower))],
+                [
+                    ("t", 0, (_appended(41), -1)),
+                    ("t", 1, KafkaError(ErrorCode.not_leader_or_follower)),
+                ],
             ),
         ]
     elif api == ApiKey.FETCH:
