@@ -155,8 +155,24 @@ def find_kafka_pid() -> int | None:
     return pid if args[0].endswith(b"java") and b"kafka.Kafka" in args else None
 
 
+class Rates:
+    """MB/s and records/s of whatever moved `bytes` and `records` in `seconds`."""
+
+    bytes: int
+    records: int
+    seconds: float
+
+    @property
+    def mb_s(self) -> float:
+        return self.bytes / MB / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def rec_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
 @dataclass
-class PhaseResult:
+class PhaseResult(Rates):
     target: str  # "kop(kafka)", "kop(pulsar)", "native", "native(java)", "refkafka"
     phase: str  # "produce", "produce-idempotent", "consume", "latency", "perf-produce", ...
     records: int = 0
@@ -168,14 +184,6 @@ class PhaseResult:
     note: str = ""
     # figures a tool reported itself (Kafka's perf tools: avg_ms, p50_ms, p99_ms, ...)
     stats: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def mb_s(self) -> float:
-        return self.bytes / MB / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def rec_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
 
     def percentile(self, q: float) -> float:
         if not self.latencies_ms:

@@ -19,7 +19,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import MB, Progress, Values
+from bench.common import Progress, Rates, Values
 from bench.kafka_side import wait_ready
 
 client_log = logging.getLogger("bench.librdkafka")
@@ -161,7 +161,7 @@ class Sampler:
 
 
 @dataclass
-class ReadResult:
+class ReadResult(Rates):
     target: str
     view: str  # "whole log" or "compacted"
     records: int = 0
@@ -173,14 +173,6 @@ class ReadResult:
     first_s: float = 0.0  # the same read once before, the first on this server process
     problems: list[str] = field(default_factory=list)
     note: str = ""
-
-    @property
-    def mb_s(self) -> float:
-        return self.bytes / MB / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def rec_s(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
 
 
 def read_from_start(
