@@ -54,6 +54,7 @@ class CompactedPart:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._reads.close()
 
     @property
     def log_start(self) -> int:
