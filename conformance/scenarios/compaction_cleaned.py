@@ -184,3 +184,42 @@ def _first(got: Read | str) -> int | str | None:
     if isinstance(got, str):
         return got
     return got[0][0] if got else None
+
+
+RETENTION_MS = 10_000  # compact,delete: long enough to read a new record before it expires
+
+
+@scenario("compaction/compact-delete", CF)
+def compact_delete(ctx: Ctx, _client: object) -> Observation:
+    """cleanup.policy=compact,delete with a short retention.ms: once it has passed,
+    every record is gone, each key's latest value too (the log start reaches the
+    high watermark); a record written after it is served from its own offset."""
+    topic = ctx.name("compact-delete")
+    configs = {"cleanup.policy": "compact,delete", "retention.ms": str(RETENTION_MS)}
+    create_topic(ctx.bootstrap, topic, configs={**configs, **QUICK_CLEANER})
+    written = produce(ctx.bootstrap, topic, WRITES[:4], int(time.time() * 1000))
+    ctx.target.force_compaction(topic)
+
+    def expired() -> bool:
+        low, high = watermarks(ctx.bootstrap, topic)
+        return low == high
+
+    wait_for("expired", expired, RETENTION_MS / 1000 + CLEAN_TIMEOUT_S)
+    expired_at = watermarks(ctx.bootstrap, topic)
+    later = produce(ctx.bootstrap, topic, [(b"e", b"e1")], int(time.time() * 1000))
+    return {
+        "writes": written,
+        "watermarks after retention.ms": expired_at,
+        "write after": later,
+        "watermarks": watermarks(ctx.bootstrap, topic),
+        "read from the log start": [
+            [o, _text(k), _text(v)] for o, k, v in _records(read(ctx.bootstrap, topic, later[0]))
+        ],
+        "read from 0": _first(read(ctx.bootstrap, topic, 0)),
+    }
+
+
+def _records(got: Read | str) -> Read:
+    if isinstance(got, str):
+        raise AssertionError(f"read failed: {got}")
+    return got
