@@ -16,6 +16,16 @@ PIN = "kop-compaction"
 COMPACTOR = "__compaction"  # Pulsar's: marks the last entry its last compaction covered
 
 
+def noted(stats: dict[str, Any]) -> bool:
+    """From a partition's internal stats: Pulsar compacted up to the last entry (its
+    `__compaction` cursor marks the horizon) and kop noted the survivors (its pin was
+    placed at that entry). Both, since a truncate moves every cursor to the end: the
+    pin alone then looks placed at the next entry written, before any compaction."""
+    last, cursors = stats.get("lastConfirmedEntry"), stats.get("cursors", {})
+    pin, pulsar = cursors.get(PIN, {}), cursors.get(COMPACTOR, {})
+    return bool(pin.get("readPosition") == last == pulsar.get("markDeletePosition"))
+
+
 class PulsarPartition:
     """One partition of a Kafka topic in kop's namespace (KOP_TENANT/KOP_NAMESPACE)."""
 
@@ -32,14 +42,7 @@ class PulsarPartition:
         return json.loads(raw) if raw else None
 
     def noted(self) -> bool:
-        """Pulsar compacted up to the last entry (its `__compaction` cursor marks the
-        horizon) and kop noted the survivors (its pin was placed at that entry). Both,
-        since a truncate moves every cursor to the end: the pin alone then looks placed
-        at the next entry written before any compaction ran."""
-        stats = self._call("GET", "internalStats")
-        last, cursors = stats.get("lastConfirmedEntry"), stats.get("cursors", {})
-        pin, pulsar = cursors.get(PIN, {}), cursors.get(COMPACTOR, {})
-        return bool(pin.get("readPosition") == last == pulsar.get("markDeletePosition"))
+        return noted(self._call("GET", "internalStats"))
 
     def delete_live_ledgers(self) -> None:
         """Retention, on demand: close the current ledger (unload), then delete every

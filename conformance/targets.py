@@ -55,9 +55,10 @@ class Broker:
 @dataclass
 class KopBroker(Broker):
     def force_compaction(self, topic: str, partitions: int = 1) -> None:
-        """Once kop's compaction cycle (every second here) has noted every record
-        written so far, delete the live ledgers as retention would: only Pulsar's
-        compacted view is left, which kop serves at the original offsets."""
+        """Once Pulsar compacted every entry written so far and kop's compaction
+        cycle (every second here) noted the survivors, delete the live ledgers as
+        retention would: only Pulsar's compacted view is left, which kop serves at the
+        original offsets. A caller waits for kop's retention check to notice."""
         for p in range(partitions):
             part = PulsarPartition(topic, p)
             part.wait_noted(60)
@@ -91,9 +92,10 @@ def kop_target(log_dir: Path) -> Iterator[Broker]:
         port = _free_port()
         env = {**os.environ, "KOP_PORT": str(port), "KOP_ADMIN_PORT": "0",
                "KOP_ADVERTISED_HOST": "127.0.0.1",
-               # force_compaction waits for a compaction cycle, then deletes the live
-               # ledgers, which kop's next retention check (or read of them) notices
-               "KOP_COMPACTION_INTERVAL_S": "1", "KOP_RETENTION_CHECK_S": "1"}  # fmt: skip
+               # force_compaction waits for a compaction cycle (compacted topics only),
+               # then deletes the live ledgers, which kop notices at its next retention
+               # check (one admin call per open partition; Kafka's cleaner takes longer)
+               "KOP_COMPACTION_INTERVAL_S": "1", "KOP_RETENTION_CHECK_S": "2"}  # fmt: skip
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"kop-{port}.log"
         with open(log_path, "ab") as log:
