@@ -51,6 +51,9 @@ class Target(Protocol):
     @property
     def bootstrap(self) -> str: ...
 
+    def force_compaction(self, topic: str, partitions: int = 1) -> None:
+        """Make what compaction removed from `topic` visible (conformance/targets.py)."""
+
 
 @dataclass
 class Ctx:

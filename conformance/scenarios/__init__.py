@@ -4,6 +4,7 @@ from conformance.scenarios import (  # noqa: F401
     admin,
     bad_input,
     compaction,
+    compaction_cleaned,
     epochs,
     fetch,
     groups,

@@ -1,9 +1,7 @@
 """Compacted topics (cleanup.policy=compact) as a client meets them before the log is
 cleaned: the uncleaned head is the whole log, tombstones included, and a keyless
-record is refused. What a consumer sees after cleaning is proven where it can be made
-to happen on demand (tests/sim/test_compaction_machine.py and
-tests/integration/test_compacted_topics.py: Kafka's cleaner and Pulsar's retention
-both act on their own schedules, minutes apart)."""
+record is refused. What a consumer sees after cleaning, each target made to clean on
+demand, is in compaction_cleaned.py."""
 
 from __future__ import annotations
 
