@@ -115,7 +115,6 @@ def test_a_group_deleted_before_its_removal_was_mirrored_loses_its_subscription_
     _until(lambda: _mirrored(topic) == {f"kafka-group-{kept}": 2}, 60, lambda: _stats(topic))
 
 
-
 def test_a_group_whose_id_has_plus_and_percent_is_mirrored_under_its_very_name(
     kop: KopProcess, topic: str
 ) -> None:

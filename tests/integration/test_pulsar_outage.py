@@ -76,10 +76,14 @@ def test_pulsar_outage_gives_retriable_errors_then_recovers(
             except Exception:
                 time.sleep(1)
         assert offsets and offsets[0] >= 5 and offsets == list(range(offsets[0], offsets[0] + 5))
-        got = kp_consume(gateway.bootstrap, topic, offsets[-1] + 1)
+        # An attempt that failed while kop recovered may still be stored by its producer's
+        # background retries (kafka-python retries forever), before or after the one that
+        # succeeded: a plain producer's duplicates, as on Kafka. What was acknowledged is
+        # at its offsets, and the log stays dense.
+        got = kp_consume(gateway.bootstrap, topic, offsets[-1] + 1)[: offsets[-1] + 1]
         assert [r.offset for r in got] == list(range(offsets[-1] + 1))
         values = [r.value for r in got]
         assert values[:5] == [f"a{i}".encode() for i in range(5)]
-        assert values[-5:] == [f"b{i}".encode() for i in range(5)]
+        assert values[offsets[0] :] == [f"b{i}".encode() for i in range(5)]
     finally:
         gateway.stop()
