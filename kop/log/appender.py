@@ -44,6 +44,21 @@ Handle = asyncio.Future[int]
 OFFLOAD_RECORDS = 4096
 
 
+async def _encode(
+    s: LogSettings, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int
+) -> list[OutgoingEntry]:
+    """The batch's entries; on a worker thread when that takes work per record for
+    many records (a batch may decompress to `max_uncompressed_batch_bytes` of
+    records of a few bytes each: over 2 million), so the event loop goes on serving
+    everyone else meanwhile (it gets the GIL back every few ms)."""
+    args = (head, batch, fmt, batching, first, s.max_entry_bytes)
+    encode = functools.partial(entries.encode, *args, s.max_uncompressed_batch_bytes)
+    per_record = fmt is EntryFormat.PULSAR or head.compression
+    if per_record and head.record_count > OFFLOAD_RECORDS:
+        return await asyncio.to_thread(encode)
+    return encode()
+
+
 @dataclass(slots=True)
 class _Job:
     head: BatchHeader
@@ -89,7 +104,9 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Encode before touching any state: a corrupt batch leaves nothing behind.
-        encoded = [(h, b, await self._encode(h, b, fmt, batching, 0)) for h, b in batches]
+        encoded = [
+            (h, b, await _encode(self._settings, h, b, fmt, batching, 0)) for h, b in batches
+        ]
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         async with self._lock:
@@ -100,21 +117,6 @@ class Appender:
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(_retrieve)  # its connection may be gone
         return task
-
-    async def _encode(
-        self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int
-    ) -> list[OutgoingEntry]:
-        """The batch's entries; on a worker thread when that takes work per record for
-        many records (a batch may decompress to `max_uncompressed_batch_bytes` of
-        records of a few bytes each: over 2 million), so the event loop goes on serving
-        everyone else meanwhile (it gets the GIL back every few ms)."""
-        s = self._settings
-        args = (head, batch, fmt, batching, first, s.max_entry_bytes)
-        encode = functools.partial(entries.encode, *args, s.max_uncompressed_batch_bytes)
-        per_record = fmt is EntryFormat.PULSAR or head.compression
-        if per_record and head.record_count > OFFLOAD_RECORDS:
-            return await asyncio.to_thread(encode)
-        return encode()
 
     async def _writer(self) -> TopicWriter:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
@@ -152,7 +154,7 @@ class Appender:
             job.first_index = decision.first_index
         out = whole
         if job.first_index:
-            out = await self._encode(head, batch, fmt, batching, job.first_index)
+            out = await _encode(self._settings, head, batch, fmt, batching, job.first_index)
         size = sum(e.size for e in out)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
