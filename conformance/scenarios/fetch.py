@@ -11,6 +11,7 @@ from typing import Any
 from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
+from conformance.clients.base import until
 from conformance.clients.raw import RawClient
 from conformance.model import Ctx, Observation, scenario
 from conformance.scenarios.bad_input import RAW, batch
@@ -76,6 +77,12 @@ def _fetch(client: RawClient, topic: str, max_bytes: int, part_max: int) -> Any:
     }
 
 
+def _readable(client: RawClient, topic: str) -> bool | None:
+    got = _fetch(client, topic, 1 << 20, 1 << 20)
+    ready = got["p0"]["values"] == [10, 50_000] and got["p1"]["values"] == [50_000]
+    return True if ready else None
+
+
 def _served(parts: dict[str, Any]) -> dict[str, int]:
     """How many records and partitions a response served. Kafka 4.3.1 answers the
     100-bytes-a-partition fetch either with partition 0's small batch or with partition
@@ -98,6 +105,9 @@ def size_limits(ctx: Ctx, _client: object) -> Observation:
             _produce(client, topic, 0, b"L" * 50_000),
             _produce(client, topic, 1, b"L" * 50_000),
         ]
+        # Right after creation Kafka may still answer a partition NOT_LEADER_OR_FOLLOWER,
+        # or without its records: wait until both serve everything written.
+        until("both partitions readable", 30, lambda: _readable(client, topic))
         return {
             "writes": writes,
             "4000 / 4000": _fetch(client, topic, 4000, 4000),
