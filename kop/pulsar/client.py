@@ -30,6 +30,7 @@ from kop.storage.types import (
     StoredEntry,
     StoredMessage,
     WriteRef,
+    WriterMode,
     stored_as,
 )
 
@@ -144,6 +145,14 @@ class PulsarWriter:
     @property
     def name(self) -> str:
         return self._producer.name
+
+    @property
+    def epoch(self) -> int:
+        return -1  # shared producers only, so far
+
+    @property
+    def resumed_after(self) -> int:
+        return -1
 
     async def wait_capacity(self, size: int) -> None:
         await self._budget.wait_for(size)
@@ -304,10 +313,14 @@ class PulsarSession:
     def send_budget(self) -> SendBudget:
         return self._budget
 
-    async def writer(self, topic: str) -> PulsarWriter:
+    async def writer(
+        self, topic: str, *, mode: WriterMode = WriterMode.SHARED, name: str | None = None
+    ) -> PulsarWriter:
         existing = self._writers.get(topic)
         if existing is not None:
             return existing
+        if mode is not WriterMode.SHARED or name is not None:
+            raise StorageError(f"{mode.value} or named writers are not built yet", False)
         async with self._writer_locks.setdefault(topic, asyncio.Lock()):
             if topic not in self._writers:
                 try:

@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from kop.storage.naming import Namespace, PulsarTopic
-from kop.storage.types import Idle, OutgoingEntry, Position, StoredEntry, TopicInfo, WriteRef
+from kop.storage.types import (
+    Idle,
+    OutgoingEntry,
+    Position,
+    StoredEntry,
+    TopicInfo,
+    WriteRef,
+    WriterMode,
+)
 
 
 class TopicWriter(Protocol):
@@ -24,10 +32,28 @@ class TopicWriter(Protocol):
     once (the storage de-duplicates re-sends after reconnects) under this writer's
     name and its sequence id (0, 1, 2, ...: the n-th entry sent), which readers
     see: a write is recognised when it is read, even if its receipt was lost (a
-    receipt only lets the follower count it without reading it back)."""
+    receipt only lets the follower count it without reading it back).
+
+    A writer opened under a given name continues that name's numbering: its first
+    entry gets `resumed_after + 1`, so the storage's de-duplication carries over
+    from a previous holder of the name (another kop instance that owned the topic)."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def epoch(self) -> int:
+        """The topic's epoch this writer holds: it grows by one with every fencing
+        writer, and is kept by the storage (the Kafka leader epoch of an owner).
+        -1 for a shared writer."""
+        ...
+
+    @property
+    def resumed_after(self) -> int:
+        """The highest sequence id the storage had taken under this writer's name
+        when it opened (-1: none). Such entries are, or will be, stored before
+        any entry of this writer; a new owner reads that far before it serves."""
+        ...
 
     def send_all(
         self, entries: Sequence[OutgoingEntry]
@@ -62,8 +88,13 @@ class TopicReader(Protocol):
 
 
 class MessageLog(Protocol):
-    async def writer(self, topic: str) -> TopicWriter:
-        """The topic's writer, created on first use and shared until closed."""
+    async def writer(
+        self, topic: str, *, mode: WriterMode = WriterMode.SHARED, name: str | None = None
+    ) -> TopicWriter:
+        """The topic's writer, created on first use and shared until closed (a later
+        call gets it whatever it asks). `name` (None: the storage picks a unique one)
+        names its entries; `mode` FENCING fences every other writer of the topic,
+        EXCLUSIVE raises WriterBusy while another writer holds it."""
         ...
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:

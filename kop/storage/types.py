@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -22,6 +23,14 @@ class Position(NamedTuple):
     @property
     def is_entry_start(self) -> bool:
         return self.batch <= 0
+
+
+class WriterMode(enum.Enum):
+    """How a writer holds its topic (Pulsar's producer access modes)."""
+
+    SHARED = "shared"  # beside any other shared writer
+    EXCLUSIVE = "exclusive"  # refused (WriterBusy) while another writer holds the topic
+    FENCING = "fencing"  # takes the topic: every other writer fails with WriterFenced
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +156,22 @@ class StorageError(Exception):
     def __init__(self, message: str, retriable: bool = True) -> None:
         super().__init__(message)
         self.retriable = retriable
+
+
+class WriterFenced(StorageError):
+    """A fencing writer took the topic over: this writer's sends fail for good. What
+    the storage acknowledged to it precedes every entry of the writer that fenced it;
+    whoever holds a fenced writer no longer owns the topic."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=False)
+
+
+class WriterBusy(StorageError):
+    """An exclusive writer was refused: another writer holds the topic."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retriable=False)
 
 
 class StorageUnavailable(StorageError):

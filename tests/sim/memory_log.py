@@ -9,6 +9,13 @@ current one; a writer's entries are stored in send order, each at most once
 non-durable, deliver whole entries, start at the entry holding a position, or at
 the first stored entry after it when that entry is gone.
 
+Writers hold a topic as Pulsar's producer access modes do (`WriterMode`): a new
+exclusive or fencing writer raises the topic's epoch; a fencing one fails every
+other writer for good (`WriterFenced`) after storing what the fenced writers had
+already handed over (held sends), so all of theirs precedes all of its own; a
+writer opened under a name continues that name's sequence ids. `instance()` is
+another kop process's view of the same topics: its own writers, its own outage.
+
 Faults, each armed for a topic and consumed by the next matching operation:
 persist only k of the next send's entries (then every send queued behind it
 fails, as a producer fails its pending queue), persist a send but lose its
@@ -39,7 +46,10 @@ from kop.storage.types import (
     StorageError,
     StoredEntry,
     StoredMessage,
+    WriterBusy,
     WriteRef,
+    WriterFenced,
+    WriterMode,
     stored_as,
 )
 
@@ -85,6 +95,11 @@ class MemoryTopic:
         self.compacted: list[StoredEntry] = []
         self.horizon: tuple[int, int] | None = None
         self.cursors: dict[str, tuple[int, int]] = {}
+        # Access modes: the epoch (-1: no exclusive writer yet), the writers attached,
+        # and the highest sequence id stored under each name (de-duplication's state).
+        self.epoch = -1
+        self.attached: list[MemoryWriter] = []
+        self.last_seq: dict[str, int] = {}
 
     # -- storage ------------------------------------------------------------
 
@@ -96,6 +111,7 @@ class MemoryTopic:
         stored = []
         for seq, out in enumerate(entries, first_seq):
             entry = stored_as(out, Position(ledger.id, len(ledger.entries)), producer, seq, now)
+            self.last_seq[producer] = max(seq, self.last_seq.get(producer, -1))
             ledger.entries.append(entry)
             stored.append(entry)
             for observe in self.observers:
@@ -158,6 +174,29 @@ class MemoryTopic:
         for reader in self.readers:
             reader.rewind(back)
 
+    # -- access modes (Pulsar's AbstractTopic.incrementTopicEpochIfNeeded) ----------
+
+    def attach(self, writer: MemoryWriter, mode: WriterMode) -> int:
+        """Admit `writer`; returns the epoch it holds (-1: shared)."""
+        exclusive = [w for w in self.attached if w.mode is not WriterMode.SHARED]
+        if mode is WriterMode.SHARED and exclusive:
+            raise WriterBusy(f"{self.name} has an exclusive writer")
+        if mode is WriterMode.EXCLUSIVE and self.attached:
+            raise WriterBusy(f"{self.name} is held by {self.attached[0].name}")
+        if mode is WriterMode.FENCING:
+            for other in list(self.attached):
+                other.fence(f"{self.name} was taken over by a fencing writer")
+            self.release_held()  # what the fenced handed over is stored before ours
+        self.attached.append(writer)
+        if mode is WriterMode.SHARED:
+            return -1
+        self.epoch += 1
+        return self.epoch
+
+    def detach(self, writer: MemoryWriter) -> None:
+        if writer in self.attached:
+            self.attached.remove(writer)
+
 
 def _below(ledger: _Ledger, key: tuple[int, int]) -> bool:
     """Whether every entry of `ledger` comes before entry key `key`."""
@@ -169,19 +208,48 @@ def _below(ledger: _Ledger, key: tuple[int, int]) -> bool:
 class MemoryWriter:
     _ids = itertools.count()
 
-    def __init__(self, topic: MemoryTopic) -> None:
+    def __init__(
+        self,
+        topic: MemoryTopic,
+        view: MemoryLog,
+        mode: WriterMode = WriterMode.SHARED,
+        name: str | None = None,
+    ) -> None:
         self._topic = topic
-        self._name = f"mem-{next(self._ids)}"
-        self._sent = 0
+        self._view = view
+        self._name = name or f"mem-{next(self._ids)}"
+        self.mode = mode
         self._queue: deque[_Send] = deque()
         self._draining = False
         self._loop = asyncio.get_running_loop()
         self.stalled = False
         self.closed = False
+        self.fenced: str | None = None  # why, once a fencing writer took the topic
+        self._epoch = topic.attach(self, mode)  # stores what a fenced writer handed over
+        self._resumed_after = topic.last_seq.get(self._name, -1) if name else -1
+        self._sent = self._resumed_after + 1
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def resumed_after(self) -> int:
+        return self._resumed_after
+
+    def fence(self, why: str) -> None:
+        """Another writer took the topic: sends not yet stored fail, and all later ones."""
+        self.fenced = why
+        self._topic.detach(self)
+        failed = list(self._queue)
+        self._queue.clear()
+        for send in failed:
+            if not send.future.done():
+                send.future.set_exception(WriterFenced(why))
 
     async def wait_capacity(self, size: int) -> None:
         while self.stalled and len(self._queue) >= 8:
@@ -194,6 +262,9 @@ class MemoryWriter:
         future: asyncio.Future[list[StoredEntry | None]] = loop.create_future()
         first = (self._name, self._sent)
         self._sent += len(entries)
+        if self.fenced is not None:
+            future.set_exception(WriterFenced(self.fenced))
+            return first, future
         if self.closed:
             future.set_exception(StorageError("writer is closed"))
             return first, future
@@ -216,7 +287,7 @@ class MemoryWriter:
         self._draining = False
         loop = self._loop
         while self._queue and not self.stalled:
-            if self._topic.store.down:
+            if self._view.down:
                 failed = list(self._queue)
                 self._queue.clear()
                 loop.call_later(SEND_TIMEOUT_S, _fail_all, failed, "send timed out (outage)")
@@ -255,6 +326,7 @@ class MemoryWriter:
         self.closed = True
         self.stalled = False
         self._drain()  # pending sends are stored (or fail) before a close completes
+        self._topic.detach(self)
 
 
 def topic_forgets(topic: MemoryTopic) -> bool:
@@ -269,8 +341,11 @@ def _fail_all(sends: list[_Send], why: str) -> None:
 
 
 class MemoryReader:
-    def __init__(self, topic: MemoryTopic, start: Position | None, compacted: bool = False) -> None:
+    def __init__(
+        self, topic: MemoryTopic, view: MemoryLog, start: Position | None, compacted: bool = False
+    ) -> None:
         self._topic = topic
+        self._view = view
         self._compacted = compacted
         # The next entry to deliver, as (ledger id, entry index).
         self._at = (0, 0) if start is None else (start.ledger, start.entry)
@@ -308,7 +383,7 @@ class MemoryReader:
         while True:
             if self.closed:
                 raise StorageError("reader is closed")
-            if self._topic.store.down:
+            if self._view.down:
                 await self._topic.changed()
                 continue
             entry = self._next()
@@ -329,13 +404,19 @@ class MemoryReader:
 class MemoryLog:
     """The storage port's MessageLog, in memory."""
 
-    def __init__(self) -> None:
-        self.topics: dict[str, MemoryTopic] = {}
+    def __init__(self, cluster: MemoryLog | None = None) -> None:
+        self.topics: dict[str, MemoryTopic] = cluster.topics if cluster else {}
         self.writers: dict[str, MemoryWriter] = {}
-        self.down = False
-        self._ledger_ids = itertools.count(10)
+        self.down = False  # this view cut off (for the store as a whole: `set_down`)
+        self._ledger_ids = cluster._ledger_ids if cluster else itertools.count(10)
+        self._views: list[MemoryLog] = cluster._views if cluster else []
+        self._views.append(self)
         # Readers created per topic: on Pulsar each is a subscription on the broker.
         self.readers_opened: Counter[str] = Counter()
+
+    def instance(self) -> MemoryLog:
+        """Another kop process's view of the same topics."""
+        return MemoryLog(self)
 
     def next_ledger_id(self) -> int:
         return next(self._ledger_ids)
@@ -346,6 +427,12 @@ class MemoryLog:
         return self.topics[name]
 
     def set_down(self, down: bool) -> None:
+        """An outage of the whole store: every instance's view."""
+        for view in self._views:
+            view.cut_off(down)
+
+    def cut_off(self, down: bool) -> None:
+        """This instance alone loses (or regains) the store."""
         self.down = down
         for topic in self.topics.values():
             topic.wake()
@@ -358,13 +445,15 @@ class MemoryLog:
             await asyncio.sleep(CONNECT_TIMEOUT_S)
             raise StorageError(f"cannot {what}: storage unreachable")
 
-    async def writer(self, topic: str) -> MemoryWriter:
+    async def writer(
+        self, topic: str, *, mode: WriterMode = WriterMode.SHARED, name: str | None = None
+    ) -> MemoryWriter:
         existing = self.writers.get(topic)
         if existing is not None:
             return existing
         await self._reachable(f"create a writer on {topic}")
         if topic not in self.writers:
-            self.writers[topic] = MemoryWriter(self.topic(topic))
+            self.writers[topic] = MemoryWriter(self.topic(topic), self, mode, name)
         return self.writers[topic]
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:
@@ -379,7 +468,7 @@ class MemoryLog:
     ) -> MemoryReader:
         await self._reachable(f"create a reader on {topic}")
         self.readers_opened[topic] += 1
-        return MemoryReader(self.topic(topic), start, compacted)
+        return MemoryReader(self.topic(topic), self, start, compacted)
 
     async def earliest(self, topic: str) -> Position | None:
         await self._reachable(f"find where {topic} begins")
