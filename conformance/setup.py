@@ -55,7 +55,9 @@ def _await_leaders(bootstrap: str, name: str, partitions: int, deadline: float) 
                     break
                 except KafkaException:
                     if time.monotonic() > deadline:
-                        raise TimeoutError(f"{name}[{p}] has no serving leader after 30 s")
+                        raise TimeoutError(
+                            f"{name}[{p}] has no serving leader after 30 s"
+                        ) from None
                     time.sleep(0.2)
     finally:
         consumer.close()
