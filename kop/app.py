@@ -6,11 +6,17 @@ hand `Gateway` an in-memory backend instead to drive the whole server.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import socket
+import uuid
 from dataclasses import replace
 from typing import Protocol
 
 from kop.api.context import Broker, Services
+from kop.cluster.membership import Membership
+from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.mirror import SubscriptionMirror
@@ -18,6 +24,7 @@ from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
+from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
@@ -37,6 +44,7 @@ from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
+from kop.storage.types import AdminError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +150,36 @@ class Gateway:
         self.backend: Backend = backend or PulsarBackend(config)
         self.logs: LogManager | None = None
         self.groups: GroupService | None = None
+        self.membership: Membership | None = None
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
+        self._handover: asyncio.Task[None] | None = None
+
+    async def _join(self, storage: MessageLog, broker: Broker) -> Ownership:
+        """Join the live instances (kop.cluster): refused at start when this one's
+        advertised address does not resolve, before anything is written."""
+        c = self.config
+        try:
+            await asyncio.get_running_loop().getaddrinfo(broker.host, broker.port)
+        except socket.gaierror as exc:
+            raise StartupError(
+                f"advertised_host {broker.host!r} does not resolve ({exc.strerror}): clients "
+                "could not reach this instance; set KOP_ADVERTISED_HOST to a name they resolve"
+            ) from None
+        me = broker.member(uuid.uuid4().hex)
+        topic = PulsarTopic(Namespace(*c.system_namespace.split("/")), "kop-members", "")
+        self.membership = Membership(
+            storage, topic.full, me, interval_s=c.heartbeat_interval_s, ttl_s=c.member_ttl_s
+        )
+        await self.membership.join()
+        try:  # heartbeats are worth minutes, not the system namespace's infinite retention
+            await self.backend.admin.set_retention(topic, 600_000, 64 << 20)
+        except (AdminError, StorageError) as exc:
+            log.warning("could not limit the retention of %s: %s", topic.full, exc)
+        return Ownership(self.membership, me)
 
     async def _start_groups(
-        self, storage: MessageLog, logs: LogManager, catalog: TopicCatalog
+        self, storage: MessageLog, logs: LogManager, catalog: TopicCatalog, ownership: Ownership
     ) -> GroupService:
         """The offsets topic (created partitioned on first start) and the coordinator,
         which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
@@ -175,7 +208,9 @@ class Gateway:
                 c.mirror_interval_s,
                 names=SubscriptionNames(c.group_subscription_prefix),
             )
-        groups = GroupService(store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror)
+        groups = GroupService(
+            store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror, ownership=ownership
+        )
         if mirror is not None:
             mirror.attach(groups)  # reads committed offsets to reconcile after a restart
         await groups.start()
@@ -187,13 +222,18 @@ class Gateway:
         if isinstance(storage, PulsarSession):
             self.metrics.watch_readers(storage.reader_stats)
             self.metrics.watch_pulsar_memory(storage.read_ahead, storage.send_budget)
+        broker = Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id)
+        ownership = await self._join(storage, broker)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
         # A `pulsar`-format batch entry is split where Pulsar would refuse it.
         entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
         settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
-        self.logs = LogManager(storage, store, settings, compaction=self.backend.compaction)
+        self.logs = LogManager(
+            storage, store, settings, compaction=self.backend.compaction, owns=ownership.mine
+        )
         self.metrics.watch(self.logs)
         await self.logs.start()
+        self._handover = asyncio.create_task(handover.follow(ownership, self.logs), name="handover")
         defaults = TopicDefaults(
             entry_format=EntryFormat(c.default_entry_format),
             pulsar_batching=c.default_pulsar_batching,
@@ -211,9 +251,9 @@ class Gateway:
         catalog = TopicCatalog(
             self.backend.admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes
         )
-        self.groups = await self._start_groups(storage, self.logs, catalog)
+        self.groups = await self._start_groups(storage, self.logs, catalog, ownership)
         services = Services(
-            broker=Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id),
+            broker=broker,
             catalog=catalog,
             logs=self.logs,
             auto_create_topics=c.auto_create_topics,
@@ -221,6 +261,7 @@ class Gateway:
             fetch_max_bytes_cap=c.fetch_max_bytes_cap,
             groups=self.groups,
             offsets_topic_partitions=c.offsets_topic_partitions if self.groups else 0,
+            ownership=ownership,
         )
         limits = Limits(
             max_request_bytes=c.max_request_bytes,
@@ -246,8 +287,9 @@ class Gateway:
         if c.admin_port:
             report = GroupReport(self.groups, self.logs, services.catalog, default_ns)
             self._http = AdminServer(
-                self.metrics, self.logs, self.backend.admin.healthy, groups=report
-            )
+                self.metrics, self.logs, self.backend.admin.healthy, groups=report,
+                ownership=ownership,
+            )  # fmt: skip
             try:
                 await self._http.start(c.admin_host, c.admin_port)
             except OSError as exc:
@@ -256,7 +298,8 @@ class Gateway:
                     "set KOP_ADMIN_PORT"
                 ) from exc
         log.info(
-            "kop ready: Kafka on %s:%d (advertised %s:%d), admin HTTP on %d, Pulsar %s",
+            "kop ready: node %d, Kafka on %s:%d (advertised %s:%d), admin HTTP on %d, Pulsar %s",
+            c.node_id,
             c.listen_host,
             c.port,
             c.advertised_host,
@@ -272,10 +315,13 @@ class Gateway:
         return self._listener.port
 
     async def stop(self) -> None:
-        """In-flight requests finish, the index is flushed, then storage is let go.
-        Every step runs even if one before it failed: a Pulsar client left open at
-        exit aborts the process from its C++ threads."""
+        """The others are told this instance leaves (they take its partitions and
+        groups over at once), in-flight requests finish, the index is flushed, then
+        storage is let go. Every step runs even if one before it failed: a Pulsar
+        client left open at exit aborts the process from its C++ threads."""
         steps = [
+            self.membership.leave if self.membership is not None else None,
+            self._hand_over,
             self._listener.stop if self._listener is not None else None,
             self._http.stop if self._http is not None else None,
             self.groups.close if self.groups is not None else None,
@@ -289,3 +335,12 @@ class Gateway:
                 await step()
             except Exception:
                 log.exception("during shutdown")
+
+    async def _hand_over(self) -> None:
+        """Every partition let go (its index persisted) for its next owner."""
+        if self._handover is not None:
+            self._handover.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._handover
+        if self.logs is not None:
+            await self.logs.release(list(self.logs.owned()))

@@ -58,8 +58,13 @@ class KopConfig(BaseSettings):
     port: int = Field(9092, ge=1, le=65535)
     advertised_host: str = "localhost"
     advertised_port: int | None = Field(None, ge=1, le=65535)
-    node_id: int = 0
+    # Several instances (docs/decisions.md D14): each a unique node id (it is part of
+    # the producer ids it hands out, hence < 256), alive to the others while its
+    # heartbeats are younger than member_ttl_s.
+    node_id: int = Field(0, ge=0, le=255)
     cluster_id: str = "kop-cluster"
+    heartbeat_interval_s: float = Field(1.0, gt=0)
+    member_ttl_s: float = Field(4.0, gt=0)
     # Admin HTTP (/healthz, /readyz, /metrics)
     admin_host: str = "0.0.0.0"
     admin_port: int = Field(9094, ge=0, le=65535)
@@ -211,6 +216,15 @@ class KopConfig(BaseSettings):
                 f"max_uncompressed_batch_bytes {self.max_uncompressed_batch_bytes} is below "
                 f"max_message_bytes {self.max_message_bytes}: a batch of the largest size "
                 "allowed could not be decompressed"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _liveness(self) -> KopConfig:
+        if self.member_ttl_s < 2 * self.heartbeat_interval_s:
+            raise ValueError(
+                f"member_ttl_s {self.member_ttl_s} is below twice heartbeat_interval_s "
+                f"{self.heartbeat_interval_s}: one late heartbeat would drop a live instance"
             )
         return self
 

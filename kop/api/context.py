@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kop.api.internal_topics import refuse_access
+from kop.cluster.member import Member
+from kop.cluster.ownership import Ownership, Solo
 from kop.groups.service import GroupService
 from kop.log.leader_epoch import NO_EPOCH, check_current
 from kop.log.manager import LogManager
@@ -31,10 +33,15 @@ HandlerResult = Response | Awaitable[Response | None] | None
 
 @dataclass(frozen=True, slots=True)
 class Broker:
+    """This instance, as Kafka clients are told of it."""
+
     node_id: int
     host: str
     port: int
     cluster_id: str
+
+    def member(self, instance: str = "") -> Member:
+        return Member(self.node_id, self.host, self.port, instance)
 
 
 class ProducerIds:
@@ -62,6 +69,23 @@ class Services:
     # Listed as `__consumer_offsets` (0: not listed, as when kop coordinates no groups).
     offsets_topic_partitions: int = 0
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
+    # Who leads what (several instances); alone, this instance leads everything.
+    ownership: Ownership | None = None
+
+    def __post_init__(self) -> None:
+        if self.ownership is None:
+            me = self.broker.member()
+            self.ownership = Ownership(Solo(me), me)
+
+    @property
+    def owners(self) -> Ownership:
+        assert self.ownership is not None
+        return self.ownership
+
+    def offsets_partition(self, index: int) -> str:
+        """The Pulsar partition of the offsets topic whose owner coordinates its groups."""
+        assert self.groups is not None
+        return self.groups.partition_topic(index)
 
 
 class AnswerRoom(Protocol):
@@ -101,6 +125,15 @@ class RequestContext:
     answers: AnswerRoom = UNBOUNDED  # handlers outside a server (tests) need no budget
 
 
+def lead(services: Services, partition_topic: str) -> None:
+    """Only a partition's owner serves it: anyone else answers as a Kafka broker that
+    is not the leader, so the client refreshes its metadata and goes there."""
+    if not services.owners.mine(partition_topic):
+        raise KafkaError(
+            ErrorCode.not_leader_or_follower, f"{partition_topic} is led by another instance"
+        )
+
+
 def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
     """The Pulsar topic a Kafka name means; `__consumer_offsets` is not one a client
     may use (see `internal_topics`)."""
@@ -133,11 +166,9 @@ async def topic_partition(
     view = await existing_topic(services, ctx, name)
     if not 0 <= index < view.partitions:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
+    lead(services, view.partition_topic(index))
     check_current(current_epoch)
-    plog = await services.logs.partition(
-        view.partition_topic(index), compacted=view.compacted, expire_ms=view.compacted_expire_ms
-    )
-    return view, plog
+    return view, await services.logs.of_topic(view, index)
 
 
 def error_of(exc: BaseException) -> tuple[ErrorCode, str]:

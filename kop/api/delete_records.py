@@ -10,7 +10,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.context import (
+    RequestContext,
+    Response,
+    Services,
+    error_of,
+    existing_topic,
+    lead,
+)
 from kop.protocol.errors import ErrorCode, KafkaError
 
 NO_LOW_WATERMARK = -1  # what Kafka answers for a partition that failed
@@ -43,11 +50,8 @@ async def _delete(
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
             )
-        plog = await services.logs.partition(
-            view.partition_topic(index),
-            compacted=view.compacted,
-            expire_ms=view.compacted_expire_ms,
-        )
+        lead(services, view.partition_topic(index))
+        plog = await services.logs.of_topic(view, index)
         # The request's timeout bounds the wait, not the work: a floor being
         # persisted is still applied after the client stopped waiting.
         async with asyncio.timeout(timeout_s if timeout_s > 0 else None):

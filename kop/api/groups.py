@@ -1,6 +1,6 @@
 """The classic group protocol: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, DescribeGroups, ListGroups, DeleteGroups. This kop coordinates every
-group (single-owner deployment), so FindCoordinator names this broker.
+LeaveGroup, DescribeGroups, ListGroups, DeleteGroups. FindCoordinator names the
+instance that owns the group's offsets partition; the others answer NOT_COORDINATOR.
 
 JoinGroup and SyncGroup may wait for other members: they return an awaitable so
 the connection goes on serving its other requests (heartbeats) meanwhile.
@@ -12,6 +12,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of
+from kop.cluster.member import Member
 from kop.groups.coordinator import JoinRequest
 from kop.groups.rebalance import JoinResult
 from kop.groups.report import summaries
@@ -35,33 +36,38 @@ def _ms(value: Any) -> int:
 async def find_coordinator(services: Services, ctx: RequestContext, request: Any) -> Response:
     keys = list(getattr(request, "coordinator_keys", None) or [getattr(request, "key", "")])
     key_type = getattr(request, "key_type", _GROUP_KEY)
-    b = services.broker
-    coordinators = []
-    for key in keys:
-        code, message = ErrorCode.none, None
-        if key_type != _GROUP_KEY:
-            code, message = ErrorCode.invalid_request, "kop coordinates consumer groups only"
-        elif services.groups is None:
-            code, message = ErrorCode.coordinator_not_available, "groups are not served"
-        elif not services.groups.loaded:
-            code, message = ErrorCode.coordinator_load_in_progress, "groups are loading"
-        found = code is ErrorCode.none
-        coordinators.append(
-            {
-                "key": key,
-                "node_id": b.node_id if found else -1,
-                "host": b.host if found else "",
-                "port": b.port if found else -1,
-                "error_code": code,
-                "error_message": message,
-            }
-        )
+    coordinators = [_coordinator(services, key, key_type) for key in keys]
     first = coordinators[0]
     return {
         "throttle_time": 0,
         "coordinators": coordinators,
         **{k: v for k, v in first.items() if k != "key"},
     }
+
+
+def _coordinator(services: Services, key: str, key_type: int) -> dict[str, Any]:
+    """The owner of the group's offsets partition, as Kafka names the leader of the
+    group's `__consumer_offsets` partition."""
+    try:
+        owner = _owner(services, key, key_type)
+    except KafkaError as exc:
+        return {"key": key, "node_id": -1, "host": "", "port": -1,
+                "error_code": exc.code, "error_message": exc.message}  # fmt: skip
+    return {"key": key, "node_id": owner.node_id, "host": owner.host, "port": owner.port,
+            "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
+
+
+def _owner(services: Services, key: str, key_type: int) -> Member:
+    if key_type != _GROUP_KEY:
+        raise KafkaError(ErrorCode.invalid_request, "kop coordinates consumer groups only")
+    groups = group_service(services)
+    partition = groups.partition_of(key)
+    owner = services.owners.owner(services.offsets_partition(partition))
+    if owner is None:
+        raise KafkaError(ErrorCode.coordinator_not_available, "no kop instance is alive")
+    if owner.node_id == services.broker.node_id and not groups.partitions.coordinates(partition):
+        raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
+    return owner
 
 
 async def join_group(
@@ -176,7 +182,7 @@ async def describe_groups(services: Services, ctx: RequestContext, request: Any)
     for group_id in request.groups:
         try:
             groups = group_service(services)
-            groups.check_loaded()
+            groups.check(group_id)
             out.append(_describe(groups, group_id))
         except KafkaError as exc:
             out.append(

@@ -1,4 +1,5 @@
-"""Metadata: Kafka topics are Pulsar partitioned topics; kop leads every partition."""
+"""Metadata: Kafka topics are Pulsar partitioned topics; the brokers are the live kop
+instances, and each partition's leader is its owner (kop.cluster.ownership)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ UNKNOWN_OPERATIONS = -(2**31)
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
     b = services.broker
+    brokers = services.owners.brokers()
     if request.topics is None:
         names = await services.catalog.names(ctx.namespace)
         if services.offsets_topic_partitions:
@@ -30,9 +32,13 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
         )
     return {
         "throttle_time": 0,
-        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port, "rack": None}],
+        "brokers": [
+            {"node_id": m.node_id, "host": m.host, "port": m.port, "rack": None} for m in brokers
+        ],
         "cluster_id": b.cluster_id,
-        "controller_id": b.node_id,
+        # Kafka names its active controller; kop has none, and the lowest live node id
+        # is the same answer from every instance.
+        "controller_id": brokers[0].node_id if brokers else -1,
         "topics": [t for t in topics if t is not None],
         "cluster_authorized_operations": UNKNOWN_OPERATIONS,
     }
@@ -86,26 +92,32 @@ def topic_entry(
 
 
 def partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
-    """kop leads every partition, and is its only replica."""
-    return _partitions(services, view.partitions)
+    """Each partition's owner leads it and is its only replica."""
+    return [_partition(services, i, view.partition_topic(i)) for i in range(view.partitions)]
 
 
 def offsets_partitions(services: Services) -> list[dict[str, Any]]:
-    """`__consumer_offsets`: as many partitions as kop's own offsets topic."""
-    return _partitions(services, services.offsets_topic_partitions)
+    """`__consumer_offsets`: as many partitions as kop's own offsets topic, each led
+    by the coordinator of its groups."""
+    count = services.offsets_topic_partitions
+    return [_partition(services, i, services.offsets_partition(i)) for i in range(count)]
 
 
-def _partitions(services: Services, count: int) -> list[dict[str, Any]]:
-    node = services.broker.node_id
-    return [
-        {
-            "error_code": ErrorCode.none,
-            "partition_index": i,
-            "leader_id": node,
-            "leader_epoch": LEADER_EPOCH,
-            "replica_nodes": (node,),
-            "isr_nodes": (node,),
+def _partition(services: Services, index: int, key: str) -> dict[str, Any]:
+    owner = services.owners.owner(key)
+    if owner is None:  # no instance is alive in this one's view
+        return {
+            "error_code": ErrorCode.leader_not_available, "partition_index": index,
+            "leader_id": -1, "leader_epoch": -1, "replica_nodes": (), "isr_nodes": (),
             "offline_replicas": (),
-        }
-        for i in range(count)
-    ]
+        }  # fmt: skip
+    node = owner.node_id
+    return {
+        "error_code": ErrorCode.none,
+        "partition_index": index,
+        "leader_id": node,
+        "leader_epoch": LEADER_EPOCH,
+        "replica_nodes": (node,),
+        "isr_nodes": (node,),
+        "offline_replicas": (),
+    }

@@ -93,7 +93,7 @@ def _fetch_group(services: Services, group_id: str, topics: Any) -> dict[str, An
     is null); -1 for a partition without one, as Kafka answers."""
     try:
         groups = group_service(services)
-        groups.check_loaded()
+        groups.check(group_id)
     except KafkaError as exc:
         return {"group_id": group_id, "topics": [], "error_code": exc.code}
     committed = groups.offsets.of(group_id)
@@ -128,7 +128,7 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
     tps = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     try:
         groups = group_service(services)
-        groups.check_loaded()
+        groups.check(request.group_id)
         g = groups.coordinator.groups.get(request.group_id)
         if g is None and not groups.offsets.of(request.group_id):
             raise KafkaError(ErrorCode.group_id_not_found)

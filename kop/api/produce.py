@@ -12,7 +12,14 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.context import (
+    RequestContext,
+    Response,
+    Services,
+    error_of,
+    existing_topic,
+    lead,
+)
 from kop.api.internal_topics import refuse_produce
 from kop.log.appender import OFFLOAD_RECORDS
 from kop.log.batch_rules import BatchRules, InvalidTimestamps
@@ -51,6 +58,7 @@ async def _begin(
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"
             )
+        lead(services, view.partition_topic(index))
         if not records:
             raise KafkaError(ErrorCode.corrupt_message, "produce without records")
         batches = split_batches(records, max_batch_bytes=view.max_message_bytes)
@@ -67,11 +75,7 @@ async def _begin(
         pulsar = view.entry_format is EntryFormat.PULSAR
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
-        plog = await services.logs.partition(
-            view.partition_topic(index),
-            compacted=view.compacted,
-            expire_ms=view.compacted_expire_ms,
-        )
+        plog = await services.logs.of_topic(view, index)
         work = await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
         return work, now if rules.log_append_time else -1
     except Exception as exc:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from kop.groups.group import Group
 from kop.groups.joins import PARKED, Joiner, JoinRequest, Limits
 from kop.groups.membership import Membership
-from kop.groups.rebalance import Effect, JoinResult, Rebalancer, SyncResult
+from kop.groups.rebalance import Answer, Effect, JoinResult, Rebalancer, SyncResult
 from kop.groups.schedule import Schedule
 from kop.groups.syncs import Syncer
 from kop.groups.timers import fire
@@ -126,6 +126,23 @@ class Coordinator:
         if g.state is not GroupState.EMPTY:
             return ErrorCode.non_empty_group
         return ErrorCode.none
+
+    def unload(self, group_ids: list[str]) -> None:
+        """Another instance coordinates these groups now: their parked requests are
+        answered NOT_COORDINATOR (the clients look the coordinator up again) and the
+        groups leave memory; their records stay in the offsets topic for the next."""
+        for group_id in group_ids:
+            g = self.groups.pop(group_id, None)
+            if g is None:
+                continue
+            g.state = GroupState.DEAD
+            for m in g.members.values():
+                if m.join_token is not None:
+                    result = JoinResult(ErrorCode.not_coordinator, m.member_id)
+                    self.effects.append(Answer(m.join_token, result))
+                if m.sync_token is not None:
+                    self.effects.append(Answer(m.sync_token, SyncResult(ErrorCode.not_coordinator)))
+                m.join_token = m.sync_token = None
 
     def forget(self, group_id: str) -> None:
         """Drop a group (deleted, or Empty with every offset expired)."""

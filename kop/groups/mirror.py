@@ -78,6 +78,11 @@ class SubscriptionMirror:
         """Re-place `key` at its committed offset once `partition_topic` is open."""
         self._deferred.setdefault(partition_topic, set()).add(key)
 
+    def coordinates(self, group: str) -> bool:
+        """Only the group's coordinator knows its offsets: the others leave its
+        subscriptions alone."""
+        return self.groups is not None and self.groups.coordinates(group)
+
     def committed_at(self, group: str, full_topic: str, partition: int) -> int | None:
         """The group's committed offset on that partition now, however the client
         named the topic; None without one (or before the groups are attached)."""
@@ -138,6 +143,9 @@ class SubscriptionMirror:
         group, tp = key
         topic = await self._partition_topic(tp)
         if topic is None:
+            return
+        if not self._logs.owns(topic):  # placing needs its offset index: its owner's
+            self.defer(topic, key)
             return
         try:
             plog = await self._logs.partition(topic)

@@ -56,6 +56,10 @@ class GroupsView(Protocol):
     @property
     def offsets(self) -> OffsetsView: ...
 
+    def coordinates(self, group_id: str) -> bool:
+        """Whether this instance coordinates the group (has its offsets loaded)."""
+        ...
+
 
 class MirrorReconciler:
     def __init__(self, mirror: SubscriptionMirror, rate: float = 20.0) -> None:
@@ -134,7 +138,7 @@ class MirrorReconciler:
                 if mirror.committed_at(name, *where) is not None:
                     self.legacy += 1
                     self._legacy_example = (topic, name)
-            elif mirror.committed_at(group, *where) is None:
+            elif mirror.committed_at(group, *where) is None and mirror.coordinates(group):
                 mirror.forgotten(group, [TopicPartition(where[0], where[1])])
                 self.removed += 1
         for key in keys:

@@ -47,6 +47,11 @@ class Offsets:
         for group, offsets in loaded.items():
             self._by_group.setdefault(group, {}).update(offsets)
 
+    def unload(self, groups: list[str]) -> None:
+        """Another instance coordinates these groups now: forget them here only."""
+        for group in groups:
+            self._by_group.pop(group, None)
+
     def of(self, group: str) -> dict[TopicPartition, CommittedOffset]:
         return dict(self._by_group.get(group, {}))
 

@@ -104,6 +104,13 @@ class OffsetsStore:
             group, [*(tombstone_offset(group, tp) for tp in tps), tombstone_group(group)]
         )
 
+    async def release(self, partition: int) -> None:
+        """Another instance writes this partition now: close this one's writer."""
+        topic = self.partition_topic(partition)
+        name = self._writers.pop(topic, None)
+        if name is not None:
+            await self._storage.close_writer(topic, name)
+
     async def close(self) -> None:
         writers, self._writers = self._writers, {}
         for topic, name in writers.items():

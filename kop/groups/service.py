@@ -1,10 +1,12 @@
 """The group coordinator as a service: the group APIs over the pure state machine
-(run by driver.py), committed offsets through the offsets store, and everything
-reloaded before it answers.
+(run by driver.py), committed offsets through the offsets store, for the groups of
+the offsets partitions this instance owns (partitions.py loads and unloads them as
+ownership moves).
 
-Until the offsets topic is read back, group requests get
-COORDINATOR_LOAD_IN_PROGRESS (retriable), as from a Kafka coordinator loading
-its partitions. A commit is answered only after Pulsar persisted it.
+A group of a partition owned elsewhere gets NOT_COORDINATOR; one of a partition
+still being read back gets COORDINATOR_LOAD_IN_PROGRESS (retriable), as from a
+Kafka coordinator loading its partitions. A commit is answered only after Pulsar
+persisted it.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import logging
 import time
 from collections.abc import Callable
 
+from kop.cluster.member import Member
+from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Coordinator, JoinRequest, Limits
 from kop.groups.driver import Driver
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.partitions import CoordinatedPartitions
 from kop.groups.rebalance import JoinResult, SyncResult
-from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+from kop.groups.types import CommittedOffset, GroupState, LoadedGroups, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 
@@ -43,20 +48,25 @@ class GroupService:
         offsets_retention_ms: int = 7 * 24 * 3600 * 1000,
         clock: Callable[[], int] = wall_ms,
         mirror: SubscriptionMirror | None = None,
+        ownership: Ownership | None = None,
     ) -> None:
         self.coordinator = Coordinator(limits)
         self.offsets = Offsets(store, offsets_retention_ms, mirror)
         self.mirror = mirror
         self._store = store
         self._driver = Driver(self.coordinator, store, clock)
-        self._loaded = False
+        alone = Member(-1, "", 0, "")
+        self._ownership = ownership or Ownership(Solo(alone), alone)
+        self.partitions = CoordinatedPartitions(
+            store.partitions, store.partition_topic, self._load_partition, self._unload_partition
+        )
         self.on_commit: Callable[[float], None] = lambda _seconds: None  # metrics hook
         self._told_full_at = -FULL_WARNING_INTERVAL_S
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        self._driver.spawn(self._load(), "groups-load")
+        self._driver.spawn(self.partitions.follow(self._ownership), "groups-partitions")
         self._driver.spawn(self._driver.run_timers(self._expire), "groups-timers")
         if self.mirror is not None:
             self._driver.spawn(self.mirror.run(), "groups-mirror")
@@ -67,26 +77,44 @@ class GroupService:
 
     @property
     def loaded(self) -> bool:
-        return self._loaded
+        """Every offsets partition this instance owns is read back."""
+        return self.partitions.all_loaded
 
     def check_loaded(self) -> None:
-        if not self._loaded:
+        if not self.loaded:
             raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
 
-    async def _load(self) -> None:
-        backoff = 0.5
-        while True:
-            try:
-                now = self._driver.clock()
-                await load_groups(self._store, self.coordinator, self.offsets, now)
-                break
-            except StorageError as exc:
-                log.warning("loading consumer groups failed (%s); again in %.1fs", exc, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
-        self._loaded = True
+    def partition_of(self, group_id: str) -> int:
+        return self._store.partition_for(group_id)
+
+    def partition_topic(self, partition: int) -> str:
+        """What its ownership is decided by: the offsets topic's Pulsar partition."""
+        return self._store.partition_topic(partition)
+
+    def check(self, group_id: str) -> None:
+        """Raise NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS unless this instance
+        coordinates the group now."""
+        self.partitions.check(self.partition_of(group_id))
+
+    def coordinates(self, group_id: str) -> bool:
+        return self.partitions.coordinates(self.partition_of(group_id))
+
+    async def _load_partition(self, partition: int) -> None:
+        loaded = await self._store.load(partition)
+        restore(loaded, self.coordinator, self.offsets, self._driver.clock())
         self._driver.replan()
-        log.info("consumer groups loaded: %d groups", len(self.coordinator.groups))
+        log.info(
+            "offsets partition %d loaded: %d groups",
+            partition, len({*loaded.groups, *loaded.offsets}),
+        )  # fmt: skip
+
+    async def _unload_partition(self, partition: int) -> None:
+        mine = {*self.coordinator.groups, *self.offsets.groups()}
+        gone = sorted(g for g in mine if self.partition_of(g) == partition)
+        self._driver.now(lambda _now: self.coordinator.unload(gone))
+        self.offsets.unload(gone)
+        await self._store.release(partition)
+        log.info("offsets partition %d unloaded: %d groups", partition, len(gone))
 
     async def _expire(self, now_ms: int) -> None:
         for group in await self.offsets.expire(self.coordinator.groups, now_ms):
@@ -95,7 +123,7 @@ class GroupService:
     # -- the group protocol ------------------------------------------------------------
 
     async def join(self, request: JoinRequest) -> JoinResult:
-        self.check_loaded()
+        self.check(request.group_id)
         result = await self._driver.parked(
             lambda token, now: self.coordinator.join(request, token, now)
         )
@@ -111,7 +139,7 @@ class GroupService:
         assignments: dict[str, bytes],
         protocol: tuple[str | None, str | None] = (None, None),
     ) -> SyncResult:
-        self.check_loaded()
+        self.check(group_id)
         return await self._driver.parked(
             lambda token, now: self.coordinator.sync(
                 group_id, generation, member_id, instance_id, assignments, token, now, protocol
@@ -121,7 +149,7 @@ class GroupService:
     def heartbeat(
         self, group_id: str, generation: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
-        self.check_loaded()
+        self.check(group_id)
         return self._driver.now(
             lambda now: self.coordinator.heartbeat(
                 group_id, generation, member_id, instance_id, now
@@ -129,7 +157,7 @@ class GroupService:
         )
 
     def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
-        self.check_loaded()
+        self.check(group_id)
         return self._driver.now(lambda now: self.coordinator.leave(group_id, members, now))
 
     async def commit(
@@ -143,7 +171,7 @@ class GroupService:
     ) -> ErrorCode:
         """One code for the whole request: Kafka stores a commit's offsets together.
         `retention_ms` (OffsetCommit v2-4) makes them expire that long after now."""
-        self.check_loaded()
+        self.check(group_id)
         now = self._driver.clock()
         code = self._driver.now(
             lambda now: self.coordinator.commit_allowed(
@@ -184,7 +212,7 @@ class GroupService:
     async def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups: persisted first, then forgotten, so a failed write leaves the
         group as it was (DescribeGroups and ListGroups go on agreeing)."""
-        self.check_loaded()
+        self.check(group_id)
         code = self.coordinator.deletable(group_id)
         if code is ErrorCode.group_id_not_found and self.offsets.of(group_id):
             code = ErrorCode.none  # a standalone group known only by its offsets
@@ -215,14 +243,18 @@ class GroupService:
             log.warning("offsets of deleted topics not all removed: %s", exc)
 
 
+def restore(loaded: LoadedGroups, coordinator: Coordinator, offsets: Offsets, now_ms: int) -> None:
+    """One offsets partition, as read back, into the coordinator."""
+    for meta in loaded.groups.values():
+        coordinator.restore(meta, now_ms)
+    for group in loaded.offsets:
+        coordinator.restore_offsets_only(group, now_ms)
+    offsets.restore(loaded.offsets)
+
+
 async def load_groups(
     store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, now_ms: int
 ) -> None:
     """Every partition of the offsets topic, side by side, into the coordinator."""
-    everything = await asyncio.gather(*(store.load(p) for p in range(store.partitions)))
-    for loaded in everything:
-        for meta in loaded.groups.values():
-            coordinator.restore(meta, now_ms)
-        for group in loaded.offsets:
-            coordinator.restore_offsets_only(group, now_ms)
-        offsets.restore(loaded.offsets)
+    for loaded in await asyncio.gather(*(store.load(p) for p in range(store.partitions))):
+        restore(loaded, coordinator, offsets, now_ms)

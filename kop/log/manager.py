@@ -1,8 +1,9 @@
-"""Partition ownership: opens partition logs on first use and persists their indexes.
+"""The partitions this instance serves: opened on first use, their indexes persisted.
 
-One kop instance owns every partition it is asked about (single-owner
-deployment); the flusher is what lets the next owner resume. Memory budgets
-(tail buffers, kept history readers) are shared by all partitions it owns.
+Only partitions this instance owns are opened (`owns`, from kop.cluster.ownership);
+one it no longer owns is let go (`release`, driven by kop.log.handover), and the
+flusher is what lets the next owner resume. Memory budgets (tail buffers, kept
+history readers) are shared by all partitions it serves.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.index_flusher import IndexFlusher
@@ -48,8 +49,10 @@ class LogManager:
         settings: LogSettings,
         flush_interval_s: float = 1.0,
         compaction: Compaction | None = None,
+        owns: Callable[[str], bool] = lambda _topic: True,
     ) -> None:
         self._storage = storage
+        self.owns = owns
         self._store = store
         self._settings = settings
         self._compaction = compaction
@@ -102,11 +105,15 @@ class LogManager:
         LEADER_NOT_AVAILABLE, as from a Kafka broker still loading a partition.
         `compacted`: the topic's cleanup policy compacts (None: unknown to the
         caller); a partition open the other way is reopened (a config changed)."""
+        if not self.owns(topic):
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower, f"{topic} is led by another instance"
+            )
         existing = self._logs.get(topic)
         if existing is not None:
             if compacted is None or (existing.compacted is not None) == compacted:
                 return existing
-            await self.drop_open(topic)
+            await self.release([topic])
         task = self._opening.get(topic)
         if task is None:
             want = bool(compacted) and self._compaction is not None
@@ -133,19 +140,26 @@ class LogManager:
         )  # fmt: skip
         try:
             await plog.open()
+            if not self.owns(topic):  # ownership moved while it opened
+                raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved away")
         except BaseException:
             await plog.close()
             raise
         self._logs[topic] = plog
         return plog
 
-    async def drop_open(self, topic: str) -> None:
-        """Close a partition's log (its index persisted first); the next use reopens it."""
+    async def release(self, topics: Sequence[str]) -> None:
+        """Let partitions go (their indexes persisted first, their writers closed), side
+        by side; the next use reopens one, if this instance owns it then."""
+        for topic in topics:
+            task = self._opening.get(topic)
+            if task is not None:
+                task.cancel()
         await self.flush(final=True)
         async with self._flush_lock:
-            plog = self._logs.pop(topic, None)
-            if plog is not None:
-                await plog.close()
+            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+            await _side_by_side(p.close() for p in plogs)
+        await _side_by_side(self._storage.close_writer(t) for t in topics)
 
     async def drop(self, topics: Sequence[str]) -> None:
         """The Pulsar partitions are being deleted: stop following them and forget

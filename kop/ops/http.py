@@ -1,5 +1,5 @@
 """Admin HTTP: /healthz (process alive), /readyz (Pulsar reachable), /metrics,
-/v1/topics, /v1/groups and /v1/groups/{group}."""
+/v1/topics, /v1/groups, /v1/groups/{group} and /v1/instances."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from kop.cluster.ownership import Ownership
 from kop.groups.report import GroupReport
 from kop.log.manager import LogManager
 from kop.ops.metrics import Metrics
@@ -22,8 +23,10 @@ class AdminServer:
         logs: LogManager,
         ready: ReadyCheck,
         groups: GroupReport | None = None,
+        ownership: Ownership | None = None,
     ) -> None:
         self._metrics = metrics
+        self._ownership = ownership
         self._groups = groups
         self._logs = logs
         self._ready = ready
@@ -35,6 +38,7 @@ class AdminServer:
         app.router.add_get("/v1/topics", self._topics)
         app.router.add_get("/v1/groups", self._group_list)
         app.router.add_get("/v1/groups/{group}", self._group)
+        app.router.add_get("/v1/instances", self._instances)
         self._app = app
 
     async def start(self, host: str, port: int) -> None:
@@ -76,6 +80,18 @@ class AdminServer:
             for topic, plog in sorted(self._logs.owned().items())
         }
         return web.json_response({"partitions": owned})
+
+    async def _instances(self, _request: web.Request) -> web.Response:
+        """The live kop instances as this one sees them, and which one it is."""
+        if self._ownership is None:
+            return web.json_response({"error": "no membership"}, status=404)
+        me = self._ownership.me
+        live = [
+            {"node_id": m.node_id, "host": m.host, "port": m.port, "instance": m.instance,
+             "this": m.instance == me.instance}
+            for m in self._ownership.brokers()
+        ]  # fmt: skip
+        return web.json_response({"node_id": me.node_id, "instances": live})
 
     async def _group_list(self, _request: web.Request) -> web.Response:
         if self._groups is None:

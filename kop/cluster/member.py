@@ -1,0 +1,56 @@
+"""A kop instance as the others see it, and the heartbeat that tells them."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass
+
+
+class State(enum.Enum):
+    JOINING = "joining"  # learning who else is alive; owns nothing yet
+    LIVE = "live"
+    LEAVING = "leaving"  # handing its partitions over; owns nothing from now on
+
+
+class MalformedBeat(ValueError):
+    """A heartbeat that does not parse (another program wrote the topic)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    node_id: int
+    host: str  # advertised to Kafka clients
+    port: int
+    instance: str  # one per process: tells a restart (or a duplicate node id) apart
+    state: State = State.LIVE
+
+    @property
+    def key(self) -> str:
+        """The heartbeat's partition key: compaction keeps each node's latest."""
+        return str(self.node_id)
+
+    def encode(self) -> bytes:
+        body = asdict(self)
+        body["state"] = self.state.value
+        return json.dumps(body, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Member:
+        try:
+            body = json.loads(payload)
+            return cls(
+                node_id=_int(body["node_id"]),
+                host=str(body["host"]),
+                port=_int(body["port"]),
+                instance=str(body["instance"]),
+                state=State(body["state"]),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MalformedBeat(f"not a kop heartbeat: {exc}") from None
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{value!r} is not an integer")
+    return value

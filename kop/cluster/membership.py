@@ -1,0 +1,214 @@
+"""Which kop instances are alive, learnt from heartbeats on one Pulsar topic.
+
+Every instance writes a beat every `interval_s` and tails the topic; a member is
+alive while its last beat is younger than `ttl_s` on the reader's own monotonic
+clock, so instances need no agreement on time. Joining needs no wait: the joiner
+writes a first beat and reads the topic up to it; the publish times there (one
+broker's clock) say how old every other member's last beat already is. A member
+that says it is leaving is gone at once. The view is only ever a hint for who
+should try to own what: Pulsar's fences decide (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from dataclasses import replace
+
+from kop.cluster.member import MalformedBeat, Member, State
+from kop.storage import batch_layout
+from kop.storage.port import MessageLog, TopicReader, TopicWriter
+from kop.storage.types import (
+    Idle,
+    OutgoingEntry,
+    OutgoingMessage,
+    StorageError,
+    StoredEntry,
+    StoredMessage,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Membership:
+    def __init__(
+        self,
+        storage: MessageLog,
+        topic: str,
+        me: Member,
+        *,
+        interval_s: float = 1.0,
+        ttl_s: float = 4.0,
+    ) -> None:
+        self._storage = storage
+        self.topic = topic
+        self.me = me
+        self._interval_s = interval_s
+        self._ttl_s = ttl_s
+        self._heard: dict[int, tuple[Member, float]] = {}  # node -> (last beat, deadline)
+        self.version = 0
+        self._bumped = asyncio.Event()
+        self._writer: TopicWriter | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.malformed = 0
+
+    # -- the view ------------------------------------------------------------------
+
+    def live(self) -> list[Member]:
+        """The members alive now, by node id."""
+        return sorted((m for m, _ in self._heard.values()), key=lambda m: m.node_id)
+
+    async def changed(self, version: int) -> int:
+        """Returns the view's version once it differs from `version`."""
+        while self.version == version:
+            await self._bumped.wait()
+        return self.version
+
+    def _bump(self) -> None:
+        self.version += 1
+        self._bumped.set()
+        self._bumped = asyncio.Event()
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def join(self) -> None:
+        """Beat once (a `joining` beat, which nobody counts as alive), learn who else
+        is alive, then keep beating and listening."""
+        self._writer = await self._storage.writer(self.topic)
+        await self._beat(replace(self.me, state=State.JOINING))
+        reader = await self._storage.reader(self.topic, None, compacted=True)
+        try:
+            seen, joined_ms = await self._read_to_own_beat(reader)
+        except BaseException:
+            await reader.close()
+            raise
+        now = asyncio.get_running_loop().time()
+        for member, published in seen.values():
+            age = (joined_ms - published) / 1000
+            if member.state is State.LIVE and age < self._ttl_s:
+                self._heard[member.node_id] = (member, now + self._ttl_s - age)
+        self._heard[self.me.node_id] = (self.me, now + self._ttl_s)
+        self._bump()
+        await self._beat(self.me)  # now the others count it
+        log.info("joined as node %d; live: %s", self.me.node_id, _names(self.live()))
+        self._spawn(self._listen(reader), "membership-listen")
+        self._spawn(self._beating(), "membership-beat")
+        self._spawn(self._expiring(), "membership-expire")
+
+    async def halt(self) -> None:
+        """Stop beating and listening without a word (the others find out by the TTL)."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def leave(self) -> None:
+        """Tell the others this instance is gone, then stop."""
+        await self.halt()
+        self.me = replace(self.me, state=State.LEAVING)
+        if self._writer is not None:
+            try:
+                async with asyncio.timeout(self._ttl_s):
+                    await self._beat(self.me)
+            except (StorageError, TimeoutError) as exc:
+                log.warning("could not tell the others this instance leaves: %s", exc)
+        self._heard.pop(self.me.node_id, None)
+        self._bump()
+
+    def _spawn(self, coro: Awaitable[None], name: str) -> None:
+        self._tasks.append(asyncio.ensure_future(coro))
+        self._tasks[-1].set_name(name)
+
+    # -- beats ---------------------------------------------------------------------
+
+    async def _beat(self, member: Member) -> None:
+        assert self._writer is not None
+        message = OutgoingMessage(member.encode(), {}, member.key, None)
+        await self._writer.send_all([OutgoingEntry.of(message)])[1]
+
+    async def _beating(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval_s)
+            try:
+                async with asyncio.timeout(self._ttl_s):
+                    await self._beat(self.me)
+            except (StorageError, TimeoutError) as exc:
+                log.warning("heartbeat not written (%s): the others will drop this instance", exc)
+
+    async def _read_to_own_beat(
+        self, reader: TopicReader
+    ) -> tuple[dict[int, tuple[Member, int]], int]:
+        """Each other node's last beat (with its publish time) before this one's first,
+        and the publish time of that first: now, on the broker's clock. Beats of an
+        earlier instance with this node id are this node's past (the node lock,
+        not the beats, keeps two live instances from sharing an id)."""
+        seen: dict[int, tuple[Member, int]] = {}
+        while True:
+            for member, published in self._decoded(await reader.read()):
+                if member.instance == self.me.instance:
+                    return seen, published
+                if member.node_id != self.me.node_id:
+                    seen[member.node_id] = (member, published)
+
+    async def _listen(self, reader: TopicReader) -> None:
+        try:
+            while True:
+                for member, _published in self._decoded(await reader.read()):
+                    self._heard_from(member)
+        finally:
+            await reader.close()
+
+    def _heard_from(self, member: Member) -> None:
+        if member.node_id == self.me.node_id and member.instance != self.me.instance:
+            log.error("another kop instance (%s:%d) beats as node %d, this one's id",
+                      member.host, member.port, member.node_id)  # fmt: skip
+            return
+        known = self._heard.get(member.node_id)
+        if member.state is State.JOINING:
+            return
+        if member.state is State.LEAVING:
+            if known is not None and known[0].instance == member.instance:
+                del self._heard[member.node_id]
+                self._bump()
+            return
+        deadline = asyncio.get_running_loop().time() + self._ttl_s
+        self._heard[member.node_id] = (member, deadline)
+        if known is None or known[0] != member:
+            self._bump()
+
+    async def _expiring(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            gone = [n for n, (_, deadline) in self._heard.items() if deadline <= now]
+            for node in gone:
+                member = self._heard.pop(node)[0]
+                log.info("node %d (%s:%d) went silent", node, member.host, member.port)
+            if gone:
+                self._bump()
+            soonest = min((d for _, d in self._heard.values()), default=now + self._ttl_s)
+            await asyncio.sleep(max(soonest - now, 0.01))
+
+    def _decoded(self, got: StoredEntry | Idle) -> list[tuple[Member, int]]:
+        if isinstance(got, Idle):
+            return []
+        out = []
+        for msg in batch_layout.messages(got):
+            beat = self._decode(msg)
+            if beat is not None:
+                out.append((beat, msg.publish_time))
+        return out
+
+    def _decode(self, msg: StoredMessage) -> Member | None:
+        try:
+            return Member.decode(msg.payload)
+        except MalformedBeat as exc:
+            self.malformed += 1
+            if self.malformed == 1:
+                log.warning("%s holds a message that is not a heartbeat: %s", self.topic, exc)
+            return None
+
+
+def _names(members: list[Member]) -> str:
+    return ", ".join(f"{m.node_id}@{m.host}:{m.port}" for m in members) or "none"

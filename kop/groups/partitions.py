@@ -1,0 +1,91 @@
+"""The offsets partitions this instance coordinates, as Kafka's CoordinatorRuntime
+holds its `__consumer_offsets` partitions: one is loaded when this instance comes to
+own it (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), unloaded when it
+no longer does (their requests get NOT_COORDINATOR, so clients look the coordinator
+up again). Loading retries with back-off while the storage fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from kop.cluster.ownership import Ownership
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.types import StorageError
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatedPartitions:
+    def __init__(
+        self,
+        count: int,
+        key: Callable[[int], str],
+        load: Callable[[int], Awaitable[None]],
+        unload: Callable[[int], Awaitable[None]],
+    ) -> None:
+        self._count = count
+        self._key = key  # partition -> the ownership key (its Pulsar partition topic)
+        self._load = load
+        self._unload = unload
+        self.loaded: set[int] = set()
+        self._loading: dict[int, asyncio.Task[None]] = {}
+        self._wanted: set[int] | None = None  # owned, as last seen (None: not looked yet)
+
+    def check(self, partition: int) -> None:
+        """Raise what Kafka answers for a group of `partition` that is not ready here."""
+        if self._wanted is not None and partition not in self._wanted:
+            raise KafkaError(ErrorCode.not_coordinator, "another instance coordinates it")
+        if partition not in self.loaded:
+            raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
+
+    @property
+    def all_loaded(self) -> bool:
+        """Every partition this instance owns is loaded."""
+        return self._wanted is not None and self._wanted <= self.loaded
+
+    def coordinates(self, partition: int) -> bool:
+        return partition in self.loaded
+
+    async def follow(self, ownership: Ownership) -> None:
+        """Load and unload as the ownership view changes, until cancelled."""
+        version = ownership.version
+        try:
+            while True:
+                await self._settle({p for p in range(self._count) if ownership.mine(self._key(p))})
+                version = await ownership.changed(version)
+        finally:
+            for task in self._loading.values():
+                task.cancel()
+
+    async def _settle(self, wanted: set[int]) -> None:
+        self._wanted = wanted
+        for p in sorted((self.loaded | set(self._loading)) - wanted):
+            task = self._loading.pop(p, None)
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            self.loaded.discard(p)
+            await self._unload(p)
+        for p in sorted(wanted - self.loaded - set(self._loading)):
+            self._loading[p] = asyncio.create_task(self._load_until_done(p), name=f"load:{p}")
+
+    async def _load_until_done(self, partition: int) -> None:
+        backoff = 0.5
+        while True:
+            try:
+                await self._load(partition)
+                break
+            except StorageError as exc:
+                log.warning(
+                    "loading offsets partition %d failed (%s); again in %.1fs",
+                    partition, exc, backoff,
+                )  # fmt: skip
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+        self._loading.pop(partition, None)
+        self.loaded.add(partition)
