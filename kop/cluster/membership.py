@@ -52,6 +52,7 @@ class Membership:
         self._writer: TopicWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.malformed = 0
+        self._rivals: set[str] = set()  # other instances seen with this node id
 
     # -- the view ------------------------------------------------------------------
 
@@ -161,8 +162,13 @@ class Membership:
 
     def _heard_from(self, member: Member) -> None:
         if member.node_id == self.me.node_id and member.instance != self.me.instance:
-            log.error("another kop instance (%s:%d) beats as node %d, this one's id",
-                      member.host, member.port, member.node_id)  # fmt: skip
+            if member.instance not in self._rivals:  # once per rival, not once a beat
+                self._rivals.add(member.instance)
+                log.error(
+                    "another kop instance (%s:%d) beats as node %d, this one's node_id: "
+                    "give every instance its own",
+                    member.host, member.port, member.node_id,
+                )  # fmt: skip
             return
         known = self._heard.get(member.node_id)
         if member.state is State.JOINING:
