@@ -14,7 +14,7 @@ import uuid
 from dataclasses import replace
 from typing import Protocol
 
-from kop.api.context import Broker, Services
+from kop.api.context import Broker, ProducerIds, Services
 from kop.cluster.membership import Membership
 from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
@@ -262,6 +262,7 @@ class Gateway:
             groups=self.groups,
             offsets_topic_partitions=c.offsets_topic_partitions if self.groups else 0,
             ownership=ownership,
+            producer_ids=ProducerIds(c.node_id),
         )
         limits = Limits(
             max_request_bytes=c.max_request_bytes,

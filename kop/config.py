@@ -58,7 +58,7 @@ class KopConfig(BaseSettings):
     port: int = Field(9092, ge=1, le=65535)
     advertised_host: str = "localhost"
     advertised_port: int | None = Field(None, ge=1, le=65535)
-    # Several instances (docs/decisions.md D14): each a unique node id (it is part of
+    # Several instances (docs/decisions.md D15): each a unique node id (it is part of
     # the producer ids it hands out, hence < 256), alive to the others while its
     # heartbeats are younger than member_ttl_s.
     node_id: int = Field(0, ge=0, le=255)
