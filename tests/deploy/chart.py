@@ -90,6 +90,7 @@ class Rendered:
         return tomllib.loads(self.one("ConfigMap")["data"]["kop.toml"])
 
 
+@cache  # the same values render the same; tests only read what they get
 def render(
     *values: Path, sets: tuple[str, ...] = (), release: str = "kop", chart: Path = CHART
 ) -> Rendered:

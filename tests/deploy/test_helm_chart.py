@@ -173,6 +173,8 @@ def test_kop_accepts_the_rendered_config(
     }
     path = _local_config(rendered, tmp_path, files)
     environ = {"KOP_NODE_ID": "2", "KOP_ADVERTISED_HOST": "kop-2.kop-headless.kafka.svc"}
+    for name in [n for n in os.environ if n.startswith("KOP_")]:  # only the pod's
+        monkeypatch.delenv(name)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     config = load_config(path, environ=environ)
