@@ -88,7 +88,7 @@ apps-test: setup pulsar-fetch kafka-fetch apps
 
 ## helm, kubeconform and Kubernetes v1.37.2's JSON schemas for the chart's checks
 ## (tools/helm.py): built from the Go module proxy, pinned, cached; a no-op when current
-## (about 1.5 min the first time). Stdlib only, no venv.
+## (the first time about 200 s of CPU: 1.5-3.5 min). Stdlib only, no venv.
 helm-tools:
 	$(PYTHON) tools/helm.py build
 
