@@ -259,6 +259,7 @@ def test_free_form_config_reaches_kop_toml_as_typed() -> None:
     assert toml["default_entry_format"] == "kafka"
     assert toml["tail_buffer_bytes"] == 536870912
     assert toml["idle_timeout_s"] == 300.5
+    assert toml["member_ttl_s"] == 6
 
 
 def test_a_config_change_rolls_the_pods() -> None:
@@ -282,6 +283,7 @@ def test_a_config_change_rolls_the_pods() -> None:
         ("config.Bad-Key=1", "invalid propertyName"),
         ("externalAccess.enabled=true,externalAccess.type=LoadBalancer", "/externalAccess"),
         ("podAntiAffinity=sometimes", "/podAntiAffinity"),
+        ("replicaCount=257", "/replicaCount"),  # node ids are 0-255
     ],
 )
 def test_schema_refuses_bad_values(bad: str, why: str) -> None:
