@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test cluster-test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
         kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean \
-        pulsar-cluster pulsar-cluster-stop apps apps-test
+        pulsar-cluster pulsar-cluster-stop apps apps-test helm-tools helm-check
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,7 +71,7 @@ run: pulsar-fetch
 ## and the conformance quick tier against a reference Kafka), then the cluster tier: kop on a
 ## two-broker cluster behind a proxy with token auth and TLS (tools/pulsar_cluster.py).
 ## Kafka Streams and Kafka Connect (marker `apps`) run in it, unmodified, against kop.
-test: setup pulsar-fetch kafka-fetch kcat apps lint
+test: setup pulsar-fetch kafka-fetch kcat apps helm-tools lint
 	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
@@ -85,6 +85,18 @@ apps:
 APPS_TARGET ?= kop
 apps-test: setup pulsar-fetch kafka-fetch apps
 	KOP_APPS_TARGET=$(APPS_TARGET) $(BIN)/python tools/run_tests.py tests/integration/streams_connect $(PYTEST_ARGS)
+
+## helm, kubeconform and Kubernetes v1.37.2's JSON schemas for the chart's checks
+## (tools/helm.py): built from the Go module proxy, pinned, cached; a no-op when current
+## (the first time about 200 s of CPU: 1.5-3.5 min). Stdlib only, no venv.
+helm-tools:
+	$(PYTHON) tools/helm.py build
+
+## make helm-check: the chart alone (helm/kop): helm lint, helm template with the default values
+## and every helm/kop/ci/*.yaml, kubeconform -strict on all of it, and what the pods rely on.
+## `make test` runs the same module (tests/deploy), with the Docker image's wheel build.
+helm-check: setup helm-tools
+	$(BIN)/pytest tests/deploy/test_helm_chart.py $(PYTEST_ARGS)
 
 ## make cluster-test: only the cluster tier.
 cluster-test: setup kafka-fetch

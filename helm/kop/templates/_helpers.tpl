@@ -1,0 +1,103 @@
+{{/* Names and labels, as `helm create` makes them. */}}
+{{- define "kop.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The StatefulSet's name (its pods are <fullname>-N); short enough for the
+     per-pod Service names <fullname>-N-external. */}}
+{{- define "kop.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kop.headless" -}}
+{{- printf "%s-headless" (include "kop.fullname" .) }}
+{{- end }}
+
+{{- define "kop.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kop.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kop.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kop.labels" -}}
+helm.sh/chart: {{ include "kop.chart" . }}
+{{ include "kop.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The DNS suffix after <pod>: <headless>.<namespace>.svc[.<clusterDomain>] */}}
+{{- define "kop.podDomain" -}}
+{{- printf "%s.%s.svc" (include "kop.headless" .) .Release.Namespace }}
+{{- with .Values.clusterDomain }}.{{ . }}{{ end }}
+{{- end }}
+
+{{/* Where Secrets are mounted; kop.toml refers to files under them. */}}
+{{- define "kop.authDir" -}}/etc/kop/pulsar-auth{{- end }}
+{{- define "kop.tlsDir" -}}/etc/kop/pulsar-tls{{- end }}
+
+{{/* The Secret holding kop's Pulsar credential: token and oauth2 only. */}}
+{{- define "kop.authSecret" -}}
+{{- if has .Values.pulsar.auth.plugin (list "token" "oauth2") }}{{ .Values.pulsar.auth.secretName }}{{ end }}
+{{- end }}
+
+{{- define "kop.authKey" -}}
+{{- $a := .Values.pulsar.auth }}
+{{- $a.secretKey | default (ternary "credentials.json" "token" (eq $a.plugin "oauth2")) }}
+{{- end }}
+
+{{/* The settings kop.toml holds: the structured values, then the free-form `config`
+     (values.schema.json keeps their keys apart). Rendered as TOML by kop.toml below. */}}
+{{- define "kop.settings" -}}
+{{- $p := .Values.pulsar }}
+{{- $s := dict
+  "listen_host" "0.0.0.0"
+  "port" .Values.ports.kafka
+  "admin_host" "0.0.0.0"
+  "admin_port" .Values.ports.admin
+  "pulsar_service_url" $p.serviceUrl
+  "pulsar_http_url" $p.httpUrl
+  "tenant" $p.tenant
+  "namespace" $p.namespace
+  "system_namespace" $p.systemNamespace
+  "pulsar_auth_plugin" $p.auth.plugin
+  "pulsar_tls_hostname_verification" $p.tls.hostnameVerification }}
+{{- with $p.listenerName }}{{ $_ := set $s "pulsar_listener_name" . }}{{ end }}
+{{- $authFile := printf "%s/%s" (include "kop.authDir" .) (include "kop.authKey" .) }}
+{{- if eq $p.auth.plugin "token" }}
+{{- $_ := set $s "pulsar_auth_params" (printf "file://%s" $authFile) }}
+{{- else if eq $p.auth.plugin "oauth2" }}
+{{- $o := dict "type" "client_credentials" "issuerUrl" $p.auth.oauth2.issuerUrl "privateKey" (printf "file://%s" $authFile) }}
+{{- with $p.auth.oauth2.audience }}{{ $_ := set $o "audience" . }}{{ end }}
+{{- with $p.auth.oauth2.scope }}{{ $_ := set $o "scope" . }}{{ end }}
+{{- $_ := set $s "pulsar_auth_params" (toJson $o) }}
+{{- end }}
+{{- $tls := include "kop.tlsDir" . }}
+{{- with $p.tls.trustCertsKey }}{{ $_ := set $s "pulsar_tls_trust_certs_file" (printf "%s/%s" $tls .) }}{{ end }}
+{{- with $p.tls.certKey }}{{ $_ := set $s "pulsar_tls_cert_file" (printf "%s/%s" $tls .) }}{{ end }}
+{{- with $p.tls.keyKey }}{{ $_ := set $s "pulsar_tls_key_file" (printf "%s/%s" $tls .) }}{{ end }}
+{{- toJson (merge $s .Values.config) }}
+{{- end }}
+
+{{/* kop.toml: one `key = value` line per setting, sorted. A JSON string, number,
+     boolean or array of them is also a TOML value. */}}
+{{- define "kop.toml" -}}
+# kop.toml, rendered by the kop Helm chart. node_id and advertised_host (and, with
+# externalAccess, advertised_port) come per pod from KOP_* in the environment.
+{{- $s := include "kop.settings" . | fromJson }}
+{{- range $k := keys $s | sortAlpha }}
+{{ $k }} = {{ index $s $k | toJson }}
+{{- end }}
+{{- end }}
