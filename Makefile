@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test cluster-test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
         kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean \
-        pulsar-cluster pulsar-cluster-stop apps apps-test helm-tools helm-check
+        pulsar-cluster pulsar-cluster-stop apps apps-test helm-tools helm-check cluster
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,11 @@ pulsar-cluster-stop:
 ## make run: venv + kop, a local Pulsar standalone, then Kafka on localhost:9092 in the foreground.
 run: pulsar-fetch
 	$(BIN)/kop standalone
+
+## make cluster: the same with three kop instances (node ids 0, 1, 2; Kafka on 9092, 9192,
+## 9292; admin HTTP on 9094, 9194, 9294) in the foreground; Ctrl-C stops all three.
+cluster: pulsar-fetch
+	$(BIN)/kop standalone --instances 3
 
 ## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar,
 ## and the conformance quick tier against a reference Kafka), then the cluster tier: kop on a

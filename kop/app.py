@@ -188,7 +188,11 @@ class Gateway:
         tenant, name = c.system_namespace.split("/")
         topic = PulsarTopic(Namespace(tenant, name), "consumer-offsets", "consumer-offsets")
         if await self.backend.admin.topic_info(topic) is None:
-            await self.backend.admin.create_partitioned(topic, c.offsets_topic_partitions, {})
+            try:
+                await self.backend.admin.create_partitioned(topic, c.offsets_topic_partitions, {})
+            except AdminError as exc:
+                if exc.status != 409:  # another instance starting beside this one made it
+                    raise
         store = OffsetsStore(storage, topic.full, c.offsets_topic_partitions)
         limits = GroupLimits(
             min_session_timeout_ms=c.group_min_session_timeout_ms,

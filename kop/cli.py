@@ -20,6 +20,7 @@ import click
 from kop.app import Gateway, StartupError
 from kop.config import ConfigError, KopConfig, load_config
 from kop.groups_cli import groups
+from kop.instances_cli import run_instances
 
 log = logging.getLogger("kop")
 
@@ -105,9 +106,13 @@ def serve(config_file: Path | None, **flags: Any) -> None:
 
 @main.command()
 @_options
-def standalone(config_file: Path | None, **flags: Any) -> None:
+@click.option(
+    "--instances", type=click.IntRange(1, 256), default=1,
+    help="kop instances, node ids 0..N-1, Kafka on --port + 100 i [1]",
+)  # fmt: skip
+def standalone(config_file: Path | None, instances: int, **flags: Any) -> None:
     """Start (or reuse) a local Pulsar standalone, then run the gateway in front of it."""
-    config = _load(config_file, flags)
+    config = _load(config_file, dict(flags))
     tool = Path(os.environ.get("KOP_PULSAR_TOOL", _REPO / "tools" / "pulsar.py"))
     if not tool.is_file():
         raise click.ClickException(
@@ -119,7 +124,10 @@ def standalone(config_file: Path | None, **flags: Any) -> None:
     if not already and subprocess.run([sys.executable, str(tool), "start"]).returncode != 0:
         raise click.ClickException("local Pulsar did not start (see the line above)")
     try:
-        _run(config)
+        if instances == 1:
+            _run(config)
+        else:
+            run_instances(instances, config_file, flags)
     finally:
         if not already:
             click.echo("stopping the Pulsar standalone kop started")

@@ -28,9 +28,7 @@ def _entry(value: bytes) -> OutgoingEntry:
     return OutgoingEntry.of(OutgoingMessage(value, {}, None, None))
 
 
-def _send(
-    loop: SimLoop, w: MemoryWriter, value: bytes
-) -> asyncio.Future[list[StoredEntry | None]]:
+def _send(loop: SimLoop, w: MemoryWriter, value: bytes) -> asyncio.Future[list[StoredEntry | None]]:
     """Hand one entry to the writer (on the loop, as the log does); its future."""
 
     async def go() -> asyncio.Future[list[StoredEntry | None]]:
