@@ -153,60 +153,107 @@ def test_a_producer_and_a_group_through_any_instance(trio: Trio) -> None:
         assert {tp.partition: tp.offset for tp in committed} == ends
 
 
-def test_kill9_moves_its_partitions_within_the_bound_losing_nothing(trio: Trio) -> None:
-    topic = "failover"
-    create_topic(trio.nodes[0].bootstrap, topic, partitions=PARTITIONS)
-    before = _leaders(trio.nodes[0].bootstrap, topic)
-    victim = trio.nodes[1]
-    orphaned = [p for p, leader in before.items() if leader == 1]
-    assert orphaned, before  # rendezvous gives node 1 some of six partitions
-    acked: dict[tuple[int, int], bytes] = {}
-    errors: list[str] = []
-    served_again: dict[int, float] = {}
-    stop = threading.Event()
-    killed_at: list[float] = []
+class Writer:
+    """An idempotent producer writing round-robin over the partitions in the background,
+    remembering what was acknowledged where, and when each partition was served again
+    after a moment the test marks."""
 
-    def produce() -> None:
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.acked: dict[tuple[int, int], bytes] = {}
+        self.errors: list[str] = []
+        self.served_again: dict[int, float] = {}
+        self._bootstrap, self._topic = bootstrap, topic
+        self._mark: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def __enter__(self) -> Writer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(90)
+
+    def mark(self) -> None:
+        self.served_again.clear()
+        self._mark = time.monotonic()
+
+    def until_served(self, partitions: list[int], within: float = 30) -> None:
+        deadline = time.monotonic() + within
+        while not set(partitions) <= set(self.served_again) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def _done(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+            return
+        self.acked[(msg.partition(), msg.offset())] = msg.value()
+        if self._mark is not None:
+            self.served_again.setdefault(msg.partition(), time.monotonic() - self._mark)
+
+    def _run(self) -> None:
         producer = Producer(
-            {"bootstrap.servers": trio.nodes[0].bootstrap, "enable.idempotence": True,
+            {"bootstrap.servers": self._bootstrap, "enable.idempotence": True,
              "linger.ms": 5, "message.timeout.ms": 60000}
         )  # fmt: skip
-
-        def done(err: Any, msg: Any) -> None:
-            if err is not None:
-                errors.append(str(err))
-                return
-            acked[(msg.partition(), msg.offset())] = msg.value()
-            if killed_at and msg.partition() in orphaned:
-                served_again.setdefault(msg.partition(), time.monotonic() - killed_at[0])
-
         i = 0
-        while not stop.is_set():
-            producer.produce(topic, value=b"r%d" % i, partition=i % PARTITIONS, on_delivery=done)
+        while not self._stop.is_set():
+            value = b"r%d" % i
+            producer.produce(
+                self._topic, value=value, partition=i % PARTITIONS, on_delivery=self._done
+            )
             producer.poll(0.002)
             i += 1
         producer.flush(60)
 
-    writer = threading.Thread(target=produce)
-    writer.start()
-    try:
+    def check(self, bootstrap: str, group: str) -> None:
+        """Nothing acknowledged lost or duplicated, offsets dense, all of it readable."""
+        assert self.errors == []
+        for p in range(PARTITIONS):
+            offsets = sorted(o for (q, o) in self.acked if q == p)
+            assert offsets == list(range(len(offsets))), p
+        got = _consume_group(bootstrap, self._topic, group, len(self.acked))
+        assert got == self.acked
+
+
+def test_kill9_moves_its_partitions_within_the_bound_losing_nothing(trio: Trio) -> None:
+    topic = "failover"
+    create_topic(trio.nodes[0].bootstrap, topic, partitions=PARTITIONS)
+    before = _leaders(trio.nodes[0].bootstrap, topic)
+    victim = max((1, 2), key=lambda n: list(before.values()).count(n))  # not the bootstrap
+    orphaned = [p for p, leader in before.items() if leader == victim]
+    assert orphaned, before
+    with Writer(trio.nodes[0].bootstrap, topic) as writer:
         time.sleep(3)
-        victim.kill9()
-        killed_at.append(time.monotonic())
-        deadline = time.monotonic() + 30
-        while len(served_again) < len(orphaned) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        trio.nodes[victim].kill9()
+        writer.mark()
+        writer.until_served(orphaned)
         time.sleep(1)
-    finally:
-        stop.set()
-        writer.join(90)
-    assert errors == []
-    assert sorted(served_again) == sorted(orphaned), (served_again, orphaned)
-    assert max(served_again.values()) < FAILOVER_BOUND_S, served_again
+    assert set(orphaned) <= set(writer.served_again), (writer.served_again, orphaned)
+    assert max(writer.served_again[p] for p in orphaned) < FAILOVER_BOUND_S, writer.served_again
     after = _leaders(trio.nodes[0].bootstrap, topic)
-    assert all(after[p] in (0, 2) for p in orphaned), after
-    for p in range(PARTITIONS):  # dense: nothing acknowledged lost, nothing in between
-        offsets = sorted(o for (q, o) in acked if q == p)
-        assert offsets == list(range(len(offsets))), p
-    got = _consume_group(trio.nodes[2].bootstrap, topic, "g-failover", len(acked))
-    assert got == acked
+    assert all(after[p] != victim for p in orphaned), after
+    writer.check(trio.nodes[0].bootstrap, "g-failover")
+
+
+def test_a_rolling_restart_under_load_loses_nothing(trio: Trio) -> None:
+    """Each instance in turn stopped with SIGTERM (it tells the others at once and
+    hands its partitions over) and started again, while a producer writes."""
+    topic = "rolling"
+    create_topic(trio.nodes[0].bootstrap, topic, partitions=PARTITIONS)
+    bootstrap = ",".join(n.bootstrap for n in trio.nodes)
+    with Writer(bootstrap, topic) as writer:
+        for node in trio.nodes:
+            time.sleep(1)
+            mine = [p for p, leader in _leaders(bootstrap, topic).items()
+                    if leader == trio.nodes.index(node)]  # fmt: skip
+            assert node.stop() == 0
+            writer.mark()
+            trio.until_live(2, within=5)  # at once: the leaving beat, not the TTL
+            writer.until_served(mine)
+            assert set(mine) <= set(writer.served_again), (writer.served_again, mine)
+            node.start()
+            trio.until_live(3)
+        time.sleep(1)
+    writer.check(bootstrap, "g-rolling")
