@@ -30,11 +30,16 @@ IDLE_WAKE_S = 60.0  # the timer task's longest sleep: housekeeping runs at least
 
 class Driver:
     def __init__(
-        self, coordinator: Coordinator, store: OffsetsStore, clock: Callable[[], int]
+        self,
+        coordinator: Coordinator,
+        store: OffsetsStore,
+        clock: Callable[[], int],
+        on_store_failed: Callable[[str, StorageError], object] = lambda _g, _e: None,
     ) -> None:
         self.coordinator = coordinator
         self.clock = clock
         self._store = store
+        self._on_store_failed = on_store_failed  # told which group's record failed, and why
         self._parked = Parked()
         self._wake = asyncio.Event()
         self._sleeping_until: int | None = None  # the deadline the timer task waits for
@@ -107,6 +112,7 @@ class Driver:
             ok = True
         except StorageError as exc:
             log.warning("group %s not persisted: %s", effect.metadata.group_id, exc)
+            self._on_store_failed(effect.metadata.group_id, exc)
             ok = False
         self.coordinator.stored(effect.metadata, ok, self.clock())
         self._after()

@@ -8,6 +8,13 @@ owns and the partition count must never change (as Kafka's
 which is what compaction keeps: it sees the same state before and after
 compaction runs.
 
+Each partition has one writer at a time, held by the instance that coordinates its
+groups: it takes the partition with a fencing writer (every earlier holder's writes
+fail from then on) and then reads the partition up to a barrier it wrote itself, so
+it has seen everything the earlier holder had written, its last writes in flight
+included (Pulsar stores those before the new writer's first entry). A partition not
+taken is never written.
+
 Nothing is acknowledged unless persisted: a write returns once Pulsar stored all
 its messages and raises StorageError otherwise, including after
 `write_timeout_s` (Kafka's `offsets.commit.timeout.ms`). A failed write may still
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -35,10 +43,20 @@ from kop.groups.offsets_codec import (
 )
 from kop.groups.types import CommittedOffset, GroupMetadata, LoadedGroups, TopicPartition
 from kop.storage import batch_layout
-from kop.storage.port import MessageLog
-from kop.storage.types import Idle, OutgoingMessage, StorageError
+from kop.storage.port import MessageLog, TopicReader, TopicWriter
+from kop.storage.types import Idle, OutgoingMessage, StorageError, WriterMode
 
 log = logging.getLogger(__name__)
+
+# The barrier a new holder writes: loads skip it (an older kop counts it malformed).
+BARRIER_KEY = "barrier|"
+
+
+class NotHeld(StorageError):
+    """A write to an offsets partition this instance has not taken (or lost)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"{topic} is not held by this instance", retriable=False)
 
 
 class OffsetsStore:
@@ -51,7 +69,7 @@ class OffsetsStore:
         self.topic = topic
         self.partitions = partitions
         self._write_timeout_s = write_timeout_s
-        self._writers: dict[str, str] = {}  # partition topic -> name of the writer it used
+        self._held: dict[str, TopicWriter] = {}  # partition topic -> this holder's writer
         self.malformed = 0  # undecodable records skipped by loads, in total
 
     def partition_for(self, group_id: str) -> int:
@@ -61,32 +79,72 @@ class OffsetsStore:
         return f"{self.topic}-partition-{partition}"
 
     async def load(self, partition: int) -> LoadedGroups:
-        """Everything the partition holds, read to its end. An undecodable record is
-        skipped and counted; it leaves its key's earlier value in place. No timeout of
-        its own (the storage may be down): the caller bounds it."""
+        """Take the partition (fencing any earlier holder), then read everything it
+        holds up to this holder's barrier. An undecodable record is skipped and
+        counted; it leaves its key's earlier value in place. No timeout of its own
+        (the storage may be down): the caller bounds it."""
         topic = self.partition_topic(partition)
-        loaded = LoadedGroups()
-        skipped, first_skipped = 0, ""
+        barrier = await self._take(topic)
+        reader = await self._storage.reader(topic, None, compacted=True)
+        try:
+            return await self._read_to(reader, topic, barrier)
+        finally:
+            await reader.close()
+
+    async def read(self, partition: int) -> LoadedGroups:
+        """What the partition holds now, read to its end without taking it (for checks
+        and tools; a coordinator loads with `load`)."""
+        topic = self.partition_topic(partition)
         reader = await self._storage.reader(topic, None, compacted=True)
         reader.report_idle()
         try:
-            while not isinstance(stored := await reader.read(), Idle):
-                for msg in batch_layout.messages(stored):
-                    try:
-                        record = decode(msg.partition_key, None if msg.null_value else msg.payload)
-                    except MalformedRecord as exc:
-                        skipped += 1
-                        first_skipped = first_skipped or f"{msg.partition_key!r}: {exc}"
-                        continue
-                    _apply(loaded, record)
+            return await self._read_to(reader, topic, None)
         finally:
             await reader.close()
+
+    async def _take(self, topic: str) -> bytes:
+        await self.release_topic(topic)
+        writer = await self._storage.writer(topic, mode=WriterMode.FENCING)
+        self._held[topic] = writer
+        barrier = uuid.uuid4().hex.encode()
+        message = OutgoingMessage(barrier, {}, BARRIER_KEY, None)
+        async with asyncio.timeout(self._write_timeout_s):
+            await writer.send_all([batch_layout.entry([message])])[1]
+        return barrier
+
+    async def _read_to(
+        self, reader: TopicReader, topic: str, barrier: bytes | None
+    ) -> LoadedGroups:
+        """Up to the barrier (None: to the end the reader reports as idle)."""
+        loaded = LoadedGroups()
+        skipped, first_skipped = 0, ""
+        while True:
+            stored = await reader.read()
+            if isinstance(stored, Idle):
+                if barrier is None:
+                    self._report(topic, skipped, first_skipped)
+                    return loaded
+                continue  # the barrier is still on its way
+            for msg in batch_layout.messages(stored):
+                if msg.partition_key == BARRIER_KEY:
+                    if msg.payload == barrier:
+                        self._report(topic, skipped, first_skipped)
+                        return loaded
+                    continue
+                try:
+                    record = decode(msg.partition_key, None if msg.null_value else msg.payload)
+                except MalformedRecord as exc:
+                    skipped += 1
+                    first_skipped = first_skipped or f"{msg.partition_key!r}: {exc}"
+                    continue
+                _apply(loaded, record)
+
+    def _report(self, topic: str, skipped: int, first_skipped: str) -> None:
         if skipped:
             self.malformed += skipped
             log.warning(
                 "%s: skipped %d undecodable records, first %s", topic, skipped, first_skipped
             )
-        return loaded
 
     async def commit(self, group: str, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
         await self._write(group, [encode_offset(group, tp, o) for tp, o in offsets.items()])
@@ -106,26 +164,29 @@ class OffsetsStore:
 
     async def release(self, partition: int) -> None:
         """Another instance writes this partition now: close this one's writer."""
-        topic = self.partition_topic(partition)
-        name = self._writers.pop(topic, None)
-        if name is not None:
-            await self._storage.close_writer(topic, name)
+        await self.release_topic(self.partition_topic(partition))
+
+    async def release_topic(self, topic: str) -> None:
+        writer = self._held.pop(topic, None)
+        if writer is not None:
+            await self._storage.close_writer(topic, writer.name)
 
     async def close(self) -> None:
-        writers, self._writers = self._writers, {}
-        for topic, name in writers.items():
-            await self._storage.close_writer(topic, name)
+        for topic in list(self._held):
+            await self.release_topic(topic)
 
     async def _write(self, group: str, messages: Sequence[OutgoingMessage]) -> None:
-        """Returns once all `messages` are persisted. The writer is asked of the storage
-        each time: it shares one per topic and replaces one that was closed."""
+        """Returns once all `messages` are persisted, through the writer this instance
+        took the partition with (NotHeld without one; WriterFenced once another
+        instance took it over)."""
         if not messages:
             return
         topic = self.partition_topic(self.partition_for(group))
+        writer = self._held.get(topic)
+        if writer is None:
+            raise NotHeld(topic)
         try:
             async with asyncio.timeout(self._write_timeout_s):
-                writer = await self._storage.writer(topic)
-                self._writers[topic] = writer.name
                 await writer.send_all([batch_layout.entry(messages)])[1]
         except TimeoutError:
             raise StorageError(f"{topic}: not persisted within {self._write_timeout_s}s") from None

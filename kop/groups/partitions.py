@@ -2,7 +2,10 @@
 holds its `__consumer_offsets` partitions: one is loaded when this instance comes to
 own it (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), unloaded when it
 no longer does (their requests get NOT_COORDINATOR, so clients look the coordinator
-up again). Loading retries with back-off while the storage fails.
+up again). Loading retries with back-off while the storage fails. A partition whose
+writer was fenced (another instance took it while this one still believed it owned
+it) is unloaded too, and not taken again until the view of the instances changes:
+taking it back would fence the rightful owner in turn.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class CoordinatedPartitions:
         self.loaded: set[int] = set()
         self._loading: dict[int, asyncio.Task[None]] = {}
         self._wanted: set[int] | None = None  # owned, as last seen (None: not looked yet)
+        self._fenced: set[int] = set()  # lost to a fence since the view last changed
+        self._poke = asyncio.Event()
 
     def check(self, partition: int) -> None:
         """Raise what Kafka answers for a group of `partition` that is not ready here."""
@@ -50,13 +55,31 @@ class CoordinatedPartitions:
     def coordinates(self, partition: int) -> bool:
         return partition in self.loaded
 
+    def fenced(self, partition: int) -> None:
+        """Another instance took the partition over: let it go."""
+        if partition not in self._fenced:
+            log.warning("offsets partition %d was taken over by another instance", partition)
+            self._fenced.add(partition)
+            self._poke.set()
+
     async def follow(self, ownership: Ownership) -> None:
         """Load and unload as the ownership view changes, until cancelled."""
         version = ownership.version
         try:
             while True:
-                await self._settle({p for p in range(self._count) if ownership.mine(self._key(p))})
-                version = await ownership.changed(version)
+                owned = {p for p in range(self._count) if ownership.mine(self._key(p))}
+                await self._settle(owned - self._fenced)
+                changed = asyncio.ensure_future(ownership.changed(version))
+                poked = asyncio.ensure_future(self._poke.wait())
+                try:
+                    await asyncio.wait((changed, poked), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    changed.cancel()
+                    poked.cancel()
+                self._poke.clear()
+                if ownership.version != version:
+                    version = ownership.version
+                    self._fenced.clear()
         finally:
             for task in self._loading.values():
                 task.cancel()

@@ -23,12 +23,12 @@ from kop.groups.coordinator import Coordinator, JoinRequest, Limits
 from kop.groups.driver import Driver
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
-from kop.groups.offsets_store import OffsetsStore
+from kop.groups.offsets_store import NotHeld, OffsetsStore
 from kop.groups.partitions import CoordinatedPartitions
 from kop.groups.rebalance import JoinResult, SyncResult
 from kop.groups.types import CommittedOffset, GroupState, LoadedGroups, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.storage.types import StorageError
+from kop.storage.types import StorageError, WriterFenced
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class GroupService:
         self.offsets = Offsets(store, offsets_retention_ms, mirror)
         self.mirror = mirror
         self._store = store
-        self._driver = Driver(self.coordinator, store, clock)
+        self._driver = Driver(self.coordinator, store, clock, self._failed)
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
         self.partitions = CoordinatedPartitions(
@@ -190,9 +190,18 @@ class GroupService:
             await self.offsets.commit(group_id, stamped)
         except StorageError as exc:
             log.warning("commit of %s not persisted: %s", group_id, exc)
-            return ErrorCode.coordinator_not_available
+            return self._failed(group_id, exc)
         self.on_commit(time.monotonic() - started)
         return ErrorCode.none
+
+    def _failed(self, group_id: str, exc: StorageError) -> ErrorCode:
+        """A write that failed because this instance no longer holds the group's offsets
+        partition is NOT_COORDINATOR (the client finds the new coordinator), and the
+        partition is let go; any other failure is retriable where it is."""
+        if isinstance(exc, WriterFenced | NotHeld):
+            self.partitions.fenced(self.partition_of(group_id))
+            return ErrorCode.not_coordinator
+        return ErrorCode.coordinator_not_available
 
     def _tell_if_full(self, group_id: str, code: ErrorCode) -> None:
         """The client only learns that the coordinator is unavailable; the operator
@@ -221,7 +230,7 @@ class GroupService:
                 await self.offsets.forget_group(group_id)
             except StorageError as exc:
                 log.warning("deleting group %s not persisted: %s", group_id, exc)
-                return ErrorCode.coordinator_not_available
+                return self._failed(group_id, exc)
             if self.coordinator.deletable(group_id) is ErrorCode.none:
                 self.coordinator.forget(group_id)
         return code

@@ -186,12 +186,22 @@ class MemoryTopic:
         if mode is WriterMode.FENCING:
             for other in list(self.attached):
                 other.fence(f"{self.name} was taken over by a fencing writer")
-            self.release_held()  # what the fenced handed over is stored before ours
+            # What the fenced had handed over is stored before any entry of the new
+            # writer, but after the new one was admitted (Pulsar does not wait for it):
+            # a reader at the log's end right then does not see it yet.
+            loop = asyncio.get_running_loop()
+            loop.call_later(SEND_LATENCY_S / 2, self.release_held)
         self.attached.append(writer)
         if mode is WriterMode.SHARED:
             return -1
         self.epoch += 1
         return self.epoch
+
+    def pushed(self, name: str) -> int:
+        """The highest sequence id taken under `name`, stored or held (-1: none)."""
+        held = [first + len(entries) - 1 for entries, producer, first in self.held
+                if producer == name]  # fmt: skip
+        return max([self.last_seq.get(name, -1), *held])
 
     def detach(self, writer: MemoryWriter) -> None:
         if writer in self.attached:
@@ -226,7 +236,7 @@ class MemoryWriter:
         self.closed = False
         self.fenced: str | None = None  # why, once a fencing writer took the topic
         self._epoch = topic.attach(self, mode)  # stores what a fenced writer handed over
-        self._resumed_after = topic.last_seq.get(self._name, -1) if name else -1
+        self._resumed_after = topic.pushed(self._name) if name else -1
         self._sent = self._resumed_after + 1
 
     @property

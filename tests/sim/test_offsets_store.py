@@ -4,12 +4,14 @@ record no one can read does not stop a load."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
 from kop.storage import batch_layout
-from kop.storage.types import OutgoingEntry, OutgoingMessage, StorageError
+from kop.storage.types import OutgoingEntry, OutgoingMessage, StorageError, WriterFenced
 from tests.sim.clock import SimLoop
 from tests.sim.memory_log import MemoryLog
 
@@ -28,20 +30,28 @@ def _store(log: MemoryLog, partitions: int = 4) -> OffsetsStore:
     return OffsetsStore(log, OFFSETS, partitions)
 
 
+def _taken(loop: SimLoop, log: MemoryLog, partitions: int = 4) -> OffsetsStore:
+    """A store that took every partition, as a coordinator does before writing."""
+    store = _store(log, partitions)
+    for p in range(partitions):
+        loop.run(store.load(p), within=10)
+    return store
+
+
 def _topic_of(store: OffsetsStore, group: str) -> str:
     return store.partition_topic(store.partition_for(group))
 
 
 def _offsets(loop: SimLoop, log: MemoryLog, group: str) -> dict[TopicPartition, CommittedOffset]:
-    """What a freshly started kop finds for `group`."""
+    """What the offsets topic holds for `group` now."""
     store = _store(log)
-    loaded = loop.run(store.load(store.partition_for(group)), within=10)
+    loaded = loop.run(store.read(store.partition_for(group)), within=10)
     return loaded.offsets.get(group, {})
 
 
 def test_a_restarted_kop_finds_committed_offsets_and_group_metadata(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     offsets = {
         ORDERS: CommittedOffset(42, leader_epoch=5, metadata="batch 7", commit_ms=1000),
         AUDIT: CommittedOffset(9, metadata=None, commit_ms=1001, expire_ms=99_000),
@@ -60,7 +70,7 @@ def test_a_restarted_kop_finds_committed_offsets_and_group_metadata(loop: SimLoo
 
 def test_the_latest_commit_of_a_partition_wins(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(5), ORDERS_1: CommittedOffset(1)}), 10)
     loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(9, leader_epoch=2)}), within=10)
     newer = GroupMetadata(GROUP, "consumer", 4, "range", "m-1", 1_700_000_001_000, ())
@@ -76,7 +86,7 @@ def test_the_latest_commit_of_a_partition_wins(loop: SimLoop) -> None:
 
 def test_deleted_offsets_are_forgotten(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(5), AUDIT: CommittedOffset(6)}), 10)
     loop.run(store.delete_offsets(GROUP, [ORDERS]), within=10)
     assert _offsets(loop, log, GROUP) == {AUDIT: CommittedOffset(6)}
@@ -86,7 +96,7 @@ def test_deleted_offsets_are_forgotten(loop: SimLoop) -> None:
 
 def test_a_deleted_group_is_forgotten_and_other_groups_are_not(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log, partitions=1)  # both groups share the partition
+    store = _taken(loop, log, partitions=1)  # both groups share the partition
     other = GroupMetadata("other", "consumer", 1, "range", None, 0, ())
     loop.run(store.store_group(META), within=10)
     loop.run(store.store_group(other), within=10)
@@ -100,7 +110,7 @@ def test_a_deleted_group_is_forgotten_and_other_groups_are_not(loop: SimLoop) ->
 
 def test_a_partition_loads_exactly_the_groups_that_hash_to_it(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     groups = [f"group-{i}" for i in range(40)]
     for i, group in enumerate(groups):
         loop.run(store.commit(group, {ORDERS: CommittedOffset(i)}), within=10)
@@ -118,7 +128,7 @@ def test_a_partition_loads_exactly_the_groups_that_hash_to_it(loop: SimLoop) -> 
 
 def test_a_commit_during_an_outage_fails_in_time_and_is_never_stored(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(5)}), within=10)
     log.set_down(True)
     started = loop.time()
@@ -139,7 +149,7 @@ def test_a_commit_is_stored_all_or_nothing(loop: SimLoop) -> None:
     """A commit of several partitions is one entry: a failed write stores none of
     them (and is not acknowledged), the client's retry stores all."""
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     offsets = {ORDERS: CommittedOffset(1), ORDERS_1: CommittedOffset(2), AUDIT: CommittedOffset(3)}
     log.topic(_topic_of(store, GROUP)).persist_next = 0
     with pytest.raises(StorageError):
@@ -151,7 +161,7 @@ def test_a_commit_is_stored_all_or_nothing(loop: SimLoop) -> None:
 
 def test_a_commit_whose_receipt_is_lost_is_not_acknowledged(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     log.topic(_topic_of(store, GROUP)).lose_next_receipt = True
     with pytest.raises(StorageError):
         loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(4)}), within=10)
@@ -161,7 +171,7 @@ def test_a_commit_whose_receipt_is_lost_is_not_acknowledged(loop: SimLoop) -> No
 
 def test_an_unreadable_record_is_skipped_and_counted(loop: SimLoop) -> None:
     log = MemoryLog()
-    store = _store(log)
+    store = _taken(loop, log)
     topic = log.topic(_topic_of(store, GROUP))
     loop.run(store.commit(GROUP, {ORDERS: CommittedOffset(5)}), within=10)
 
@@ -181,3 +191,31 @@ def test_an_unreadable_record_is_skipped_and_counted(loop: SimLoop) -> None:
     assert loaded.offsets == {GROUP: {ORDERS: CommittedOffset(5), AUDIT: CommittedOffset(6)}}
     assert loaded.groups == {GROUP: META}
     assert again.malformed == 3
+
+
+def test_a_new_holder_fences_the_old_one_and_loads_its_last_write_in_flight(
+    loop: SimLoop,
+) -> None:
+    """Ownership of an offsets partition moves: the new coordinator takes it with a
+    fencing writer and reads up to its own barrier, so a commit the old one had handed
+    to the storage (stored late, its receipt lost) is in what it loads, and the old
+    one can write nothing more."""
+    log = MemoryLog()
+    old = _taken(loop, log, partitions=1)
+    loop.run(old.commit(GROUP, {ORDERS: CommittedOffset(5)}), within=10)
+    log.topic(old.partition_topic(0)).hold_next = True
+
+    async def hand_over() -> object:
+        return asyncio.ensure_future(old.commit(GROUP, {ORDERS: CommittedOffset(6)}))
+
+    in_flight = loop.run(hand_over(), within=1)
+    loop.settle(0.1)
+    new = _store(log.instance(), partitions=1)
+    loaded = loop.run(new.load(0), within=10)
+    assert loaded.offsets[GROUP] == {ORDERS: CommittedOffset(6)}
+    with pytest.raises(StorageError):  # its receipt never came
+        loop.run(in_flight, within=60)  # type: ignore[arg-type]
+    with pytest.raises(WriterFenced):
+        loop.run(old.commit(GROUP, {ORDERS: CommittedOffset(7)}), within=10)
+    loop.run(new.commit(GROUP, {ORDERS: CommittedOffset(8)}), within=10)
+    assert _offsets(loop, log, GROUP) == {ORDERS: CommittedOffset(8)}

@@ -72,6 +72,7 @@ async def test_an_empty_group_without_offsets_is_removed_and_stays_gone() -> Non
     among max_groups until then. A standalone group, known only by its offsets,
     is reloaded Empty and kept while it has them."""
     store = OffsetsStore(MemoryLog(), "persistent://public/__kop/consumer-offsets", 2)
+    await load_groups(store, Coordinator(), Offsets(store, 10**12), 0)  # takes the partitions
     await store.store_group(GroupMetadata("gone", "consumer", 1, None, None, 0))
     await store.commit("solo", {T: CommittedOffset(5, commit_ms=0)})
     coordinator, offsets = Coordinator(), Offsets(store, 10**12)
