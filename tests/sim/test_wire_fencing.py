@@ -102,6 +102,32 @@ def test_an_unload_keeps_the_fence(loop: SimLoop) -> None:
     loop.run(scenario(), within=60)
 
 
+def test_a_holder_closed_without_a_word_after_an_unload_is_not_ignored(loop: SimLoop) -> None:
+    """After an unload the broker ignores, for 30 s, every SEND for the producer id it
+    closed on that connection, even once that id is attached again. A fenced
+    producer's one try closes the holder without a word: with the same id again, the
+    holder's next entries would vanish until the send timeout. A new producer id for
+    every attach makes the broker close the connection instead, and the holder comes
+    back at once."""
+    broker = SimBroker()
+
+    async def scenario() -> None:
+        stale = await open_producer(broker, client=1)
+        holder = await open_producer(broker)
+        broker.unload()
+        await all_done([send(holder, b"after the unload")], 30)
+        await all_done([send(stale, b"stale")], 30)  # its try closes the holder
+        started = asyncio.get_running_loop().time()
+        sent = send(holder, b"x")
+        await all_done([sent], 30)
+        assert sent.exception() is None
+        assert asyncio.get_running_loop().time() - started < 1
+        ids = [c.producer_id for c in producer_commands(broker, 0)]
+        assert len(set(ids)) == len(ids) == 3
+
+    loop.run(scenario(), within=60)
+
+
 def test_a_name_continues_its_sequence_ids(loop: SimLoop) -> None:
     """A producer given a name starts after the highest sequence id its name has
     pushed (Java: msgIdGenerator = lastSequenceId + 1), so deduplication carries over

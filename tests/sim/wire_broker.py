@@ -16,7 +16,10 @@ ServerCnx, Producer):
   `wire_access.TopicAccess`'s; a producer fenced out refuses every SEND with
   PersistenceError "Producer is closed" until its writes are done, then goes
   without a word to its client (Pulsar 4.0.7);
-- an unload closes every producer with CLOSE_PRODUCER (the epoch stays);
+- an unload closes every producer with CLOSE_PRODUCER (the epoch stays); for
+  `keepAliveIntervalSeconds` after, a SEND for that producer id on that connection
+  is ignored without a word, even once the id is attached again and gone again
+  (ServerCnx's `recentlyClosedProducers`);
 - CLOSE_PRODUCER takes effect only once the producer's writes are done (the broker
   waits for pending publish acks);
 - a SEND for a producer id the connection does not hold closes the connection;
@@ -50,6 +53,7 @@ from tests.sim.wire_access import Attached, Refused, TopicAccess
 T = pb.BaseCommand.Type
 U64_MINUS_1 = (1 << 64) - 1  # -1 as Pulsar writes it in a uint64
 LEDGER = 7
+KEEPALIVE_S = 30.0  # the broker's keepAliveIntervalSeconds
 
 
 @dataclass(slots=True)
@@ -224,6 +228,7 @@ class SimBroker:
     _names: itertools.count[int] = field(default_factory=itertools.count)
     errors: list[Exception] = field(default_factory=list)
     _refusing: set[int] = field(default_factory=set)  # connections refusing every SEND
+    _recently_closed: dict[tuple[int, int], float] = field(default_factory=dict)  # until when
     _gone: set[int] = field(default_factory=set)  # connections the broker saw close
     _timer: asyncio.TimerHandle | None = None
 
@@ -256,6 +261,7 @@ class SimBroker:
         for key in list(self.producers):
             conn = next(c for c in self.connections if c.number == key[0])
             self._remove(key)
+            self._recently_closed[key] = asyncio.get_running_loop().time() + KEEPALIVE_S
             close = pb.CommandCloseProducer(producer_id=key[1], request_id=U64_MINUS_1)
             self._reply(conn, pb.BaseCommand(type=T.CLOSE_PRODUCER, close_producer=close))
 
@@ -368,7 +374,11 @@ class SimBroker:
             self._remove(key)
 
     def _send(self, conn: SimConnection, send: pb.CommandSend, payload: bytes) -> None:
-        producer = self.producers.get((conn.number, send.producer_id))
+        key = (conn.number, send.producer_id)
+        producer = self.producers.get(key)
+        until = self._recently_closed.get(key, 0.0)
+        if producer is None and asyncio.get_running_loop().time() < until:
+            return  # ServerCnx: "the producer was recently closed ... Ignoring message"
         if producer is None:  # ServerCnx: "the producer is not ready ... Closing the connection"
             conn.close("closed by the broker: SEND for an unknown producer")
             self._forget(conn)

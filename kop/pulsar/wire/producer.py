@@ -60,12 +60,11 @@ class WireProducer:
         self.topic = topic
         self._session = session
         self._loop = asyncio.get_running_loop()
-        self._id = session.new_id()
         self._link = ProducerLink(
-            session, topic, self._id, self, self._attached, self._fail_all, access_mode, name or ""
+            session, topic, self, self._attached, self._fail_all, access_mode, name or ""
         )
         self._pending = SendQueue(self._loop, topic, max_pending_bytes, send_timeout_s)
-        self._sends = SendPipeline(self._loop, self._id, self._link, self._pending)
+        self._sends = SendPipeline(self._loop, self._link, self._pending)
         self._closing = False
         self._failure: PulsarWireError | None = None
         self._done = asyncio.Event()  # closed (or failed for good)
@@ -188,7 +187,7 @@ class WireProducer:
     def _attached(self, conn: Connection, first: bool) -> None:
         if first:  # nothing was sent before `start` returned
             self._sends.next_seq = self._link.hold.resumed_after + 1
-        self._pending.requeue()
+        self._pending.requeue(self._link.producer_id)
         self._sends.flush()
 
     def _fail_all(self, error: PulsarWireError) -> None:

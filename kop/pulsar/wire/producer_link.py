@@ -31,14 +31,21 @@ T = pb.BaseCommand.Type
 
 
 class ProducerLink:
-    """`conn`, `name` and `max_message_size` are plain attributes, not properties:
-    `send` reads them for every entry. `hold` is how it holds the topic."""
+    """`conn`, `name`, `producer_id` and `max_message_size` are plain attributes,
+    not properties: `send` reads them for every entry. `hold` is how it holds the
+    topic.
+
+    Every attach is under a new producer id (Java keeps one): after closing a
+    producer with CLOSE_PRODUCER (an unload), a broker ignores SENDs for that id on
+    that connection for `keepAliveIntervalSeconds`, even once it is attached again;
+    if it is then closed without a word (by a fencing producer's try), the same id's
+    entries would vanish until the send timeout. A new id's SEND to a producer the
+    broker dropped closes the connection, and the producer comes back at once."""
 
     def __init__(
         self,
         session: Session,
         topic: str,
-        producer_id: int,
         handler: ProducerHandler,
         on_attached: Callable[[Connection, bool], None],
         on_failed: Callable[[PulsarWireError], None],
@@ -48,7 +55,7 @@ class ProducerLink:
         self._session = session
         self._loop = asyncio.get_running_loop()
         self._topic = topic
-        self._id = producer_id
+        self.producer_id = -1  # a new one for every attach
         self._handler = handler  # what the connection tells of receipts and losses
         self._on_attached = on_attached  # and whether it is the first attach
         self._on_failed = on_failed  # reconnecting hit a non-retriable error
@@ -64,12 +71,13 @@ class ProducerLink:
 
     async def attach(self) -> None:
         conn = await self._session.connect_topic(self._topic)
-        conn.register_producer(self._id, self._handler)
+        producer_id = self.producer_id = self._session.new_id()
+        conn.register_producer(producer_id, self._handler)
         self.epoch += 1
         request_id = conn.new_request_id()
         hold = self.hold
         create = access.producer_command(
-            self._topic, self._id, request_id, self.epoch, hold.mode, self.name,
+            self._topic, producer_id, request_id, self.epoch, hold.mode, self.name,
             self._user_named, hold.topic_epoch,
         )  # fmt: skip
         try:
@@ -77,7 +85,7 @@ class ProducerLink:
                 pb.BaseCommand(type=T.PRODUCER, producer=create), request_id
             )
         except BaseException as exc:  # an error, or close() cancelling a reconnect
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(producer_id, self._handler)
             if not conn.is_closed:  # it may exist on the broker after all: drop it
                 self._send_close(conn)
             if isinstance(exc, PulsarWireError):
@@ -85,7 +93,7 @@ class ProducerLink:
             raise
         success = answer.producer_success
         if self._closed:
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(producer_id, self._handler)
             self._send_close(conn)
             return
         self.name = success.producer_name
@@ -108,7 +116,7 @@ class ProducerLink:
         """The broker no longer has our producer (or we gave up on it): reconnect."""
         conn, self.conn = self.conn, None
         if conn is not None:
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(self.producer_id, self._handler)
         if self._closed:
             return
         log.info("producer %s on %s: %s; reconnecting", self.name, self._topic, reason)
@@ -134,7 +142,7 @@ class ProducerLink:
         conn, self.conn = self.conn, None
         self.stop()
         if conn is not None:
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(self.producer_id, self._handler)
             self._send_close(conn)
 
     def stop(self) -> None:
@@ -148,9 +156,9 @@ class ProducerLink:
         conn, self.conn = self.conn, None
         if conn is None:
             return
-        conn.unregister_producer(self._id, self._handler)
+        conn.unregister_producer(self.producer_id, self._handler)
         what = f"producer {self.name} on {self._topic}"
-        await close_on_broker(conn, close_producer, self._id, log, what)
+        await close_on_broker(conn, close_producer, self.producer_id, log, what)
 
     async def _reconnect(self) -> None:
         await attach_until_closed(
@@ -159,4 +167,4 @@ class ProducerLink:
         )  # fmt: skip
 
     def _send_close(self, conn: Connection) -> None:
-        drop_on_broker(conn, close_producer, self._id)
+        drop_on_broker(conn, close_producer, self.producer_id)
