@@ -9,9 +9,11 @@ import asyncio
 
 import pytest
 
+from kop.pulsar.client import PulsarWriter, SendBudget
 from kop.pulsar.wire.errors import ProducerBusyError, ProducerFencedError
 from kop.pulsar.wire.producer import Receipt, WireProducer
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
+from kop.storage.types import OutgoingEntry, OutgoingMessage, WriterFenced
 from tests.sim.clock import SimLoop
 from tests.sim.test_wire_producer import TOPIC, all_done, until
 from tests.sim.wire_broker import LEDGER, SimBroker
@@ -224,5 +226,28 @@ def test_a_fencing_producer_gets_past_a_name_still_held(loop: SimLoop) -> None:
         assert (new.hold.epoch, new.hold.resumed_after) == (2, 0)
         await all_done([pending], 30)
         assert pending.result() == (LEDGER, 0)
+
+    loop.run(scenario(), within=60)
+
+
+def test_a_fenced_producer_is_a_fenced_writer(loop: SimLoop) -> None:
+    """The storage port's face of it: epoch and resumed_after as the broker gave
+    them, and every write of a fenced writer fails WriterFenced, not retriable."""
+    broker = SimBroker()
+
+    async def scenario() -> None:
+        writer = PulsarWriter(await open_producer(broker, name="kop-p0"), SendBudget(1 << 20))
+        other = PulsarWriter(await open_producer(broker, client=1), SendBudget(1 << 20))
+        assert (writer.epoch, writer.resumed_after, other.epoch, other.resumed_after) == (
+            0, -1, 1, -1,
+        )  # fmt: skip
+        entry = OutgoingEntry.of(OutgoingMessage(b"v", {}, None, None))
+        _, done = writer.send_all([entry])
+        with pytest.raises(WriterFenced) as fenced:
+            await asyncio.wait_for(done, 30)
+        assert not fenced.value.retriable
+        _, later = writer.send_all([entry])
+        with pytest.raises(WriterFenced):
+            await later
 
     loop.run(scenario(), within=60)
