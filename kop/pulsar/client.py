@@ -17,7 +17,16 @@ from dataclasses import dataclass
 
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.codecs import kafka_codec, pulsar_codec
-from kop.pulsar.wire import PulsarWireError, RawEntry, WireClient, WireProducer, WireReader, pb
+from kop.pulsar.wire import (
+    ProducerBusyError,
+    ProducerFencedError,
+    PulsarWireError,
+    RawEntry,
+    WireClient,
+    WireProducer,
+    WireReader,
+    pb,
+)
 from kop.pulsar.wire.compression import compress
 from kop.pulsar.wire.options import ConnectOptions
 from kop.storage.types import (
@@ -29,7 +38,9 @@ from kop.storage.types import (
     StorageError,
     StoredEntry,
     StoredMessage,
+    WriterBusy,
     WriteRef,
+    WriterFenced,
     WriterMode,
     stored_as,
 )
@@ -38,6 +49,13 @@ log = logging.getLogger(__name__)
 
 # What an entry's metadata may add to its payload before the broker refuses it.
 _METADATA_ROOM = 512
+
+# The storage port's writer modes as Pulsar's producer access modes.
+_ACCESS = {
+    WriterMode.SHARED: pb.Shared,
+    WriterMode.EXCLUSIVE: pb.Exclusive,
+    WriterMode.FENCING: pb.ExclusiveWithFencing,
+}
 
 
 class SendBudget:
@@ -136,7 +154,9 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
 
 
 class PulsarWriter:
-    """A Pulsar producer whose n-th entry has sequence id n (see TopicWriter)."""
+    """A Pulsar producer in the access mode of its `WriterMode` (see TopicWriter):
+    its entries' sequence ids continue from `resumed_after`, the highest its name
+    had pushed when it first attached (a new name: -1, so the n-th entry has n)."""
 
     def __init__(self, producer: WireProducer, budget: SendBudget) -> None:
         self._producer = producer
@@ -148,11 +168,14 @@ class PulsarWriter:
 
     @property
     def epoch(self) -> int:
-        return -1  # shared producers only, so far
+        """The topic epoch the broker gave at the first attach and that the producer
+        brings to every re-attach (F4 of docs/design/several-instances.md): an
+        unload keeps it, a fencing writer makes it one more."""
+        return self._producer.hold.epoch
 
     @property
     def resumed_after(self) -> int:
-        return -1
+        return self._producer.hold.resumed_after
 
     async def wait_capacity(self, size: int) -> None:
         await self._budget.wait_for(size)
@@ -316,15 +339,21 @@ class PulsarSession:
     async def writer(
         self, topic: str, *, mode: WriterMode = WriterMode.SHARED, name: str | None = None
     ) -> PulsarWriter:
+        """A Pulsar producer in `mode`'s access mode (`_ACCESS`). A topic held by
+        another writer refuses SHARED and EXCLUSIVE with WriterBusy at once; FENCING
+        always gets in (a name still held by a producer being closed is retried
+        within the operation timeout)."""
         existing = self._writers.get(topic)
         if existing is not None:
             return existing
-        if mode is not WriterMode.SHARED or name is not None:
-            raise StorageError(f"{mode.value} or named writers are not built yet", False)
         async with self._writer_locks.setdefault(topic, asyncio.Lock()):
             if topic not in self._writers:
                 try:
-                    producer = await self._client.create_producer(topic)
+                    producer = await self._client.create_producer(
+                        topic, access_mode=_ACCESS[mode], name=name
+                    )
+                except ProducerBusyError as exc:
+                    raise WriterBusy(f"{topic} is held by another writer: {exc}") from exc
                 except PulsarWireError as exc:
                     raise StorageError(f"cannot create producer on {topic}: {exc}") from exc
                 self._writers[topic] = PulsarWriter(producer, self._budget)
@@ -383,7 +412,10 @@ class PulsarSession:
 
 
 def _storage_error(exc: BaseException, what: str) -> StorageError:
+    """A fenced producer is a fenced writer; anything else keeps its retriability."""
     if isinstance(exc, StorageError):
         return exc
+    if isinstance(exc, ProducerFencedError):
+        return WriterFenced(f"{what}: {exc}")
     retriable = not isinstance(exc, PulsarWireError) or exc.retriable
     return StorageError(f"{what}: {exc}", retriable)

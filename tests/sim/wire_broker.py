@@ -10,15 +10,24 @@ ServerCnx, Producer):
   the log) and `persisted` (the highest stored). A SEND at or below `pushed` is a
   duplicate: at or below `persisted` it gets a receipt with ledger/entry -1:-1,
   otherwise (pushed, not persisted yet) a SEND_ERROR PersistenceError;
-- PRODUCER answers `last_sequence_id` = `pushed`; a PRODUCER for an id the
-  connection still holds is answered "already present" without it;
+- PRODUCER answers `last_sequence_id` = `pushed` and the topic's epoch; a
+  PRODUCER for an id the connection still holds is answered "already present"
+  without either; access modes, the topic's epoch and fencing are
+  `wire_access.TopicAccess`'s; a producer fenced out refuses every SEND with
+  PersistenceError "Producer is closed" until its writes are done, then goes
+  without a word to its client (Pulsar 4.0.7);
+- an unload closes every producer with CLOSE_PRODUCER (the epoch stays); for
+  `keepAliveIntervalSeconds` after, a SEND for that producer id on that connection
+  is ignored without a word, even once the id is attached again and gone again
+  (ServerCnx's `recentlyClosedProducers`);
 - CLOSE_PRODUCER takes effect only once the producer's writes are done (the broker
   waits for pending publish acks);
 - a SEND for a producer id the connection does not hold closes the connection;
 - a connection's producers and consumers go when the broker notices it closed,
   which may be later than the client did (`notice_delay`).
 
-The client side of each connection is the real `HandlerRegistry`,
+Several clients (`session(client)`) each have a connection of their own. The
+client side of each connection is the real `HandlerRegistry`,
 `PendingRequests` (so request timeouts are the real ones) and `CommandDispatcher`.
 Every message in either direction is delivered by `call_soon`: in order, but
 never inside the call that sent it.
@@ -39,10 +48,12 @@ from kop.pulsar.wire.handlers import ConsumerHandler, HandlerRegistry, ProducerH
 from kop.pulsar.wire.pending import PendingRequests
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 from kop.pulsar.wire.session import Session
+from tests.sim.wire_access import Attached, Refused, TopicAccess
 
 T = pb.BaseCommand.Type
 U64_MINUS_1 = (1 << 64) - 1  # -1 as Pulsar writes it in a uint64
 LEDGER = 7
+KEEPALIVE_S = 30.0  # the broker's keepAliveIntervalSeconds
 
 
 @dataclass(slots=True)
@@ -62,13 +73,6 @@ class _Write:
     drop_receipt: bool = False
 
 
-@dataclass(slots=True)
-class _Producer:
-    name: str
-    writes: int = 0  # pushed, not done
-    close_request: int | None = None  # CLOSE_PRODUCER waiting for the writes
-
-
 class _NoHandshake:
     """The dispatcher's handshake: these connections are born connected."""
 
@@ -85,10 +89,13 @@ class _NoHandshake:
 class SimConnection:
     """What `Connection` offers producers and readers, wired to a `SimBroker`."""
 
-    def __init__(self, broker: SimBroker, number: int, operation_timeout_s: float) -> None:
+    def __init__(
+        self, broker: SimBroker, number: int, operation_timeout_s: float, client: int = 0
+    ) -> None:
         loop = asyncio.get_running_loop()
         self.broker = broker
         self.number = number
+        self.client = client
         self.address = f"sim-broker:{number}"
         self.max_message_size = 5 * 1024 * 1024
         self.sent: list[pb.BaseCommand] = []  # every command the client sent, in order
@@ -205,7 +212,11 @@ class SimBroker:
     pushed: dict[str, int] = field(default_factory=dict)
     persisted: dict[str, int] = field(default_factory=dict)
     connections: list[SimConnection] = field(default_factory=list)
-    producers: dict[tuple[int, int], _Producer] = field(default_factory=dict)
+    producers: dict[tuple[int, int], Attached] = field(default_factory=dict)
+    access: TopicAccess = field(default_factory=TopicAccess)
+    admitted: list[int] = field(default_factory=list)  # the client of each producer admitted
+    # Each fencing PRODUCER as it arrived: its client, what was pushed, admissions before.
+    fencings: list[tuple[int, dict[str, int], int]] = field(default_factory=list)
     consumers: set[tuple[int, int]] = field(default_factory=set)
     # The next SENDs answered `send_error`, not pushed. A PersistenceError that is
     # not about a duplicate means a fenced topic: every later SEND on the same
@@ -216,29 +227,43 @@ class SimBroker:
     _writes: deque[_Write] = field(default_factory=deque)
     _names: itertools.count[int] = field(default_factory=itertools.count)
     errors: list[Exception] = field(default_factory=list)
-    _fenced: set[int] = field(default_factory=set)  # connections refusing every SEND
+    _refusing: set[int] = field(default_factory=set)  # connections refusing every SEND
+    _recently_closed: dict[tuple[int, int], float] = field(default_factory=dict)  # until when
     _gone: set[int] = field(default_factory=set)  # connections the broker saw close
     _timer: asyncio.TimerHandle | None = None
 
     # -- the client side ------------------------------------------------------------------
 
-    def connection(self) -> SimConnection:
-        """The open connection to this broker, opened when there is none (the pool)."""
-        if self.connections and not self.connections[-1].is_closed:
-            return self.connections[-1]
-        conn = SimConnection(self, len(self.connections), self.operation_timeout_s)
+    def connection(self, client: int = 0) -> SimConnection:
+        """`client`'s open connection to this broker, opened when it has none (the pool)."""
+        mine = [c for c in self.connections if c.client == client]
+        if mine and not mine[-1].is_closed:
+            return mine[-1]
+        conn = SimConnection(self, len(self.connections), self.operation_timeout_s, client)
         self.connections.append(conn)
         return conn
 
-    def session(self) -> SimSession:
-        return SimSession(self)
+    def session(self, client: int = 0) -> SimSession:
+        return SimSession(self, client)
 
     # -- faults and steps ------------------------------------------------------------------
 
-    def cut(self) -> None:
-        """The network drops the current connection (both ends see it)."""
-        if self.connections and not self.connections[-1].is_closed:
-            self.connections[-1].close("cut by the network")
+    def cut(self, client: int = 0) -> None:
+        """The network drops `client`'s current connection (both ends see it)."""
+        mine = [c for c in self.connections if c.client == client]
+        if mine and not mine[-1].is_closed:
+            mine[-1].close("cut by the network")
+
+    def unload(self) -> None:
+        """The topic moves (an admin unload): what was pushed is stored, then every
+        producer is closed with CLOSE_PRODUCER; the topic's epoch stays."""
+        self.persist(len(self._writes))
+        for key in list(self.producers):
+            conn = next(c for c in self.connections if c.number == key[0])
+            self._remove(key)
+            self._recently_closed[key] = asyncio.get_running_loop().time() + KEEPALIVE_S
+            close = pb.CommandCloseProducer(producer_id=key[1], request_id=U64_MINUS_1)
+            self._reply(conn, pb.BaseCommand(type=T.CLOSE_PRODUCER, close_producer=close))
 
     def persist(self, count: int = 1) -> None:
         """Stores the oldest `count` pushed writes and answers them."""
@@ -301,8 +326,12 @@ class SimBroker:
     def _forget(self, conn: SimConnection) -> None:
         self._gone.add(conn.number)
         for key in [k for k in self.producers if k[0] == conn.number]:
-            del self.producers[key]
+            self._remove(key)
         self.consumers = {k for k in self.consumers if k[0] != conn.number}
+
+    def _remove(self, key: tuple[int, int]) -> None:
+        if self.producers.pop(key, None) is not None:
+            self.access.removed()
 
     def _producer(self, conn: SimConnection, create: pb.CommandProducer) -> None:
         key = (conn.number, create.producer_id)
@@ -314,33 +343,56 @@ class SimBroker:
             self._reply(conn, pb.BaseCommand(type=T.PRODUCER_SUCCESS, producer_success=success))
             return
         name = create.producer_name or f"sim-{next(self._names)}"
-        if any(p.name == name for p in self.producers.values()):
+        if create.producer_access_mode == pb.ExclusiveWithFencing:
+            self.fencings.append((conn.client, dict(self.pushed), len(self.admitted)))
+        try:
+            epoch = self.access.admit(create, name, self._attached, self._fence_out)
+        except Refused as refused:
             error = pb.CommandError(
-                request_id=create.request_id, error=pb.ProducerBusy,
-                message=f"Producer with name '{name}' is already connected to topic",
-            )  # fmt: skip
+                request_id=create.request_id, error=refused.code, message=refused.message
+            )
             self._reply(conn, pb.BaseCommand(type=T.ERROR, error=error))
             return
-        self.producers[key] = _Producer(name)
+        self.producers[key] = Attached(name, create.producer_access_mode)
+        self.admitted.append(conn.client)
         success = pb.CommandProducerSuccess(
             request_id=create.request_id, producer_name=name,
             last_sequence_id=self.pushed.get(name, -1),
         )  # fmt: skip
+        if epoch is not None:
+            success.topic_epoch = epoch
         self._reply(conn, pb.BaseCommand(type=T.PRODUCER_SUCCESS, producer_success=success))
 
+    def _attached(self) -> list[tuple[Attached, bool]]:
+        return [(p, key[0] not in self._gone) for key, p in self.producers.items()]
+
+    def _fence_out(self, producer: Attached) -> None:
+        """Producer.close(true): it goes at once without pending writes, else after them."""
+        producer.closed = True
+        if producer.writes == 0:
+            key = next(k for k, p in self.producers.items() if p is producer)
+            self._remove(key)
+
     def _send(self, conn: SimConnection, send: pb.CommandSend, payload: bytes) -> None:
-        producer = self.producers.get((conn.number, send.producer_id))
+        key = (conn.number, send.producer_id)
+        producer = self.producers.get(key)
+        until = self._recently_closed.get(key, 0.0)
+        if producer is None and asyncio.get_running_loop().time() < until:
+            return  # ServerCnx: "the producer was recently closed ... Ignoring message"
         if producer is None:  # ServerCnx: "the producer is not ready ... Closing the connection"
             conn.close("closed by the broker: SEND for an unknown producer")
             self._forget(conn)
             return
         seq = send.sequence_id
-        fenced = conn.number in self._fenced
-        if self.send_errors or fenced:
-            if not fenced:
+        refusing = conn.number in self._refusing
+        if producer.closed:  # fenced out, its writes not all done yet
+            self._reply(conn, _send_error(send.producer_id, seq, "Producer is closed"))
+            return
+        if self.send_errors or refusing:
+            if not refusing:
                 self.send_errors -= 1
                 if self.send_error == pb.PersistenceError:
-                    self._fenced.add(conn.number)
+                    self._refusing.add(conn.number)
             self._reply(conn, _send_error(send.producer_id, seq, "refused", self.send_error))
             return
         name = producer.name
@@ -381,8 +433,10 @@ class SimBroker:
             return
         producer.writes -= 1
         if producer.writes == 0 and producer.close_request is not None:
-            del self.producers[key]
+            self._remove(key)
             self._success(write.conn, producer.close_request)
+        elif producer.writes == 0 and producer.closed:
+            self._remove(key)  # fenced out: gone without a word to its client
 
     def _close_producer(self, conn: SimConnection, close: pb.CommandCloseProducer) -> None:
         key = (conn.number, close.producer_id)
@@ -390,7 +444,7 @@ class SimBroker:
         if producer is not None and producer.writes:
             producer.close_request = close.request_id  # Producer.close waits for its acks
             return
-        self.producers.pop(key, None)
+        self._remove(key)
         self._success(conn, close.request_id)
 
     def _subscribe(self, conn: SimConnection, subscribe: pb.CommandSubscribe) -> None:
@@ -435,14 +489,15 @@ class SimSession(Session):
     """The real session (ids, retries within the operation timeout) with the lookup
     and the pool replaced by the one simulated broker."""
 
-    def __init__(self, broker: SimBroker) -> None:
+    def __init__(self, broker: SimBroker, client: int = 0) -> None:
         super().__init__(
             "pulsar://sim-broker:6650",
             operation_timeout_s=broker.operation_timeout_s,
             keepalive_s=30.0,
         )
         self.broker = broker
+        self.client = client
 
     async def connect_topic(self, topic: str) -> SimConnection:  # type: ignore[override]
         await asyncio.sleep(0)  # a lookup is never instant
-        return self.broker.connection()
+        return self.broker.connection(self.client)

@@ -21,6 +21,7 @@ from kop.pulsar.wire.frames import (
     encode_command,
     encode_payload_command,
     encode_payload_head,
+    readdress_payload_head,
 )
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 
@@ -143,6 +144,25 @@ def test_checksum_covers_metadata_size_to_end() -> None:
     assert (struct.unpack_from(">I", data)[0]) == len(data) - 4
     # the producer's two-piece form is the same bytes
     assert encode_payload_head(_send(0), meta, payload) + payload == data
+
+
+@given(producer_id=st.sampled_from([0, 7, 300, 1 << 40]), seq=st.integers(0, 1 << 50))
+def test_a_readdressed_head_names_the_new_producer_and_keeps_its_checksum(
+    producer_id: int, seq: int
+) -> None:
+    """A pending entry re-sent after an attach under a new producer id."""
+    meta = pb.MessageMetadata(producer_name="p", sequence_id=seq, publish_time=1)
+    payload = b"entry-%d" % seq
+    head = encode_payload_head(_send(seq), meta.SerializeToString(), payload)
+    moved = readdress_payload_head(head, producer_id)
+    decoder = FrameDecoder()
+    decoder.feed(moved + payload)
+    frame = decoder.next_frame()
+    assert frame is not None and frame.checksum
+    assert frame.command.send.producer_id == producer_id
+    assert frame.command.send.sequence_id == seq and frame.command.send.num_messages == 3
+    assert (frame.metadata, bytes(frame.payload or b"")) == (meta, payload)
+    assert decoder.next_frame() is None
 
 
 @given(st.binary(min_size=1, max_size=500), st.data())

@@ -17,7 +17,9 @@ Its classes split the jobs as the Java client's do, one job a module:
   `FrameStream` (the socket as frames, under the transport's flow control);
 - a producer (`ProducerImpl`): `WireProducer` (the caller's face and handler),
   `SendPipeline` (stamp, chunk, frame, write), `SendQueue` (owed until receipts,
-  resent after a reconnect), `ProducerLink` (created, lost, re-created);
+  resent after a reconnect), `ProducerLink` (created, lost, re-created), `access`
+  (its access mode, topic epoch and name on the wire, and what a refusal means:
+  `connectionOpened`'s part; `ProducerFencedException` is `ProducerFencedError`);
 - a reader (`ConsumerImpl`): `WireReader` (the caller's face and handler, the
   permits it grants), `ReaderQueue` (what arrived, the permits' bookkeeping, chunks
   put together), `ReaderSubscription` (subscribed, lost, re-subscribed);
@@ -29,6 +31,8 @@ from kop.pulsar.wire.errors import (
     ConnectionClosedError,
     CorruptEntryError,
     OperationTimeoutError,
+    ProducerBusyError,
+    ProducerFencedError,
     ProtocolError,
     PulsarWireError,
 )
@@ -40,6 +44,8 @@ __all__ = [
     "ConnectionClosedError",
     "CorruptEntryError",
     "OperationTimeoutError",
+    "ProducerBusyError",
+    "ProducerFencedError",
     "ProtocolError",
     "PulsarWireError",
     "RawEntry",

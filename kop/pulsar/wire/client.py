@@ -9,6 +9,7 @@ from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES
 from kop.pulsar.wire.errors import PulsarWireError
 from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.producer import DEFAULT_MAX_PENDING_BYTES, WireProducer
+from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 from kop.pulsar.wire.read_ahead import DEFAULT_READ_AHEAD_BYTES, ReadAheadBudget
 from kop.pulsar.wire.reader import Position, WireReader
 from kop.pulsar.wire.session import Session
@@ -68,15 +69,22 @@ class WireClient:
         *,
         max_pending_bytes: int | None = None,
         send_timeout_s: float | None = None,
+        access_mode: pb.ProducerAccessMode = pb.Shared,
+        name: str | None = None,
     ) -> WireProducer:
         """A producer on `topic` (a full name of one partition, or a non-partitioned
-        topic), ready to send."""
+        topic), ready to send. `access_mode` is Pulsar's (Shared, Exclusive,
+        ExclusiveWithFencing); a held topic refuses Shared and Exclusive with
+        ProducerBusyError at once, not retried. `name` (None: the broker picks a new
+        one) continues that name's sequence ids (`WireProducer.hold`)."""
         self._check_open()
         producer = WireProducer(
             self._session,
             topic,
             max_pending_bytes=max_pending_bytes or self._max_pending,
             send_timeout_s=send_timeout_s or self._send_timeout,
+            access_mode=access_mode,
+            name=name,
         )
         await producer.start()
         return producer

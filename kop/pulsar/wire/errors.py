@@ -80,6 +80,25 @@ class ProtocolError(PulsarWireError):
         super().__init__(message, retriable=True)
 
 
+class ProducerFencedError(PulsarWireError):
+    """Another producer holds the topic for good (the Java client's
+    ProducerFencedException, state Fenced): a fencing producer took it, the topic's
+    epoch moved past ours, or an exclusive producer holds it. Never retriable: the
+    producer fails every pending and later send with it and never attaches again."""
+
+    def __init__(self, message: str, server_error: pb.ServerError = pb.ProducerFenced) -> None:
+        super().__init__(message, retriable=False, server_error=server_error)
+
+
+class ProducerBusyError(PulsarWireError):
+    """A producer refused at creation because the topic is held (an exclusive
+    producer, or producers beside which an exclusive one cannot be): final, as
+    the Java client fails a creation on ProducerBusy or ProducerFenced."""
+
+    def __init__(self, message: str, server_error: pb.ServerError) -> None:
+        super().__init__(message, retriable=False, server_error=server_error)
+
+
 class CorruptEntryError(PulsarWireError):
     """An entry whose checksum, size or compression does not add up. Never accepted:
     reading it again gives the same bytes, so it is not retriable."""
@@ -91,6 +110,8 @@ class CorruptEntryError(PulsarWireError):
 def server_error(code: pb.ServerError, message: str) -> PulsarWireError:
     """The exception for a broker's ServerError (in ERROR, SEND_ERROR or a failed lookup)."""
     name = pb.ServerError.Name(code) if code in pb.ServerError.values() else str(code)
+    if code == pb.ProducerFenced:
+        return ProducerFencedError(f"{name}: {message}")
     return PulsarWireError(
         f"{name}: {message}", retriable=code not in _FINAL_SERVER_ERRORS, server_error=code
     )

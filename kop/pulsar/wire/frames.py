@@ -65,6 +65,16 @@ def encode_payload_head(command: pb.BaseCommand, metadata: bytes, payload: Buffe
     )
 
 
+def readdress_payload_head(head: bytes, producer_id: int) -> bytes:
+    """A SEND frame's head (`encode_payload_head`) for another producer id: the
+    command is encoded anew, the checksum (of metadata and payload) stays."""
+    total, size = _U32U32.unpack_from(head)
+    command = pb.BaseCommand.FromString(head[8 : 8 + size])
+    command.send.producer_id = producer_id
+    body = command.SerializeToString()
+    return b"".join((_U32U32.pack(total - size + len(body), len(body)), body, head[8 + size :]))
+
+
 def encode_payload_command(
     command: pb.BaseCommand,
     metadata: bytes,

@@ -11,6 +11,14 @@ entries pushed to its log, not persisted.
 Trouble with the producer (a send error, receipts out of step) closes the connection
 and the producer comes back on a new one, as the Java client's ProducerImpl does.
 
+A producer holds its topic in an access mode (`access.py`): shared, exclusive, or
+exclusive taking the topic from every other producer (fencing). One given a name
+continues that name's sequence ids: its first entry gets the broker's
+`last_sequence_id` at the first attach + 1 (Java: `msgIdGenerator = lastSequenceId
++ 1` when no initial sequence id is set), so deduplication carries over from a
+previous holder of the name. Fenced (ProducerFencedError), it fails every pending
+and later send and never attaches again (Java: state ProducerFenced).
+
 `WireProducer` is the caller's face and the connection's producer handler; the way
 from `send` to the wire is `SendPipeline`'s, what is owed until the receipts
 `SendQueue`'s, the producer's presence on a broker `ProducerLink`'s.
@@ -19,10 +27,10 @@ from `send` to the wire is `SendPipeline`'s, what is owed until the receipts
 from __future__ import annotations
 
 import asyncio
-import logging
 
+from kop.pulsar.wire import access
 from kop.pulsar.wire.connection import Connection
-from kop.pulsar.wire.errors import PulsarWireError, server_error
+from kop.pulsar.wire.errors import ProducerFencedError, PulsarWireError, server_error
 from kop.pulsar.wire.message_ids import message_id, signed64
 from kop.pulsar.wire.producer_link import ProducerLink
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
@@ -31,8 +39,6 @@ from kop.pulsar.wire.send_queue import Receipt, SendQueue
 from kop.pulsar.wire.session import Session
 
 __all__ = ["DEFAULT_MAX_PENDING_BYTES", "Receipt", "WireProducer", "message_id", "signed64"]
-
-log = logging.getLogger(__name__)
 
 DEFAULT_MAX_PENDING_BYTES = 32 * 1024 * 1024
 
@@ -48,14 +54,17 @@ class WireProducer:
         *,
         max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         send_timeout_s: float = 30.0,
+        access_mode: pb.ProducerAccessMode = access.SHARED,
+        name: str | None = None,
     ) -> None:
         self.topic = topic
         self._session = session
         self._loop = asyncio.get_running_loop()
-        self._id = session.new_id()
-        self._link = ProducerLink(session, topic, self._id, self, self._attached, self._fail_all)
+        self._link = ProducerLink(
+            session, topic, self, self._attached, self._fail_all, access_mode, name or ""
+        )
         self._pending = SendQueue(self._loop, topic, max_pending_bytes, send_timeout_s)
-        self._sends = SendPipeline(self._loop, self._id, self._link, self._pending)
+        self._sends = SendPipeline(self._loop, self._link, self._pending)
         self._closing = False
         self._failure: PulsarWireError | None = None
         self._done = asyncio.Event()  # closed (or failed for good)
@@ -66,6 +75,18 @@ class WireProducer:
     def name(self) -> str:
         """The broker-assigned producer name (kept across reconnects)."""
         return self._link.name
+
+    @property
+    def hold(self) -> access.Hold:
+        """Its access mode, the topic epoch it holds (the broker's at the first
+        attach, brought to every re-attach) and `resumed_after`, the highest
+        sequence id its name had pushed then."""
+        return self._link.hold
+
+    @property
+    def fenced(self) -> bool:
+        """Another producer took the topic: every send fails, for good."""
+        return isinstance(self._failure, ProducerFencedError)
 
     @property
     def next_sequence_id(self) -> int:
@@ -163,17 +184,10 @@ class WireProducer:
 
     # -- internal -----------------------------------------------------------------------
 
-    def _attached(self, conn: Connection, last_sequence_id: int) -> None:
-        self._pending.requeue()
-        log.debug(
-            "producer %s on %s attached to %s (epoch %d, last pushed sequence id %d, %d to send)",
-            self._link.name,
-            self.topic,
-            conn.address,
-            self._link.epoch,
-            last_sequence_id,
-            self._pending.to_write,
-        )
+    def _attached(self, conn: Connection, first: bool) -> None:
+        if first:  # nothing was sent before `start` returned
+            self._sends.next_seq = self._link.hold.resumed_after + 1
+        self._pending.requeue(self._link.producer_id)
         self._sends.flush()
 
     def _fail_all(self, error: PulsarWireError) -> None:

@@ -1,9 +1,12 @@
 """A producer's presence on a broker: created, lost, re-created, closed.
 
-Re-creation keeps the broker-assigned name (so the broker's deduplication state
-applies) and raises the epoch; the caller is told each time, to re-send what it has.
-It always happens on a new connection: trouble on the producer closes the
-connection (`reconnect`), never the producer alone.
+Re-creation keeps the name (the caller's, or the one the broker gave, so the
+broker's deduplication state applies), raises the producer's epoch and brings the
+topic's epoch the broker gave (`access.py`), so an exclusive holder keeps its
+fence across unloads; the caller is told each time, to re-send what it has. It
+always happens on a new connection: trouble on the producer closes the connection
+(`reconnect`), never the producer alone. A refusal that is final (fenced) ends the
+re-creating: the caller fails everything (`on_failed`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from kop.pulsar.wire import access
 from kop.pulsar.wire.closing import close_on_broker, close_producer, drop_on_broker
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import ProtocolError, PulsarWireError
@@ -27,71 +31,92 @@ T = pb.BaseCommand.Type
 
 
 class ProducerLink:
-    """`conn`, `name` and `max_message_size` are plain attributes, not properties:
-    `send` reads them for every entry."""
+    """`conn`, `name`, `producer_id` and `max_message_size` are plain attributes,
+    not properties: `send` reads them for every entry. `hold` is how it holds the
+    topic.
+
+    Every attach is under a new producer id (Java keeps one): after closing a
+    producer with CLOSE_PRODUCER (an unload), a broker ignores SENDs for that id on
+    that connection for `keepAliveIntervalSeconds`, even once it is attached again;
+    if it is then closed without a word (by a fencing producer's try), the same id's
+    entries would vanish until the send timeout. A new id's SEND to a producer the
+    broker dropped closes the connection, and the producer comes back at once."""
 
     def __init__(
         self,
         session: Session,
         topic: str,
-        producer_id: int,
         handler: ProducerHandler,
-        on_attached: Callable[[Connection, int], None],
+        on_attached: Callable[[Connection, bool], None],
         on_failed: Callable[[PulsarWireError], None],
+        mode: pb.ProducerAccessMode = access.SHARED,
+        name: str = "",
     ) -> None:
         self._session = session
         self._loop = asyncio.get_running_loop()
         self._topic = topic
-        self._id = producer_id
+        self.producer_id = -1  # a new one for every attach
         self._handler = handler  # what the connection tells of receipts and losses
-        self._on_attached = on_attached  # with the broker's last pushed sequence id
+        self._on_attached = on_attached  # and whether it is the first attach
         self._on_failed = on_failed  # reconnecting hit a non-retriable error
         self.conn: Connection | None = None  # set while the broker has our producer
-        self.name = ""
+        self.name = name
         self.max_message_size = 0
-        self.epoch = -1
+        self.epoch = -1  # the producer's own, one more for each attach
+        self.hold = access.Hold(mode)
+        self._user_named = bool(name)
+        self.attached_once = False
         self._reconnecting: asyncio.Task[None] | None = None
         self._closed = False
 
     async def attach(self) -> None:
         conn = await self._session.connect_topic(self._topic)
-        conn.register_producer(self._id, self._handler)
+        producer_id = self.producer_id = self._session.new_id()
+        conn.register_producer(producer_id, self._handler)
         self.epoch += 1
         request_id = conn.new_request_id()
-        create = pb.CommandProducer(
-            topic=self._topic,
-            producer_id=self._id,
-            request_id=request_id,
-            epoch=self.epoch,
-            producer_access_mode=pb.Shared,
-        )
-        if self.name:  # re-creation: the same name, so the broker's dedup state applies
-            create.producer_name = self.name
-            create.user_provided_producer_name = False
+        hold = self.hold
+        create = access.producer_command(
+            self._topic, producer_id, request_id, self.epoch, hold.mode, self.name,
+            self._user_named, hold.topic_epoch,
+        )  # fmt: skip
         try:
             answer = await conn.request(
                 pb.BaseCommand(type=T.PRODUCER, producer=create), request_id
             )
-        except BaseException:  # an error, or close() cancelling a reconnect
-            conn.unregister_producer(self._id, self._handler)
+        except BaseException as exc:  # an error, or close() cancelling a reconnect
+            conn.unregister_producer(producer_id, self._handler)
             if not conn.is_closed:  # it may exist on the broker after all: drop it
                 self._send_close(conn)
+            if isinstance(exc, PulsarWireError):
+                raise access.refusal(exc, hold.mode, self.name, not self.attached_once) from exc
             raise
         success = answer.producer_success
         if self._closed:
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(producer_id, self._handler)
             self._send_close(conn)
             return
         self.name = success.producer_name
+        if hold.mode != access.SHARED and success.HasField("topic_epoch"):
+            hold.topic_epoch = success.topic_epoch
+        last_sequence_id = signed64(success.last_sequence_id)
+        if not self.attached_once:
+            hold.resumed_after = last_sequence_id
         self.max_message_size = conn.max_message_size
         self.conn = conn
-        self._on_attached(conn, signed64(success.last_sequence_id))
+        log.debug(
+            "producer %s on %s attached to %s (epoch %d, topic epoch %s, last pushed "
+            "sequence id %d)", self.name, self._topic, conn.address, self.epoch,
+            hold.topic_epoch, last_sequence_id,
+        )  # fmt: skip
+        first, self.attached_once = not self.attached_once, True
+        self._on_attached(conn, first)
 
     def detach(self, reason: str) -> None:
         """The broker no longer has our producer (or we gave up on it): reconnect."""
         conn, self.conn = self.conn, None
         if conn is not None:
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(self.producer_id, self._handler)
         if self._closed:
             return
         log.info("producer %s on %s: %s; reconnecting", self.name, self._topic, reason)
@@ -117,7 +142,7 @@ class ProducerLink:
         conn, self.conn = self.conn, None
         self.stop()
         if conn is not None:
-            conn.unregister_producer(self._id, self._handler)
+            conn.unregister_producer(self.producer_id, self._handler)
             self._send_close(conn)
 
     def stop(self) -> None:
@@ -131,9 +156,9 @@ class ProducerLink:
         conn, self.conn = self.conn, None
         if conn is None:
             return
-        conn.unregister_producer(self._id, self._handler)
+        conn.unregister_producer(self.producer_id, self._handler)
         what = f"producer {self.name} on {self._topic}"
-        await close_on_broker(conn, close_producer, self._id, log, what)
+        await close_on_broker(conn, close_producer, self.producer_id, log, what)
 
     async def _reconnect(self) -> None:
         await attach_until_closed(
@@ -142,4 +167,4 @@ class ProducerLink:
         )  # fmt: skip
 
     def _send_close(self, conn: Connection) -> None:
-        drop_on_broker(conn, close_producer, self._id)
+        drop_on_broker(conn, close_producer, self.producer_id)

@@ -30,12 +30,10 @@ class SendPipeline:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        producer_id: int,
         link: ProducerLink,
         pending: SendQueue,
     ) -> None:
         self._loop = loop
-        self._id = producer_id
         self._link = link
         self._pending = pending
         self.next_seq = 0
@@ -111,13 +109,15 @@ class SendPipeline:
         future: asyncio.Future[Receipt],
         chunk: bool = False,
     ) -> None:
+        producer_id = self._link.producer_id
         send = pb.CommandSend(
-            producer_id=self._id, sequence_id=seq, num_messages=num, highest_sequence_id=seq
+            producer_id=producer_id, sequence_id=seq, num_messages=num, highest_sequence_id=seq
         )
         if chunk:
             send.is_chunk = True
         command = pb.BaseCommand(type=_SEND, send=send)
-        self._pending.push(seq, encode_payload_head(command, meta, payload), payload, future)
+        head = encode_payload_head(command, meta, payload)
+        self._pending.push(seq, producer_id, head, payload, future)
         if not self._flush_soon and self._link.conn is not None:
             # Written at the end of this loop iteration: the entries sent meanwhile
             # go out together, in one system call when they are small.

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import OperationTimeoutError, PulsarWireError, server_error
+from kop.pulsar.wire.frames import readdress_payload_head
 from kop.pulsar.wire.message_ids import message_id
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 
@@ -23,6 +24,7 @@ _WRITE_CHUNK = 1024 * 1024
 @dataclass(slots=True)
 class _Op:
     seq: int
+    producer_id: int  # the one its head names
     head: bytes
     payload: bytes | memoryview
     size: int
@@ -55,10 +57,16 @@ class SendQueue:
         return len(self._queued)
 
     def push(
-        self, seq: int, head: bytes, payload: bytes | memoryview, future: asyncio.Future[Receipt]
+        self,
+        seq: int,
+        producer_id: int,
+        head: bytes,
+        payload: bytes | memoryview,
+        future: asyncio.Future[Receipt],
     ) -> None:
         size = len(head) + len(payload)
-        op = _Op(seq, head, payload, size, future, self._loop.time() + self._send_timeout)
+        deadline = self._loop.time() + self._send_timeout
+        op = _Op(seq, producer_id, head, payload, size, future, deadline)
         self.bytes += size
         self._queued.append(op)
         if self._timer is None:
@@ -129,16 +137,20 @@ class SendQueue:
         self._fail(op, failure)
         return True
 
-    def requeue(self) -> None:
+    def requeue(self, producer_id: int) -> None:
         """After (re)creation: every entry without a receipt goes out again, in order,
         with its own sequence id, and broker deduplication answers for each: a
         receipt with its place for a first copy, (-1, -1) for one stored before, a
         PersistenceError while an earlier copy is still being written. The broker's
         `last_sequence_id` cannot settle any of them: it is the highest id pushed
         to its log, not persisted, and a pushed entry can still be lost with its
-        write."""
+        write. Each names the producer id of this attach (`ProducerLink.attach`)."""
         self._queued.extendleft(reversed(self._inflight))
         self._inflight.clear()
+        for op in self._queued:
+            if op.producer_id != producer_id:
+                op.head = readdress_payload_head(op.head, producer_id)
+                op.producer_id = producer_id
 
     def fail_all(self, error: PulsarWireError) -> None:
         for ops in (self._inflight, self._queued):
