@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,8 @@ def kop_target(log_dir: Path) -> Iterator[Broker]:
         port = _free_port()
         env = {**os.environ, "KOP_PORT": str(port), "KOP_ADMIN_PORT": "0",
                "KOP_ADVERTISED_HOST": "127.0.0.1",
+               # its own cluster: not one with a kop that may be running beside it
+               "KOP_SYSTEM_NAMESPACE": f"public/__kop-conformance-{uuid.uuid4().hex[:8]}",
                # force_compaction waits for a compaction cycle (compacted topics only),
                # then deletes the live ledgers, which kop notices at its next retention
                # check (one admin call per open partition; Kafka's cleaner takes longer)

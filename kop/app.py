@@ -44,7 +44,7 @@ from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
-from kop.storage.types import AdminError, StorageError
+from kop.storage.types import AdminError, StorageError, WriterBusy, WriterMode
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +166,18 @@ class Gateway:
                 f"advertised_host {broker.host!r} does not resolve ({exc.strerror}): clients "
                 "could not reach this instance; set KOP_ADVERTISED_HOST to a name they resolve"
             ) from None
+        system = Namespace(*c.system_namespace.split("/"))
+        lock = PulsarTopic(system, f"kop-node-{broker.node_id}", "").full
+        try:  # the node id's lock: an exclusive writer, held for the process's life
+            await storage.writer(lock, mode=WriterMode.EXCLUSIVE)
+        except WriterBusy:
+            raise StartupError(
+                f"node_id {broker.node_id} is held by another live kop instance sharing "
+                f"system_namespace {c.system_namespace}: give every instance its own node_id "
+                "(KOP_NODE_ID)"
+            ) from None
         me = broker.member(uuid.uuid4().hex)
-        topic = PulsarTopic(Namespace(*c.system_namespace.split("/")), "kop-members", "")
+        topic = PulsarTopic(system, "kop-members", "")
         self.membership = Membership(
             storage, topic.full, me, interval_s=c.heartbeat_interval_s, ttl_s=c.member_ttl_s
         )

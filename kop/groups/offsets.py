@@ -122,9 +122,15 @@ class Offsets:
                 out.append(tp)
         return out
 
-    async def expire(self, groups: dict[str, Group], now_ms: int) -> list[str]:
+    async def expire(
+        self,
+        groups: dict[str, Group],
+        now_ms: int,
+        failed: Callable[[str, StorageError], object] = lambda _g, _e: None,
+    ) -> list[str]:
         """Tombstone expired offsets (at most every CHECK_INTERVAL_MS); returns the
-        Empty groups removed because none of their offsets are left."""
+        Empty groups removed because none of their offsets are left. A write that
+        fails is told to `failed` and tried again at the next check."""
         if now_ms < self._next_check_ms:
             return []
         self._next_check_ms = now_ms + CHECK_INTERVAL_MS
@@ -142,6 +148,7 @@ class Offsets:
                     await self.delete(group, tps)
             except StorageError as exc:
                 log.warning("expiring offsets of %s: %s", group, exc)
+                failed(group, exc)
                 self._next_check_ms = now_ms  # try again at the next wake-up
         for group, g in list(groups.items()):
             if group in self._by_group or not _idle(g, now_ms):
@@ -151,6 +158,7 @@ class Offsets:
                 removed.append(group)
             except StorageError as exc:
                 log.warning("removing empty group %s: %s", group, exc)
+                failed(group, exc)
                 self._next_check_ms = now_ms
         return removed
 

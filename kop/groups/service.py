@@ -117,7 +117,7 @@ class GroupService:
         log.info("offsets partition %d unloaded: %d groups", partition, len(gone))
 
     async def _expire(self, now_ms: int) -> None:
-        for group in await self.offsets.expire(self.coordinator.groups, now_ms):
+        for group in await self.offsets.expire(self.coordinator.groups, now_ms, self._failed):
             self.coordinator.forget(group)
 
     # -- the group protocol ------------------------------------------------------------

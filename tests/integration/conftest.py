@@ -46,7 +46,10 @@ def free_port() -> int:
 
 
 class KopProcess:
-    """One kop gateway subprocess (`kop serve`), restartable and killable."""
+    """One kop gateway subprocess (`kop serve`), restartable and killable. Unless told
+    otherwise, each has a system namespace of its own: kop processes sharing one are
+    one cluster (they split the partitions and groups between them, and a second
+    process with the same node id is refused), and tests run several side by side."""
 
     def __init__(self, log_dir: Path, **env: str) -> None:
         self.port = free_port()
@@ -57,10 +60,15 @@ class KopProcess:
             "KOP_ADMIN_PORT": str(self.admin_port),
             "KOP_PULSAR_SERVICE_URL": PULSAR_URL,
             "KOP_PULSAR_HTTP_URL": PULSAR_HTTP,
+            "KOP_SYSTEM_NAMESPACE": f"public/__kop-it-{uuid.uuid4().hex[:8]}",
             **env,
         }
         self.log_path = log_dir / f"kop-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def system_namespace(self) -> str:
+        return self.env["KOP_SYSTEM_NAMESPACE"]
 
     @property
     def bootstrap(self) -> str:

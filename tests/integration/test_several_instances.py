@@ -257,3 +257,25 @@ def test_a_rolling_restart_under_load_loses_nothing(trio: Trio) -> None:
             trio.until_live(3)
         time.sleep(1)
     writer.check(bootstrap, "g-rolling")
+
+
+def test_a_second_instance_with_a_taken_node_id_is_refused_at_start(
+    trio: Trio, tmp_path: Path
+) -> None:
+    twin = KopProcess(
+        tmp_path, KOP_NODE_ID="1", KOP_NAMESPACE=trio.namespace, KOP_SYSTEM_NAMESPACE=trio.system
+    )
+    with pytest.raises(RuntimeError, match="exited early"):
+        twin.start()
+    assert "node_id 1 is held by another live kop instance" in twin.log_text()
+    assert twin.proc is not None and twin.proc.returncode == 1
+    assert trio.instances(trio.nodes[0]) == [0, 1, 2]  # it joined nothing
+    members = [n for n in trio.nodes if n.proc is not None and n.proc.poll() is None]
+    assert len(members) == 3
+
+
+def test_an_advertised_host_that_does_not_resolve_is_refused(pulsar: str, tmp_path: Path) -> None:
+    node = KopProcess(tmp_path, KOP_ADVERTISED_HOST="kop-0.nowhere.invalid")
+    with pytest.raises(RuntimeError, match="exited early"):
+        node.start()
+    assert "advertised_host 'kop-0.nowhere.invalid' does not resolve" in node.log_text()

@@ -160,7 +160,7 @@ def test_validate_offsets_fails_on_forged_records_a_gap_and_a_wrong_checkpoint(
     for p in range(2):
         produce(p, 5)
     wrong = Checkpoint(3, nth_position(PULSAR_URL, pulsar_topic + "2", 7))
-    forge_checkpoint(PULSAR_URL, PULSAR_HTTP, "public/__kop", pulsar_topic + "2", wrong)
+    forge_checkpoint(PULSAR_URL, PULSAR_HTTP, kop.system_namespace, pulsar_topic + "2", wrong)
 
     done = kop_spark("validate-offsets", kop.bootstrap, topic, tmp_path)
     assert done.returncode == 1, done.stderr[-4000:]
