@@ -243,8 +243,9 @@ class Gateway:
         entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
         settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
         self.logs = LogManager(
-            storage, store, settings, compaction=self.backend.compaction, owns=ownership.mine
-        )
+            storage, store, settings, compaction=self.backend.compaction, owns=ownership.mine,
+            view=lambda: ownership.version,
+        )  # fmt: skip
         self.metrics.watch(self.logs)
         await self.logs.start()
         self._handover = asyncio.create_task(handover.follow(ownership, self.logs), name="handover")

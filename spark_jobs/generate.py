@@ -39,6 +39,8 @@ def generate(
                     raise SystemExit(f"topic {stack.topic} exists; pass --recreate to replace it")
                 admin.delete_topic(stack.topic)
             configs = {} if entry_format is None else {"kop.entry.format": entry_format}
+            if pulsar_events:  # Pulsar producers write beside kop's: no fence (D15)
+                configs["kop.pulsar.shared.writes"] = "true"
             admin.create_topic(stack.topic, partitions, configs)
         with phases.phase("write through kop (Spark Kafka sink)", count):
             writer = as_kafka_records(events(spark, count, entities), "spark").write.format("kafka")

@@ -6,7 +6,7 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
 from kop.log.topic_config_defs import CLUSTER_WIDE, TOPIC_CONFIGS
-from kop.log.topic_configs import ENTRY_FORMAT, PULSAR_BATCHING, config_type
+from kop.log.topic_configs import ENTRY_FORMAT, PULSAR_BATCHING, SHARED_WRITES, config_type
 from kop.protocol.errors import ErrorCode, KafkaError
 
 TOPIC = 2
@@ -125,6 +125,8 @@ _KOP_DOCS = {
     ENTRY_FORMAT: "kop: how records are stored in Pulsar (pulsar: one message per record; "
     "kafka: the batch verbatim)",
     PULSAR_BATCHING: "kop: false writes one Pulsar entry per record",
+    SHARED_WRITES: "kop: true lets Pulsar producers write the topic beside kop (no fence "
+    "between kop instances)",
 }
 
 

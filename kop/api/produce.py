@@ -76,7 +76,9 @@ async def _begin(
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
         plog = await services.logs.of_topic(view, index)
-        work = await plog.begin_append(batches, view.entry_format, view.pulsar_batching)
+        work = await plog.begin_append(
+            batches, view.entry_format, view.pulsar_batching, shared=view.shared_writes
+        )
         return work, now if rules.log_append_time else -1
     except Exception as exc:
         return exc

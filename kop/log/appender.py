@@ -11,6 +11,11 @@ error and retires the writer, whose numbering no longer names its entries.
 Retrying a batch that failed waits until that failure has settled (the retired
 writer closed, the follower caught up with the log's end), so what the log
 holds of the batch is known and only the missing records are written.
+
+The writer fences the partition (Pulsar's ExclusiveWithFencing, docs/decisions.md
+D15) unless the topic leaves room for Pulsar producers: once another instance took
+it over, this one's writes fail NOT_LEADER_OR_FOLLOWER, and the appender is done
+(`fenced`): writing again would fence the new owner in turn.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader
 from kop.storage.port import MessageLog, TopicWriter
-from kop.storage.types import OutgoingEntry, StorageError, StoredEntry
+from kop.storage.types import OutgoingEntry, StorageError, StoredEntry, WriterFenced, WriterMode
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +102,16 @@ class Appender:
         self._retirements = Retirements(storage, topic, own, caught_up, settings.write_timeout_s)
         self._retired = self._retirements.retired
         self.closed = False
+        self.fenced = False  # another instance took the partition over
+        self._mode = WriterMode.FENCING
 
     async def begin_append(
-        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat, batching: bool = True
+        self,
+        batches: list[tuple[BatchHeader, bytes]],
+        fmt: EntryFormat,
+        batching: bool = True,
+        *,
+        shared: bool = False,
     ) -> Awaitable[int]:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
@@ -110,7 +122,7 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         async with self._lock:
-            writer = await self._writer()
+            writer = await self._writer(WriterMode.SHARED if shared else WriterMode.FENCING)
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
         task = asyncio.ensure_future(self._complete(jobs))
         self._tasks.add(task)
@@ -118,14 +130,15 @@ class Appender:
         task.add_done_callback(_retrieve)  # its connection may be gone
         return task
 
-    async def _writer(self) -> TopicWriter:
+    async def _writer(self, mode: WriterMode = WriterMode.FENCING) -> TopicWriter:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
+        self._mode = mode
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
-                writer = await self._storage.writer(self._topic)
+                writer = await self._storage.writer(self._topic, mode=mode)
                 while writer.name in self._retired:
                     await self._storage.close_writer(self._topic, writer.name)
-                    writer = await self._storage.writer(self._topic)
+                    writer = await self._storage.writer(self._topic, mode=mode)
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"no writer for {self._topic} in time"
@@ -160,7 +173,7 @@ class Appender:
             async with asyncio.timeout(self._settings.write_timeout_s):
                 await writer.wait_capacity(size)
                 while writer.name in self._retired:  # retired while this request waited
-                    writer = await self._writer()
+                    writer = await self._writer(self._mode)
                     await writer.wait_capacity(size)
         except TimeoutError:
             raise KafkaError(
@@ -235,7 +248,10 @@ class Appender:
                 first = await job.observed
         except (TimeoutError, StorageError) as exc:
             why = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-            self.retire(job.writer, why)
+            if isinstance(exc, WriterFenced):
+                self._fence(why)
+            else:
+                self.retire(job.writer, why)
             error = _error(exc, self._topic)
             if job.handle is not None:
                 h = job.head
@@ -257,6 +273,11 @@ class Appender:
 
     def retire(self, writer: str, why: str) -> None:
         self._retirements.retire(writer, why)
+
+    def _fence(self, why: str) -> None:
+        if not self.fenced:
+            log.warning("%s: taken over by another instance (%s)", self._topic, why)
+        self.fenced = self.closed = True
 
     def gap(self) -> None:
         self._retirements.gap()
@@ -283,6 +304,8 @@ def _fail_observed(
 
 
 def _error(exc: BaseException, topic: str) -> KafkaError:
+    if isinstance(exc, WriterFenced):
+        return KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved to another instance")
     if isinstance(exc, StorageError) and not exc.retriable:
         return KafkaError(ErrorCode.message_too_large, str(exc))
     if isinstance(exc, TimeoutError):

@@ -50,9 +50,12 @@ class LogManager:
         flush_interval_s: float = 1.0,
         compaction: Compaction | None = None,
         owns: Callable[[str], bool] = lambda _topic: True,
+        view: Callable[[], int] = lambda: 0,
     ) -> None:
         self._storage = storage
         self.owns = owns
+        self._view = view  # the version of the ownership view
+        self._fenced: dict[str, int] = {}  # partition -> view version when it was fenced
         self._store = store
         self._settings = settings
         self._compaction = compaction
@@ -105,11 +108,18 @@ class LogManager:
         LEADER_NOT_AVAILABLE, as from a Kafka broker still loading a partition.
         `compacted`: the topic's cleanup policy compacts (None: unknown to the
         caller); a partition open the other way is reopened (a config changed)."""
-        if not self.owns(topic):
+        if not self.owns(topic) or self._fenced.get(topic) == self._view():
             raise KafkaError(
                 ErrorCode.not_leader_or_follower, f"{topic} is led by another instance"
             )
         existing = self._logs.get(topic)
+        if existing is not None and existing.appender.fenced:
+            # Another instance took it over while this one's view still said it owns
+            # it: let it go, and do not take it back (that would fence the new owner)
+            # until the view changes.
+            self._fenced[topic] = self._view()
+            await self.release([topic])
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved to another instance")
         if existing is not None:
             if compacted is None or (existing.compacted is not None) == compacted:
                 return existing

@@ -211,12 +211,18 @@ class PartitionLog:
     # -- produce ------------------------------------------------------------------------
 
     async def begin_append(
-        self, batches: list[tuple[BatchHeader, bytes]], fmt: EntryFormat, batching: bool = True
+        self,
+        batches: list[tuple[BatchHeader, bytes]],
+        fmt: EntryFormat,
+        batching: bool = True,
+        *,
+        shared: bool = False,
     ) -> Awaitable[int]:
         """Check and enqueue the writes in call order; the returned awaitable gives the
         first batch's base offset once counted (see `Appender`). `batching=False`
-        stores each message as an entry of its own."""
-        return await self.appender.begin_append(batches, fmt, batching)
+        stores each message as an entry of its own; `shared`: the topic's writer leaves
+        room for Pulsar producers instead of fencing."""
+        return await self.appender.begin_append(batches, fmt, batching, shared=shared)
 
     async def delete_records(self, offset: int) -> int:
         """Kafka's DeleteRecords: `offset` (-1: the high watermark) becomes the log

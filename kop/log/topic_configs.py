@@ -19,6 +19,9 @@ from kop.protocol.errors import ErrorCode, KafkaError
 PROPERTY_PREFIX = "kafka."
 ENTRY_FORMAT = "kop.entry.format"
 PULSAR_BATCHING = "kop.pulsar.batching"
+# true: kop writes the topic in Pulsar's Shared mode, so Pulsar producers may write it
+# too, at the cost of the fence between kop instances (docs/decisions.md D15).
+SHARED_WRITES = "kop.pulsar.shared.writes"
 # The names a client set explicitly (DescribeConfigs reports them as the topic's own,
 # also when equal to the default, as Kafka does).
 EXPLICIT = "kop.configs.explicit"
@@ -27,8 +30,13 @@ EXPLICIT = "kop.configs.explicit"
 KOP_CONFIGS: dict[str, tuple[str, ...]] = {
     ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
     PULSAR_BATCHING: ("true", "false"),
+    SHARED_WRITES: ("true", "false"),
 }
-KOP_TYPES = {ENTRY_FORMAT: ConfigType.STRING, PULSAR_BATCHING: ConfigType.BOOLEAN}
+KOP_TYPES = {
+    ENTRY_FORMAT: ConfigType.STRING,
+    PULSAR_BATCHING: ConfigType.BOOLEAN,
+    SHARED_WRITES: ConfigType.BOOLEAN,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,7 @@ class TopicDefaults:
                 "max.message.bytes": str(self.max_message_bytes),
                 ENTRY_FORMAT: self.entry_format.value,
                 PULSAR_BATCHING: str(self.pulsar_batching).lower(),
+                SHARED_WRITES: "false",
             }
         )
         return out

@@ -22,6 +22,7 @@ from kop.log.topic_configs import (
     FROZEN,
     PROPERTY_PREFIX,
     PULSAR_BATCHING,
+    SHARED_WRITES,
     TopicDefaults,
     validate_configs,
 )
@@ -72,6 +73,12 @@ class TopicView:
     def pulsar_batching(self) -> bool:
         """False: one Pulsar entry per message, so Pulsar's backlog counts records."""
         return self.configs.get(PULSAR_BATCHING, "true") == "true"
+
+    @property
+    def shared_writes(self) -> bool:
+        """True: kop's writer leaves room for Pulsar producers (no fence between kop
+        instances). False by default for the topics kop creates, true for the others."""
+        return self.configs.get(SHARED_WRITES, "false") == "true"
 
     @property
     def compacted(self) -> bool:
@@ -140,6 +147,10 @@ class TopicCatalog:
         view = None
         if info is not None:
             defaults = self.defaults.configs()
+            if TOPIC_ID not in info.properties:
+                # A topic kop did not create is a Pulsar application's first: kop writes
+                # it beside the application's producers unless told otherwise (D15).
+                defaults[SHARED_WRITES] = "true"
             stored = stored_configs(info.properties)
             view = TopicView(
                 topic, info, {**defaults, **stored}, explicit_of(info, stored, defaults)

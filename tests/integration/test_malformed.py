@@ -114,7 +114,8 @@ def _forge_corrupt_entries(topic: str) -> None:
 def test_an_entry_that_does_not_decompress_keeps_its_offsets_and_stops_nothing(
     fresh_kop: KopProcess, topic: str
 ) -> None:
-    create_topic(fresh_kop.bootstrap, topic)
+    # Pulsar producers (the forgery) write beside kop: no fence (D15).
+    create_topic(fresh_kop.bootstrap, topic, configs={"kop.pulsar.shared.writes": "true"})
     before = [Rec(b"k", b"before", (), 1_700_000_000_000)]
     assert PRODUCERS["kafka-python"](fresh_kop.bootstrap, topic, before, None) == [0]
     _forge_corrupt_entries(f"persistent://public/default/{topic}-partition-0")

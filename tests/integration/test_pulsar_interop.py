@@ -76,9 +76,12 @@ def test_kafka_consumer_reads_what_pulsar_wrote_with_dense_offsets(
     assert got[27].key is None and got[27].timestamp > 1_600_000_000_000  # publish time
 
 
+SHARED = {"kop.pulsar.shared.writes": "true"}  # Pulsar producers write beside kop (D15)
+
+
 def test_mixed_formats_and_writers_share_one_offset_sequence(kop: KopProcess, topic: str) -> None:
     """kafka-format batches count their records, Pulsar messages count one each."""
-    create_topic(kop.bootstrap, topic, entry_format="kafka")
+    create_topic(kop.bootstrap, topic, entry_format="kafka", configs=SHARED)
     recs = [Rec(None, f"k{i}".encode(), (), 5000 + i) for i in range(7)]
     assert PRODUCERS["confluent-kafka"](kop.bootstrap, topic, recs, "snappy") == list(range(7))
     client = pulsar.Client(PULSAR_URL)
@@ -92,3 +95,32 @@ def test_mixed_formats_and_writers_share_one_offset_sequence(kop: KopProcess, to
     got = cf_consume(kop.bootstrap, topic, 11)
     assert [r.offset for r in got] == list(range(11))
     assert [r.value for r in got][6:9] == [b"k6", b"native", b"m0"]
+
+
+def test_a_topic_kop_made_is_fenced_unless_it_leaves_room_for_pulsar_producers(
+    kop: KopProcess, topic: str
+) -> None:
+    """kop writes the topics it creates through a fencing producer (so two kop
+    instances never both have a write acknowledged): a Pulsar producer is refused
+    while kop writes the partition, with Pulsar's ProducerBusy. With
+    kop.pulsar.shared.writes=true both write, one offset sequence."""
+    first = [Rec(None, b"kafka", (), 5000)]
+    create_topic(kop.bootstrap, topic)
+    assert PRODUCERS["confluent-kafka"](kop.bootstrap, topic, first, None) == [0]
+    shared = f"{topic}-shared"
+    create_topic(kop.bootstrap, shared, configs=SHARED)
+    assert PRODUCERS["confluent-kafka"](kop.bootstrap, shared, first, None) == [0]
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        try:
+            client.create_producer(_partition0(topic), send_timeout_millis=5000)
+            raise AssertionError("a Pulsar producer was let in beside kop's fencing one")
+        except pulsar.ProducerBusy:
+            pass
+        producer = client.create_producer(_partition0(shared))
+        producer.send(b"native")
+    finally:
+        client.close()
+    assert PRODUCERS["kafka-python"](kop.bootstrap, shared, first, None) == [2]
+    got = cf_consume(kop.bootstrap, shared, 3)
+    assert [r.value for r in got] == [b"kafka", b"native", b"kafka"]

@@ -37,11 +37,15 @@ JOB_TIMEOUT = 600
 pytestmark = pytest.mark.timeout(900)
 
 
-def kop_spark(job: str, bootstrap: str, topic: str, report_dir: Path, *args: str) -> Any:
+def kop_spark(job: str, gateway: KopProcess | str, topic: str, report_dir: Path, *args: str) -> Any:
+    """A kop-spark job against a test kop (its bootstrap and system namespace), or
+    against a bare bootstrap address."""
+    bootstrap = gateway if isinstance(gateway, str) else gateway.bootstrap
+    system = [] if isinstance(gateway, str) else ["--system-namespace", gateway.system_namespace]
     cmd = [
         KOP_SPARK, job, "--topic", topic, "--bootstrap", bootstrap, "--pulsar-url", PULSAR_URL,
         "--admin-url", PULSAR_HTTP, "--report-dir", str(report_dir), "--master", "local[2]",
-        *args,
+        *system, *args,
     ]  # fmt: skip
     return subprocess.run(cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT)
 
@@ -76,7 +80,7 @@ def generated(
     topic = f"spark-{fmt}-{uuid.uuid4().hex[:8]}"
     out = tmp_path_factory.mktemp(f"generate-{fmt}")
     done = kop_spark(
-        "generate", kop.bootstrap, topic, out, "--events", str(EVENTS),
+        "generate", kop, topic, out, "--events", str(EVENTS),
         "--pulsar-events", str(NATIVE), "--partitions", "3", "--entry-format", fmt,
         "--entities", "500",
     )  # fmt: skip
@@ -103,7 +107,7 @@ def test_validate_offsets_finds_both_views_agree(
     generated: tuple[str, str, Path], kop: KopProcess, tmp_path: Path
 ) -> None:
     _fmt, topic, _ = generated
-    done = kop_spark("validate-offsets", kop.bootstrap, topic, tmp_path)
+    done = kop_spark("validate-offsets", kop, topic, tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     found = report(tmp_path, "validate-offsets")
     assert found["ok"] and found["failures"] == []
@@ -126,7 +130,7 @@ def test_validate_offsets_reads_a_partition_as_many_entry_ranges(
     for i in range(3000):
         producer.produce(topic, key=f"k{i % 7}", value=f"v{i}".encode())
     assert producer.flush(30) == 0
-    done = kop_spark("validate-offsets", kop.bootstrap, topic, tmp_path, "--split-entries", "400")
+    done = kop_spark("validate-offsets", kop, topic, tmp_path, "--split-entries", "400")
     assert done.returncode == 0, done.stderr[-4000:]
     part = report(tmp_path, "validate-offsets")["partitions"]["0"]
     assert part["splits"] == 8
@@ -141,7 +145,7 @@ def test_validate_offsets_fails_on_forged_records_a_gap_and_a_wrong_checkpoint(
     Partition 1: one whose deltas skip an offset (a gap in the Kafka view).
     Partition 2: a persisted checkpoint naming the message of offset 7 as offset 3."""
     topic = f"spark-forged-{uuid.uuid4().hex[:8]}"
-    create_topic(kop.bootstrap, topic, 3)
+    create_topic(kop.bootstrap, topic, 3, configs={"kop.pulsar.shared.writes": "true"})
     pulsar_topic = f"persistent://public/default/{topic}-partition-"
     producer = Producer({"bootstrap.servers": kop.bootstrap})
 
@@ -162,7 +166,7 @@ def test_validate_offsets_fails_on_forged_records_a_gap_and_a_wrong_checkpoint(
     wrong = Checkpoint(3, nth_position(PULSAR_URL, pulsar_topic + "2", 7))
     forge_checkpoint(PULSAR_URL, PULSAR_HTTP, kop.system_namespace, pulsar_topic + "2", wrong)
 
-    done = kop_spark("validate-offsets", kop.bootstrap, topic, tmp_path)
+    done = kop_spark("validate-offsets", kop, topic, tmp_path)
     assert done.returncode == 1, done.stderr[-4000:]
     assert "the views DISAGREE" in done.stderr
     found = report(tmp_path, "validate-offsets")
@@ -185,7 +189,7 @@ def test_replay_check_agrees_through_a_stream_restart_and_a_killed_kop(
 ) -> None:
     topic = f"spark-replay-{uuid.uuid4().hex[:8]}"
     made = kop_spark(
-        "generate", fresh_kop.bootstrap, topic, tmp_path / "gen", "--events", "30000",
+        "generate", fresh_kop, topic, tmp_path / "gen", "--events", "30000",
         "--pulsar-events", "1000", "--partitions", "3", "--entities", "300",
     )  # fmt: skip
     assert made.returncode == 0, made.stderr[-4000:]
@@ -194,6 +198,7 @@ def test_replay_check_agrees_through_a_stream_restart_and_a_killed_kop(
         KOP_SPARK, "replay-check", "--topic", topic, "--bootstrap", fresh_kop.bootstrap,
         "--pulsar-url", PULSAR_URL, "--admin-url", PULSAR_HTTP, "--report-dir", str(out),
         "--master", "local[2]", "--stream-batches", "6", "--stop-after", "3",
+        "--system-namespace", fresh_kop.system_namespace,
     ]  # fmt: skip
     batches = out / "replay-check" / "batches.jsonl"
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -237,7 +242,7 @@ def test_the_same_module_runs_under_spark_submit(
         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
         str(SPARK_DIR / "cli.py"), "validate-offsets", "--topic", topic,
         "--bootstrap", kop.bootstrap, "--pulsar-url", PULSAR_URL, "--admin-url", PULSAR_HTTP,
-        "--report-dir", str(tmp_path),
+        "--report-dir", str(tmp_path), "--system-namespace", kop.system_namespace,
     ]  # fmt: skip
     env = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run(

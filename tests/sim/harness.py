@@ -86,6 +86,8 @@ class Node:
             task.cancel()
         self.loop.run_until_complete(asyncio.sleep(0))
         self.loop.run_until_complete(asyncio.sleep(0))
+        for writer in self.log.writers.values():
+            writer.lost()
         self.log.writers.clear()
         self.manager = None
 
@@ -99,7 +101,10 @@ class Node:
         batching: bool = True,
     ) -> int | KafkaError:
         """One Produce of `data` (record batches); its base offset or its error."""
-        plog = self.partition(topic)
+        try:
+            plog = self.partition(topic)
+        except KafkaError as exc:  # not (or no longer) this node's to write
+            return exc
 
         async def go() -> int | KafkaError:
             try:

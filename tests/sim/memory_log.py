@@ -251,6 +251,13 @@ class MemoryWriter:
     def resumed_after(self) -> int:
         return self._resumed_after
 
+    def lost(self) -> None:
+        """Its process died: the storage drops it (Pulsar, with the connection); what
+        it had not handed over yet is gone."""
+        self.closed = True
+        self._queue.clear()
+        self._topic.detach(self)
+
     def fence(self, why: str) -> None:
         """Another writer took the topic: sends not yet stored fail, and all later ones."""
         self.fenced = why
