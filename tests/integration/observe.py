@@ -4,11 +4,14 @@ truncate, namespace policies), plus waits on a condition under a deadline."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
+import urllib.error
 import urllib.request
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.integration.conftest import PULSAR_HTTP, KopProcess
@@ -75,6 +78,25 @@ def pulsar_rest(method: str, path: str, body: Any = None, timeout: float = 60.0)
     with urllib.request.urlopen(request, timeout=timeout) as resp:
         raw = resp.read()
     return json.loads(raw) if raw else None
+
+
+@contextlib.contextmanager
+def dedup_namespace(prefix: str) -> Iterator[str]:
+    """A namespace of its own with deduplication on, as kop sets up the ones it writes
+    into; its topics (partitioned or not) and itself are deleted after."""
+    ns = f"public/{prefix}-{uuid.uuid4().hex[:10]}"
+    pulsar_rest("PUT", f"namespaces/{ns}", {})
+    pulsar_rest("POST", f"namespaces/{ns}/deduplication", True)
+    yield ns
+    with contextlib.suppress(urllib.error.URLError):
+        for name in pulsar_rest("GET", f"persistent/{ns}/partitioned") or []:
+            local = name.rsplit("/", 1)[1]
+            pulsar_rest("DELETE", f"persistent/{ns}/{local}/partitions?force=true")
+        for name in pulsar_rest("GET", f"persistent/{ns}") or []:
+            local = name.rsplit("/", 1)[1]
+            if "-partition-" not in local:
+                pulsar_rest("DELETE", f"persistent/{ns}/{local}?force=true")
+        pulsar_rest("DELETE", f"namespaces/{ns}")  # (forced deletion is off)
 
 
 def partition_path(topic: str, namespace: str = "public/default") -> str:

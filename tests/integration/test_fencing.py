@@ -12,9 +12,7 @@ writes in flight can deadlock a Pulsar 4.0.7 broker (docs/decisions.md D14)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-import urllib.error
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -32,22 +30,15 @@ from kop.storage.types import (
     WriterMode,
 )
 from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL
-from tests.integration.observe import pulsar_rest
+from tests.integration.observe import dedup_namespace, pulsar_rest
 
 FENCING, EXCLUSIVE, SHARED = WriterMode.FENCING, WriterMode.EXCLUSIVE, WriterMode.SHARED
 
 
 @pytest.fixture(scope="module")
 def namespace(pulsar: str) -> Iterator[str]:
-    """Deduplication on, as kop sets up the namespaces it writes into."""
-    ns = f"public/fence-{uuid.uuid4().hex[:10]}"
-    pulsar_rest("PUT", f"namespaces/{ns}", {})
-    pulsar_rest("POST", f"namespaces/{ns}/deduplication", True)
-    yield ns
-    with contextlib.suppress(urllib.error.URLError):
-        for name in pulsar_rest("GET", f"persistent/{ns}") or []:
-            pulsar_rest("DELETE", f"persistent/{ns}/{name.rsplit('/', 1)[1]}?force=true")
-        pulsar_rest("DELETE", f"namespaces/{ns}")
+    with dedup_namespace("fence") as ns:
+        yield ns
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import struct
 import time
-import urllib.error
 import uuid
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -20,7 +19,7 @@ import pytest
 
 from kop.pulsar.wire import PulsarWireError, RawEntry, WireClient, WireReader, pb
 from tests.integration.conftest import PULSAR_URL
-from tests.integration.observe import pulsar_rest, unload
+from tests.integration.observe import dedup_namespace, pulsar_rest, unload
 
 _SIZE = struct.Struct(">I")
 
@@ -37,16 +36,8 @@ class Topic:
 
 @pytest.fixture(scope="module")
 def namespace(pulsar: str) -> Iterator[str]:
-    """A namespace with deduplication on, as kop sets up the ones it writes into."""
-    ns = f"public/wire-{uuid.uuid4().hex[:10]}"
-    pulsar_rest("PUT", f"namespaces/{ns}", {})
-    pulsar_rest("POST", f"namespaces/{ns}/deduplication", True)
-    yield ns
-    with contextlib.suppress(urllib.error.URLError):
-        for name in pulsar_rest("GET", f"persistent/{ns}/partitioned") or []:
-            local = name.rsplit("/", 1)[1]
-            pulsar_rest("DELETE", f"persistent/{ns}/{local}/partitions?force=true")
-        pulsar_rest("DELETE", f"namespaces/{ns}")  # (forced deletion is off)
+    with dedup_namespace("wire") as ns:
+        yield ns
 
 
 @pytest.fixture

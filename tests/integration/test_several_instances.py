@@ -210,9 +210,16 @@ class Writer:
     def check(self, bootstrap: str, group: str) -> None:
         """Nothing acknowledged lost or duplicated, offsets dense, all of it readable."""
         assert self.errors == []
-        for p in range(PARTITIONS):
-            offsets = sorted(o for (q, o) in self.acked if q == p)
-            assert offsets == list(range(len(offsets))), p
+        probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-probe"})
+        try:
+            for p in range(PARTITIONS):
+                offsets = sorted(o for (q, o) in self.acked if q == p)
+                assert offsets == list(range(len(offsets))), p
+                # and nothing else in the log: no batch stored twice by a retry
+                _low, high = probe.get_watermark_offsets(TopicPartition(self._topic, p), 15)
+                assert high == len(offsets), (p, high, len(offsets))
+        finally:
+            probe.close()
         got = _consume_group(bootstrap, self._topic, group, len(self.acked))
         assert got == self.acked
 
