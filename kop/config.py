@@ -290,3 +290,5 @@ def load_config(
             for err in exc.errors()
         ]
         raise ConfigError("invalid configuration: " + "; ".join(lines)) from None
+    finally:
+        _CONFIG_FILE.clear()  # read only by this construction, never by a later KopConfig()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kop.config import ConfigError, load_config
+from kop.config import ConfigError, KopConfig, load_config
 from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
 
 
@@ -38,6 +38,16 @@ def test_precedence_is_file_then_env_then_flags(
     assert config.port == 9100
     assert config.namespace == "from-env"
     assert config.tenant == "t-flag"
+
+
+def test_a_config_file_is_read_by_its_own_load_only(tmp_path: Path) -> None:
+    """A later config built in the same process (a second gateway, a test's) does not
+    pick up the file an earlier load read: it once did, through a module global."""
+    cfg = tmp_path / "kop.toml"
+    cfg.write_text('namespace = "from-file"\n')
+    assert load_config(cfg).namespace == "from-file"
+    assert KopConfig().namespace == "default"
+    assert load_config().namespace == "default"
 
 
 def test_bad_values_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
