@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import uuid
 from dataclasses import replace
 from typing import Protocol
 
 from kop.api.context import Broker, ProducerIds, Services
+from kop.cluster.joining import JoinRefused, Liveness, join
 from kop.cluster.membership import Membership
 from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
@@ -44,7 +44,7 @@ from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
-from kop.storage.types import AdminError, StorageError, WriterBusy, WriterMode
+from kop.storage.types import AdminError
 
 log = logging.getLogger(__name__)
 
@@ -156,36 +156,15 @@ class Gateway:
         self._handover: asyncio.Task[None] | None = None
 
     async def _join(self, storage: MessageLog, broker: Broker) -> Ownership:
-        """Join the live instances (kop.cluster): refused at start when this one's
-        advertised address does not resolve, before anything is written."""
+        """Join the live instances (kop.cluster.joining), or a StartupError saying why not."""
         c = self.config
-        try:
-            await asyncio.get_running_loop().getaddrinfo(broker.host, broker.port)
-        except socket.gaierror as exc:
-            raise StartupError(
-                f"advertised_host {broker.host!r} does not resolve ({exc.strerror}): clients "
-                "could not reach this instance; set KOP_ADVERTISED_HOST to a name they resolve"
-            ) from None
-        system = Namespace(*c.system_namespace.split("/"))
-        lock = PulsarTopic(system, f"kop-node-{broker.node_id}", "").full
-        try:  # the node id's lock: an exclusive writer, held for the process's life
-            await storage.writer(lock, mode=WriterMode.EXCLUSIVE)
-        except WriterBusy:
-            raise StartupError(
-                f"node_id {broker.node_id} is held by another live kop instance sharing "
-                f"system_namespace {c.system_namespace}: give every instance its own node_id "
-                "(KOP_NODE_ID)"
-            ) from None
         me = broker.member(uuid.uuid4().hex)
-        topic = PulsarTopic(system, "kop-members", "")
-        self.membership = Membership(
-            storage, topic.full, me, interval_s=c.heartbeat_interval_s, ttl_s=c.member_ttl_s
-        )
-        await self.membership.join()
-        try:  # heartbeats are worth minutes, not the system namespace's infinite retention
-            await self.backend.admin.set_retention(topic, 600_000, 64 << 20)
-        except (AdminError, StorageError) as exc:
-            log.warning("could not limit the retention of %s: %s", topic.full, exc)
+        system = Namespace(*c.system_namespace.split("/"))
+        liveness = Liveness(c.heartbeat_interval_s, c.member_ttl_s)
+        try:
+            self.membership = await join(storage, self.backend.admin, system, me, liveness)
+        except JoinRefused as exc:
+            raise StartupError(str(exc)) from None
         return Ownership(self.membership, me)
 
     async def _start_groups(

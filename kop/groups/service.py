@@ -11,7 +11,6 @@ persisted it.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
@@ -21,12 +20,13 @@ from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Coordinator, JoinRequest, Limits
 from kop.groups.driver import Driver
+from kop.groups.loading import PartitionLoading
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import NotHeld, OffsetsStore
 from kop.groups.partitions import CoordinatedPartitions
 from kop.groups.rebalance import JoinResult, SyncResult
-from kop.groups.types import CommittedOffset, GroupState, LoadedGroups, TopicPartition
+from kop.groups.types import CommittedOffset, GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError, WriterFenced
 
@@ -57,8 +57,9 @@ class GroupService:
         self._driver = Driver(self.coordinator, store, clock, self._failed)
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
+        loading = PartitionLoading(store, self.coordinator, self.offsets, self._driver)
         self.partitions = CoordinatedPartitions(
-            store.partitions, store.partition_topic, self._load_partition, self._unload_partition
+            store.partitions, store.partition_topic, loading.load, loading.unload
         )
         self.on_commit: Callable[[float], None] = lambda _seconds: None  # metrics hook
         self._told_full_at = -FULL_WARNING_INTERVAL_S
@@ -98,23 +99,6 @@ class GroupService:
 
     def coordinates(self, group_id: str) -> bool:
         return self.partitions.coordinates(self.partition_of(group_id))
-
-    async def _load_partition(self, partition: int) -> None:
-        loaded = await self._store.load(partition)
-        restore(loaded, self.coordinator, self.offsets, self._driver.clock())
-        self._driver.replan()
-        log.info(
-            "offsets partition %d loaded: %d groups",
-            partition, len({*loaded.groups, *loaded.offsets}),
-        )  # fmt: skip
-
-    async def _unload_partition(self, partition: int) -> None:
-        mine = {*self.coordinator.groups, *self.offsets.groups()}
-        gone = sorted(g for g in mine if self.partition_of(g) == partition)
-        self._driver.now(lambda _now: self.coordinator.unload(gone))
-        self.offsets.unload(gone)
-        await self._store.release(partition)
-        log.info("offsets partition %d unloaded: %d groups", partition, len(gone))
 
     async def _expire(self, now_ms: int) -> None:
         for group in await self.offsets.expire(self.coordinator.groups, now_ms, self._failed):
@@ -250,20 +234,3 @@ class GroupService:
                     self.coordinator.forget(group)
         except StorageError as exc:
             log.warning("offsets of deleted topics not all removed: %s", exc)
-
-
-def restore(loaded: LoadedGroups, coordinator: Coordinator, offsets: Offsets, now_ms: int) -> None:
-    """One offsets partition, as read back, into the coordinator."""
-    for meta in loaded.groups.values():
-        coordinator.restore(meta, now_ms)
-    for group in loaded.offsets:
-        coordinator.restore_offsets_only(group, now_ms)
-    offsets.restore(loaded.offsets)
-
-
-async def load_groups(
-    store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, now_ms: int
-) -> None:
-    """Every partition of the offsets topic, side by side, into the coordinator."""
-    for loaded in await asyncio.gather(*(store.load(p) for p in range(store.partitions))):
-        restore(loaded, coordinator, offsets, now_ms)

@@ -157,7 +157,9 @@ class Appender:
     ) -> _Job:
         job = _Job(head)
         if job.idempotent:
-            decision = await self._decide(head)
+            decision = await decide(
+                self._producers, self._retirements.settling, head, self._settings, self._topic
+            )
             if isinstance(decision, Duplicate):
                 job.offset = decision.base_offset
                 return job
@@ -198,25 +200,6 @@ class Appender:
             self._receipts.failed()
         else:
             self._receipts.put(acked.result())
-
-    async def _decide(self, head: BatchHeader) -> Write | Duplicate | InFlight[Handle]:
-        args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
-        decision = self._producers.check(*args)
-        failed_before = isinstance(decision, Write) and self._producers.batch(
-            head.producer_id, head.base_sequence, head.record_count
-        )
-        settling = self._retirements.settling
-        if failed_before and settling is not None:
-            # Learn what the log holds of the failed batch before rewriting any of it.
-            try:
-                async with asyncio.timeout(self._settings.write_timeout_s):
-                    await asyncio.shield(settling)
-            except TimeoutError:
-                raise KafkaError(
-                    ErrorCode.request_timed_out, f"{self._topic}: a failed write has not settled"
-                ) from None
-            decision = self._producers.check(*args)
-        return decision
 
     async def _complete(self, jobs: list[_Job]) -> int:
         if len(jobs) == 1:  # one batch, as clients send: no task per job to wait for
@@ -287,6 +270,33 @@ class Appender:
         for task in list(self._tasks):
             task.cancel()
         self._retirements.cancel()
+
+
+async def decide(
+    producers: ProducerStates[Handle],
+    settling: asyncio.Task[None] | None,
+    head: BatchHeader,
+    settings: LogSettings,
+    topic: str,
+) -> Write | Duplicate | InFlight[Handle]:
+    """What to do with an idempotent batch. A retry of a batch whose write failed waits
+    until that failure has settled (`settling`), so what the log holds of it is known
+    before any of it is written again."""
+    args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
+    decision = producers.check(*args)
+    failed_before = isinstance(decision, Write) and producers.batch(
+        head.producer_id, head.base_sequence, head.record_count
+    )
+    if failed_before and settling is not None:
+        try:
+            async with asyncio.timeout(settings.write_timeout_s):
+                await asyncio.shield(settling)
+        except TimeoutError:
+            raise KafkaError(
+                ErrorCode.request_timed_out, f"{topic}: a failed write has not settled"
+            ) from None
+        decision = producers.check(*args)
+    return decision
 
 
 def _fail_observed(

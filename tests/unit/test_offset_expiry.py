@@ -8,9 +8,9 @@ from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
 
 from kop.groups.coordinator import Coordinator
 from kop.groups.group import Group, Member
+from kop.groups.loading import load_groups
 from kop.groups.offsets import CHECK_INTERVAL_MS, Offsets
 from kop.groups.offsets_store import OffsetsStore
-from kop.groups.service import load_groups
 from kop.groups.types import CommittedOffset, GroupMetadata, GroupState, TopicPartition
 from tests.sim.memory_log import MemoryLog
 

@@ -1,0 +1,60 @@
+"""An instance joining the others at start: its checks first (its advertised address
+resolves; its node id is its own, locked by an exclusive writer held for the
+process's life), before anything is written; then its first heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from dataclasses import dataclass
+
+from kop.cluster.member import Member
+from kop.cluster.membership import Membership
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.port import MessageLog, StorageAdmin
+from kop.storage.types import AdminError, StorageError, WriterBusy, WriterMode
+
+log = logging.getLogger(__name__)
+
+MEMBERS_RETENTION_MS = 600_000  # heartbeats are worth minutes, not the system namespace's forever
+
+
+class JoinRefused(Exception):
+    """This instance cannot join; the message is one line saying what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    interval_s: float
+    ttl_s: float
+
+
+async def join(
+    storage: MessageLog, admin: StorageAdmin, system: Namespace, me: Member, liveness: Liveness
+) -> Membership:
+    try:
+        await asyncio.get_running_loop().getaddrinfo(me.host, me.port)
+    except socket.gaierror as exc:
+        raise JoinRefused(
+            f"advertised_host {me.host!r} does not resolve ({exc.strerror}): clients "
+            "could not reach this instance; set KOP_ADVERTISED_HOST to a name they resolve"
+        ) from None
+    lock = PulsarTopic(system, f"kop-node-{me.node_id}", "").full
+    try:
+        await storage.writer(lock, mode=WriterMode.EXCLUSIVE)
+    except WriterBusy:
+        raise JoinRefused(
+            f"node_id {me.node_id} is held by another live kop instance sharing "
+            f"system_namespace {system.path}: give every instance its own node_id (KOP_NODE_ID)"
+        ) from None
+    topic = PulsarTopic(system, "kop-members", "")
+    membership = Membership(
+        storage, topic.full, me, interval_s=liveness.interval_s, ttl_s=liveness.ttl_s
+    )
+    await membership.join()
+    try:
+        await admin.set_retention(topic, MEMBERS_RETENTION_MS, 64 << 20)
+    except (AdminError, StorageError) as exc:
+        log.warning("could not limit the retention of %s: %s", topic.full, exc)
+    return membership

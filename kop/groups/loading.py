@@ -1,0 +1,62 @@
+"""An offsets partition's groups into the coordinator when this instance comes to own
+it, and out again when it no longer does (`partitions.py` decides when)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kop.groups.coordinator import Coordinator
+from kop.groups.driver import Driver
+from kop.groups.offsets import Offsets
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.types import LoadedGroups
+
+log = logging.getLogger("kop.groups.service")  # where these lines always went
+
+
+class PartitionLoading:
+    def __init__(
+        self, store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, driver: Driver
+    ) -> None:
+        self._store = store
+        self._coordinator = coordinator
+        self._offsets = offsets
+        self._driver = driver
+
+    async def load(self, partition: int) -> None:
+        """Take the partition and read its groups back (OffsetsStore.load)."""
+        loaded = await self._store.load(partition)
+        restore(loaded, self._coordinator, self._offsets, self._driver.clock())
+        self._driver.replan()
+        log.info(
+            "offsets partition %d loaded: %d groups",
+            partition, len({*loaded.groups, *loaded.offsets}),
+        )  # fmt: skip
+
+    async def unload(self, partition: int) -> None:
+        """Its groups leave memory (parked requests answered NOT_COORDINATOR); their
+        records stay for the next owner; the partition's writer is let go."""
+        mine = {*self._coordinator.groups, *self._offsets.groups()}
+        gone = sorted(g for g in mine if self._store.partition_for(g) == partition)
+        self._driver.now(lambda _now: self._coordinator.unload(gone))
+        self._offsets.unload(gone)
+        await self._store.release(partition)
+        log.info("offsets partition %d unloaded: %d groups", partition, len(gone))
+
+
+def restore(loaded: LoadedGroups, coordinator: Coordinator, offsets: Offsets, now_ms: int) -> None:
+    """One offsets partition, as read back, into the coordinator."""
+    for meta in loaded.groups.values():
+        coordinator.restore(meta, now_ms)
+    for group in loaded.offsets:
+        coordinator.restore_offsets_only(group, now_ms)
+    offsets.restore(loaded.offsets)
+
+
+async def load_groups(
+    store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, now_ms: int
+) -> None:
+    """Every partition of the offsets topic, side by side, into the coordinator."""
+    for loaded in await asyncio.gather(*(store.load(p) for p in range(store.partitions))):
+        restore(loaded, coordinator, offsets, now_ms)
