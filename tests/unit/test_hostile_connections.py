@@ -257,8 +257,11 @@ async def test_stopped_requests_holding_the_budget_give_way_long_before_their_de
             holder = _raw(gateway.kafka_port)
             holder.sendall(struct.pack(">i", MiB) + bytes(900_000))
             holders.append(holder)
-        producer = RawClient(gateway.kafka_port)
-        # Waits while they hold the budget, until they have been idle for a while.
+        # Waits while they hold the budget, until they have been idle for a while. They
+        # go one after the other: a holder that waited for memory takes in what its
+        # kernel buffered once it gets some, and is idle only from then (up to twice
+        # EVICT_IDLE_S each, so up to 30 s for three; the request deadline is 600 s).
+        producer = RawClient(gateway.kafka_port, timeout=90)
         assert await asyncio.to_thread(_produced, producer, bytes(600_000)) == 0
         assert _closed(gateway, "evicted") >= 1 and _closed(gateway, "receive_timeout") == 0
         for sock in [producer.sock, *holders]:
