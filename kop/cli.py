@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import gc
 import logging
 import os
@@ -53,6 +54,9 @@ def _load(config_file: Path | None, flags: dict[str, Any]) -> KopConfig:
     logging.basicConfig(
         level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # `kill -USR1` prints every thread's stack to stderr, also when the event loop is
+    # stuck and nothing else answers: what an operator needs for a report.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     return config
 
 

@@ -17,6 +17,10 @@ from kop.pulsar.wire.service_url import ServiceUrl
 from kop.storage.types import AdminError, StorageUnavailable
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# A proxy whose broker died (502), a broker still loading the bundle (503), a
+# gateway timeout (504): no answer yet, not a refusal. Another host may answer;
+# if none does, callers get a retriable StorageUnavailable, never a final error.
+_NOT_YET = frozenset({502, 503, 504})
 _MAX_REDIRECTS = 10
 
 
@@ -51,6 +55,10 @@ class AdminHttp:
             except aiohttp.ClientSSLError as exc:
                 raise StorageUnavailable(f"Pulsar admin at {self._base}: TLS: {exc}") from exc
             except (aiohttp.ClientConnectionError, TimeoutError) as exc:
+                last = exc
+            except AdminError as exc:
+                if exc.status not in _NOT_YET:
+                    raise
                 last = exc
         raise StorageUnavailable(f"Pulsar admin at {self._base} unreachable: {last}") from last
 

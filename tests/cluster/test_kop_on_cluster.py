@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
@@ -247,7 +248,10 @@ class GroupReader(threading.Thread):
     def finish(self, want: set[bytes], timeout: float = 300) -> None:
         self.want = want
         self.join(timeout)
-        assert not self.is_alive(), f"the group read {len(self.seen & want)} of {len(want)}"
+        if self.is_alive():  # where it waits says whose fault it is
+            frame = sys._current_frames().get(self.ident or 0)
+            where = "".join(traceback.format_stack(frame)[-4:]) if frame else "?"
+            pytest.fail(f"the group read {len(self.seen & want)} of {len(want)}, at:\n{where}")
         self.consumer.close()
 
 
@@ -318,16 +322,17 @@ def test_a_broker_killed_and_restarted_under_an_idempotent_producer_and_a_group(
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    events = producer_events(producer, kill_at_a_quarter)
+    try:
+        events = producer_events(producer, kill_at_a_quarter)
+    finally:  # broker-2 back, also when this test fails: the next tests need both
+        restart = subprocess.run([*CLUSTER_TOOL, "start", "--auth", "--tls"],
+                                 capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert restart.returncode == 0, restart.stdout + restart.stderr
     assert killed, "the producer finished before a quarter was acknowledged"
     sent = [e for e in events if e.get("name") == "producer_send_success"]
     errors = [e for e in events if e.get("name") == "producer_send_error"]
     assert not [e for e in errors if "OutOfOrderSequence" in str(e.get("exception"))]
     assert errors == [] and len(sent) == n
-    # broker-2 back: its bundles were taken over by broker-1 meanwhile.
-    restart = subprocess.run([*CLUSTER_TOOL, "start", "--auth", "--tls"], capture_output=True,
-                             text=True, timeout=600)  # fmt: skip
-    assert restart.returncode == 0, restart.stdout + restart.stderr
     acked = {str(e["value"]).encode() for e in sent}
     reader.finish(acked)
     # kop restarted too (its offset index may have missed writes while broker-2 was

@@ -103,7 +103,12 @@ class KopProcess:
         self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(30)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired:  # stuck: its stacks into its log, for the report
+            size = self.log_path.stat().st_size
+            self.proc.send_signal(signal.SIGUSR1)
+            deadline = time.monotonic() + 5
+            while self.log_path.stat().st_size == size and time.monotonic() < deadline:
+                time.sleep(0.1)
             self.proc.kill()
             return self.proc.wait(10)
 

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from kop.api.context import error_of
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.preflight import Preflight, PreflightError
 from kop.pulsar.wire import WireClient
 from kop.pulsar.wire.auth import TokenAuth
 from kop.pulsar.wire.options import ConnectOptions
 from kop.storage.naming import Namespace
-from kop.storage.types import AdminError
+from kop.storage.types import AdminError, StorageUnavailable
 
 TOKEN = ConnectOptions(auth=TokenAuth("token:the-token"))
 
@@ -74,6 +75,35 @@ async def test_an_admin_url_of_several_hosts_goes_on_past_a_dead_one(
     runner, port = await _serve(alive)
     servers.append(runner)
     admin = PulsarAdmin(f"http://127.0.0.1:1,127.0.0.1:{port}")
+    assert await admin.namespaces_of("public") == ["public/default"]
+    await admin.close()
+
+
+async def test_a_gateway_error_is_no_answer_yet_not_a_refusal(
+    servers: list[web.AppRunner],
+) -> None:
+    """A proxy whose broker was just killed answers 502 until the bundle has a new
+    owner. A produce that needed the admin then must get a retriable error, which
+    Kafka producers retry, not UNKNOWN_SERVER_ERROR, which fails the record (found
+    by the cluster tier in CI)."""
+
+    async def bad_gateway(request: web.Request) -> web.Response:
+        return web.Response(status=502, text="<html><title>Error 502 Bad Gateway</title></html>")
+
+    async def alive(request: web.Request) -> web.Response:
+        return web.json_response(["public/default"])
+
+    runner, dead = await _serve(bad_gateway)
+    servers.append(runner)
+    admin = PulsarAdmin(f"http://127.0.0.1:{dead}")
+    with pytest.raises(StorageUnavailable) as raised:
+        await admin.namespaces_of("public")
+    code, message = error_of(raised.value)
+    assert code.retriable and "502" in message
+    await admin.close()
+    runner, port = await _serve(alive)
+    servers.append(runner)
+    admin = PulsarAdmin(f"http://127.0.0.1:{dead},127.0.0.1:{port}")
     assert await admin.namespaces_of("public") == ["public/default"]
     await admin.close()
 
