@@ -5,8 +5,10 @@ alive while its last beat is younger than `ttl_s` on the reader's own monotonic
 clock, so instances need no agreement on time. Joining needs no wait: the joiner
 writes a first beat and reads the topic up to it; the publish times there (one
 broker's clock) say how old every other member's last beat already is. A member
-that says it is leaving is gone at once. The view is only ever a hint for who
-should try to own what: Pulsar's fences decide (see the package docstring).
+that says it is leaving is gone at once. Silence counts only while this instance's
+own beats come back (kop.cluster.lease): a dead members topic freezes the view
+instead of emptying it. The view is only ever a hint for who should try to own
+what: Pulsar's fences decide (see the package docstring).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import replace
 
+from kop.cluster.lease import Lease, Resume
 from kop.cluster.member import MalformedBeat, Member, State
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog, TopicReader, TopicWriter
@@ -53,6 +56,7 @@ class Membership:
         self._tasks: list[asyncio.Task[None]] = []
         self.malformed = 0
         self._rivals: set[str] = set()  # other instances seen with this node id
+        self._lease = Lease(interval_s, ttl_s, 0.0)
 
     # -- the view ------------------------------------------------------------------
 
@@ -90,6 +94,7 @@ class Membership:
             if member.state is State.LIVE and age < self._ttl_s:
                 self._heard[member.node_id] = (member, now + self._ttl_s - age)
         self._heard[self.me.node_id] = (self.me, now + self._ttl_s)
+        self._lease = Lease(self._interval_s, self._ttl_s, now)
         self._bump()
         await self._beat(self.me)  # now the others count it
         log.info("joined as node %d; live: %s", self.me.node_id, _names(self.live()))
@@ -135,7 +140,10 @@ class Membership:
                 async with asyncio.timeout(self._ttl_s):
                     await self._beat(self.me)
             except (StorageError, TimeoutError) as exc:
-                log.warning("heartbeat not written (%s): the others will drop this instance", exc)
+                log.warning(
+                    "heartbeat not written (%s): the others drop this instance if it lasts",
+                    exc or type(exc).__name__,
+                )
 
     async def _read_to_own_beat(
         self, reader: TopicReader
@@ -155,13 +163,16 @@ class Membership:
     async def _listen(self, reader: TopicReader) -> None:
         try:
             while True:
-                for member, _published in self._decoded(await reader.read()):
-                    self._heard_from(member)
+                for member, published in self._decoded(await reader.read()):
+                    self._heard_from(member, published)
         finally:
             await reader.close()
 
-    def _heard_from(self, member: Member) -> None:
-        if member.node_id == self.me.node_id and member.instance != self.me.instance:
+    def _heard_from(self, member: Member, published_ms: int) -> None:
+        if member.instance == self.me.instance:
+            self._heard_own(member)
+            return
+        if member.node_id == self.me.node_id:
             if member.instance not in self._rivals:  # once per rival, not once a beat
                 self._rivals.add(member.instance)
                 log.error(
@@ -170,6 +181,7 @@ class Membership:
                     member.host, member.port, member.node_id,
                 )  # fmt: skip
             return
+        self._lease.heard_other(member.node_id, published_ms, member.state is State.JOINING)
         known = self._heard.get(member.node_id)
         if member.state is State.JOINING:
             return
@@ -183,18 +195,50 @@ class Membership:
         if known is None or known[0] != member:
             self._bump()
 
+    def _heard_own(self, member: Member) -> None:
+        """Its own beat back: the topic works. After a gap the others' deadlines start
+        again from now (this one judged nobody meanwhile); after a lapse (they may have
+        dropped it, kop.cluster.lease) it leaves its own view until its next beat, so
+        that everything it holds is let go and taken afresh."""
+        now = asyncio.get_running_loop().time()
+        gap = now - self._lease.confirmed_at
+        resume = self._lease.confirmed(now)
+        if resume is not Resume.IN_TIME:
+            for node, (other, deadline) in self._heard.items():
+                self._heard[node] = (other, max(deadline, now + self._ttl_s))
+        if resume is Resume.LAPSED:
+            log.warning(
+                "own heartbeats were not heard for %.1f s while others beat: they may have "
+                "taken over, so this instance lets go of everything and takes its share afresh",
+                gap,
+            )
+            if self._heard.pop(member.node_id, None) is not None:
+                self._bump()
+            return
+        if resume is Resume.FROZEN:
+            log.info("own heartbeats heard again after %.1f s; nobody took over", gap)
+        known = self._heard.get(member.node_id)
+        self._heard[member.node_id] = (member, now + self._ttl_s)
+        if known is None:
+            self._bump()
+
     async def _expiring(self) -> None:
+        """Drops the members silent past their deadline, but only while this instance
+        hears its own beats; never itself (kop.cluster.lease)."""
         loop = asyncio.get_running_loop()
         while True:
             now = loop.time()
-            gone = [n for n, (_, deadline) in self._heard.items() if deadline <= now]
+            gone = []
+            if self._lease.healthy(now):
+                gone = [n for n, (_, d) in self._heard.items() if d <= now and n != self.me.node_id]
             for node in gone:
                 member = self._heard.pop(node)[0]
                 log.info("node %d (%s:%d) went silent", node, member.host, member.port)
             if gone:
                 self._bump()
-            soonest = min((d for _, d in self._heard.values()), default=now + self._ttl_s)
-            await asyncio.sleep(max(soonest - now, 0.01))
+            others = [d for n, (_, d) in self._heard.items() if n != self.me.node_id]
+            soonest = max(min(others, default=now + self._ttl_s), now + self._interval_s / 4)
+            await asyncio.sleep(soonest - now)
 
     def _decoded(self, got: StoredEntry | Idle) -> list[tuple[Member, int]]:
         if isinstance(got, Idle):

@@ -6,6 +6,7 @@ bound, with nothing acknowledged lost and offsets dense."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 import urllib.request
@@ -158,7 +159,8 @@ class Writer:
     remembering what was acknowledged where, and when each partition was served again
     after a moment the test marks."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, **conf: object) -> None:
+        self._conf = conf
         self.acked: dict[tuple[int, int], bytes] = {}
         self.errors: list[str] = []
         self.served_again: dict[int, float] = {}
@@ -195,7 +197,7 @@ class Writer:
     def _run(self) -> None:
         producer = Producer(
             {"bootstrap.servers": self._bootstrap, "enable.idempotence": True,
-             "linger.ms": 5, "message.timeout.ms": 60000}
+             "linger.ms": 5, "message.timeout.ms": 60000, **self._conf}
         )  # fmt: skip
         i = 0
         while not self._stop.is_set():
@@ -264,6 +266,44 @@ def test_a_rolling_restart_under_load_loses_nothing(trio: Trio) -> None:
             trio.until_live(3)
         time.sleep(1)
     writer.check(bootstrap, "g-rolling")
+
+
+def test_an_instance_frozen_past_its_lease_hands_over_then_takes_its_share_afresh(
+    trio: Trio,
+) -> None:
+    """SIGSTOP past the TTL: the others serve its partitions. Woken, it learns that
+    the others beat through its silence, lets go of everything it held (whatever it
+    had in flight was fenced: nothing acknowledged twice or lost) and takes its share
+    back, loaded afresh."""
+    topic = "frozen"
+    create_topic(trio.nodes[0].bootstrap, topic, partitions=PARTITIONS)
+    before = _leaders(trio.nodes[0].bootstrap, topic)
+    victim = max((1, 2), key=lambda n: list(before.values()).count(n))
+    orphaned = [p for p, leader in before.items() if leader == victim]
+    frozen = trio.nodes[victim]
+    assert frozen.proc is not None and orphaned, before
+    # Its connections stay open: the producer learns of the move only when its requests
+    # to it time out, as with a frozen Kafka broker; those are shortened here.
+    fast = {"socket.timeout.ms": 10000, "request.timeout.ms": 10000, "message.timeout.ms": 180000}
+    with Writer(trio.nodes[0].bootstrap, topic, **fast) as writer:
+        time.sleep(3)  # under load when it stops
+        frozen.proc.send_signal(signal.SIGSTOP)
+        try:
+            writer.mark()
+            writer.until_served(orphaned, within=60)
+            assert set(orphaned) <= set(writer.served_again), (writer.served_again, orphaned)
+        finally:
+            frozen.proc.send_signal(signal.SIGCONT)
+        trio.until_live(3)
+        deadline = time.monotonic() + 30
+        while "lets go of everything" not in frozen.log_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "lets go of everything" in frozen.log_text()
+        writer.mark()
+        writer.until_served(orphaned)  # back on it, served again
+        assert set(orphaned) <= set(writer.served_again), (writer.served_again, orphaned)
+    assert _leaders(trio.nodes[0].bootstrap, topic) == before
+    writer.check(trio.nodes[0].bootstrap, "g-frozen")
 
 
 def test_a_second_instance_with_a_taken_node_id_is_refused_at_start(

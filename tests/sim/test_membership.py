@@ -93,19 +93,76 @@ def test_a_joiner_counts_silent_members_by_the_age_of_their_last_beat(loop: SimL
     assert _nodes(b) == [1]
 
 
-def test_an_instance_cut_off_is_dropped_and_comes_back(loop: SimLoop) -> None:
+def _views(loop: SimLoop, m: Membership) -> list[list[int]]:
+    """Every view `m` goes through from now on, as its listeners see them."""
+    seen: list[list[int]] = []
+
+    async def watch() -> None:
+        version = m.version
+        while True:
+            version = await m.changed(version)
+            seen.append(_nodes(m))
+
+    loop.create_task(watch())
+    return seen
+
+
+def test_an_instance_cut_off_is_dropped_and_lets_go_of_everything_when_it_is_back(
+    loop: SimLoop,
+) -> None:
+    """The others drop it and take over its share. It cannot tell its own cut from a
+    dead topic, so it keeps its view meanwhile (Pulsar's fences refuse its writes);
+    back, it learns the others beat through its silence: it leaves its own view for
+    a beat, so that everything it held is let go and loaded afresh."""
     store = MemoryLog()
     a = _join(loop, store.instance(), 0)
     cut_view = store.instance()
     b = _join(loop, cut_view, 1)
     _wait(loop, 1.1)
+    views = _views(loop, b)
     cut_view.cut_off(True)
     _wait(loop, TTL + 1.1)
     assert _nodes(a) == [0]
-    assert _nodes(b) == []  # it cannot hear even itself: it owns nothing
+    assert _nodes(b) == [0, 1] and views == []  # frozen, not emptied
     cut_view.cut_off(False)
     _wait(loop, 2.1)
     assert _nodes(a) == [0, 1] and _nodes(b) == [0, 1]
+    assert views == [[0], [0, 1]]  # without itself once: all it held was let go
+
+
+def test_a_dead_members_topic_freezes_every_view_and_costs_nothing_when_it_is_back(
+    loop: SimLoop,
+) -> None:
+    """The broker that holds the members topic is killed: until Pulsar moves the topic
+    nobody's beats get through. Nobody judges anybody meanwhile, and since nobody beat
+    through the outage, nobody lets go of anything afterwards either."""
+    store = MemoryLog()
+    members = [_join(loop, store.instance(), n) for n in range(3)]
+    _wait(loop, 1.1)
+    views = [_views(loop, m) for m in members]
+    store.set_down(True)
+    _wait(loop, 3 * TTL)
+    store.set_down(False)
+    _wait(loop, TTL + 1)
+    assert [_nodes(m) for m in members] == [[0, 1, 2]] * 3
+    assert views == [[], [], []]  # not one change of any view
+
+
+def test_a_member_killed_while_the_topic_was_dead_is_dropped_a_ttl_after_it_is_back(
+    loop: SimLoop,
+) -> None:
+    store = MemoryLog()
+    a, b = _join(loop, store.instance(), 0), _join(loop, store.instance(), 1)
+    _wait(loop, 1.1)
+    store.set_down(True)
+    loop.run(b.halt(), within=5)
+    _wait(loop, 2 * TTL)
+    assert _nodes(a) == [0, 1]
+    store.set_down(False)
+    _wait(loop, 2.0)
+    assert _nodes(a) == [0, 1]  # its deadline starts again once a hears itself
+    _wait(loop, 2 * TTL)  # a beat that was under way when it died may take a TTL first
+    assert _nodes(a) == [0]
 
 
 def test_a_message_that_is_not_a_heartbeat_is_skipped_and_counted(loop: SimLoop) -> None:
