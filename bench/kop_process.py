@@ -131,6 +131,15 @@ class KopProcess:
                     os.kill(target, signal.SIGKILL)
             return proc.wait()
 
+    def kill9(self) -> None:
+        """SIGKILL, no word to anyone: what a crash or an OOM kill does."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid or proc.pid, signal.SIGKILL)
+            proc.kill()
+            proc.wait(10)
+
     def __enter__(self) -> KopProcess:
         self.start()
         return self
