@@ -17,6 +17,7 @@ import threading
 import time
 import traceback
 import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -36,8 +37,11 @@ from tests.cluster.cluster_admin import (
 )
 from tests.cluster.conftest import TOOL as CLUSTER_TOOL
 from tests.cluster.conftest import PulsarCluster
+from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
 from tests.integration.observe import metric
+from tests.integration.workload import PARTITIONS as WORKLOAD_PARTITIONS
+from tests.integration.workload import Writer
 
 pytestmark = pytest.mark.timeout(1200)
 REPO = Path(__file__).resolve().parents[2]
@@ -386,6 +390,55 @@ def test_unload_and_bundle_split_under_an_idempotent_producer_and_a_group(
     log = read_all(kop_via_proxy.bootstrap, topic)
     assert_each_once_at_dense_offsets(log, set(values))
     assert_group_resumes_at_the_end(kop_via_proxy.bootstrap, topic, group)
+
+
+def _live(node: KopProcess) -> list[int]:
+    url = f"http://127.0.0.1:{node.admin_port}/v1/instances"
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return [i["node_id"] for i in json.loads(resp.read())["instances"]]
+
+
+def test_two_kop_instances_through_the_proxy_one_killed_loses_nothing(
+    pulsar_cluster: PulsarCluster, tmp_path: Path
+) -> None:
+    """Issue 21 where our users run it: two kop instances coordinate through the
+    authenticated, TLS, two-broker Pulsar behind its proxy (membership, ownership,
+    fences), a producer and a group through them; kill -9 of one: the other serves
+    its partitions within the bound, nothing acknowledged is lost or stored twice,
+    and a group reads all of it."""
+    c = pulsar_cluster
+    env = kop_env(c, via="proxy")
+    nodes = {n: KopProcess(tmp_path, **env, KOP_NODE_ID=str(n)) for n in (1, 2)}
+    try:
+        for node in nodes.values():
+            node.start(timeout=120)
+        deadline = time.monotonic() + 30
+        while any(_live(n) != [1, 2] for n in nodes.values()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert [_live(n) for n in nodes.values()] == [[1, 2], [1, 2]]
+        topic = f"two-{uuid.uuid4().hex[:8]}"
+        create_topic(nodes[1].bootstrap, topic, partitions=WORKLOAD_PARTITIONS)
+        leaders = {
+            p: part.leader
+            for p, part in AdminClient({"bootstrap.servers": nodes[1].bootstrap})
+            .list_topics(topic, timeout=30)
+            .topics[topic]
+            .partitions.items()
+        }
+        orphaned = [p for p, leader in leaders.items() if leader == 2]
+        assert orphaned and len(orphaned) < len(leaders), leaders  # both lead some
+        with Writer(nodes[1].bootstrap, topic) as writer:
+            writer.mark()
+            writer.until_served(list(leaders))  # under load when it dies
+            nodes[2].kill9()
+            writer.mark()
+            writer.until_served(orphaned)
+        assert set(orphaned) <= set(writer.served_again), (writer.served_again, orphaned)
+        assert max(writer.served_again[p] for p in orphaned) < 10.0, writer.served_again
+        writer.check(nodes[1].bootstrap, f"g-{topic}")
+    finally:
+        for node in nodes.values():
+            node.stop()
 
 
 def test_a_native_producers_chunked_message_reaches_a_kafka_consumer_whole(
