@@ -75,3 +75,13 @@ def create_partitioned(cluster: PulsarCluster, topic: str) -> None:
         cluster, "PUT", f"{url}/partitions", cluster.token(cluster.app_role), PARTITIONS
     )
     assert status == 204, (status, body)
+    # Kept for good, as kop keeps the topics it creates by their retention.ms. Without a
+    # retention policy Pulsar deletes a ledger once every subscription has acknowledged
+    # it, kop's mirror of a group that read everything included: a broker killed mid-test
+    # closes a ledger, the next trim (every 120 s) deletes it, and the log start moves
+    # past records the test then reads back (seen in CI: log start 186 after a restart).
+    forever = {"retentionTimeInMinutes": -1, "retentionSizeInMB": -1}
+    status, body = http(
+        cluster, "POST", f"{url}/retention", cluster.token(cluster.app_role), forever
+    )
+    assert status == 204, (status, body)
