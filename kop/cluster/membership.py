@@ -18,17 +18,14 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import replace
 
+from kop.cluster.beats import BeatDecoder, read_to_own_beat
 from kop.cluster.lease import Lease, Resume
-from kop.cluster.member import MalformedBeat, Member, State
-from kop.storage import batch_layout
+from kop.cluster.member import Member, State
 from kop.storage.port import MessageLog, TopicReader, TopicWriter
 from kop.storage.types import (
-    Idle,
     OutgoingEntry,
     OutgoingMessage,
     StorageError,
-    StoredEntry,
-    StoredMessage,
 )
 
 log = logging.getLogger(__name__)
@@ -54,9 +51,14 @@ class Membership:
         self._bumped = asyncio.Event()
         self._writer: TopicWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self.malformed = 0
+        self._decoder = BeatDecoder(topic)
         self._rivals: set[str] = set()  # other instances seen with this node id
         self._lease = Lease(interval_s, ttl_s, 0.0)
+
+    @property
+    def malformed(self) -> int:
+        """Messages on the topic that were not heartbeats."""
+        return self._decoder.malformed
 
     # -- the view ------------------------------------------------------------------
 
@@ -84,7 +86,7 @@ class Membership:
         await self._beat(replace(self.me, state=State.JOINING))
         reader = await self._storage.reader(self.topic, None, compacted=True)
         try:
-            seen, joined_ms = await self._read_to_own_beat(reader)
+            seen, joined_ms = await read_to_own_beat(reader, self.me, self._decoder)
         except BaseException:
             await reader.close()
             raise
@@ -145,25 +147,10 @@ class Membership:
                     exc or type(exc).__name__,
                 )
 
-    async def _read_to_own_beat(
-        self, reader: TopicReader
-    ) -> tuple[dict[int, tuple[Member, int]], int]:
-        """Each other node's last beat (with its publish time) before this one's first,
-        and the publish time of that first: now, on the broker's clock. Beats of an
-        earlier instance with this node id are this node's past (the node lock,
-        not the beats, keeps two live instances from sharing an id)."""
-        seen: dict[int, tuple[Member, int]] = {}
-        while True:
-            for member, published in self._decoded(await reader.read()):
-                if member.instance == self.me.instance:
-                    return seen, published
-                if member.node_id != self.me.node_id:
-                    seen[member.node_id] = (member, published)
-
     async def _listen(self, reader: TopicReader) -> None:
         try:
             while True:
-                for member, published in self._decoded(await reader.read()):
+                for member, published in self._decoder.decoded(await reader.read()):
                     self._heard_from(member, published)
         finally:
             await reader.close()
@@ -239,25 +226,6 @@ class Membership:
             others = [d for n, (_, d) in self._heard.items() if n != self.me.node_id]
             soonest = max(min(others, default=now + self._ttl_s), now + self._interval_s / 4)
             await asyncio.sleep(soonest - now)
-
-    def _decoded(self, got: StoredEntry | Idle) -> list[tuple[Member, int]]:
-        if isinstance(got, Idle):
-            return []
-        out = []
-        for msg in batch_layout.messages(got):
-            beat = self._decode(msg)
-            if beat is not None:
-                out.append((beat, msg.publish_time))
-        return out
-
-    def _decode(self, msg: StoredMessage) -> Member | None:
-        try:
-            return Member.decode(msg.payload)
-        except MalformedBeat as exc:
-            self.malformed += 1
-            if self.malformed == 1:
-                log.warning("%s holds a message that is not a heartbeat: %s", self.topic, exc)
-            return None
 
 
 def _names(members: list[Member]) -> str:
