@@ -65,6 +65,9 @@ DEFAULT_START_TIMEOUT = 180.0
 # A broker's own shutdown may take brokerShutdownTimeoutMs (60 s by default).
 DEFAULT_STOP_TIMEOUT = 60.0
 SETUP_TIMEOUT = 120.0
+# A killed bookie's ZooKeeper session expires within its session timeout (at most
+# ZooKeeper's maxSessionTimeout, 20 ticks = 40 s here) after ZooKeeper starts.
+STALE_BOOKIE_TIMEOUT = 90.0
 
 MAIN_CLASS = {
     "zookeeper": "org.apache.zookeeper.server.quorum.QuorumPeerMain",
@@ -311,6 +314,35 @@ def zk_command(port: int, command: str, timeout: float = 3.0) -> str:
         return ""
 
 
+def await_stale_bookie_gone(c: Client) -> None:
+    """Wait until a previous bookie's registration has expired.
+
+    A bookie that was killed (or a ZooKeeper restored from a copy of a running one) leaves
+    its ephemeral node until ZooKeeper expires the dead session. A bookie started before
+    then cannot register ("already locked"), shuts its server down, and the brokers fail
+    every ledger recovery with -8/-10 while the stale node still looks like a healthy bookie.
+    """
+    node = f"/ledgers/available/localhost:{c.lay.bookie_port}"
+    if node not in zk_command(c.lay.zk_port, "dump"):
+        return
+    start = time.monotonic()
+    say(f"a dead bookie's registration {node} is still in ZooKeeper; waiting for it to expire")
+    deadline = start + STALE_BOOKIE_TIMEOUT
+    next_line = start + 10
+    while node in zk_command(c.lay.zk_port, "dump"):
+        now = time.monotonic()
+        if now > deadline:
+            fail(
+                f"{node} was still registered after {STALE_BOOKIE_TIMEOUT:.0f} s, "
+                f"with no bookie running; `{PROG} start --fresh` wipes the data dir"
+            )
+        if now >= next_line:
+            say(f"still waiting for {node} to expire... {now - start:.0f} s elapsed")
+            next_line += 10
+        time.sleep(0.5)
+    say(f"the dead bookie's registration expired after {time.monotonic() - start:.1f} s")
+
+
 def probe(c: Client, svc: Service, timeout: float = 10.0) -> Health:
     """Is this one service healthy, by the service's own standard?"""
     lay = c.lay
@@ -541,6 +573,8 @@ def _start(s: Settings, mode: Mode, fresh: bool) -> None:
         by_name = {svc.name: svc for svc in svcs}
         _bring_up(s, c, [by_name["zookeeper"]], running, launched)
         initialize_metadata(s)
+        if "bookie" not in running:
+            await_stale_bookie_gone(c)
         _bring_up(s, c, [by_name["bookie"]], running, launched)
         # The brokers and the proxy start at once (the proxy finds the brokers in
         # ZooKeeper when they register): the JVMs' start-up overlaps.

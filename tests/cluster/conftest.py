@@ -3,11 +3,13 @@
 `pulsar_cluster` is a session fixture that gives a test a cluster started by the
 project's own tool (tools/pulsar_cluster.py: ZooKeeper, a bookie, two brokers
 and a proxy, token auth and TLS). It reuses a cluster that tool already runs
-with --auth --tls, and stops the cluster at the end only if it started it.
+with --auth --tls, and stops the cluster at the end only if it started it. When
+it starts one, it starts from an empty data dir (`start --fresh`): every run
+begins alike, whatever an earlier run or a copied cache left behind.
 
-This tier is not part of `make test` yet: its tests are deselected unless the
-command line names tests/cluster (or a file in it), e.g.
-`PYTHONPATH=. .venv/bin/pytest tests/cluster -q`.
+Its tests are deselected unless the command line names tests/cluster (or a
+file in it); `make test` runs them as a second step
+(`tools/run_tests.py --cluster`).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def pulsar_cluster() -> Iterator[PulsarCluster]:
     started = not (info and info["auth"] and info["tls"])
     if started:
         proc = subprocess.run(
-            [*TOOL, "start", "--auth", "--tls"],
+            [*TOOL, "start", "--auth", "--tls", "--fresh"],
             capture_output=True,
             text=True,
             timeout=START_TIMEOUT,
