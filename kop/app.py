@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from kop.api.context import Broker, ProducerIds, Services
+from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.joining import JoinRefused, Liveness, join
 from kop.cluster.membership import Membership
 from kop.cluster.ownership import Ownership
@@ -151,6 +152,7 @@ class Gateway:
         self.logs: LogManager | None = None
         self.groups: GroupService | None = None
         self.membership: Membership | None = None
+        self.epochs: LeaderEpochs | None = None
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
         self._handover: asyncio.Task[None] | None = None
@@ -218,12 +220,16 @@ class Gateway:
         broker = Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id)
         ownership = await self._join(storage, broker)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
+        self.epochs = LeaderEpochs(
+            storage, f"persistent://{c.system_namespace}/kop-leader-epochs", c.node_id
+        )
+        await self.epochs.start()
         # A `pulsar`-format batch entry is split where Pulsar would refuse it.
         entry_limit = await self.backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
         settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
         self.logs = LogManager(
             storage, store, settings, compaction=self.backend.compaction, owns=ownership.mine,
-            view=lambda: ownership.version,
+            view=lambda: ownership.version, epochs=self.epochs,
         )  # fmt: skip
         self.metrics.watch(self.logs)
         await self.logs.start()
@@ -321,6 +327,7 @@ class Gateway:
             self._http.stop if self._http is not None else None,
             self.groups.close if self.groups is not None else None,
             self.logs.close if self.logs is not None else None,
+            self.epochs.close if self.epochs is not None else None,
             self.backend.close,
         ]
         for step in steps:

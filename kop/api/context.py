@@ -180,8 +180,9 @@ async def topic_partition(
     if not 0 <= index < view.partitions:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
     lead(services, view.partition_topic(index))
-    check_current(current_epoch)
-    return view, await services.logs.of_topic(view, index)
+    plog = await services.logs.of_topic(view, index)
+    check_current(current_epoch, plog.leader_epoch)
+    return view, plog
 
 
 def error_of(exc: BaseException) -> tuple[ErrorCode, str]:

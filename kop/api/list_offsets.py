@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, partition_log
-from kop.log.leader_epoch import LEADER_EPOCH, NO_EPOCH
+from kop.log.leader_epoch import BATCH_EPOCH, NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
 
 LATEST = -1
@@ -37,10 +37,10 @@ async def _lookup(
 ) -> dict[str, Any]:
     try:
         plog = await partition_log(services, ctx, name, index, current)
-        if timestamp == LATEST:
-            found: tuple[int, int] | None = (plog.high_watermark, -1)
-        elif timestamp == EARLIEST:
-            found = (plog.log_start, -1)
+        if timestamp == LATEST:  # Kafka names the latest epoch with the log end
+            return _part(index, ErrorCode.none, plog.high_watermark, -1, plog.leader_epoch)
+        if timestamp == EARLIEST:
+            found: tuple[int, int] | None = (plog.log_start, -1)
         elif timestamp == MAX_TIMESTAMP:
             found = await plog.offset_for_time(plog.index.max_timestamp)
         elif timestamp < 0:
@@ -54,11 +54,14 @@ async def _lookup(
         return _part(index, code, -1, -1)
 
 
-def _part(index: int, code: ErrorCode, offset: int, timestamp: int) -> dict[str, Any]:
+def _part(
+    index: int, code: ErrorCode, offset: int, timestamp: int, epoch: int = BATCH_EPOCH
+) -> dict[str, Any]:
+    """`epoch`: of the record at `offset`, which every served batch carries."""
     return {
         "partition_index": index,
         "error_code": code,
         "timestamp": timestamp,
         "offset": offset,
-        "leader_epoch": LEADER_EPOCH if offset >= 0 else NO_EPOCH,
+        "leader_epoch": epoch if offset >= 0 else NO_EPOCH,
     }

@@ -9,7 +9,6 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
 from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
-from kop.log.leader_epoch import LEADER_EPOCH
 from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -116,7 +115,7 @@ def _partition(services: Services, index: int, key: str) -> dict[str, Any]:
         "error_code": ErrorCode.none,
         "partition_index": index,
         "leader_id": node,
-        "leader_epoch": LEADER_EPOCH,
+        "leader_epoch": services.logs.leader_epoch(key),
         "replica_nodes": (node,),
         "isr_nodes": (node,),
         "offline_replicas": (),

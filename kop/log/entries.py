@@ -47,7 +47,7 @@ from kop.log.entry_format import (
     read_message,
     whole_batch,
 )
-from kop.log.leader_epoch import LEADER_EPOCH
+from kop.log.leader_epoch import BATCH_EPOCH
 from kop.log.native import native
 from kop.protocol import compress
 from kop.protocol.batch_epochs import rebased, with_leader_epoch
@@ -267,7 +267,7 @@ def _decode(entry: StoredEntry, base_offset: int) -> Entry:
             anomalies.append(P_PRODUCER)
         else:
             stamps.append((stamp, base_offset + count - 1))
-    data = with_leader_epoch(data, LEADER_EPOCH)
+    data = with_leader_epoch(data, BATCH_EPOCH)
     return Entry(count, max_ts, data, tuple(stamps), tuple(sorted(set(anomalies))))
 
 
@@ -334,13 +334,13 @@ def _single(msg: StoredMessage, base_offset: int) -> Entry:
                     head.producer_id, head.producer_epoch, head.base_sequence, count, count - 1
                 )
                 stamps = ((whole, last),)
-            data = rebased(msg.payload, base_offset, LEADER_EPOCH)
+            data = rebased(msg.payload, base_offset, BATCH_EPOCH)
             return Entry(head.record_count, head.max_timestamp, data, stamps)
     record, stamp, bad = read_message(msg, base_offset)
     return Entry(
         1,
         record.timestamp,
-        with_leader_epoch(build_batch([record]), LEADER_EPOCH),
+        with_leader_epoch(build_batch([record]), BATCH_EPOCH),
         () if stamp is None else ((stamp, base_offset),),
         bad,
     )

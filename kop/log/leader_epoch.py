@@ -1,23 +1,57 @@
-"""Leader epochs (KIP-101, KIP-320) as one kop instance has them.
+"""Leader epochs (KIP-101, KIP-320) as kop has them.
 
-A partition's leader never changes while one kop serves it, so its epoch is
-constant: 0, since its first offset, as Kafka's leader epoch cache holds it for
-a partition whose leader never moved. Kafka stamps the epoch on every batch it
-appends; kop stamps it on every batch it serves, so consumers commit it and
-validate their positions with OffsetForLeaderEpoch, as they do against Kafka.
-Several instances (partition ownership moving between them) will have to grow
-it with every change of owner (DESIGN.md, "Several instances").
+A partition's epoch grows each time an instance takes it to serve it
+(kop.cluster.epochs): a new owner, or the same one after a restart, as Kafka
+elects a leader anew. Clients send the epoch their metadata names, and the owner
+answers an older one with FENCED_LEADER_EPOCH and a newer one with
+UNKNOWN_LEADER_EPOCH, so that they refresh metadata.
+
+kop never truncates a log: what an owner acknowledged stays, whoever serves it
+next. So every epoch ends at the log end, and OffsetForLeaderEpoch says so: a
+consumer's check of its position never finds it truncated. The batches kop serves
+carry epoch 0 (`BATCH_EPOCH`): kop does not record the epoch a batch was written
+in, and no answer depends on it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from kop.protocol.errors import ErrorCode, KafkaError
 
-LEADER_EPOCH = 0
+BATCH_EPOCH = 0  # the partition leader epoch of every batch served
 NO_EPOCH = -1  # "none given" in requests; "undefined" in answers
 
 
-def check_current(current: int, epoch: int = LEADER_EPOCH) -> None:
+class EpochSource(Protocol):
+    def of(self, partition: str) -> int:
+        """The partition's epoch as this instance last heard it."""
+        ...
+
+    async def take(self, partition: str) -> int:
+        """The partition's next epoch, persisted: the caller now leads it."""
+        ...
+
+    async def forget(self, partitions: Sequence[str]) -> None:
+        """Their topic is deleted; one made again under its name starts afresh."""
+        ...
+
+
+class FirstEpoch:
+    """Epoch 0 for good: for a log that no other instance ever serves (tests of the log)."""
+
+    def of(self, partition: str) -> int:
+        return BATCH_EPOCH
+
+    async def take(self, partition: str) -> int:
+        return BATCH_EPOCH
+
+    async def forget(self, partitions: Sequence[str]) -> None:
+        return None
+
+
+def check_current(current: int, epoch: int) -> None:
     """A client's `current_leader_epoch` (-1: none) against the leader's, as Kafka
     checks it: older is fenced, newer is metadata this leader has not seen."""
     if current in (NO_EPOCH, epoch):
@@ -27,15 +61,10 @@ def check_current(current: int, epoch: int = LEADER_EPOCH) -> None:
     raise KafkaError(ErrorCode.unknown_leader_epoch, f"leader epoch {current} > {epoch}")
 
 
-def end_offset_for(
-    requested: int, log_start: int, log_end: int, epoch: int = LEADER_EPOCH
-) -> tuple[int, int]:
-    """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's leader epoch cache
-    answers with one entry (`epoch` from `log_start`): the current epoch ends at the
-    log end; a newer or undefined one is unknown (-1, -1); an older one is taken to
-    end where the first known epoch starts."""
-    if requested == epoch:
-        return epoch, log_end
+def end_offset_for(requested: int, log_end: int, epoch: int) -> tuple[int, int]:
+    """(epoch, end offset) for OffsetForLeaderEpoch: the current epoch and every
+    older one end at the log end (kop never truncates); a newer or undefined one
+    is unknown (-1, -1), as Kafka answers it."""
     if requested == NO_EPOCH or requested > epoch:
         return NO_EPOCH, -1
-    return requested, log_start
+    return requested, log_end

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.index_flusher import IndexFlusher
+from kop.log.leader_epoch import EpochSource, FirstEpoch
 from kop.log.partition_log import PartitionLog, Shared
 from kop.log.settings import LogSettings
 from kop.log.topics import TopicView
@@ -51,8 +52,10 @@ class LogManager:
         compaction: Compaction | None = None,
         owns: Callable[[str], bool] = lambda _topic: True,
         view: Callable[[], int] = lambda: 0,
+        epochs: EpochSource | None = None,
     ) -> None:
         self._storage = storage
+        self._epochs = epochs or FirstEpoch()
         self.owns = owns
         self._view = view  # the version of the ownership view
         self._fenced: dict[str, int] = {}  # partition -> view version when it was fenced
@@ -76,6 +79,11 @@ class LogManager:
 
     def owned(self) -> dict[str, PartitionLog]:
         return dict(self._logs)
+
+    def leader_epoch(self, topic: str) -> int:
+        """The partition's leader epoch: this instance's, if it serves it."""
+        plog = self._logs.get(topic)
+        return plog.leader_epoch if plog is not None else self._epochs.of(topic)
 
     async def partition(
         self,
@@ -152,6 +160,7 @@ class LogManager:
             await plog.open()
             if not self.owns(topic):  # ownership moved while it opened
                 raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved away")
+            plog.leader_epoch = await self._epochs.take(topic)
         except BaseException:
             await plog.close()
             raise
@@ -180,6 +189,7 @@ class LogManager:
             await _side_by_side(p.close() for p in plogs)
             await _side_by_side(self._storage.close_writer(t) for t in topics)
             await _side_by_side(self._store.forget(t) for t in topics)
+        await self._epochs.forget(topics)
 
     async def flush(self, final: bool = False) -> None:
         """See `IndexFlusher.flush`."""

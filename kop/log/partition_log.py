@@ -81,6 +81,7 @@ class PartitionLog:
     ) -> None:
         shared = shared or Shared.for_settings(settings)
         self.topic = topic
+        self.leader_epoch = 0  # taken when it opens to serve (kop.cluster.epochs)
         self._storage = storage
         self._store = store
         self._settings = settings

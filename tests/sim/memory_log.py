@@ -21,11 +21,12 @@ persist only k of the next send's entries (then every send queued behind it
 fails, as a producer fails its pending queue), persist a send but lose its
 receipt (it fails after the send timeout), acknowledge a send without saying
 where it was stored (as Pulsar does for a re-send it de-duplicated),
-re-deliver entries to open readers (a reconnect), roll the ledger, trim the
-oldest ledgers, stall a writer, a whole-store outage, and hold a send back: it
-times out from the writer's view, but the storage stores it later, when told
-(`release_held`), after whatever was stored meanwhile (a broker that persisted
-a write after its client gave up, or one writer's entries stored out of order). Time is the loop's:
+re-deliver entries to open readers (a reconnect), make one view's readers lag,
+roll the ledger, trim the oldest ledgers, stall a writer, a whole-store outage,
+and hold a send back: it times out from the writer's view, but the storage
+stores it later, when told (`release_held`), after whatever was stored
+meanwhile (a broker that persisted a write after its client gave up, or one
+writer's entries stored out of order). Time is the loop's:
 use it under `tests.sim.clock.SimLoop`.
 """
 
@@ -405,7 +406,8 @@ class MemoryReader:
                 continue
             entry = self._next()
             if entry is not None:
-                await asyncio.sleep(0)  # a real reader hands over asynchronously
+                # A real reader hands over asynchronously, and may lag behind.
+                await asyncio.sleep(self._view.read_lag_s)
                 return entry
             if self._idle_wanted:
                 self._idle_wanted = False
@@ -425,6 +427,7 @@ class MemoryLog:
         self.topics: dict[str, MemoryTopic] = cluster.topics if cluster else {}
         self.writers: dict[str, MemoryWriter] = {}
         self.down = False  # this view cut off (for the store as a whole: `set_down`)
+        self.read_lag_s = 0.0  # this view's readers deliver each entry this much later
         self._ledger_ids = cluster._ledger_ids if cluster else itertools.count(10)
         self._views: list[MemoryLog] = cluster._views if cluster else []
         self._views.append(self)

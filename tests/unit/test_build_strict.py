@@ -174,6 +174,9 @@ class _NoLogs:
     async def drop(self, topic: str) -> None:
         return None
 
+    def leader_epoch(self, topic: str) -> int:
+        return 0
+
 
 async def _services() -> Services:
     memory = MemoryLog()

@@ -22,7 +22,7 @@ from kop.log.entry_format import (
     EntryFormat,
     ProducerStamp,
 )
-from kop.log.leader_epoch import LEADER_EPOCH
+from kop.log.leader_epoch import BATCH_EPOCH
 from kop.protocol.batch_epochs import with_leader_epoch
 from kop.protocol.records import Record, build_batch, iter_batches, read_header, with_base_offset
 from kop.storage.types import OutgoingMessage, Position, StoredEntry
@@ -155,7 +155,7 @@ def test_kafka_format_is_the_batch_verbatim_and_counts_its_records() -> None:
     msg = entry_format.encode_batch(batch, read_header(batch))
     entry = decode(through_pulsar(msg))
     # Verbatim but for the leader epoch, which Kafka's leader stamps too (outside the CRC).
-    assert entry.batch == with_leader_epoch(batch, LEADER_EPOCH)
+    assert entry.batch == with_leader_epoch(batch, BATCH_EPOCH)
     assert entry.count == 2 and entry.max_timestamp == 20
     assert entry.stamp == ProducerStamp(9, 1, 4, 2, index=1)  # the whole batch
     assert entry.anomalies == ()
@@ -284,7 +284,7 @@ def test_any_message_decodes_to_a_servable_entry(msg: PulsarMessage) -> None:
     assert entry.count >= 1
     if entry.batch is not None:
         assert msg.properties[P_ENTRY] == "batch"
-        assert entry.batch == with_leader_epoch(with_base_offset(msg.payload, 0), LEADER_EPOCH)
+        assert entry.batch == with_leader_epoch(with_base_offset(msg.payload, 0), BATCH_EPOCH)
         assert entry.record is None and entry.anomalies == ()
         assert entry.count == read_header(msg.payload).record_count
         return

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import uuid
 from typing import Any
 
 import pytest
 from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsTopic
+from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
@@ -21,9 +23,14 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 from kio.schema.types import TopicName
 
 from conformance.clients.raw import RawClient
+from kop.app import Gateway
+from kop.config import KopConfig
 from kop.log.leader_epoch import end_offset_for
 from kop.protocol.records import Record, build_batch
-from tests.unit.memory_gateway import gateway_with_hot_topic
+from kop.storage.naming import Namespace, PulsarTopic
+from tests.sim.memory_admin import MemoryAdmin, MemoryBackend
+from tests.sim.memory_log import MemoryLog
+from tests.unit.memory_gateway import free_port, gateway_with_hot_topic
 
 
 def _epoch_end(client: RawClient, current: int, epoch: int) -> tuple[str, int, int]:
@@ -99,11 +106,94 @@ async def test_consumers_see_epoch_0_and_where_it_ends(fmt: str) -> None:
 
 @pytest.mark.parametrize(
     ("requested", "expected"),
-    [(0, (0, 9)), (1, (-1, -1)), (7, (-1, -1)), (-1, (-1, -1)), (-3, (-3, 2))],
+    [(3, (3, 9)), (2, (2, 9)), (0, (0, 9)), (4, (-1, -1)), (7, (-1, -1)), (-1, (-1, -1))],
 )
-def test_end_offset_for_an_epoch_is_what_kafkas_epoch_cache_answers(
+def test_every_epoch_up_to_the_current_one_ends_at_the_log_end(
     requested: int, expected: tuple[int, int]
 ) -> None:
-    """One epoch (0) from the log start (2) to the log end (9): an older epoch ends
-    where it starts, a newer or undefined one is unknown."""
-    assert end_offset_for(requested, 2, 9) == expected
+    """The current epoch (3) ends at the log end (9), as in Kafka; so does every older
+    one, since kop never truncates (a consumer's position from any of them is valid);
+    a newer or undefined one is unknown, as Kafka answers it."""
+    assert end_offset_for(requested, 9, 3) == expected
+
+
+def _metadata_epoch(client: RawClient) -> int:
+    topic = MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=TopicName("hot"))
+    resp = client.request(
+        3, 12, topics=(topic,), allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )  # fmt: skip
+    return int(resp.topics[0].partitions[0].leader_epoch)
+
+
+def _list_at(client: RawClient, current: int, timestamp: int) -> tuple[str, int, int]:
+    part = ListOffsetsPartition(
+        partition_index=0, current_leader_epoch=current, timestamp=timestamp
+    )
+    topic = ListOffsetsTopic(name=TopicName("hot"), partitions=(part,))
+    q = client.request(2, 7, replica_id=-1, isolation_level=0, topics=(topic,))
+    p = q.topics[0].partitions[0]
+    return p.error_code.name, p.offset, p.leader_epoch
+
+
+async def _serve(store: MemoryLog, admin: MemoryAdmin, node: int, steps: Any) -> Any:
+    """One kop instance (node id `node`) over `store`, `steps` run by a client
+    against it, then the instance stopped (it hands its partitions over)."""
+    config = KopConfig(listen_host="127.0.0.1", port=free_port(), node_id=node)
+    backend = MemoryBackend(store.instance())
+    backend.admin = admin  # one Pulsar's topic metadata for both
+    gateway = Gateway(config, backend)
+    await gateway.start()
+    client = RawClient(gateway.kafka_port)
+    try:
+        return await asyncio.to_thread(steps, client)
+    finally:
+        client.close()
+        await gateway.stop()
+
+
+async def test_the_next_instance_to_serve_a_partition_leads_it_in_a_newer_epoch() -> None:
+    """kop restarted, or another instance taking a partition over: its epoch grows,
+    a client still holding the old one is fenced and refreshes metadata, and the
+    consumer's check of its position (epoch 0, offset 4) finds nothing truncated."""
+    store = MemoryLog()
+    admin = MemoryAdmin(store)
+    await admin.create_partitioned(PulsarTopic(Namespace("public", "default"), "hot", "hot"), 1, {})
+
+    def first(client: RawClient) -> dict[str, Any]:
+        for values in ([b"a", b"b", b"c"], [b"d"]):
+            batch = build_batch(
+                [Record(i, 1_700_000_000_000, None, v) for i, v in enumerate(values)]
+            )
+            assert client.produce("hot", batch)[0].name == "none"
+        return {"metadata": _metadata_epoch(client), "fetch, current 0": _fetch(client, 0)}
+
+    def second(client: RawClient) -> dict[str, Any]:
+        return {
+            "metadata before it serves": _metadata_epoch(client),
+            "fetch, current 0": _fetch(client, 0)[0],
+            "metadata": _metadata_epoch(client),
+            "fetch, current 1": _fetch(client, 1),
+            "epoch 0 ends": _epoch_end(client, 1, 0),
+            "epoch 1 ends": _epoch_end(client, 1, 1),
+            "epoch 2 ends": _epoch_end(client, 1, 2),
+            "latest": _list_at(client, 1, -1),
+            "earliest": _list_at(client, 1, -2),
+            "list, current 0": _list_at(client, 0, -1)[0],
+        }
+
+    assert await _serve(store, admin, 0, first) == {
+        "metadata": 0, "fetch, current 0": ("none", [0, 0])
+    }  # fmt: skip
+    assert await _serve(store, admin, 1, second) == {
+        "metadata before it serves": 0,  # the table says what the last owner took
+        "fetch, current 0": "fenced_leader_epoch",  # opening it took epoch 1
+        "metadata": 1,
+        "fetch, current 1": ("none", [0, 0]),  # batches carry epoch 0
+        "epoch 0 ends": ("none", 0, 4),  # at the log end: nothing was truncated
+        "epoch 1 ends": ("none", 1, 4),
+        "epoch 2 ends": ("none", -1, -1),
+        "latest": ("none", 4, 1),
+        "earliest": ("none", 0, 0),
+        "list, current 0": "fenced_leader_epoch",
+    }

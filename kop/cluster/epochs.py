@@ -1,0 +1,149 @@
+"""Leader epochs, one per partition, shared by every instance through a compacted
+Pulsar topic (`kop-leader-epochs` in the system namespace; kept, compacted).
+
+An instance that opens a partition to serve it takes the next epoch: it reads the
+table to the topic's end, writes `epoch + 1` under the partition's key, and serves
+only once Pulsar has acknowledged it. Every instance tails the topic, so Metadata
+from any instance names the epoch of the partition's current owner (after the
+moment it takes to be read), and a client holding an older one is told
+FENCED_LEADER_EPOCH by the owner and refreshes, as with Kafka brokers.
+
+Two instances that both believe they own a partition (views disagree for a
+moment) may take the same epoch; Pulsar's fence on the partition's writer, not
+the epoch, keeps the stale one's writes out. A partition no instance has served
+yet is at epoch 0, as a new Kafka partition is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Sequence
+
+from kop.storage import batch_layout
+from kop.storage.port import MessageLog, TopicReader
+from kop.storage.types import (
+    Idle,
+    OutgoingEntry,
+    OutgoingMessage,
+    StorageUnavailable,
+    StoredEntry,
+)
+
+log = logging.getLogger(__name__)
+
+FIRST_EPOCH = 0
+
+
+class LeaderEpochs:
+    def __init__(
+        self, storage: MessageLog, topic: str, node_id: int, catch_up_s: float = 10.0
+    ) -> None:
+        self.topic = topic
+        self._storage = storage
+        self._node_id = node_id
+        self._catch_up_s = catch_up_s
+        self._table: dict[str, int] = {}
+        self._read_to: tuple[int, int] | None = None  # the last entry the tail applied
+        self._progress = asyncio.Condition()
+        self._tail: asyncio.Task[None] | None = None
+        self._catching_up: asyncio.Future[None] | None = None
+        self.malformed = 0
+
+    async def start(self) -> None:
+        """Read the table as it is, then follow it."""
+        reader = await self._storage.reader(self.topic, None, compacted=True)
+        reader.report_idle()
+        try:
+            while not isinstance(got := await reader.read(), Idle):
+                self._apply(got)
+        except BaseException:
+            await reader.close()
+            raise
+        log.info("%d partitions have a leader epoch in %s", len(self._table), self.topic)
+        self._tail = asyncio.create_task(self._follow(reader), name="leader-epochs")
+
+    async def close(self) -> None:
+        if self._tail is not None:
+            self._tail.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tail
+
+    def of(self, partition: str) -> int:
+        """The partition's epoch as last read (its first, 0, if none was taken)."""
+        return self._table.get(partition, FIRST_EPOCH)
+
+    async def take(self, partition: str) -> int:
+        """The next epoch of `partition`, persisted: this instance now leads it."""
+        await self._caught_up()
+        known = self._table.get(partition)
+        epoch = FIRST_EPOCH if known is None else known + 1
+        body = json.dumps({"epoch": epoch, "node": self._node_id}).encode()
+        writer = await self._storage.writer(self.topic)
+        await writer.send_all([OutgoingEntry.of(OutgoingMessage(body, {}, partition, None))])[1]
+        self._table[partition] = max(epoch, self._table.get(partition, epoch))
+        return epoch
+
+    async def forget(self, partitions: Sequence[str]) -> None:
+        """The partitions' topic is deleted: a topic made again under its name starts
+        at epoch 0, as in Kafka (it gets a new topic id, so clients drop the old epochs)."""
+        known = [p for p in partitions if p in self._table]
+        if not known:
+            return
+        tombstones = [OutgoingEntry.of(OutgoingMessage(None, {}, p, None)) for p in known]
+        writer = await self._storage.writer(self.topic)
+        await writer.send_all(tombstones)[1]
+        for p in known:
+            self._table.pop(p, None)
+
+    async def _caught_up(self) -> None:
+        """Wait until the tail has read what the topic held when this was called;
+        calls while one waits share it (what they need was written before it began)."""
+        if self._catching_up is None or self._catching_up.done():
+            self._catching_up = asyncio.ensure_future(self._read_to_end())
+        await asyncio.shield(self._catching_up)
+
+    async def _read_to_end(self) -> None:
+        end = await self._storage.end(self.topic)
+        if end is None:
+            return
+        try:
+            async with asyncio.timeout(self._catch_up_s), self._progress:
+                await self._progress.wait_for(
+                    lambda: self._read_to is not None and self._read_to >= end.entry_key
+                )
+        except TimeoutError:
+            raise StorageUnavailable(
+                f"{self.topic} was not read to its end within {self._catch_up_s:.0f} s"
+            ) from None
+
+    async def _follow(self, reader: TopicReader) -> None:
+        try:
+            while True:
+                got = await reader.read()
+                if isinstance(got, Idle):
+                    continue
+                self._apply(got)
+                async with self._progress:
+                    self._progress.notify_all()
+        finally:
+            await reader.close()
+
+    def _apply(self, entry: StoredEntry) -> None:
+        for msg in batch_layout.messages(entry):
+            if msg.null_value:
+                self._table.pop(msg.partition_key, None)
+                continue
+            try:
+                epoch = json.loads(msg.payload)["epoch"]
+                if not isinstance(epoch, int) or epoch < 0:
+                    raise ValueError(f"epoch {epoch!r}")
+            except (ValueError, KeyError, TypeError) as exc:
+                self.malformed += 1
+                if self.malformed == 1:
+                    log.warning("%s holds a message that is not an epoch: %s", self.topic, exc)
+                continue
+            self._table[msg.partition_key] = max(epoch, self._table.get(msg.partition_key, 0))
+        self._read_to = entry.position.entry_key
