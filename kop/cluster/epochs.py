@@ -3,10 +3,14 @@ Pulsar topic (`kop-leader-epochs` in the system namespace; kept, compacted).
 
 An instance that opens a partition to serve it takes the next epoch: it reads the
 table to the topic's end, writes `epoch + 1` under the partition's key, and serves
-only once Pulsar has acknowledged it. Every instance tails the topic, so Metadata
-from any instance names the epoch of the partition's current owner (after the
-moment it takes to be read), and a client holding an older one is told
-FENCED_LEADER_EPOCH by the owner and refreshes, as with Kafka brokers.
+only once Pulsar has acknowledged it. "To the end" is up to a marker it writes
+itself (key `sync|<node id>`) and reads back: a position compared with the topic's
+last message id would wait forever for a tombstone that compaction removed.
+
+Every instance tails the topic, so Metadata from any instance names the epoch of
+the partition's current owner (after the moment it takes to be read), and a
+client holding an older one is told FENCED_LEADER_EPOCH by the owner and
+refreshes, as with Kafka brokers.
 
 Two instances that both believe they own a partition (views disagree for a
 moment) may take the same epoch; Pulsar's fence on the partition's writer, not
@@ -20,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import Sequence
 
 from kop.storage import batch_layout
@@ -35,6 +40,7 @@ from kop.storage.types import (
 log = logging.getLogger(__name__)
 
 FIRST_EPOCH = 0
+_SYNC = "sync|"  # markers' keys: never a partition's (those are Pulsar topic names)
 
 
 class LeaderEpochs:
@@ -46,8 +52,7 @@ class LeaderEpochs:
         self._node_id = node_id
         self._catch_up_s = catch_up_s
         self._table: dict[str, int] = {}
-        self._read_to: tuple[int, int] | None = None  # the last entry the tail applied
-        self._progress = asyncio.Condition()
+        self._markers: dict[str, asyncio.Future[None]] = {}  # written, not yet read back
         self._tail: asyncio.Task[None] | None = None
         self._catching_up: asyncio.Future[None] | None = None
         self.malformed = 0
@@ -106,33 +111,37 @@ class LeaderEpochs:
         await asyncio.shield(self._catching_up)
 
     async def _read_to_end(self) -> None:
-        end = await self._storage.end(self.topic)
-        if end is None:
-            return
+        nonce = uuid.uuid4().hex
+        read_back = asyncio.get_running_loop().create_future()
+        self._markers[nonce] = read_back
         try:
-            async with asyncio.timeout(self._catch_up_s), self._progress:
-                await self._progress.wait_for(
-                    lambda: self._read_to is not None and self._read_to >= end.entry_key
-                )
+            async with asyncio.timeout(self._catch_up_s):
+                body = json.dumps({"sync": nonce}).encode()
+                marker = OutgoingMessage(body, {}, f"{_SYNC}{self._node_id}", None)
+                writer = await self._storage.writer(self.topic)
+                await writer.send_all([OutgoingEntry.of(marker)])[1]
+                await read_back
         except TimeoutError:
             raise StorageUnavailable(
                 f"{self.topic} was not read to its end within {self._catch_up_s:.0f} s"
             ) from None
+        finally:
+            self._markers.pop(nonce, None)
 
     async def _follow(self, reader: TopicReader) -> None:
         try:
             while True:
                 got = await reader.read()
-                if isinstance(got, Idle):
-                    continue
-                self._apply(got)
-                async with self._progress:
-                    self._progress.notify_all()
+                if not isinstance(got, Idle):
+                    self._apply(got)
         finally:
             await reader.close()
 
     def _apply(self, entry: StoredEntry) -> None:
         for msg in batch_layout.messages(entry):
+            if msg.partition_key.startswith(_SYNC):
+                self._read_back(msg.payload)
+                continue
             if msg.null_value:
                 self._table.pop(msg.partition_key, None)
                 continue
@@ -146,4 +155,9 @@ class LeaderEpochs:
                     log.warning("%s holds a message that is not an epoch: %s", self.topic, exc)
                 continue
             self._table[msg.partition_key] = max(epoch, self._table.get(msg.partition_key, 0))
-        self._read_to = entry.position.entry_key
+
+    def _read_back(self, payload: bytes) -> None:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            waiting = self._markers.get(json.loads(payload).get("sync"))
+            if waiting is not None and not waiting.done():
+                waiting.set_result(None)

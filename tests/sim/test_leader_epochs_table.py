@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from kop.cluster.epochs import LeaderEpochs
 from kop.storage.types import OutgoingEntry, OutgoingMessage
 from tests.sim.clock import SimLoop
+from tests.sim.memory_compaction import compact
 from tests.sim.memory_log import MemoryLog
 
 TOPIC = "persistent://public/__kop/kop-leader-epochs"
@@ -52,6 +53,17 @@ def test_an_instance_taking_over_gets_the_next_epoch_and_the_old_owner_hears_it(
     assert later.of("t-partition-0") == 1
 
 
+def test_an_instance_that_hears_late_still_takes_above_the_last_take(loop: SimLoop) -> None:
+    store = MemoryLog()
+    a = _start(loop, store, 0)
+    slow = store.instance()
+    b = _start(loop, slow, 1)
+    slow.read_lag_s = 1.0  # a slow connection to the broker: b hears a's take late
+    assert loop.run(a.take("t-partition-0"), within=5) == 0
+    assert b.of("t-partition-0") == 0  # not heard yet
+    assert loop.run(b.take("t-partition-0"), within=10) == 1
+
+
 def test_a_deleted_topics_partitions_start_afresh_everywhere(loop: SimLoop) -> None:
     """As in Kafka: a topic made again under a deleted one's name leads from epoch 0."""
     store = MemoryLog()
@@ -65,6 +77,19 @@ def test_a_deleted_topics_partitions_start_afresh_everywhere(loop: SimLoop) -> N
     assert [a.of("t-partition-0"), b.of("t-partition-0"), b.of("t-partition-1")] == [0, 0, 0]
     assert _start(loop, store.instance(), 2).of("t-partition-0") == 0
     assert loop.run(b.take("t-partition-0"), within=5) == 0
+
+
+def test_a_compacted_away_tombstone_at_the_end_does_not_stall_a_take(loop: SimLoop) -> None:
+    """Pulsar's compaction drops a tombstone, and a compacted reader never delivers
+    the topic's last entry: reading "to the last message id" would wait for good."""
+    store = MemoryLog()
+    a = _start(loop, store, 0)
+    loop.run(a.take("t-partition-0"), within=5)
+    loop.run(a.forget(["t-partition-0"]), within=5)
+    compact(store.topic(TOPIC))  # its horizon is the tombstone, the topic's last entry
+    b = _start(loop, store.instance(), 1)
+    assert loop.run(b.take("t-partition-0"), within=5) == 0
+    assert loop.run(b.take("u-partition-0"), within=5) == 0
 
 
 def test_what_another_program_wrote_is_skipped(loop: SimLoop) -> None:
