@@ -99,6 +99,8 @@ class Appender:
         self._settings = settings
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[int]] = set()
+        self._caught_up = caught_up
+        self._read_past: str | None = None  # the fencing writer the log was read past
         self._retirements = Retirements(storage, topic, own, caught_up, settings.write_timeout_s)
         self._retired = self._retirements.retired
         self.closed = False
@@ -139,12 +141,23 @@ class Appender:
                 while writer.name in self._retired:
                     await self._storage.close_writer(self._topic, writer.name)
                     writer = await self._storage.writer(self._topic, mode=mode)
+                if mode is WriterMode.FENCING and writer.name != self._read_past:
+                    await self._read_to_end()
+                    self._read_past = writer.name
         except TimeoutError:
             raise KafkaError(
                 ErrorCode.request_timed_out, f"no writer for {self._topic} in time"
             ) from None
         self._own.track(writer.name)
         return writer
+
+    async def _read_to_end(self) -> None:
+        """Once a new fence is up, nothing more can land from a writer it fenced: the
+        log read to its end holds all another instance stored, so an idempotent retry
+        of a batch it stored (its client never heard) is found, not stored twice."""
+        end = await self._storage.end(self._topic)
+        if end is not None:
+            await self._caught_up(end)
 
     async def _plan(
         self,

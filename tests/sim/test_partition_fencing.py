@@ -9,7 +9,7 @@ from __future__ import annotations
 from kop.log.partition_log import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from tests.sim.clock import SimLoop
-from tests.sim.harness import TOPIC, Node, batch
+from tests.sim.harness import TOPIC, Node, Producer, batch
 from tests.sim.memory_log import MemoryLog
 
 SETTINGS = LogSettings(write_timeout_s=5)
@@ -57,3 +57,25 @@ def test_a_write_in_flight_at_the_takeover_is_counted_before_the_new_owners(
     assert isinstance(lost[0], KafkaError)  # its receipt never came: not acknowledged
     assert b.produce(batch([b"b0"])) == 2
     assert b.fetch(0) == [(0, b"a0"), (1, b"a1"), (2, b"b0")]
+
+
+def test_a_retry_at_the_new_owner_of_a_batch_the_old_one_stored_is_not_stored_twice(
+    loop: SimLoop,
+) -> None:
+    """The old owner stored an idempotent batch, but its client never heard (the
+    instance died) and retries at the new owner, which had opened the partition
+    before and has not read that entry yet (its reader lags). Once its fence is up,
+    nothing more can land from the old owner: the new owner reads to the log's end
+    before it judges the retry, finds the batch, and answers its offset."""
+    store = MemoryLog()
+    a = _node(loop, store.instance(), [0])
+    slow = store.instance()
+    b = _node(loop, slow, [0])
+    assert b.fetch(0) == []  # b serves the partition already
+    slow.read_lag_s = 1.0
+    p = Producer(pid=7)
+    assert a.produce(batch([b"x0", b"x1"], p, seq=0)) == 0
+    assert b.produce(batch([b"x0", b"x1"], p, seq=0)) == 0  # the retry: a duplicate
+    assert b.produce(batch([b"x2"], p, seq=2)) == 2
+    slow.read_lag_s = 0.0
+    assert b.fetch(0) == [(0, b"x0"), (1, b"x1"), (2, b"x2")]
