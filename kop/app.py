@@ -221,7 +221,7 @@ class Gateway:
         ownership = await self._join(storage, broker)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
         self.epochs = LeaderEpochs(
-            storage, f"persistent://{c.system_namespace}/kop-leader-epochs", c.node_id
+            storage, f"persistent://{c.system_namespace}/kop-leader-epochs", ownership.me
         )
         await self.epochs.start()
         # A `pulsar`-format batch entry is split where Pulsar would refuse it.

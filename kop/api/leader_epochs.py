@@ -29,7 +29,7 @@ async def _end(
 ) -> dict[str, Any]:
     try:
         plog = await partition_log(services, ctx, name, index, current)
-        found, end = end_offset_for(epoch, plog.high_watermark, plog.leader_epoch)
+        found, end = end_offset_for(epoch, plog.log_start, plog.high_watermark, plog.leader_epoch)
         return _part(index, ErrorCode.none, found, end)
     except Exception as exc:
         code, _ = error_of(exc)

@@ -115,7 +115,7 @@ def _partition(services: Services, index: int, key: str) -> dict[str, Any]:
         "error_code": ErrorCode.none,
         "partition_index": index,
         "leader_id": node,
-        "leader_epoch": services.logs.leader_epoch(key),
+        "leader_epoch": services.logs.leader_epoch(key, owner.instance),
         "replica_nodes": (node,),
         "isr_nodes": (node,),
         "offline_replicas": (),

@@ -7,10 +7,12 @@ only once Pulsar has acknowledged it. "To the end" is up to a marker it writes
 itself (key `sync|<node id>`) and reads back: a position compared with the topic's
 last message id would wait forever for a tombstone that compaction removed.
 
-Every instance tails the topic, so Metadata from any instance names the epoch of
-the partition's current owner (after the moment it takes to be read), and a
-client holding an older one is told FENCED_LEADER_EPOCH by the owner and
-refreshes, as with Kafka brokers.
+Every instance tails the topic. Each take names the instance (process) that took
+it, so every instance can tell the epoch a partition's owner leads it in, also
+before the owner has opened it (partitions open on first use): the last epoch
+taken if the owner took it, else the next. Metadata from any instance thus names
+the epoch the owner will check, and a client holding an older one is told
+FENCED_LEADER_EPOCH and refreshes, as with Kafka brokers.
 
 Two instances that both believe they own a partition (views disagree for a
 moment) may take the same epoch; Pulsar's fence on the partition's writer, not
@@ -26,7 +28,9 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import NamedTuple
 
+from kop.cluster.member import Member
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog, TopicReader
 from kop.storage.types import (
@@ -40,18 +44,25 @@ from kop.storage.types import (
 log = logging.getLogger(__name__)
 
 FIRST_EPOCH = 0
+
+
+class Taken(NamedTuple):
+    epoch: int
+    instance: str  # the process that took it (Member.instance)
+
+
 _SYNC = "sync|"  # markers' keys: never a partition's (those are Pulsar topic names)
 
 
 class LeaderEpochs:
     def __init__(
-        self, storage: MessageLog, topic: str, node_id: int, catch_up_s: float = 10.0
+        self, storage: MessageLog, topic: str, me: Member, catch_up_s: float = 10.0
     ) -> None:
         self.topic = topic
         self._storage = storage
-        self._node_id = node_id
+        self._me = me
         self._catch_up_s = catch_up_s
-        self._table: dict[str, int] = {}
+        self._table: dict[str, Taken] = {}
         self._markers: dict[str, asyncio.Future[None]] = {}  # written, not yet read back
         self._tail: asyncio.Task[None] | None = None
         self._catching_up: asyncio.Future[None] | None = None
@@ -76,19 +87,25 @@ class LeaderEpochs:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._tail
 
-    def of(self, partition: str) -> int:
-        """The partition's epoch as last read (its first, 0, if none was taken)."""
-        return self._table.get(partition, FIRST_EPOCH)
+    def of(self, partition: str, leader: str) -> int:
+        """The epoch the instance `leader` leads the partition in, as last read: the
+        last one taken if it took it, else the one it will take (0 if none was)."""
+        taken = self._table.get(partition)
+        if taken is None:
+            return FIRST_EPOCH
+        return taken.epoch if taken.instance == leader else taken.epoch + 1
 
     async def take(self, partition: str) -> int:
         """The next epoch of `partition`, persisted: this instance now leads it."""
         await self._caught_up()
         known = self._table.get(partition)
-        epoch = FIRST_EPOCH if known is None else known + 1
-        body = json.dumps({"epoch": epoch, "node": self._node_id}).encode()
+        epoch = FIRST_EPOCH if known is None else known.epoch + 1
+        me = self._me
+        body = json.dumps({"epoch": epoch, "node": me.node_id, "instance": me.instance})
         writer = await self._storage.writer(self.topic)
-        await writer.send_all([OutgoingEntry.of(OutgoingMessage(body, {}, partition, None))])[1]
-        self._table[partition] = max(epoch, self._table.get(partition, epoch))
+        message = OutgoingMessage(body.encode(), {}, partition, None)
+        await writer.send_all([OutgoingEntry.of(message)])[1]
+        self._note(partition, Taken(epoch, me.instance))
         return epoch
 
     async def forget(self, partitions: Sequence[str]) -> None:
@@ -117,7 +134,7 @@ class LeaderEpochs:
         try:
             async with asyncio.timeout(self._catch_up_s):
                 body = json.dumps({"sync": nonce}).encode()
-                marker = OutgoingMessage(body, {}, f"{_SYNC}{self._node_id}", None)
+                marker = OutgoingMessage(body, {}, f"{_SYNC}{self._me.node_id}", None)
                 writer = await self._storage.writer(self.topic)
                 await writer.send_all([OutgoingEntry.of(marker)])[1]
                 await read_back
@@ -146,15 +163,22 @@ class LeaderEpochs:
                 self._table.pop(msg.partition_key, None)
                 continue
             try:
-                epoch = json.loads(msg.payload)["epoch"]
-                if not isinstance(epoch, int) or epoch < 0:
-                    raise ValueError(f"epoch {epoch!r}")
+                body = json.loads(msg.payload)
+                taken = Taken(body["epoch"], str(body.get("instance", "")))
+                if not isinstance(taken.epoch, int) or taken.epoch < 0:
+                    raise ValueError(f"epoch {taken.epoch!r}")
             except (ValueError, KeyError, TypeError) as exc:
                 self.malformed += 1
                 if self.malformed == 1:
                     log.warning("%s holds a message that is not an epoch: %s", self.topic, exc)
                 continue
-            self._table[msg.partition_key] = max(epoch, self._table.get(msg.partition_key, 0))
+            self._note(msg.partition_key, taken)
+
+    def _note(self, partition: str, taken: Taken) -> None:
+        """The highest epoch wins (two instances that both took one, in a view change)."""
+        known = self._table.get(partition)
+        if known is None or taken.epoch >= known.epoch:
+            self._table[partition] = taken
 
     def _read_back(self, payload: bytes) -> None:
         with contextlib.suppress(ValueError, TypeError, AttributeError):

@@ -25,8 +25,9 @@ NO_EPOCH = -1  # "none given" in requests; "undefined" in answers
 
 
 class EpochSource(Protocol):
-    def of(self, partition: str) -> int:
-        """The partition's epoch as this instance last heard it."""
+    def of(self, partition: str, leader: str) -> int:
+        """The epoch the instance (process) `leader` leads the partition in, as this
+        instance last heard it."""
         ...
 
     async def take(self, partition: str) -> int:
@@ -41,7 +42,7 @@ class EpochSource(Protocol):
 class FirstEpoch:
     """Epoch 0 for good: for a log that no other instance ever serves (tests of the log)."""
 
-    def of(self, partition: str) -> int:
+    def of(self, partition: str, leader: str) -> int:
         return BATCH_EPOCH
 
     async def take(self, partition: str) -> int:
@@ -61,10 +62,13 @@ def check_current(current: int, epoch: int) -> None:
     raise KafkaError(ErrorCode.unknown_leader_epoch, f"leader epoch {current} > {epoch}")
 
 
-def end_offset_for(requested: int, log_end: int, epoch: int) -> tuple[int, int]:
+def end_offset_for(requested: int, log_start: int, log_end: int, epoch: int) -> tuple[int, int]:
     """(epoch, end offset) for OffsetForLeaderEpoch: the current epoch and every
     older one end at the log end (kop never truncates); a newer or undefined one
-    is unknown (-1, -1), as Kafka answers it."""
+    is unknown (-1, -1); one below the first (0) ends where the first starts, at
+    the log start: all as Kafka's epoch cache answers."""
     if requested == NO_EPOCH or requested > epoch:
         return NO_EPOCH, -1
+    if requested < 0:
+        return requested, log_start
     return requested, log_end

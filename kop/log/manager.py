@@ -80,10 +80,11 @@ class LogManager:
     def owned(self) -> dict[str, PartitionLog]:
         return dict(self._logs)
 
-    def leader_epoch(self, topic: str) -> int:
-        """The partition's leader epoch: this instance's, if it serves it."""
+    def leader_epoch(self, topic: str, leader: str) -> int:
+        """The epoch the instance `leader` (its Member.instance) leads the partition
+        in: this instance's own, if it serves it."""
         plog = self._logs.get(topic)
-        return plog.leader_epoch if plog is not None else self._epochs.of(topic)
+        return plog.leader_epoch if plog is not None else self._epochs.of(topic, leader)
 
     async def partition(
         self,

@@ -7,12 +7,14 @@ program wrote to the topic is skipped."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kop.cluster.epochs import LeaderEpochs
+from kop.cluster.member import Member
 from kop.storage.types import OutgoingEntry, OutgoingMessage
 from tests.sim.clock import SimLoop
 from tests.sim.memory_compaction import compact
@@ -23,9 +25,14 @@ PARTITIONS = ["t-partition-0", "t-partition-1", "u-partition-0"]
 
 
 def _start(loop: SimLoop, storage: MemoryLog, node: int) -> LeaderEpochs:
-    epochs = LeaderEpochs(storage, TOPIC, node)
+    epochs = LeaderEpochs(storage, TOPIC, Member(node, f"kop-{node}", 9092, uuid.uuid4().hex))
     loop.run(epochs.start(), within=5)
     return epochs
+
+
+def _as_led_by(epochs: LeaderEpochs, partition: str, leader: LeaderEpochs) -> int:
+    """The epoch `epochs` names for `partition` led by the instance of `leader`."""
+    return epochs.of(partition, leader._me.instance)
 
 
 def _settle(loop: SimLoop) -> None:
@@ -34,7 +41,7 @@ def _settle(loop: SimLoop) -> None:
 
 def test_a_partition_never_taken_is_at_epoch_0_and_its_first_take_is_0(loop: SimLoop) -> None:
     a = _start(loop, MemoryLog(), 0)
-    assert a.of("t-partition-0") == 0
+    assert _as_led_by(a, "t-partition-0", a) == 0
     assert loop.run(a.take("t-partition-0"), within=5) == 0
     assert loop.run(a.take("t-partition-0"), within=5) == 1
 
@@ -46,11 +53,15 @@ def test_an_instance_taking_over_gets_the_next_epoch_and_the_old_owner_hears_it(
     a = _start(loop, store, 0)
     b = _start(loop, store.instance(), 1)
     assert loop.run(a.take("t-partition-0"), within=5) == 0
+    _settle(loop)
+    # Before b takes it, every instance names the epoch b will lead it in.
+    assert [_as_led_by(x, "t-partition-0", b) for x in (a, b)] == [1, 1]
     assert loop.run(b.take("t-partition-0"), within=5) == 1  # it reads to the end first
     _settle(loop)
-    assert a.of("t-partition-0") == 1
+    assert [_as_led_by(x, "t-partition-0", b) for x in (a, b)] == [1, 1]
     later = _start(loop, store.instance(), 2)
-    assert later.of("t-partition-0") == 1
+    assert _as_led_by(later, "t-partition-0", b) == 1
+    assert _as_led_by(later, "t-partition-0", later) == 2  # a restart takes the next
 
 
 def test_an_instance_that_hears_late_still_takes_above_the_last_take(loop: SimLoop) -> None:
@@ -58,10 +69,11 @@ def test_an_instance_that_hears_late_still_takes_above_the_last_take(loop: SimLo
     a = _start(loop, store, 0)
     slow = store.instance()
     b = _start(loop, slow, 1)
-    slow.read_lag_s = 1.0  # a slow connection to the broker: b hears a's take late
+    slow.read_lag_s = 1.0  # a slow connection to the broker: b hears a's takes late
     assert loop.run(a.take("t-partition-0"), within=5) == 0
-    assert b.of("t-partition-0") == 0  # not heard yet
-    assert loop.run(b.take("t-partition-0"), within=10) == 1
+    assert loop.run(a.take("t-partition-0"), within=5) == 1
+    assert _as_led_by(b, "t-partition-0", b) == 0  # not heard yet
+    assert loop.run(b.take("t-partition-0"), within=10) == 2
 
 
 def test_a_deleted_topics_partitions_start_afresh_everywhere(loop: SimLoop) -> None:
@@ -74,8 +86,10 @@ def test_a_deleted_topics_partitions_start_afresh_everywhere(loop: SimLoop) -> N
     loop.run(a.take("t-partition-1"), within=5)
     loop.run(a.forget(["t-partition-0", "t-partition-1", "t-partition-2"]), within=5)
     _settle(loop)
-    assert [a.of("t-partition-0"), b.of("t-partition-0"), b.of("t-partition-1")] == [0, 0, 0]
-    assert _start(loop, store.instance(), 2).of("t-partition-0") == 0
+    names = [_as_led_by(x, p, b) for x in (a, b) for p in ("t-partition-0", "t-partition-1")]
+    assert names == [0, 0, 0, 0]
+    later = _start(loop, store.instance(), 2)
+    assert _as_led_by(later, "t-partition-0", later) == 0
     assert loop.run(b.take("t-partition-0"), within=5) == 0
 
 
@@ -117,7 +131,7 @@ class EpochsMachine(RuleBasedStateMachine):
         self.store = MemoryLog()
         self.views = [self.store.instance()]
         self.instances = [_start(self.loop, self.views[0], 0)]
-        self.highest: dict[str, int] = {}
+        self.highest: dict[str, tuple[int, LeaderEpochs]] = {}  # epoch, and who took it
 
     def teardown(self) -> None:
         for epochs in self.instances:
@@ -135,8 +149,9 @@ class EpochsMachine(RuleBasedStateMachine):
     def take(self, who: int, partition: str) -> None:
         epochs = self.instances[who % len(self.instances)]
         got = self.loop.run(epochs.take(partition), within=5)
-        assert got == self.highest.get(partition, -1) + 1
-        self.highest[partition] = got
+        last = self.highest.get(partition)
+        assert got == (0 if last is None else last[0] + 1)
+        self.highest[partition] = (got, epochs)
 
     @rule(who=st.integers(0, 3), lag=st.sampled_from([0.0, 0.05, 0.2]))
     def readers_lag(self, who: int, lag: float) -> None:
@@ -150,16 +165,23 @@ class EpochsMachine(RuleBasedStateMachine):
         self.loop.run(asyncio.sleep(seconds), within=seconds + 1)
 
     @invariant()
-    def every_instance_names_at_most_the_latest_and_the_taker_names_it(self) -> None:
+    def no_instance_names_an_epoch_above_the_last_taken(self) -> None:
         for epochs in self.instances:
-            for partition in PARTITIONS:
-                assert epochs.of(partition) <= self.highest.get(partition, 0)
+            for partition, (epoch, taker) in self.highest.items():
+                assert _as_led_by(epochs, partition, taker) <= epoch
 
     def check_all_agree_once_settled(self) -> None:
+        """Every instance names the last take for its taker, the next for any other."""
         self.loop.run(asyncio.sleep(0.2 * 30), within=10)  # the slowest lag, every entry
         for epochs in self.instances:
             for partition in PARTITIONS:
-                assert epochs.of(partition) == self.highest.get(partition, 0)
+                if partition not in self.highest:
+                    assert _as_led_by(epochs, partition, epochs) == 0
+                    continue
+                epoch, taker = self.highest[partition]
+                for leader in self.instances:
+                    want = epoch if leader is taker else epoch + 1
+                    assert _as_led_by(epochs, partition, leader) == want
 
     @rule()
     def settle(self) -> None:

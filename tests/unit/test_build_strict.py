@@ -174,7 +174,7 @@ class _NoLogs:
     async def drop(self, topic: str) -> None:
         return None
 
-    def leader_epoch(self, topic: str) -> int:
+    def leader_epoch(self, topic: str, leader: str) -> int:
         return 0
 
 

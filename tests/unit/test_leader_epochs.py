@@ -106,15 +106,24 @@ async def test_consumers_see_epoch_0_and_where_it_ends(fmt: str) -> None:
 
 @pytest.mark.parametrize(
     ("requested", "expected"),
-    [(3, (3, 9)), (2, (2, 9)), (0, (0, 9)), (4, (-1, -1)), (7, (-1, -1)), (-1, (-1, -1))],
+    [
+        (3, (3, 9)),
+        (2, (2, 9)),
+        (0, (0, 9)),
+        (4, (-1, -1)),
+        (7, (-1, -1)),
+        (-1, (-1, -1)),
+        (-3, (-3, 2)),
+    ],
 )
 def test_every_epoch_up_to_the_current_one_ends_at_the_log_end(
     requested: int, expected: tuple[int, int]
 ) -> None:
     """The current epoch (3) ends at the log end (9), as in Kafka; so does every older
     one, since kop never truncates (a consumer's position from any of them is valid);
-    a newer or undefined one is unknown, as Kafka answers it."""
-    assert end_offset_for(requested, 9, 3) == expected
+    a newer or undefined one is unknown; one below the first ends at the log start (2),
+    as Kafka answers them."""
+    assert end_offset_for(requested, 2, 9, 3) == expected
 
 
 def _metadata_epoch(client: RawClient) -> int:
@@ -186,7 +195,7 @@ async def test_the_next_instance_to_serve_a_partition_leads_it_in_a_newer_epoch(
         "metadata": 0, "fetch, current 0": ("none", [0, 0])
     }  # fmt: skip
     assert await _serve(store, admin, 1, second) == {
-        "metadata before it serves": 0,  # the table says what the last owner took
+        "metadata before it serves": 1,  # the epoch it will take: another took 0
         "fetch, current 0": "fenced_leader_epoch",  # opening it took epoch 1
         "metadata": 1,
         "fetch, current 1": ("none", [0, 0]),  # batches carry epoch 0
