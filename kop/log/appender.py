@@ -30,18 +30,17 @@ from typing import Any
 from kop.log import entries
 from kop.log.entry_format import EntryFormat
 from kop.log.own_writes import OwnWrites
-from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
+from kop.log.producer_state import Duplicate, InFlight, ProducerStates
 from kop.log.receipts import ReceiptFeed
 from kop.log.retirement import CaughtUp, Retirements
 from kop.log.settings import LogSettings
+from kop.log.write_gate import Handle, WriteGate
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader
 from kop.storage.port import MessageLog, TopicWriter
 from kop.storage.types import OutgoingEntry, StorageError, StoredEntry, WriterFenced, WriterMode
 
 log = logging.getLogger(__name__)
-
-Handle = asyncio.Future[int]
 
 # A batch of more records than this is encoded off the event loop when that takes
 # work per record (docs/decisions.md D3: inline it costs up to ~1 ms with kop_native,
@@ -99,10 +98,11 @@ class Appender:
         self._settings = settings
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[int]] = set()
-        self._caught_up = caught_up
-        self._read_past: str | None = None  # the fencing writer the log was read past
         self._retirements = Retirements(storage, topic, own, caught_up, settings.write_timeout_s)
         self._retired = self._retirements.retired
+        self._gate = WriteGate(
+            storage, topic, own, producers, self._retirements, caught_up, settings
+        )
         self.closed = False
         self.fenced = False  # another instance took the partition over
         self._mode = WriterMode.FENCING
@@ -133,31 +133,8 @@ class Appender:
         return task
 
     async def _writer(self, mode: WriterMode = WriterMode.FENCING) -> TopicWriter:
-        """The topic's writer, never a retired one (its numbering is no longer trusted)."""
         self._mode = mode
-        try:
-            async with asyncio.timeout(self._settings.write_timeout_s):
-                writer = await self._storage.writer(self._topic, mode=mode)
-                while writer.name in self._retired:
-                    await self._storage.close_writer(self._topic, writer.name)
-                    writer = await self._storage.writer(self._topic, mode=mode)
-                if mode is WriterMode.FENCING and writer.name != self._read_past:
-                    await self._read_to_end()
-                    self._read_past = writer.name
-        except TimeoutError:
-            raise KafkaError(
-                ErrorCode.request_timed_out, f"no writer for {self._topic} in time"
-            ) from None
-        self._own.track(writer.name)
-        return writer
-
-    async def _read_to_end(self) -> None:
-        """Once a new fence is up, nothing more can land from a writer it fenced: the
-        log read to its end holds all another instance stored, so an idempotent retry
-        of a batch it stored (its client never heard) is found, not stored twice."""
-        end = await self._storage.end(self._topic)
-        if end is not None:
-            await self._caught_up(end)
+        return await self._gate.writer(mode)
 
     async def _plan(
         self,
@@ -170,9 +147,7 @@ class Appender:
     ) -> _Job:
         job = _Job(head)
         if job.idempotent:
-            decision = await decide(
-                self._producers, self._retirements.settling, head, self._settings, self._topic
-            )
+            decision = await self._gate.decide(head)
             if isinstance(decision, Duplicate):
                 job.offset = decision.base_offset
                 return job
@@ -283,33 +258,6 @@ class Appender:
         for task in list(self._tasks):
             task.cancel()
         self._retirements.cancel()
-
-
-async def decide(
-    producers: ProducerStates[Handle],
-    settling: asyncio.Task[None] | None,
-    head: BatchHeader,
-    settings: LogSettings,
-    topic: str,
-) -> Write | Duplicate | InFlight[Handle]:
-    """What to do with an idempotent batch. A retry of a batch whose write failed waits
-    until that failure has settled (`settling`), so what the log holds of it is known
-    before any of it is written again."""
-    args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
-    decision = producers.check(*args)
-    failed_before = isinstance(decision, Write) and producers.batch(
-        head.producer_id, head.base_sequence, head.record_count
-    )
-    if failed_before and settling is not None:
-        try:
-            async with asyncio.timeout(settings.write_timeout_s):
-                await asyncio.shield(settling)
-        except TimeoutError:
-            raise KafkaError(
-                ErrorCode.request_timed_out, f"{topic}: a failed write has not settled"
-            ) from None
-        decision = producers.check(*args)
-    return decision
 
 
 def _fail_observed(

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from kop.log.appender import Appender, Handle
+from kop.log.appender import Appender
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.compacted_part import CompactedPart
 from kop.log.entry_format import EntryFormat
@@ -32,6 +32,7 @@ from kop.log.settings import LogSettings
 from kop.log.stats import LogStats
 from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
+from kop.log.write_gate import Handle
 from kop.protocol.records import BatchHeader
 from kop.storage.port import Compaction, MessageLog
 from kop.storage.types import Position, StorageError

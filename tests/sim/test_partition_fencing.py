@@ -79,3 +79,26 @@ def test_a_retry_at_the_new_owner_of_a_batch_the_old_one_stored_is_not_stored_tw
     assert b.produce(batch([b"x2"], p, seq=2)) == 2
     slow.read_lag_s = 0.0
     assert b.fetch(0) == [(0, b"x0"), (1, b"x1"), (2, b"x2")]
+
+
+def test_an_instance_that_missed_a_takeover_sends_the_client_away_not_out_of_order(
+    loop: SimLoop,
+) -> None:
+    """A was frozen while B served the partition (the producer's sequences 1-3 went to
+    B). Woken, A still believes it owns the partition and gets the next batch (4)
+    before its view changes. A sequence gap is fatal to the client's producer: A
+    answers it only after reading the log to its end, where B's batches close the
+    gap, and its write is then refused by B's fence: NOT_LEADER_OR_FOLLOWER, retriable."""
+    store = MemoryLog()
+    slow = store.instance()
+    a = _node(loop, slow, [0])
+    b = _node(loop, store.instance(), [0])
+    p = Producer(pid=9)
+    assert a.produce(batch([b"s0"], p, seq=0)) == 0
+    slow.read_lag_s = 1.0  # A hears of B's writes late (it was frozen)
+    for seq in (1, 2, 3):
+        assert b.produce(batch([f"s{seq}".encode()], p, seq=seq)) == seq
+    sent_away = a.produce(batch([b"s4"], p, seq=4))
+    assert isinstance(sent_away, KafkaError), sent_away
+    assert sent_away.code is ErrorCode.not_leader_or_follower
+    assert b.produce(batch([b"s4"], p, seq=4)) == 4
