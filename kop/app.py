@@ -128,6 +128,19 @@ class PulsarBackend:
             await self._pulsar_admin.close()
 
 
+def connection_limits(c: KopConfig) -> Limits:
+    return Limits(
+        max_request_bytes=c.max_request_bytes,
+        max_inflight=c.max_inflight_requests,
+        idle_timeout_s=c.idle_timeout_s,
+        request_receive_timeout_s=c.request_receive_timeout_s,
+        response_send_timeout_s=c.response_send_timeout_s,
+        max_connections=c.max_connections,
+        max_queued_request_bytes=c.max_queued_request_bytes,
+        max_queued_response_bytes=c.max_queued_response_bytes,
+    )
+
+
 def log_settings(c: KopConfig) -> LogSettings:
     return LogSettings(
         checkpoint_interval=c.checkpoint_interval,
@@ -264,16 +277,7 @@ class Gateway:
             ownership=ownership,
             producer_ids=ProducerIds(c.node_id),
         )
-        limits = Limits(
-            max_request_bytes=c.max_request_bytes,
-            max_inflight=c.max_inflight_requests,
-            idle_timeout_s=c.idle_timeout_s,
-            request_receive_timeout_s=c.request_receive_timeout_s,
-            response_send_timeout_s=c.response_send_timeout_s,
-            max_connections=c.max_connections,
-            max_queued_request_bytes=c.max_queued_request_bytes,
-            max_queued_response_bytes=c.max_queued_response_bytes,
-        )
+        limits = connection_limits(c)
         default_ns = Namespace(c.tenant, c.namespace)
         self.metrics.watch_groups(self.groups, self.logs, default_ns)
         self._listener = KafkaListener(services, default_ns, limits, self.metrics)

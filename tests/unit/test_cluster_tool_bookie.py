@@ -6,48 +6,21 @@ every ledger recovery (-8, -10) until the 180 s start timeout."""
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import socketserver
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
-SIBLINGS = ("pulsar", "provision", "cluster_conf", "cluster_security")
+from tests.unit.tool_module import load_tool
 
-
-def _load_tool() -> ModuleType:
-    """tools/pulsar_cluster.py without leaving its siblings in sys.modules: its `pulsar`
-    is tools/pulsar.py, which must not shadow the official client for other tests."""
-    saved = {name: sys.modules.get(name) for name in SIBLINGS}
-    for name in SIBLINGS:
-        sys.modules.pop(name, None)
-    sys.path.insert(0, str(TOOLS))
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "kop_tools_pulsar_cluster", TOOLS / "pulsar_cluster.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(TOOLS))
-        for name, mod in saved.items():
-            if mod is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = mod
-
-
-tool = _load_tool()
+tool = load_tool(
+    "pulsar_cluster.py",
+    "kop_tools_pulsar_cluster",
+    isolate=("pulsar", "provision", "cluster_conf", "cluster_security"),
+)
 NODE = "/ledgers/available/localhost:{port}"
 
 

@@ -6,37 +6,19 @@ judge then showed a difference that was only the reference broker warming up."""
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import socketserver
 import struct
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+from tests.unit.tool_module import load_tool
 
-
-def _load_tool() -> ModuleType:
-    """tools/kafka.py under another name: `kafka` is kafka-python's package."""
-    sys.path.insert(0, str(TOOLS))  # it imports its sibling tools/provision.py
-    try:
-        spec = importlib.util.spec_from_file_location("kop_tools_kafka", TOOLS / "kafka.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(TOOLS))
-
-
-tool = _load_tool()
+tool = load_tool("kafka.py", "kop_tools_kafka")  # `kafka` is kafka-python's package
 
 CLUSTER_ID = "q1Sh-9_ISia_zwGINzRvyQ"
 NOT_COORDINATOR, LOAD_IN_PROGRESS, NOT_AVAILABLE, UNKNOWN_TOPIC = 16, 14, 15, 3
