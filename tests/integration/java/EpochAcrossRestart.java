@@ -1,14 +1,11 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * One consumer kept open across a restart of kop, which takes the partition in a
@@ -21,15 +18,6 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * line on stdin (the caller restarts kop and produces 5 more meanwhile).
  */
 public class EpochAcrossRestart {
-    static List<ConsumerRecord<String, String>> read(KafkaConsumer<String, String> c, int n) {
-        List<ConsumerRecord<String, String>> out = new ArrayList<>();
-        long deadline = System.currentTimeMillis() + 90_000;
-        while (out.size() < n && System.currentTimeMillis() < deadline) {
-            c.poll(Duration.ofMillis(200)).forEach(out::add);
-        }
-        return out;
-    }
-
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1];
         TopicPartition tp = new TopicPartition(topic, 0);
@@ -39,13 +27,13 @@ public class EpochAcrossRestart {
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
             c.assign(List.of(tp));
             c.seek(tp, 0);
-            List<ConsumerRecord<String, String>> got = read(c, 10);
+            List<ConsumerRecord<String, String>> got = EpochValidation.read(c, 10);
             System.out.println("A " + EpochValidation.offsets(got) + " EPOCHS "
                     + EpochValidation.epochs(got));
             System.out.println("RESTART");
             System.out.flush();
             new BufferedReader(new InputStreamReader(System.in)).readLine();
-            got = read(c, 5);
+            got = EpochValidation.read(c, 5);
             System.out.println("B " + EpochValidation.offsets(got));
             System.out.println("POSITION " + c.position(tp));
         }
