@@ -25,6 +25,7 @@ from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
+from kop.groups.topic_deletion import DeletionFollower
 from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
@@ -219,8 +220,8 @@ class Gateway:
         groups = GroupService(
             store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror, ownership=ownership
         )
-        if mirror is not None:
-            mirror.attach(groups)  # reads committed offsets to reconcile after a restart
+        assert self.epochs is not None
+        self.epochs.on_deleted = DeletionFollower(groups, Namespace(c.tenant, c.namespace)).deleted
         await groups.start()
         return groups
 

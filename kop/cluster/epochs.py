@@ -14,6 +14,12 @@ taken if the owner took it, else the next. Metadata from any instance thus names
 the epoch the owner will check, and a client holding an older one is told
 FENCED_LEADER_EPOCH and refreshes, as with Kafka brokers.
 
+A deleted topic's partitions get tombstones (the next one made under the name
+starts at 0). Read by the tail, they also tell every instance of the deletion, as
+Kafka's metadata log tells every broker: `on_deleted` removes the committed offsets
+of the groups each instance coordinates (the instance that ran DeleteTopics can only
+remove its own). Tombstones read at start are history and are not told.
+
 Two instances that both believe they own a partition (views disagree for a
 moment) may take the same epoch; Pulsar's fence on the partition's writer, not
 the epoch, keeps the stale one's writes out. A partition no instance has served
@@ -27,7 +33,7 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from kop.cluster.member import Member
@@ -66,6 +72,8 @@ class LeaderEpochs:
         self._markers: dict[str, asyncio.Future[None]] = {}  # written, not yet read back
         self._tail: asyncio.Task[None] | None = None
         self._catching_up: asyncio.Future[None] | None = None
+        self._live = False  # the tail is past what the topic held at start
+        self.on_deleted: Callable[[list[str]], None] = lambda _partitions: None
         self.malformed = 0
 
     async def start(self) -> None:
@@ -79,6 +87,7 @@ class LeaderEpochs:
             await reader.close()
             raise
         log.info("%d partitions have a leader epoch in %s", len(self._table), self.topic)
+        self._live = True
         self._tail = asyncio.create_task(self._follow(reader), name="leader-epochs")
 
     async def close(self) -> None:
@@ -110,14 +119,15 @@ class LeaderEpochs:
 
     async def forget(self, partitions: Sequence[str]) -> None:
         """The partitions' topic is deleted: a topic made again under its name starts
-        at epoch 0, as in Kafka (it gets a new topic id, so clients drop the old epochs)."""
-        known = [p for p in partitions if p in self._table]
-        if not known:
+        at epoch 0, as in Kafka (it gets a new topic id, so clients drop the old epochs).
+        Every partition gets a tombstone, taken or not: the other instances learn of
+        the deletion from it."""
+        if not partitions:
             return
-        tombstones = [OutgoingEntry.of(OutgoingMessage(None, {}, p, None)) for p in known]
+        tombstones = [OutgoingEntry.of(OutgoingMessage(None, {}, p, None)) for p in partitions]
         writer = await self._storage.writer(self.topic)
         await writer.send_all(tombstones)[1]
-        for p in known:
+        for p in partitions:
             self._table.pop(p, None)
 
     async def _caught_up(self) -> None:
@@ -155,12 +165,14 @@ class LeaderEpochs:
             await reader.close()
 
     def _apply(self, entry: StoredEntry) -> None:
+        deleted = []
         for msg in batch_layout.messages(entry):
             if msg.partition_key.startswith(_SYNC):
                 self._read_back(msg.payload)
                 continue
             if msg.null_value:
                 self._table.pop(msg.partition_key, None)
+                deleted.append(msg.partition_key)
                 continue
             try:
                 body = json.loads(msg.payload)
@@ -173,6 +185,8 @@ class LeaderEpochs:
                     log.warning("%s holds a message that is not an epoch: %s", self.topic, exc)
                 continue
             self._note(msg.partition_key, taken)
+        if deleted and self._live:
+            self.on_deleted(deleted)
 
     def _note(self, partition: str, taken: Taken) -> None:
         """The highest epoch wins (two instances that both took one, in a view change)."""

@@ -4,11 +4,17 @@ placed at the committed offset's message (found through the offset index), so
 Pulsar's tools list the group with its backlog and Pulsar retention keeps what
 the group has not consumed. A subscription without the prefix is never touched.
 
+The instance that owns a partition mirrors every group's commits on it, whichever
+instance coordinates the group: placing needs the partition's offset index, which
+only its owner holds, and every instance reads every commit (`CommittedView`).
+Commits seen for a partition owned elsewhere are kept aside and placed if this
+instance comes to serve it (a takeover), at the offset committed by then.
+
 Commits only note what to place; a background task places the latest offset
 of each (group, partition) every `interval_s`, at most `per_round` of them, so
 a busy group costs Pulsar one admin call per partition per interval, not one per
-commit. Those queues live in memory and a restart loses them, so once the groups
-are loaded `MirrorReconciler` compares the subscriptions on the topics kop serves
+commit. Those queues live in memory and a restart loses them, so once the view
+is loaded `MirrorReconciler` compares the subscriptions on the topics kop serves
 with the committed offsets: it queues the removal of those no offset backs any
 more, and re-places every group's subscription when its partition is next open
 (placing needs the partition's offset index). Pulsar counts a backlog in entries:
@@ -22,7 +28,7 @@ import logging
 from collections.abc import Awaitable
 
 from kop.groups.mirror_names import SubscriptionNames
-from kop.groups.mirror_reconcile import GroupsView, MirrorReconciler
+from kop.groups.mirror_reconcile import CommittedOffsets, MirrorReconciler
 from kop.groups.types import TopicPartition
 from kop.log.manager import LogManager
 from kop.log.topics import TopicCatalog
@@ -51,7 +57,7 @@ class SubscriptionMirror:
         self.catalog = catalog
         self.ns = ns
         self.names = names or SubscriptionNames()
-        self.groups: GroupsView | None = None  # attached once the coordinator exists
+        self.view: CommittedOffsets | None = None  # every group's commits, once attached
         self._logs = logs
         self._interval_s = interval_s
         self._per_round = per_round
@@ -61,8 +67,8 @@ class SubscriptionMirror:
         self.placed = 0  # subscriptions placed or moved, for tests and metrics
         self.removed = 0
 
-    def attach(self, groups: GroupsView) -> None:
-        self.groups = groups
+    def attach(self, view: CommittedOffsets) -> None:
+        self.view = view
 
     def committed(self, group: str, offsets: dict[TopicPartition, int]) -> None:
         for tp, offset in offsets.items():
@@ -78,17 +84,16 @@ class SubscriptionMirror:
         """Re-place `key` at its committed offset once `partition_topic` is open."""
         self._deferred.setdefault(partition_topic, set()).add(key)
 
-    def coordinates(self, group: str) -> bool:
-        """Only the group's coordinator knows its offsets: the others leave its
-        subscriptions alone."""
-        return self.groups is not None and self.groups.coordinates(group)
+    def owns(self, partition_topic: str) -> bool:
+        """Whether this instance mirrors onto the partition: its owner does."""
+        return self._logs.owns(partition_topic)
 
     def committed_at(self, group: str, full_topic: str, partition: int) -> int | None:
         """The group's committed offset on that partition now, however the client
         named the topic; None without one (or before the groups are attached)."""
-        if self.groups is None:
+        if self.view is None:
             return None
-        for tp, committed in self.groups.offsets.of(group).items():
+        for tp, committed in self.view.of(group).items():
             if tp.partition != partition:
                 continue
             try:
@@ -132,7 +137,7 @@ class SubscriptionMirror:
     async def _remove_one(self, key: Key) -> None:
         group, tp = key
         topic = await self._partition_topic(tp)
-        if topic is None:
+        if topic is None or not self.owns(topic):  # its owner removes it
             return
         if self.committed_at(group, resolve(tp.topic, self.ns).full, tp.partition) is not None:
             return  # committed again meanwhile (perhaps under another name of the topic)
@@ -144,7 +149,7 @@ class SubscriptionMirror:
         topic = await self._partition_topic(tp)
         if topic is None:
             return
-        if not self._logs.owns(topic):  # placing needs its offset index: its owner's
+        if not self.owns(topic):  # placing needs its offset index: its owner's
             self.defer(topic, key)
             return
         try:

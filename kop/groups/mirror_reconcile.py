@@ -6,7 +6,8 @@ subscriptions on every partition of the topics kop serves (its namespace and
 every namespace a group committed in), at most `rate` admin calls a second in the
 background (readiness never waits on it):
 - a subscription with kop's prefix whose group has no committed offset on that
-  partition any more (group deleted, offsets expired or deleted) is removed;
+  partition any more (group deleted, offsets expired or deleted) is removed by
+  the partition's owner;
 - every committed (group, partition) is re-placed at its offset once the
   partition is open (placing needs its offset index; opening thousands of
   partitions only for this would cost more than a subscription behind its group);
@@ -40,25 +41,16 @@ class _Refused(Exception):
     """Pulsar refuses kop's role what the reconcile needs."""
 
 
-class OffsetsView(Protocol):
-    def groups(self) -> list[str]: ...
-
-    def of(self, group: str) -> dict[TopicPartition, CommittedOffset]: ...
-
-
-class GroupsView(Protocol):
-    """What the mirror reads of the coordinator: whether the offsets topic has been
-    read back, and the committed offsets as they are now."""
+class CommittedOffsets(Protocol):
+    """What the mirror reads of every group's commits (`CommittedView`): whether the
+    offsets topic has been read to its end, and the offsets as they are now."""
 
     @property
     def loaded(self) -> bool: ...
 
-    @property
-    def offsets(self) -> OffsetsView: ...
+    def groups(self) -> list[str]: ...
 
-    def coordinates(self, group_id: str) -> bool:
-        """Whether this instance coordinates the group (has its offsets loaded)."""
-        ...
+    def of(self, group: str) -> dict[TopicPartition, CommittedOffset]: ...
 
 
 class MirrorReconciler:
@@ -71,12 +63,12 @@ class MirrorReconciler:
         self._legacy_example = ("", "")  # (partition topic, subscription)
 
     async def run(self) -> None:
-        groups = self._mirror.groups
+        groups = self._mirror.view
         if groups is None:
             return
         while not groups.loaded:
             await asyncio.sleep(0.1)
-        committed = self._committed(groups.offsets)
+        committed = self._committed(groups)
         namespaces = {self._mirror.ns}
         namespaces |= {resolve(full, self._mirror.ns).namespace for full, _ in committed}
         try:
@@ -87,7 +79,7 @@ class MirrorReconciler:
             return
         self._report()
 
-    def _committed(self, offsets: OffsetsView) -> dict[Where, list[Key]]:
+    def _committed(self, offsets: CommittedOffsets) -> dict[Where, list[Key]]:
         """Every committed (group, partition), by the partition it names."""
         by_where: dict[Where, list[Key]] = {}
         for group in offsets.groups():
@@ -138,7 +130,7 @@ class MirrorReconciler:
                 if mirror.committed_at(name, *where) is not None:
                     self.legacy += 1
                     self._legacy_example = (topic, name)
-            elif mirror.committed_at(group, *where) is None and mirror.coordinates(group):
+            elif mirror.committed_at(group, *where) is None and mirror.owns(topic):
                 mirror.forgotten(group, [TopicPartition(where[0], where[1])])
                 self.removed += 1
         for key in keys:

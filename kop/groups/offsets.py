@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
 from kop.groups.group import Group
 from kop.groups.offsets_store import OffsetsStore
@@ -25,20 +24,9 @@ log = logging.getLogger(__name__)
 CHECK_INTERVAL_MS = 600_000  # offsets.retention.check.interval.ms
 
 
-class Mirror(Protocol):
-    """Told of what is committed and what is gone (the subscription mirror)."""
-
-    def committed(self, group: str, offsets: dict[TopicPartition, int]) -> None: ...
-
-    def forgotten(self, group: str, tps: list[TopicPartition]) -> None: ...
-
-
 class Offsets:
-    def __init__(
-        self, store: OffsetsStore, retention_ms: int, mirror: Mirror | None = None
-    ) -> None:
+    def __init__(self, store: OffsetsStore, retention_ms: int) -> None:
         self._store = store
-        self._mirror = mirror
         self.retention_ms = retention_ms
         self._by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._next_check_ms = 0
@@ -62,22 +50,16 @@ class Offsets:
         """Persisted first, then visible: a fetch never sees an unpersisted commit."""
         await self._store.commit(group, offsets)
         self._by_group.setdefault(group, {}).update(offsets)
-        if self._mirror is not None:
-            self._mirror.committed(group, {tp: o.offset for tp, o in offsets.items()})
 
     async def delete(self, group: str, tps: list[TopicPartition]) -> None:
         known = [tp for tp in tps if tp in self._by_group.get(group, {})]
         await self._store.delete_offsets(group, known)
         self._drop(group, known)
-        if self._mirror is not None:
-            self._mirror.forgotten(group, known)
 
     async def forget_group(self, group: str) -> None:
         known = list(self._by_group.get(group, {}))
         await self._store.delete_group(group, known)
         self._by_group.pop(group, None)
-        if self._mirror is not None:
-            self._mirror.forgotten(group, known)
 
     async def forget_topics(self, deleted: Callable[[str], bool]) -> list[str]:
         """Tombstone every group's offsets of deleted topics (Kafka's onPartitionsDeleted):

@@ -65,7 +65,7 @@ class OffsetsStore:
     ) -> None:
         if partitions < 1:
             raise ValueError(f"the offsets topic needs at least one partition, not {partitions}")
-        self._storage = storage
+        self.storage = storage
         self.topic = topic
         self.partitions = partitions
         self._write_timeout_s = write_timeout_s
@@ -85,7 +85,7 @@ class OffsetsStore:
         (the storage may be down): the caller bounds it."""
         topic = self.partition_topic(partition)
         barrier = await self._take(topic)
-        reader = await self._storage.reader(topic, None, compacted=True)
+        reader = await self.storage.reader(topic, None, compacted=True)
         try:
             return await self._read_to(reader, topic, barrier)
         finally:
@@ -95,7 +95,7 @@ class OffsetsStore:
         """What the partition holds now, read to its end without taking it (for checks
         and tools; a coordinator loads with `load`)."""
         topic = self.partition_topic(partition)
-        reader = await self._storage.reader(topic, None, compacted=True)
+        reader = await self.storage.reader(topic, None, compacted=True)
         reader.report_idle()
         try:
             return await self._read_to(reader, topic, None)
@@ -104,7 +104,7 @@ class OffsetsStore:
 
     async def _take(self, topic: str) -> bytes:
         await self.release_topic(topic)
-        writer = await self._storage.writer(topic, mode=WriterMode.FENCING)
+        writer = await self.storage.writer(topic, mode=WriterMode.FENCING)
         self._held[topic] = writer
         barrier = uuid.uuid4().hex.encode()
         message = OutgoingMessage(barrier, {}, BARRIER_KEY, None)
@@ -169,7 +169,7 @@ class OffsetsStore:
     async def release_topic(self, topic: str) -> None:
         writer = self._held.pop(topic, None)
         if writer is not None:
-            await self._storage.close_writer(topic, writer.name)
+            await self.storage.close_writer(topic, writer.name)
 
     async def close(self) -> None:
         for topic in list(self._held):

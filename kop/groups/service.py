@@ -14,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
+from kop.groups.committed_view import CommittedView
 from kop.groups.coordinator import Coordinator, JoinRequest, Limits
 from kop.groups.driver import Driver
 from kop.groups.loading import PartitionLoading
@@ -51,8 +53,16 @@ class GroupService:
         ownership: Ownership | None = None,
     ) -> None:
         self.coordinator = Coordinator(limits)
-        self.offsets = Offsets(store, offsets_retention_ms, mirror)
+        self.offsets = Offsets(store, offsets_retention_ms)
+        # every group's commits, also those coordinated elsewhere: for the mirror and
+        # the lag of the partitions this instance serves
+        self.committed = CommittedView(
+            store.storage, [store.partition_topic(p) for p in range(store.partitions)]
+        )
         self.mirror = mirror
+        if mirror is not None:
+            self.committed.sink = mirror
+            mirror.attach(self.committed)
         self._store = store
         self._driver = Driver(self.coordinator, store, clock, self._failed)
         alone = Member(-1, "", 0, "")
@@ -69,8 +79,13 @@ class GroupService:
     async def start(self) -> None:
         self._driver.spawn(self.partitions.follow(self._ownership), "groups-partitions")
         self._driver.spawn(self._driver.run_timers(self._expire), "groups-timers")
+        self._driver.spawn(self.committed.run(), "groups-committed-view")
         if self.mirror is not None:
             self._driver.spawn(self.mirror.run(), "groups-mirror")
+
+    def background(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """A task that lives no longer than the service."""
+        self._driver.spawn(coro, name)
 
     async def close(self) -> None:
         await self._driver.close()

@@ -1,5 +1,8 @@
-"""Consumer-group metrics, read from the coordinator when scraped: lag per group
-and partition (for partitions this kop has open), groups by state, rebalances."""
+"""Consumer-group metrics, read when scraped: groups by state and rebalances from
+the coordinator (the groups this instance coordinates), lag per group and partition
+from every group's commits (`CommittedView`) for the partitions this instance has
+open, so that with several instances each (group, partition) is reported once, by
+the instance that knows the partition's end."""
 
 from __future__ import annotations
 
@@ -38,8 +41,8 @@ class GroupCollector(Collector):
             labels=["group", "topic", "partition"],
         )
         owned = self._logs.owned()
-        for group in self._groups.offsets.groups():
-            for tp, committed in self._groups.offsets.of(group).items():
+        for group, offsets in self._groups.committed.items():
+            for tp, committed in offsets.items():
                 try:
                     topic = resolve(tp.topic, self._ns)
                 except InvalidTopicName:

@@ -111,5 +111,12 @@ class MemoryBackend:
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log
 
+    def instance(self) -> MemoryBackend:
+        """Another kop process over the same Pulsar: connections (writers, readers)
+        of its own; the same topics, subscriptions and admin state."""
+        other = MemoryBackend(self.log.instance())
+        other.admin, other.compaction = self.admin, self.compaction
+        return other
+
     async def close(self) -> None:
         await self.log.close()

@@ -34,7 +34,7 @@ async def _reloaded(s: Services) -> GroupService:
     """A restarted kop's groups, read back from the same offsets topic."""
     assert s.groups is not None
     store = s.groups._store
-    again = GroupService(OffsetsStore(store._storage, store.topic, store.partitions), Limits())
+    again = GroupService(OffsetsStore(store.storage, store.topic, store.partitions), Limits())
     await again.start()
     while not again.loaded:
         await asyncio.sleep(0.001)

@@ -45,7 +45,7 @@ async def test_a_standalone_group_is_empty_to_describe_and_list_after_a_restart(
     assert await _seen(s) == (("Empty", ""), ("Empty", ""))
     store = s.groups._store
     await s.groups.close()
-    s.groups = GroupService(OffsetsStore(store._storage, store.topic, store.partitions), Limits())
+    s.groups = GroupService(OffsetsStore(store.storage, store.topic, store.partitions), Limits())
     await s.groups.start()
     try:
         while not s.groups.loaded:

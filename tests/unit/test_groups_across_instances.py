@@ -1,0 +1,93 @@
+"""Two kop instances over one in-memory Pulsar, with a group coordinated by one of
+them and the partition it commits on owned by the other: the partition's owner
+mirrors the group's subscription (the coordinator cannot, it has no offset index
+for a partition it does not serve), and a DeleteTopics sent to the owner removes
+the group's offsets at its coordinator, as Kafka's coordinators all learn of a
+deletion."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from collections.abc import AsyncIterator
+
+from kio.schema.types import TopicName
+
+from conformance.clients.raw import RawClient
+from kop.app import Gateway
+from kop.config import KopConfig
+from kop.storage.naming import Namespace, PulsarTopic
+from tests.sim.memory_admin import MemoryBackend
+from tests.unit.memory_gateway import free_port, until
+from tests.unit.test_subscription_mirror import _commit_ok, _produce
+
+PARTITION = "persistent://public/default/hot-partition-0"
+
+
+@contextlib.asynccontextmanager
+async def two_instances() -> AsyncIterator[tuple[Gateway, Gateway, MemoryBackend]]:
+    """(owner of PARTITION, the other one, the backend), each seeing both."""
+    backend = MemoryBackend()
+    await backend.admin.create_partitioned(
+        PulsarTopic(Namespace("public", "default"), "hot", "hot"), 1, {}
+    )
+    gateways = []
+    async with contextlib.AsyncExitStack() as stack:
+        for node in (0, 1):
+            config = KopConfig(
+                listen_host="127.0.0.1", port=free_port(), admin_port=0, node_id=node,
+                heartbeat_interval_s=0.1, member_ttl_s=0.5, mirror_interval_s=0.05,
+                group_initial_rebalance_delay_ms=0,
+            )  # fmt: skip
+            gateway = Gateway(config, backend if node == 0 else backend.instance())
+            await gateway.start()
+            stack.push_async_callback(gateway.stop)
+            gateways.append(gateway)
+        a, b = gateways
+        assert a.logs is not None and b.logs is not None
+        await until(lambda: a.logs.owns(PARTITION) != b.logs.owns(PARTITION), 5)  # type: ignore[union-attr]
+        await until(lambda: all(g.groups is not None and g.groups.loaded for g in gateways), 5)
+        yield (a, b, backend) if a.logs.owns(PARTITION) else (b, a, backend)
+
+
+def group_coordinated_by(gateway: Gateway) -> str:
+    assert gateway.groups is not None
+    return next(g for g in (f"grp-{i}" for i in range(200)) if gateway.groups.coordinates(g))
+
+
+async def test_the_partitions_owner_mirrors_a_group_coordinated_elsewhere() -> None:
+    async with two_instances() as (owner, other, backend):
+        group = group_coordinated_by(other)
+        to_owner, to_coordinator = RawClient(owner.kafka_port), RawClient(other.kafka_port)
+        await _produce(to_owner, 10)
+        stored = backend.log.topic(PARTITION).entries()
+        mirrored = (PARTITION, f"kafka-group-{group}")
+        for offset in (4, 7):
+            await _commit_ok(to_coordinator, offset, group)
+            await until(
+                lambda o=offset: backend.admin.cursors.get(mirrored, "none")  # type: ignore[misc]
+                == stored[o].position,
+                5,
+            )
+        to_owner.close()
+        to_coordinator.close()
+
+
+async def test_deleting_a_topic_at_one_instance_removes_its_offsets_at_the_coordinator() -> None:
+    async with two_instances() as (owner, other, _backend):
+        assert other.groups is not None
+        group = group_coordinated_by(other)
+        to_owner, to_coordinator = RawClient(owner.kafka_port), RawClient(other.kafka_port)
+        await _produce(to_owner, 3)
+        await _commit_ok(to_coordinator, 2, group)
+        assert other.groups.offsets.of(group)
+
+        deleted = await asyncio.to_thread(
+            to_owner.request, 20, 4, topic_names=(TopicName("hot"),),
+            timeout=datetime.timedelta(seconds=10),
+        )  # fmt: skip
+        assert deleted.responses[0].error_code == 0
+        await until(lambda: not other.groups.offsets.of(group), 5)  # type: ignore[union-attr]
+        to_owner.close()
+        to_coordinator.close()
