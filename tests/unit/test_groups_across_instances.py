@@ -66,8 +66,10 @@ async def test_the_partitions_owner_mirrors_a_group_coordinated_elsewhere() -> N
         for offset in (4, 7):
             await _commit_ok(to_coordinator, offset, group)
             await until(
-                lambda o=offset: backend.admin.cursors.get(mirrored, "none")  # type: ignore[misc]
-                == stored[o].position,
+                lambda o=offset: (
+                    backend.admin.cursors.get(mirrored, "none")  # type: ignore[misc]
+                    == stored[o].position
+                ),
                 5,
             )
         to_owner.close()
