@@ -38,10 +38,12 @@ class IndexFlusher:
         # Partitions whose index write failed: (next try, current backoff).
         self._retry_at: dict[str, tuple[float, float]] = {}
         self._warned_at: float | None = None  # during a spell of failed index writes
+        self._saved_at: dict[str, float] = {}  # when a partition's changes were last stored
 
     def forget(self, topics: Iterable[str]) -> None:
         for t in topics:
             self._retry_at.pop(t, None)
+            self._saved_at.pop(t, None)
 
     async def flush(self, final: bool = False) -> None:
         """Persist every partition's index changes, the sends pipelined and each
@@ -53,11 +55,22 @@ class IndexFlusher:
             due = [
                 (topic, plog)
                 for topic, plog in list(self._logs.items())
-                if final or self._retry_at.get(topic, (0.0, 0.0))[0] <= now
+                if final or self._due(topic, plog, now)
             ]
             results = await asyncio.gather(*(self._save(t, p) for t, p in due))
         outcome = {topic: why for (topic, _), why in zip(due, results, strict=True)}
         self._report(outcome, final)
+
+    def _due(self, topic: str, plog: PartitionLog, now: float) -> bool:
+        """Not while backing off; new checkpoints go at once; a mark alone (and
+        producer snapshots) waits out `mark_interval_s`."""
+        if self._retry_at.get(topic, (0.0, 0.0))[0] > now:
+            return False
+        if plog.index.created or plog.index.dropped:
+            return True
+        return now - self._saved_at.get(topic, -self._settings.mark_interval_s) >= (
+            self._settings.mark_interval_s
+        )
 
     async def _save(self, topic: str, plog: PartitionLog) -> str | None:
         """Persist one partition's changes; None, or why it failed."""
@@ -80,6 +93,7 @@ class IndexFlusher:
             plog.stats.add("index_write_failures")
             return f"not stored within {timeout:g}s" if isinstance(exc, TimeoutError) else str(exc)
         plog.flushed(changes)
+        self._saved_at[topic] = asyncio.get_running_loop().time()
         return None
 
     def _report(self, outcome: dict[str, str | None], final: bool) -> None:

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 class LogSettings:
     checkpoint_interval: int = 1000
     max_checkpoints: int = 10_000  # per partition; thinned beyond
+    # A partition's mark and producer snapshots alone (no new checkpoint) are persisted
+    # at most this often: a restart or a new owner counts on from the last checkpoint
+    # either way, and with many slow partitions a mark a second each was most of the
+    # index's writes, and what a takeover had to read back (docs/benchmarks.md).
+    mark_interval_s: float = 10.0
     tail_buffer_bytes: int = 256 << 20  # in total, across partitions
     write_timeout_s: float = 30.0
     open_wait_s: float = 5.0  # a request waits this long for a partition to open
