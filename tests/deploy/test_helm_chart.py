@@ -391,9 +391,9 @@ def test_notes(tmp_path: Path) -> None:
     notes = _notes(tmp_path)
     assert "bootstrap.servers=kop.kafka.svc:9092" in notes
     assert "kop-0.kop-headless.kafka.svc:9092" in notes
-    assert "WARNING" not in notes
+    assert "With replicaCount: 3 the others" in notes  # one instance: no failover
     three = _notes(tmp_path / "three", "replicaCount=3")
-    assert "WARNING: replicaCount is 3" in three
+    assert "replicaCount: 3" not in three
     assert "kop-2.kop-headless.kafka.svc:9092" in three
 
 
