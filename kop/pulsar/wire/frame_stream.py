@@ -52,6 +52,7 @@ class FrameStream(asyncio.BufferedProtocol):
         self._transport: asyncio.Transport | None = None
         self._paused = False
         self._closed: PulsarWireError | None = None  # why it ended; None while open
+        self._queued: list[bytes] = []  # commands not yet written (`send`)
 
     @property
     def is_closed(self) -> bool:
@@ -128,16 +129,29 @@ class FrameStream(asyncio.BufferedProtocol):
     # -- writes ------------------------------------------------------------------------
 
     def send(self, command: pb.BaseCommand) -> None:
-        """Writes a simple command (ignoring flow control: they are small)."""
+        """Writes a simple command (ignoring flow control: they are small) once this
+        turn of the event loop is done, with every other command sent meanwhile: one
+        send call for many. With a thousand partitions, a call per FLOW and
+        GetLastMessageId was 29% of a new owner's time while it took partitions over."""
         if self._closed is None:
-            self._write(encode_command(command))
+            if not self._queued:
+                asyncio.get_running_loop().call_soon(self._write_queued)
+            self._queued.append(encode_command(command))
 
     def write_frames(self, frames: Iterable[tuple[bytes, bytes | memoryview]]) -> None:
-        """Writes payload frames given as (head, payload); the caller checks `writable`
-        first. Small frames are joined into one write (one send call for many), a
-        large payload goes as a piece of its own (no copy into a joined frame)."""
+        """Writes payload frames given as (head, payload), after the commands sent
+        before them; the caller checks `writable` first. Small frames are joined into
+        one write (one send call for many), a large payload goes as a piece of its own
+        (no copy into a joined frame)."""
         if self._transport is not None and self._closed is None:
+            self._write_queued()
             _write_joined(self._transport, frames)
+
+    def _write_queued(self) -> None:
+        if self._queued:
+            data = b"".join(self._queued)
+            self._queued.clear()
+            self._write(data)
 
     def _write(self, data: bytes) -> None:
         if self._transport is not None and not self._transport.is_closing():
