@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kop.api.internal_topics import refuse_access
+from kop.api.produce_order import PartitionChains
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.service import GroupService
@@ -136,6 +137,7 @@ class RequestContext:
     api_version: int
     client_host: str = ""  # the peer's address, as group members report it
     answers: AnswerRoom = UNBOUNDED  # handlers outside a server (tests) need no budget
+    chains: PartitionChains = field(default_factory=PartitionChains)  # the connection's
 
 
 def lead(services: Services, partition_topic: str) -> None:

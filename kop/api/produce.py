@@ -8,6 +8,7 @@ Pulsar's acknowledgements overlaps with later requests. acks=0 gets no answer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -39,13 +40,29 @@ async def handle(
         return _finish(request, [], error=ErrorCode.transactional_id_authorization_failed)
     if request.acks not in (0, 1, -1):
         return _finish(request, [], error=ErrorCode.invalid_required_acks)
-    pending: list[tuple[str, int, Pending]] = []
+    pending: list[tuple[str, int, Pending | asyncio.Task[Pending]]] = []
     for t in request.topic_data:
         for p in t.partition_data:
-            pending.append(
-                (t.name, p.index, await _begin(services, ctx, t.name, p.index, p.records))
-            )
+            key = (t.name, p.index)
+            begin = functools.partial(_begin, services, ctx, t.name, p.index, p.records)
+            if ctx.chains.busy(key) or await _to_open(services, ctx, t.name, p.index):
+                pending.append((t.name, p.index, ctx.chains.after(key, begin)))
+            else:
+                pending.append((t.name, p.index, await begin()))
     return _finish(request, pending)
+
+
+async def _to_open(services: Services, ctx: RequestContext, name: str, index: int) -> bool:
+    """Whether the partition is this instance's and not open yet (`produce_order`);
+    anything else is answered at once by `_begin`."""
+    try:
+        view = await existing_topic(services, ctx, name)
+    except Exception:
+        return False
+    if not 0 <= index < view.partitions:
+        return False
+    topic = view.partition_topic(index)
+    return services.owners.mine(topic) and not services.logs.is_open(topic)
 
 
 async def _begin(
@@ -110,7 +127,7 @@ async def _apply(
 
 async def _finish(
     request: Any,
-    pending: list[tuple[str, int, Pending]],
+    pending: list[tuple[str, int, Pending | asyncio.Task[Pending]]],
     error: ErrorCode | None = None,
 ) -> Response | None:
     # One after another: the writes are in flight already, so this takes as long as the
@@ -133,7 +150,9 @@ async def _finish(
     }
 
 
-async def _settle(work: Pending) -> dict[str, Any]:
+async def _settle(work: Pending | asyncio.Task[Pending]) -> dict[str, Any]:
+    if isinstance(work, asyncio.Task):
+        work = await asyncio.shield(work)  # begun in the background (`produce_order`)
     if isinstance(work, BaseException):
         return _refused(work)
     written, append_time = work

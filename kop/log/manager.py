@@ -80,6 +80,9 @@ class LogManager:
     def owned(self) -> dict[str, PartitionLog]:
         return dict(self._logs)
 
+    def is_open(self, topic: str) -> bool:
+        return topic in self._logs
+
     def leader_epoch(self, topic: str, leader: str) -> int:
         """The epoch the instance `leader` (its Member.instance) leads the partition
         in: this instance's own, if it serves it."""

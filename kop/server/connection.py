@@ -23,6 +23,7 @@ from typing import Any
 from kop.api.api_versions import unsupported_version_response
 from kop.api.context import Namespace, RequestContext, Services
 from kop.api.dispatch import HANDLERS
+from kop.api.produce_order import PartitionChains
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameTooLarge
 from kop.protocol.messages import (
@@ -89,6 +90,7 @@ class Connection:
         self._observer = observer
         memory = answers or AnswerMemory(limits.max_queued_response_bytes)
         self._answers = AnswerWriter(writer, memory, observer)
+        self._chains = PartitionChains()  # produce begins still running, per partition
         self._stopping = False
         self._peer: str | None = None
 
@@ -223,6 +225,7 @@ class Connection:
             request.header.api_version,
             self.peer.rsplit(":", 1)[0],
             self._answers.room,
+            self._chains,
         )
         handler = HANDLERS[ApiKey(request.header.api_key)]
         try:

@@ -177,6 +177,9 @@ class _NoLogs:
     def leader_epoch(self, topic: str, leader: str) -> int:
         return 0
 
+    def is_open(self, topic: str) -> bool:
+        return True  # produce begins at once, and meets `partition` failing
+
 
 async def _services() -> Services:
     memory = MemoryLog()
