@@ -247,7 +247,6 @@ class Gateway:
         )  # fmt: skip
         self.metrics.watch(self.logs)
         await self.logs.start()
-        self._handover = asyncio.create_task(handover.follow(ownership, self.logs), name="handover")
         defaults = TopicDefaults(
             entry_format=EntryFormat(c.default_entry_format),
             pulsar_batching=c.default_pulsar_batching,
@@ -264,6 +263,10 @@ class Gateway:
         )
         catalog = TopicCatalog(
             self.backend.admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes
+        )
+        self._handover = asyncio.create_task(
+            handover.follow(ownership, self.logs, catalog, self.epochs.taken_elsewhere),
+            name="handover",
         )
         self.groups = await self._start_groups(storage, self.logs, catalog, ownership)
         services = Services(

@@ -104,6 +104,12 @@ class LeaderEpochs:
             return FIRST_EPOCH
         return taken.epoch if taken.instance == leader else taken.epoch + 1
 
+    def taken_elsewhere(self) -> list[str]:
+        """The partitions another process took last: served elsewhere, or before a
+        restart of this instance."""
+        me = self._me.instance
+        return [p for p, taken in self._table.items() if taken.instance != me]
+
     async def take(self, partition: str) -> int:
         """The next epoch of `partition`, persisted: this instance now leads it."""
         await self._caught_up()
