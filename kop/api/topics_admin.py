@@ -118,11 +118,17 @@ def _check_replicas(services: Services, ids: list[int]) -> None:
             raise KafkaError(
                 ErrorCode.invalid_replica_assignment, f"{what} the broker {b} more than once."
             )
-        if b != services.broker.node_id:
+        if b not in _live_nodes(services):
             raise KafkaError(
                 ErrorCode.invalid_replica_assignment,
                 f"{what} broker {b}, but no such broker is registered.",
             )
+
+
+def _live_nodes(services: Services) -> set[int]:
+    """The brokers an assignment may name: the live instances. The partition is placed
+    by ownership (D15) whichever it names: Pulsar holds and replicates the data."""
+    return {m.node_id for m in services.owners.brokers()}
 
 
 def _requested(services: Services, topics: Any) -> int:
@@ -199,8 +205,8 @@ async def create_partitions(services: Services, ctx: RequestContext, request: An
 
 
 async def _check_assignments(services: Services, ctx: RequestContext, t: Any) -> None:
-    """An explicit assignment can only name kop itself, once per new partition (it is
-    the one broker and the only replica), as Kafka checks against its brokers."""
+    """An explicit assignment names one live instance per new partition (topics have one
+    replica), as Kafka checks against its brokers."""
     view = await services.catalog.describe(topic_for(ctx, t.name))
     if view is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {t.name!r}")
@@ -209,11 +215,11 @@ async def _check_assignments(services: Services, ctx: RequestContext, t: Any) ->
             ErrorCode.invalid_replica_assignment,
             f"{len(t.assignments)} assignments for {t.count - view.partitions} new partitions",
         )
-    node = services.broker.node_id
+    live = _live_nodes(services)
     for a in t.assignments:
         ids = list(getattr(a, "broker_ids", a))
-        if ids != [node]:
+        if len(ids) != 1 or ids[0] not in live:
             raise KafkaError(
                 ErrorCode.invalid_replica_assignment,
-                f"replicas {ids}: the only broker is {node} and topics have one replica",
+                f"replicas {ids}: topics have one replica, on one of the brokers {sorted(live)}",
             )

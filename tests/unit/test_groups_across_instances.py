@@ -12,7 +12,8 @@ import contextlib
 import datetime
 from collections.abc import AsyncIterator
 
-from kio.schema.types import TopicName
+from kio.schema.create_topics.v7.request import CreatableReplicaAssignment, CreatableTopic
+from kio.schema.types import BrokerId, TopicName
 
 from conformance.clients.raw import RawClient
 from kop.app import Gateway
@@ -93,3 +94,35 @@ async def test_deleting_a_topic_at_one_instance_removes_its_offsets_at_the_coord
         await until(lambda: not other.groups.offsets.of(group), 5)  # type: ignore[union-attr]
         to_owner.close()
         to_coordinator.close()
+
+
+async def test_an_assignment_may_name_any_live_instance() -> None:
+    """Found by the conformance suite against three instances: an explicit replica
+    assignment naming another live instance was refused ('no such broker is
+    registered'). The partitions are placed by ownership whichever instance it names."""
+    async with two_instances() as (owner, _other, _backend):
+        topic = CreatableTopic(
+            name=TopicName("placed"), num_partitions=-1, replication_factor=-1,
+            assignments=tuple(
+                CreatableReplicaAssignment(partition_index=i, broker_ids=(BrokerId(node),))
+                for i, node in enumerate((0, 1))
+            ),
+            configs=(),
+        )  # fmt: skip
+        client = RawClient(owner.kafka_port)
+        created = await asyncio.to_thread(
+            client.request, 19, 7, topics=(topic,), timeout=datetime.timedelta(seconds=10),
+            validate_only=False,
+        )  # fmt: skip
+        nowhere = CreatableTopic(
+            name=TopicName("nowhere"), num_partitions=-1, replication_factor=-1,
+            assignments=(CreatableReplicaAssignment(partition_index=0, broker_ids=(BrokerId(7),)),),
+            configs=(),
+        )  # fmt: skip
+        refused = await asyncio.to_thread(
+            client.request, 19, 7, topics=(nowhere,), timeout=datetime.timedelta(seconds=10),
+            validate_only=False,
+        )  # fmt: skip
+        client.close()
+    assert (created.topics[0].error_code, created.topics[0].num_partitions) == (0, 2)
+    assert refused.topics[0].error_code == 39  # INVALID_REPLICA_ASSIGNMENT: no broker 7
