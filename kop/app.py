@@ -221,7 +221,13 @@ class Gateway:
             store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror, ownership=ownership
         )
         assert self.epochs is not None
-        self.epochs.on_deleted = DeletionFollower(groups, Namespace(c.tenant, c.namespace)).deleted
+        follower = DeletionFollower(groups, Namespace(c.tenant, c.namespace))
+
+        def deleted(partitions: list[str]) -> None:  # by any instance (epochs' tombstones)
+            logs.deleted_elsewhere(partitions)
+            follower.deleted(partitions)
+
+        self.epochs.on_deleted = deleted
         await groups.start()
         return groups
 

@@ -66,6 +66,7 @@ class LogManager:
         self.stats = self.shared.stats
         self._logs: dict[str, PartitionLog] = {}
         self._opening: dict[str, asyncio.Task[PartitionLog]] = {}
+        self._letting_go: set[asyncio.Task[None]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._index = IndexFlusher(store, settings, flush_interval_s, self._logs)
         self._flush_lock = self._index.lock
@@ -195,12 +196,35 @@ class LogManager:
             await _side_by_side(self._store.forget(t) for t in topics)
         await self._epochs.forget(topics)
 
+    def deleted_elsewhere(self, topics: Sequence[str]) -> None:
+        """Another instance deleted these partitions' topic (the leader-epoch table's
+        tombstones say so): stop following those open here, whose readers would
+        otherwise subscribe again and make Pulsar create the partition anew. Nothing
+        is forgotten here: the deleting instance does that."""
+        gone = [t for t in topics if t in self._logs or t in self._opening]
+        if gone:
+            task = asyncio.create_task(self._let_go_deleted(gone), name="deleted-elsewhere")
+            self._letting_go.add(task)
+            task.add_done_callback(self._letting_go.discard)
+
+    async def _let_go_deleted(self, topics: list[str]) -> None:
+        for topic in topics:
+            opening = self._opening.get(topic)
+            if opening is not None:
+                opening.cancel()
+        async with self._flush_lock:
+            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+            self._index.forget(topics)
+            await _side_by_side(p.close() for p in plogs)
+            await _side_by_side(self._storage.close_writer(t) for t in topics)
+        log.info("let go of %d partitions of a topic deleted elsewhere", len(plogs))
+
     async def flush(self, final: bool = False) -> None:
         """See `IndexFlusher.flush`."""
         await self._index.flush(final)
 
     async def close(self) -> None:
-        for task in list(self._opening.values()):
+        for task in [*self._opening.values(), *self._letting_go]:
             task.cancel()
         if self._flusher is not None:
             self._flusher.cancel()

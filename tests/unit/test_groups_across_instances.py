@@ -126,3 +126,22 @@ async def test_an_assignment_may_name_any_live_instance() -> None:
         client.close()
     assert (created.topics[0].error_code, created.topics[0].num_partitions) == (0, 2)
     assert refused.topics[0].error_code == 39  # INVALID_REPLICA_ASSIGNMENT: no broker 7
+
+
+async def test_a_topic_deleted_through_another_instance_is_let_go_by_the_partitions_owner() -> None:
+    """Found by the conformance suite against three instances: the owner kept following
+    a partition deleted through another instance, its reader subscribed again, Pulsar
+    made the partition anew, and the topic created again went on from the old offsets."""
+    async with two_instances() as (owner, other, _backend):
+        assert owner.logs is not None
+        to_owner, to_other = RawClient(owner.kafka_port), RawClient(other.kafka_port)
+        await _produce(to_owner, 3)
+        assert owner.logs.is_open(PARTITION)
+        deleted = await asyncio.to_thread(
+            to_other.request, 20, 4, topic_names=(TopicName("hot"),),
+            timeout=datetime.timedelta(seconds=10),
+        )  # fmt: skip
+        assert deleted.responses[0].error_code == 0
+        await until(lambda: not owner.logs.is_open(PARTITION), 5)  # type: ignore[union-attr]
+        to_owner.close()
+        to_other.close()
