@@ -43,17 +43,20 @@ pulsar-status:
 	$(PYTHON) tools/pulsar.py status
 
 ## The reference Apache Kafka broker (127.0.0.1:19092) kop is judged against; stdlib only, no venv.
+## KAFKA_BROKERS=3: a cluster of its own beside it (127.0.0.1:19192, 19292, 19392), the judge
+## of three kop instances (docs/kafka.md).
+KAFKA_BROKERS ?= 1
 kafka-fetch:
 	$(PYTHON) tools/kafka.py fetch
 
 kafka-start:
-	$(PYTHON) tools/kafka.py start
+	$(PYTHON) tools/kafka.py start --brokers $(KAFKA_BROKERS)
 
 kafka-stop:
-	$(PYTHON) tools/kafka.py stop
+	$(PYTHON) tools/kafka.py stop --brokers $(KAFKA_BROKERS)
 
 kafka-status:
-	$(PYTHON) tools/kafka.py status
+	$(PYTHON) tools/kafka.py status --brokers $(KAFKA_BROKERS)
 
 ## A Pulsar cluster like production (ZooKeeper, bookie, 2 brokers, proxy; token auth + TLS):
 ## docs/pulsar.md. Stdlib only, no venv. Prints how to point clients and kop at it.
@@ -129,7 +132,9 @@ kcat:
 	bash tools/install_kcat.sh
 
 ## make conformance: the whole matrix (every scenario x client) against kop and a reference Kafka;
-## writes docs/compatibility.md. The quick tier runs in make test.
+## writes docs/compatibility.md. CONFORMANCE_ARGS="--instances 3": three kop instances against a
+## three-broker Kafka, written to docs/compatibility-3-instances.md. make test runs the quick tier
+## of both.
 conformance: pulsar-fetch kafka-fetch kcat
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 

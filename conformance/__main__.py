@@ -1,14 +1,18 @@
-"""python -m conformance [--quick] [--scenario PREFIX] [--client NAME] [--no-write]
+"""python -m conformance [--quick] [--scenario PREFIX] [--client NAME] [--skip-client NAME]
+                        [--no-write] [--instances N]
 
 Runs the catalogue against kop and the reference Kafka, prints the matrix and
-writes it to docs/compatibility.md. Exits 1 when a cell differs without a known
-reason (or a known difference went stale), so `make test` can run the quick tier.
+writes it to docs/compatibility.md (with --instances 3, three kop instances judged
+by a three-broker Kafka, to docs/compatibility-3-instances.md). Exits 1 when a cell
+differs without a known reason (or a known difference went stale), so `make test`
+can run the quick tier.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -27,9 +31,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="only the quick tier (run by make test)")
     ap.add_argument("--scenario", action="append", default=[], help="name prefix (repeatable)")
     ap.add_argument("--client", action="append", default=[], choices=sorted(DRIVERS))
+    ap.add_argument("--skip-client", action="append", default=[], choices=sorted(DRIVERS),
+                    help="leave this client out (repeatable)")  # fmt: skip
     ap.add_argument("--no-write", action="store_true", help="do not write docs/compatibility.md")
     ap.add_argument("--log-dir", type=Path, default=REPO / ".conformance")
     ap.add_argument("--show", action="store_true", help="print what each target observed")
+    ap.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        choices=range(1, 10),
+        metavar="N",
+        help="kop instances, judged by a Kafka of as many brokers (default 1)",
+    )
     args = ap.parse_args(argv)
 
     chosen = [
@@ -37,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if (sc.quick_clients() or not args.quick)
         and (not args.scenario or any(sc.name.startswith(p) for p in args.scenario))
     ]  # fmt: skip
-    clients = args.client or list(DRIVERS)
+    clients = [c for c in args.client or list(DRIVERS) if c not in args.skip_client]
     started = time.monotonic()
 
     def progress(cell: Cell, i: int, n: int) -> None:
@@ -49,15 +63,20 @@ def main(argv: list[str] | None = None) -> int:
                 seen = json.dumps(observation_of(cell, target), default=str)
                 print(f"    {target}: {seen[:2000]}", flush=True)
 
-    with kafka_target() as kafka, kop_target(args.log_dir) as kop:
-        cells = run_all(chosen, clients, kop, kafka, progress, quick=args.quick)
+    # SIGTERM unwinds as Ctrl-C does: the kop instances and any broker started here stop.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    n = args.instances
+    with kafka_target(n) as kafka, kop_target(args.log_dir, n) as kop:
+        cells = run_all(chosen, clients, kop, kafka, progress, quick=args.quick, instances=n)
     print(report.text(cells))
     tier = "quick tier" if args.quick else "full matrix"
-    print(f"[conformance] {tier}: {len(cells)} cells in {time.monotonic() - started:.0f} s")
-    if not args.no_write and not args.quick and not args.scenario and not args.client:
-        report.write(
-            cells, f"Last run: the {tier}, {len(cells)} cells.", args.log_dir / "last.json"
-        )
+    seconds = time.monotonic() - started
+    print(f"[conformance] {tier}, {report.setting(n)}: {len(cells)} cells in {seconds:.0f} s")
+    whole = not (args.quick or args.scenario or args.client or args.skip_client)
+    if not args.no_write and whole:
+        note = f"Last run: the {tier}, {len(cells)} cells, in {seconds / 60:.0f} min."
+        raw = args.log_dir / ("last.json" if n == 1 else f"last-{n}-instances.json")
+        report.write(cells, note, n, raw)
     return 1 if any(c.status in (DIFFER, STALE) for c in cells) else 0
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from conformance.clients import DRIVERS
 from conformance.clients.base import ClientError, Unsupported
-from conformance.known import KNOWN
+from conformance.known import intermittent, known_reason
 from conformance.model import Ctx, Observation, Outcome, Scenario, Target, differences
 from conformance.setup import drop_topics
 
@@ -52,12 +52,12 @@ def _observe(sc: Scenario, client: str, ctx: Ctx) -> Outcome:
         )
 
 
-def judge(sc: Scenario, client: str, kop: Target, kafka: Target) -> Cell:
+def judge(sc: Scenario, client: str, kop: Target, kafka: Target, instances: int = 1) -> Cell:
     started = time.monotonic()
     on_kafka = _outcome(sc, client, kafka)
     on_kop = _outcome(sc, client, kop)
     cell = Cell(sc.name, client, AGREE, on_kop, on_kafka, seconds=time.monotonic() - started)
-    known = KNOWN.get((sc.name, client)) or KNOWN.get((sc.name, "*"))
+    known = known_reason(sc.name, client, instances)
     if (on_kafka.error or "").startswith("unsupported"):
         cell.status = NA
         return cell
@@ -70,7 +70,7 @@ def judge(sc: Scenario, client: str, kop: Target, kafka: Target) -> Cell:
     if cell.diffs:
         cell.status = KNOWN_DIFF if known else DIFFER
         cell.reason = known or ""
-    elif known:
+    elif known and not (instances > 1 and intermittent(sc.name, client)):
         cell.status, cell.reason = STALE, f"listed as a known difference but agrees: {known}"
     return cell
 
@@ -82,6 +82,7 @@ def run_all(
     kafka: Target,
     progress: Callable[[Cell, int, int], None],
     quick: bool = False,
+    instances: int = 1,
 ) -> list[Cell]:
     pairs = [
         (sc, c)
@@ -91,7 +92,7 @@ def run_all(
     ]
     cells = []
     for i, (sc, client) in enumerate(pairs, 1):
-        cell = judge(sc, client, kop, kafka)
+        cell = judge(sc, client, kop, kafka, instances)
         cells.append(cell)
         progress(cell, i, len(pairs))
     return cells

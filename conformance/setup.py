@@ -21,6 +21,11 @@ def drop_topics(bootstrap: str, names: list[str]) -> None:
                 fut.result(60)
 
 
+def broker_count(bootstrap: str) -> int:
+    """How many brokers Metadata lists (kop: live instances)."""
+    return len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30).brokers)
+
+
 def create_topic(
     bootstrap: str, name: str, partitions: int = 1, configs: dict[str, str] | None = None
 ) -> None:

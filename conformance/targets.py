@@ -2,6 +2,13 @@
 Pulsar from tools/pulsar.py) and the reference Apache Kafka from tools/kafka.py.
 Each is reused when already running, otherwise started here and stopped after.
 
+With `instances` > 1 both are clusters: that many kop processes sharing one system
+namespace (docs/decisions.md D15), judged by a Kafka of as many brokers
+(`tools/kafka.py start --brokers N`). Clients get one address, the first node's, as
+a one-entry bootstrap list: they find the other brokers and each partition's leader
+from Metadata, which is part of what is judged, and their first contact is the same
+node on every run.
+
 `force_compaction` is the one thing a scenario asks each broker differently: what
 compaction removed shows on Kafka once its log cleaner has run, on kop once Pulsar's
 retention deleted the live ledgers (docs/decisions.md D10)."""
@@ -9,11 +16,13 @@ retention deleted the live ledgers (docs/decisions.md D10)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,12 +38,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _listening(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
-        return True
-    return False
 
 
 @dataclass
@@ -71,58 +74,114 @@ def _tool(name: str, *args: str) -> int:
 
 
 @contextlib.contextmanager
-def _service(name: str) -> Iterator[None]:
+def _service(name: str, *options: str) -> Iterator[None]:
     """tools/<name>.py's broker, healthy; stopped afterwards only if started here."""
     status = subprocess.run(
-        [sys.executable, str(TOOLS / f"{name}.py"), "status"], capture_output=True
+        [sys.executable, str(TOOLS / f"{name}.py"), "status", *options], capture_output=True
     )
     already = status.returncode == 0
-    if not already and _tool(name, "start") != 0:
+    if not already and _tool(name, "start", *options) != 0:
         raise RuntimeError(f"tools/{name}.py start failed (see above)")
     try:
         yield
     finally:
         if not already:
-            _tool(name, "stop")
+            _tool(name, "stop", *options)
 
 
-@contextlib.contextmanager
-def kop_target(log_dir: Path) -> Iterator[Broker]:
-    """A kop gateway of its own on free ports, over the local Pulsar."""
-    with _service("pulsar"):
-        port = _free_port()
-        env = {**os.environ, "KOP_PORT": str(port), "KOP_ADMIN_PORT": "0",
-               "KOP_ADVERTISED_HOST": "127.0.0.1",
-               # its own cluster: not one with a kop that may be running beside it
-               "KOP_SYSTEM_NAMESPACE": f"public/__kop-conformance-{uuid.uuid4().hex[:8]}",
-               # force_compaction waits for a compaction cycle (compacted topics only),
-               # then deletes the live ledgers, which kop notices at its next retention
-               # check (one admin call per open partition; Kafka's cleaner takes longer)
-               "KOP_COMPACTION_INTERVAL_S": "1", "KOP_RETENTION_CHECK_S": "2"}  # fmt: skip
-        log_dir.mkdir(parents=True, exist_ok=True)
-        log_path = log_dir / f"kop-{port}.log"
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "kop.cli", "serve"], env=env, stdout=log, stderr=log,
-                cwd=REPO,
-            )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while not _listening(port):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"kop did not start; see {log_path}")
-                time.sleep(0.2)
-            yield KopBroker("kop", port)
-        finally:
-            proc.terminate()
+def _kop_env(node_id: int, port: int, admin_port: int, system: str) -> dict[str, str]:
+    return {
+        **os.environ, "KOP_NODE_ID": str(node_id), "KOP_PORT": str(port),
+        "KOP_ADMIN_PORT": str(admin_port), "KOP_ADVERTISED_HOST": "127.0.0.1",
+        # its own cluster: not one with a kop that may be running beside it
+        "KOP_SYSTEM_NAMESPACE": system,
+        # force_compaction waits for a compaction cycle (compacted topics only),
+        # then deletes the live ledgers, which kop notices at its next retention
+        # check (one admin call per open partition; Kafka's cleaner takes longer)
+        "KOP_COMPACTION_INTERVAL_S": "1", "KOP_RETENTION_CHECK_S": "2",
+    }  # fmt: skip
+
+
+def _live_nodes(admin_port: int) -> list[int]:
+    """The node ids an instance counts as live (its admin HTTP /v1/instances)."""
+    url = f"http://127.0.0.1:{admin_port}/v1/instances"
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return sorted(i["node_id"] for i in json.loads(resp.read())["instances"])
+
+
+def _await_cluster(
+    procs: list[subprocess.Popen[bytes]], admin_ports: list[int], logs: list[Path]
+) -> None:
+    """Until every instance answers and counts all of them live, so that Metadata
+    lists every broker and ownership has settled before the first scenario."""
+    everyone = list(range(len(procs)))
+    deadline = time.monotonic() + 60
+    seen: list[list[int] | str] = []
+    while True:
+        for proc, log in zip(procs, logs, strict=True):
+            if proc.poll() is not None:
+                raise RuntimeError(f"kop exited with {proc.returncode}; see {log}")
+        seen = []
+        for port in admin_ports:
             try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+                seen.append(_live_nodes(port))
+            except OSError as exc:
+                seen.append(str(exc))
+        if all(s == everyone for s in seen):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"kop instances not all live after 60 s: {seen}; see {logs}")
+        time.sleep(0.2)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 @contextlib.contextmanager
-def kafka_target() -> Iterator[Broker]:
-    """The reference Kafka (tools/kafka.py) on its own port."""
-    with _service("kafka"):
-        yield Broker("kafka", int(os.environ.get("KOP_KAFKA_PORT", "19092")))
+def kop_target(log_dir: Path, instances: int = 1) -> Iterator[Broker]:
+    """`instances` kop gateways of their own (node ids 0..n-1) on free ports, over the
+    local Pulsar; the bootstrap is node 0."""
+    with _service("pulsar"):
+        system = f"public/__kop-conformance-{uuid.uuid4().hex[:8]}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        procs: list[subprocess.Popen[bytes]] = []
+        ports, admin_ports, logs = [], [], []
+        try:
+            for node in range(instances):
+                port, admin_port = _free_port(), _free_port()
+                log_path = log_dir / f"kop-{port}.log"
+                with open(log_path, "ab") as log:
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "kop.cli", "serve"], stdout=log, stderr=log,
+                        env=_kop_env(node, port, admin_port, system), cwd=REPO,
+                    ))  # fmt: skip
+                ports.append(port)
+                admin_ports.append(admin_port)
+                logs.append(log_path)
+            _await_cluster(procs, admin_ports, logs)
+            yield KopBroker("kop", ports[0])
+        finally:
+            _stop(procs)
+
+
+def _kafka_bootstrap(brokers: int) -> str:
+    """The first broker's address (tools/kafka.py knows the ports of each setting)."""
+    done = subprocess.run(
+        [sys.executable, str(TOOLS / "kafka.py"), "bootstrap", "--brokers", str(brokers)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip().split(",")[0]
+
+
+@contextlib.contextmanager
+def kafka_target(brokers: int = 1) -> Iterator[Broker]:
+    """The reference Kafka (tools/kafka.py): one broker, or a cluster of `brokers`."""
+    with _service("kafka", "--brokers", str(brokers)):
+        yield Broker("kafka", int(_kafka_bootstrap(brokers).rsplit(":", 1)[1]))

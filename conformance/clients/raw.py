@@ -1,7 +1,11 @@
 """A bare Kafka protocol client for exact requests (retries with the same
 sequence, malformed frames, unknown versions), used by tests and by the
 conformance scenarios on bad input. Encodes with kio, independently of kop's
-own codec module."""
+own codec module.
+
+Like any client, it sends a partition's requests to the partition's leader, which
+Metadata names (`leaders`): with several brokers (or kop instances) any other
+answers NOT_LEADER_OR_FOLLOWER."""
 
 from __future__ import annotations
 
@@ -9,11 +13,14 @@ import datetime
 import io
 import socket
 import struct
+import time
+import uuid
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
+from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 from kio.serial import entity_reader, entity_writer
 
@@ -22,6 +29,12 @@ class RawClient:
     def __init__(self, port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self._correlation = 0
+
+    @classmethod
+    def at(cls, address: str, timeout: float = 30.0) -> RawClient:
+        """A connection to `host:port` (the first of a bootstrap list)."""
+        host, port = address.split(",")[0].rsplit(":", 1)
+        return cls(int(port), timeout=timeout, host=host)
 
     def close(self) -> None:
         self.sock.close()
@@ -131,3 +144,43 @@ class RawClient:
             self.sock.settimeout(previous)
         assert data == b"", f"kop sent {data!r} unasked instead of closing"
         return True
+
+
+def leaders(bootstrap: str, topic: str, within: float = 30.0) -> dict[int, str]:
+    """Each partition's leader as `host:port`, from Metadata at the bootstrap, once
+    every partition has one; {} for a topic the broker does not know. Asked again
+    while a leader is missing: a new topic's leaders are named a moment after it is."""
+    deadline = time.monotonic() + within
+    client = RawClient.at(bootstrap)
+    try:
+        while True:
+            meta = client.request(
+                3, 12, topics=(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=topic),),
+                allow_auto_topic_creation=False, include_topic_authorized_operations=False,
+            )  # fmt: skip
+            found = _leaders(meta)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: no leader for every partition in {within:.0f} s")
+            time.sleep(0.2)
+    finally:
+        client.close()
+
+
+def _leaders(meta: Any) -> dict[int, str] | None:
+    """A Metadata response's partition leaders (None while one has no live leader)."""
+    brokers = {b.node_id: f"{b.host}:{b.port}" for b in meta.brokers}
+    topic = meta.topics[0]
+    if topic.error_code.name == "unknown_topic_or_partition":
+        return {}
+    found = {p.partition_index: brokers.get(p.leader_id) for p in topic.partitions}
+    if topic.error_code.name != "none" or not found or None in found.values():
+        return None
+    return {p: leader for p, leader in found.items() if leader is not None}
+
+
+def to_leader(bootstrap: str, topic: str, partition: int = 0, timeout: float = 15.0) -> RawClient:
+    """A connection to the partition's leader, or to the bootstrap for a topic that
+    does not exist (any broker answers for it)."""
+    return RawClient.at(leaders(bootstrap, topic).get(partition, bootstrap), timeout)

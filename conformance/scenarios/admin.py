@@ -45,7 +45,8 @@ def _configs(admin: AdminClient, topic: str) -> Any:
 
 @scenario("admin/topics", CF, quick=True)
 def topics(ctx: Ctx, _client: object) -> Observation:
-    """Create, create again, grow (also with an explicit assignment), describe, delete,
+    """Create, create again, grow, shrink, grow by one on each broker with an explicit
+    assignment (brokers in id order), on a broker that is not there, describe, delete,
     delete again."""
     admin = _admin(ctx)
     topic = ctx.name("admin-topic")
@@ -55,12 +56,18 @@ def topics(ctx: Ctx, _client: object) -> Observation:
     out["create again"] = _result(admin.create_topics([new], operation_timeout=30)[topic])
     out["grow to 4"] = _result(admin.create_partitions([NewPartitions(topic, 4)])[topic])
     out["shrink to 3"] = _result(admin.create_partitions([NewPartitions(topic, 3)])[topic])
-    node = admin.describe_cluster(request_timeout=30).result(30).nodes[0].id
-    placed = NewPartitions(topic, 5, replica_assignment=[[node]])
-    out["grow to 5 on the broker"] = _result(admin.create_partitions([placed])[topic])
-    elsewhere = NewPartitions(topic, 6, replica_assignment=[[node + 100]])
+    nodes = sorted(n.id for n in admin.describe_cluster(request_timeout=30).result(30).nodes)
+    count = 4
+    for i, node in enumerate(nodes):
+        placed = NewPartitions(topic, count + 1, replica_assignment=[[node]])
+        grown = _result(admin.create_partitions([placed])[topic])
+        out[f"grow by one on broker {i}"] = grown
+        count += grown is None
+    elsewhere = NewPartitions(topic, count + 1, replica_assignment=[[nodes[-1] + 100]])
     out["grow on a broker that is not there"] = _result(admin.create_partitions([elsewhere])[topic])
-    out["partitions"] = until("5 partitions in metadata", 30, lambda: _partitions(admin, topic, 5))
+    out["partitions"] = until(
+        f"{count} partitions in metadata", 30, lambda: _partitions(admin, topic, count)
+    )
     out["delete"] = _result(admin.delete_topics([topic], operation_timeout=30)[topic])
     out["delete again"] = _result(admin.delete_topics([topic], operation_timeout=30)[topic])
     return out
@@ -121,7 +128,8 @@ def delete_records(ctx: Ctx, client: Any) -> Observation:
 
 @scenario("admin/describe-cluster", CF, quick=True)
 def describe_cluster(ctx: Ctx, _client: object) -> Observation:
-    """DescribeCluster: one broker, which is also the controller."""
+    """DescribeCluster: the brokers (on kop the live instances), one of them the
+    controller."""
     got = _result(_admin(ctx).describe_cluster(request_timeout=30))
     if isinstance(got, dict):
         return got

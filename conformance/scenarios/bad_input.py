@@ -1,5 +1,6 @@
 """Bad input, sent as exact frames (the "raw" client): what comes back, or whether
-the broker closes the connection. Kafka's answer is the specification."""
+the broker closes the connection. Kafka's answer is the specification. A request
+about a partition goes to its leader, as a client sends it (conformance/clients/raw.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsTopic
 from kio.schema.types import TopicName
 
-from conformance.clients.raw import RawClient
+from conformance.clients.raw import RawClient, to_leader
 from conformance.model import Ctx, Observation, scenario
 from conformance.setup import create_topic
 
@@ -20,9 +21,11 @@ RAW = ("raw",)
 T0 = 1_700_000_000_000
 
 
-def _raw(ctx: Ctx) -> RawClient:
-    host, port = ctx.bootstrap.rsplit(":", 1)
-    return RawClient(int(port), timeout=15, host=host)
+def raw_client(ctx: Ctx, topic: str | None = None, partition: int = 0) -> RawClient:
+    """A connection to the bootstrap, or to the leader of a topic's partition."""
+    if topic is None:
+        return RawClient.at(ctx.bootstrap, timeout=15)
+    return to_leader(ctx.bootstrap, topic, partition)
 
 
 def batch(
@@ -51,7 +54,7 @@ def _frame_answer(client: RawClient, payload: bytes) -> bytes | None:
 
 
 def _produce_code(ctx: Ctx, topic: str, records: bytes) -> Any:
-    client = _raw(ctx)
+    client = raw_client(ctx, topic)
     try:
         code, _ = client.produce(topic, records)
         return code.name
@@ -66,7 +69,7 @@ def unsupported_version(ctx: Ctx, _client: object) -> Observation:
     """ApiVersions v127 gets UNSUPPORTED_VERSION in a v0 body that lists ApiVersions
     alone (KIP-511), so the client retries with a version both know; a Metadata
     version beyond the advertised range is refused."""
-    client = _raw(ctx)
+    client = raw_client(ctx)
     head = struct.pack(">hhih", 18, 127, 42, 3) + b"raw" + b"\x00"
     answer = _frame_answer(client, head + b"\x00\x00\x00")
     client.close()
@@ -77,7 +80,7 @@ def unsupported_version(ctx: Ctx, _client: object) -> Observation:
         correlation, code, count = struct.unpack_from(">ihi", answer, 0)
         keys = {struct.unpack_from(">h", answer, 10 + 6 * i)[0] for i in range(max(count, 0))}
         out["api-versions v127"] = {"correlation": correlation, "error": code, "keys": sorted(keys)}
-    client = _raw(ctx)
+    client = raw_client(ctx)
     head = struct.pack(">hhih", 3, 99, 43, 3) + b"raw"
     answer = _frame_answer(client, head + b"\x00\x00\x00\x00\x01\x00\x00")
     out["metadata v99"] = "connection closed" if answer is None else "answered"
@@ -89,7 +92,7 @@ def unsupported_version(ctx: Ctx, _client: object) -> Observation:
 def trailing_bytes(ctx: Ctx, _client: object) -> Observation:
     """Bytes after the fields a request version defines (librdkafka 2.16 sends 3 with
     Metadata v12): the request is answered."""
-    client = _raw(ctx)
+    client = raw_client(ctx)
     out: dict[str, Any] = {}
     for label, key, version, fields in (
         ("metadata v12", 3, 12, {"topics": None, "allow_auto_topic_creation": False,
@@ -100,7 +103,7 @@ def trailing_bytes(ctx: Ctx, _client: object) -> Observation:
         answer = _frame_answer(client, payload + b"\x00\x01\x00")
         if answer is None:
             out[label] = "connection closed"
-            client = _raw(ctx)
+            client = raw_client(ctx)
             continue
         body = client.decode(key, version, correlation, answer)
         out[label] = {"answered": True, "error": getattr(body, "error_code", 0)}
@@ -128,7 +131,7 @@ def bad_produce(ctx: Ctx, _client: object) -> Observation:
 @scenario("bad-input/unknown-topic-reads", RAW, quick=True)
 def unknown_topic_reads(ctx: Ctx, _client: object) -> Observation:
     """Fetch and ListOffsets on a topic that does not exist."""
-    client = _raw(ctx)
+    client = raw_client(ctx)
     missing = ctx.name("missing")
     try:
         fetched = client.fetch(missing, 0)
@@ -172,7 +175,7 @@ def idempotent_retries(ctx: Ctx, _client: object) -> Observation:
     once; a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER."""
     topic = ctx.name("idem-retry")
     create_topic(ctx.bootstrap, topic)
-    client = _raw(ctx)
+    client = raw_client(ctx, topic)
     try:
         stamp = _init_producer_id(client)
 

@@ -21,13 +21,8 @@ from kio.schema.types import TopicName
 
 from conformance.clients.raw import RawClient
 from conformance.model import Ctx, Observation, scenario
-from conformance.scenarios.bad_input import RAW, batch
+from conformance.scenarios.bad_input import RAW, batch, raw_client
 from conformance.setup import create_topic
-
-
-def _raw(ctx: Ctx) -> RawClient:
-    host, port = ctx.bootstrap.rsplit(":", 1)
-    return RawClient(int(port), timeout=15, host=host)
 
 
 def _epoch_end(client: RawClient, topic: str, current: int, epoch: int) -> list[Any]:
@@ -75,7 +70,7 @@ def leader_epochs(ctx: Ctx, _client: object) -> Observation:
     """A topic with 3 records in one batch on a leader that never changed."""
     topic = ctx.name("epochs")
     create_topic(ctx.bootstrap, topic)
-    client = _raw(ctx)
+    client = raw_client(ctx, topic)
     try:
         code, _ = client.produce(topic, batch([b"a", b"b", b"c"]))
         meta = client.request(

@@ -1,7 +1,10 @@
 """Fetch, sent as exact frames: what one response holds under `max_bytes` and
 `partition_max_bytes` (KIP-74). Kafka may end a response with part of a batch,
 which every client drops; the observation is what a client reads: the records of
-the whole batches."""
+the whole batches. One fetch names two partitions, so both must have one leader:
+with several brokers the topic gets one partition more than there are brokers, and
+the first two that share a leader are used (kop and Kafka place partitions each
+their own way, but one of them always shares)."""
 
 from __future__ import annotations
 
@@ -12,15 +15,12 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from conformance.clients.base import until
-from conformance.clients.raw import RawClient
+from conformance.clients.raw import RawClient, leaders
 from conformance.model import Ctx, Observation, scenario
 from conformance.scenarios.bad_input import RAW, batch
-from conformance.setup import create_topic
+from conformance.setup import broker_count, create_topic
 
-
-def _raw(ctx: Ctx) -> RawClient:
-    host, port = ctx.bootstrap.rsplit(":", 1)
-    return RawClient(int(port), timeout=15, host=host)
+Pair = tuple[int, int]  # two partitions with one leader: observed as p0 and p1
 
 
 def _produce(client: RawClient, topic: str, partition: int, value: bytes) -> str:
@@ -56,9 +56,19 @@ def _lengths(data: bytes) -> list[int]:
     return out
 
 
-def _fetch(client: RawClient, topic: str, max_bytes: int, part_max: int) -> Any:
+def _pair_on_one_leader(bootstrap: str, topic: str) -> tuple[Pair, str]:
+    """The first two partitions that share a leader, and that leader's address."""
+    seen: dict[str, int] = {}
+    for partition, leader in sorted(leaders(bootstrap, topic).items()):
+        if leader in seen:
+            return (seen[leader], partition), leader
+        seen[leader] = partition
+    raise AssertionError(f"no two partitions of {topic} share a leader: {seen}")
+
+
+def _fetch(client: RawClient, topic: str, pair: Pair, max_bytes: int, part_max: int) -> Any:
     parts = tuple(
-        FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=part_max) for p in (0, 1)
+        FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=part_max) for p in pair
     )
     resp = client.request(
         1, 12, max_wait=datetime.timedelta(milliseconds=0), min_bytes=1, max_bytes=max_bytes,
@@ -67,7 +77,7 @@ def _fetch(client: RawClient, topic: str, max_bytes: int, part_max: int) -> Any:
         rack_id="",
     )  # fmt: skip
     return {
-        f"p{p.partition_index}": {
+        f"p{pair.index(p.partition_index)}": {
             "error": p.error_code.name,
             "values": _lengths(p.records or b""),
             "within the limit": len(p.records or b"") <= min(max_bytes, part_max),
@@ -77,8 +87,8 @@ def _fetch(client: RawClient, topic: str, max_bytes: int, part_max: int) -> Any:
     }
 
 
-def _readable(client: RawClient, topic: str) -> bool | None:
-    got = _fetch(client, topic, 1 << 20, 1 << 20)
+def _readable(client: RawClient, topic: str, pair: Pair) -> bool | None:
+    got = _fetch(client, topic, pair, 1 << 20, 1 << 20)
     ready = got["p0"]["values"] == [10, 50_000] and got["p1"]["values"] == [50_000]
     return True if ready else None
 
@@ -93,28 +103,30 @@ def _served(parts: dict[str, Any]) -> dict[str, int]:
 
 @scenario("fetch/size-limits", RAW, quick=True)
 def size_limits(ctx: Ctx, _client: object) -> Observation:
-    """Partition 0 holds a 10-byte record then a 50 KB one, partition 1 a 50 KB one.
-    A batch is served only if it fits; the first of a response comes whole even if
-    it does not (so a consumer always progresses), and only the first."""
+    """Of two partitions with one leader, the first holds a 10-byte record then a 50 KB
+    one, the second a 50 KB one. A batch is served only if it fits; the first of a
+    response comes whole even if it does not (so a consumer always progresses), and
+    only the first."""
     topic = ctx.name("fetch-limits")
-    create_topic(ctx.bootstrap, topic, partitions=2)
-    client = _raw(ctx)
+    create_topic(ctx.bootstrap, topic, partitions=broker_count(ctx.bootstrap) + 1)
+    pair, leader = _pair_on_one_leader(ctx.bootstrap, topic)
+    client = RawClient.at(leader, timeout=15)
     try:
         writes = [
-            _produce(client, topic, 0, b"s" * 10),
-            _produce(client, topic, 0, b"L" * 50_000),
-            _produce(client, topic, 1, b"L" * 50_000),
+            _produce(client, topic, pair[0], b"s" * 10),
+            _produce(client, topic, pair[0], b"L" * 50_000),
+            _produce(client, topic, pair[1], b"L" * 50_000),
         ]
         # Right after creation Kafka may still answer a partition NOT_LEADER_OR_FOLLOWER,
         # or without its records: wait until both serve everything written.
-        until("both partitions readable", 30, lambda: _readable(client, topic))
+        until("both partitions readable", 30, lambda: _readable(client, topic, pair))
         return {
             "writes": writes,
-            "4000 / 4000": _fetch(client, topic, 4000, 4000),
-            "1 MiB / 4000 per partition": _fetch(client, topic, 1 << 20, 4000),
-            "4000 / 1 MiB per partition": _fetch(client, topic, 4000, 1 << 20),
-            "60000 / 1 MiB per partition": _fetch(client, topic, 60_000, 1 << 20),
-            "1 MiB / 100 per partition": _served(_fetch(client, topic, 1 << 20, 100)),
+            "4000 / 4000": _fetch(client, topic, pair, 4000, 4000),
+            "1 MiB / 4000 per partition": _fetch(client, topic, pair, 1 << 20, 4000),
+            "4000 / 1 MiB per partition": _fetch(client, topic, pair, 4000, 1 << 20),
+            "60000 / 1 MiB per partition": _fetch(client, topic, pair, 60_000, 1 << 20),
+            "1 MiB / 100 per partition": _served(_fetch(client, topic, pair, 1 << 20, 100)),
         }
     finally:
         client.close()

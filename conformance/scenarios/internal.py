@@ -15,14 +15,9 @@ from kio.schema.metadata.v12.request import MetadataRequestTopic
 
 from conformance.clients.raw import RawClient
 from conformance.model import Ctx, Observation, scenario
-from conformance.scenarios.bad_input import RAW, _list_topic, batch
+from conformance.scenarios.bad_input import RAW, _list_topic, batch, raw_client
 
 NAME = "__consumer_offsets"
-
-
-def _raw(ctx: Ctx) -> RawClient:
-    host, port = ctx.bootstrap.rsplit(":", 1)
-    return RawClient(int(port), timeout=15, host=host)
 
 
 def _metadata(client: RawClient, names: list[str] | None) -> Any:
@@ -38,8 +33,8 @@ def _metadata(client: RawClient, names: list[str] | None) -> Any:
 @scenario("metadata/internal-topics", RAW, quick=True)
 def internal_topics(ctx: Ctx, _client: object) -> Observation:
     """All topics list __consumer_offsets as internal; by name it is described (not
-    auto-created); a produce to it is refused, and so is creating it."""
-    client = _raw(ctx)
+    auto-created); a produce to it (at its leader) is refused, and so is creating it."""
+    client = raw_client(ctx)
     try:
         listed = [t for t in _metadata(client, None).topics if t.name == NAME]
         named = _metadata(client, [NAME]).topics[0]
@@ -48,20 +43,25 @@ def internal_topics(ctx: Ctx, _client: object) -> Observation:
             topics=(CreatableTopic(name=NAME, num_partitions=1, replication_factor=1,
                                    assignments=(), configs=()),),
         )  # fmt: skip
-        return {
-            "listed": [(t.error_code.name, t.is_internal, len(t.partitions) > 0) for t in listed],
-            "by name": [named.error_code.name, named.is_internal, len(named.partitions) > 0],
-            "produce": client.produce(NAME, batch([b"v"]))[0].name,
-            "create": created.topics[0].error_code.name,
-        }
     finally:
         client.close()
+    leader = raw_client(ctx, NAME)
+    try:
+        produced = leader.produce(NAME, batch([b"v"]))[0].name
+    finally:
+        leader.close()
+    return {
+        "listed": [(t.error_code.name, t.is_internal, len(t.partitions) > 0) for t in listed],
+        "by name": [named.error_code.name, named.is_internal, len(named.partitions) > 0],
+        "produce": produced,
+        "create": created.topics[0].error_code.name,
+    }
 
 
 @scenario("metadata/offsets-topic-reads", RAW, quick=True)
 def offsets_topic_reads(ctx: Ctx, _client: object) -> Observation:
-    """Fetch and ListOffsets of __consumer_offsets partition 0."""
-    client = _raw(ctx)
+    """Fetch and ListOffsets of __consumer_offsets partition 0, at its leader."""
+    client = raw_client(ctx, NAME)
     try:
         fetched = client.fetch(NAME, 0).responses[0].partitions[0]
         listed = (

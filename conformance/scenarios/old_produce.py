@@ -9,6 +9,7 @@ import struct
 import zlib
 from typing import Any
 
+from conformance.clients.raw import leaders
 from conformance.model import Ctx, Observation, scenario
 from conformance.scenarios.bad_input import RAW, batch
 from conformance.setup import create_topic
@@ -69,9 +70,11 @@ def produce_range(bootstrap: str) -> list[int]:
 @scenario("bad-input/old-produce", RAW, quick=True)
 def old_produce_versions(ctx: Ctx, _client: object) -> Observation:
     """ApiVersions advertises Produce from v0; a Produce v0, v1 or v2 with a magic 2
-    batch, a magic 1 or a magic 0 message set closes the connection."""
+    batch, a magic 1 or a magic 0 message set (sent to the partition's leader) closes
+    the connection."""
     topic = ctx.name("old-produce")
     create_topic(ctx.bootstrap, topic)
+    leader = leaders(ctx.bootstrap, topic)[0]
     out: dict[str, Any] = {"produce min version": produce_range(ctx.bootstrap)[0]}
     records = {
         "magic 2": batch([b"v"]),
@@ -80,5 +83,5 @@ def old_produce_versions(ctx: Ctx, _client: object) -> Observation:
     }
     for version in (0, 1, 2):
         for label, data in records.items():
-            out[f"v{version} {label}"] = exchange(ctx.bootstrap, old_produce(version, topic, data))
+            out[f"v{version} {label}"] = exchange(leader, old_produce(version, topic, data))
     return out

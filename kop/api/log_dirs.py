@@ -1,6 +1,8 @@
 """DescribeLogDirs: kop's "log directory" is the Pulsar namespace its topics live
 in, and a partition's size is what Pulsar stores for it. The lag is always 0:
-Pulsar replicates below kop, there is no follower log to catch up."""
+Pulsar replicates below kop, there is no follower log to catch up. As a Kafka
+broker lists only the replicas it hosts, an instance lists only the partitions it
+owns (docs/decisions.md D15): kafka-log-dirs asks every broker and adds up."""
 
 from __future__ import annotations
 
@@ -31,7 +33,12 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             view = await existing_topic(services, ctx, name)
         except Exception:
             continue  # Kafka leaves out what it does not host
-        indexes = [i for i in (asked or range(view.partitions)) if 0 <= i < view.partitions]
+        indexes = [
+            i for i in (asked or range(view.partitions))
+            if 0 <= i < view.partitions and services.owners.mine(view.partition_topic(i))
+        ]  # fmt: skip
+        if not indexes:
+            continue  # none hosted here: Kafka leaves the topic out
         sizes = await asyncio.gather(*(size(view.partition_topic(i)) for i in indexes))
         topics.append(
             {
