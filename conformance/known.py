@@ -29,14 +29,6 @@ KNOWN: dict[tuple[str, str], str] = {
 # that the run stays a check on everything else; remove an entry once it is fixed (a
 # fixed one that is not intermittent then shows as stale).
 KNOWN_SEVERAL: dict[tuple[str, str], str] = {
-    ("admin/topics", "confluent-kafka"): (
-        "kop bug: an explicit replica assignment naming a live instance other than the one "
-        "that handles the request (the controller, the lowest node id) is refused with "
-        "INVALID_REPLICA_ASSIGNMENT, 'no such broker is registered': kop/api/topics_admin.py "
-        "checks the assignment against its own node id only. Kafka places the partition on "
-        "that broker; kop places every partition by rendezvous hashing (D15), so it should "
-        "accept any live instance and place as always."
-    ),
     ("tools/topics", "java-tools"): (
         "kop bug: each instance keeps a topic's description for up to 5 s (TopicCatalog's "
         "ttl_s, kop/log/topics.py) and learns of a change made through another instance only "
@@ -45,14 +37,13 @@ KNOWN_SEVERAL: dict[tuple[str, str], str] = {
         "within milliseconds. Shows only when the describe reaches another instance in time."
     ),
     ("groups/deleted-topic-offsets", "confluent-kafka"): (
-        "kop bug: DeleteTopics is carried out by the instance that receives it (the "
-        "controller): it lets go of its own partitions and forgets the topic's offsets in its "
-        "own groups only. The partition's owner keeps its log open (its reader re-subscribes, "
-        "which makes Pulsar auto-create the partition as a topic of its own, so creating the "
-        "topic again fails with TOPIC_ALREADY_EXISTS until it lets go), and once the topic is "
-        "created again it goes on from the old offsets (the new records got 6, 7, 8 instead "
-        "of 0, 1, 2); a group coordinated by another instance keeps its committed offset 6. "
-        "Agrees only when the receiving instance owns both the partition and the group."
+        "kop bug, narrowed: DeleteTopics is carried out by the instance that receives it; the "
+        "others learn of it from the leader-epoch table's tombstones, let go of the partitions "
+        "they own and remove their groups' offsets of the topic (kop/groups/topic_deletion.py). "
+        "Left: Pulsar deletes the topic as soon as the receiving instance asks, and an owner "
+        "that has not yet read the tombstone may have its reader subscribe again meanwhile, "
+        "which makes Pulsar create the partition anew: the topic created again then goes on "
+        "from the old offsets."
     ),
 }
 
