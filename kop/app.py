@@ -220,14 +220,10 @@ class Gateway:
         groups = GroupService(
             store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror, ownership=ownership
         )
-        assert self.epochs is not None
-        follower = DeletionFollower(groups, Namespace(c.tenant, c.namespace))
-
-        def deleted(partitions: list[str]) -> None:  # by any instance (epochs' tombstones)
-            logs.deleted_elsewhere(partitions)
-            follower.deleted(partitions)
-
-        self.epochs.on_deleted = deleted
+        assert self.epochs is not None  # its tombstones tell of deletions by any instance
+        self.epochs.on_deleted = DeletionFollower(
+            groups, logs, Namespace(c.tenant, c.namespace)
+        ).deleted
         await groups.start()
         return groups
 

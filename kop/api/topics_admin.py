@@ -9,6 +9,7 @@ from kop.api.configs import topic_entries
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
 from kop.api.internal_topics import refuse_create
 from kop.api.metadata import ZERO_UUID
+from kop.groups.topic_deletion import forget_deleted_topics
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import InvalidTopicName, PulsarTopic, resolve
 
@@ -166,7 +167,7 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
                 await services.logs.drop([view.partition_topic(i) for i in range(view.partitions)])
             topic_id = (await services.catalog.delete(topic)).topic_id
             if services.groups is not None:
-                await services.groups.topics_deleted(functools.partial(_names, ctx, topic))
+                await forget_deleted_topics(services.groups, functools.partial(_names, ctx, topic))
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(

@@ -28,7 +28,7 @@ from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import NotHeld, OffsetsStore
 from kop.groups.partitions import CoordinatedPartitions
 from kop.groups.rebalance import JoinResult, SyncResult
-from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError, WriterFenced
 
@@ -233,19 +233,3 @@ class GroupService:
             if self.coordinator.deletable(group_id) is ErrorCode.none:
                 self.coordinator.forget(group_id)
         return code
-
-    async def topics_deleted(self, deleted: Callable[[str], bool]) -> None:
-        """After DeleteTopics, as Kafka: the topics' committed offsets go from every
-        group, durably, and an Empty group left without offsets goes too (Dead). A
-        write that fails is logged; the topic is gone either way."""
-        try:
-            touched = await self.offsets.forget_topics(deleted)
-            for group in touched:
-                g = self.coordinator.groups.get(group)
-                if self.offsets.of(group) or (g is not None and (g.members or g.pending)):
-                    continue
-                if g is None or g.state is GroupState.EMPTY:
-                    await self.offsets.forget_group(group)  # its group record's tombstone
-                    self.coordinator.forget(group)
-        except StorageError as exc:
-            log.warning("offsets of deleted topics not all removed: %s", exc)
