@@ -149,14 +149,19 @@ listeners=PLAINTEXT://{host}:{broker_port},CONTROLLER://{host}:{controller_port}
 # The default map has no CONTROLLER entry.
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs={log_dirs}
+"""
+
 # Internal topics default to 3 replicas (and min.isr 2), which one broker cannot host:
 # __consumer_offsets, __transaction_state and __share_group_state would never be created.
+# A cluster keeps one replica too (both templates end with this).
+INTERNAL_TOPICS = """\
 offsets.topic.replication.factor=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 """
+SERVER_PROPERTIES += INTERNAL_TOPICS
 
 # A further broker of a cluster (--brokers N): node 1 above is the quorum's only
 # controller. Internal topics keep one replica as on the single broker, so the cluster
@@ -172,12 +177,8 @@ controller.listener.names=CONTROLLER
 listeners=PLAINTEXT://{host}:{broker_port}
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs={log_dirs}
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
 """
+BROKER_PROPERTIES += INTERNAL_TOPICS
 
 # The broker logs to <data>/server.log, not to the console. launch() moves the
 # previous run's file to server.log.1; log4j rolls it at 64 MiB, keeping 3.
