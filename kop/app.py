@@ -26,6 +26,13 @@ from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
 from kop.groups.topic_deletion import DeletionFollower
+from kop.listener_setup import (
+    ListenerSetupError,
+    advertised,
+    binds,
+    reload_on_sighup,
+    server_tls,
+)
 from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
@@ -170,6 +177,7 @@ class Gateway:
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
         self._handover: asyncio.Task[None] | None = None
+        self._tls_watch: asyncio.Task[None] | None = None
 
     async def _join(self, storage: MessageLog, broker: Broker) -> Ownership:
         """Join the live instances (kop.cluster.joining), or a StartupError saying why not."""
@@ -233,7 +241,9 @@ class Gateway:
         if isinstance(storage, PulsarSession):
             self.metrics.watch_readers(storage.reader_stats)
             self.metrics.watch_pulsar_memory(storage.read_ahead, storage.send_budget)
-        broker = Broker(c.node_id, c.advertised_host, c.kafka_advertised_port, c.cluster_id)
+        plan = c.listener_plan()
+        shown = plan[0].advertised
+        broker = Broker(c.node_id, shown.host, shown.port, c.cluster_id, advertised(plan))
         ownership = await self._join(storage, broker)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
         self.epochs = LeaderEpochs(
@@ -288,13 +298,7 @@ class Gateway:
         self.metrics.watch_groups(self.groups, self.logs, default_ns)
         self._listener = KafkaListener(services, default_ns, limits, self.metrics)
         self.metrics.watch_memory(self._listener.requests, self._listener.answers)
-        try:
-            await self._listener.start(c.listen_host, c.port)
-        except OSError as exc:
-            raise StartupError(
-                f"cannot listen on {c.listen_host}:{c.port}: {exc.strerror}; "
-                "stop what uses the port or set KOP_PORT"
-            ) from exc
+        await self._serve(default_ns)
         if c.admin_port:
             report = GroupReport(self.groups, self.logs, services.catalog, default_ns)
             self._http = AdminServer(
@@ -309,15 +313,33 @@ class Gateway:
                     "set KOP_ADMIN_PORT"
                 ) from exc
         log.info(
-            "kop ready: node %d, Kafka on %s:%d (advertised %s:%d), admin HTTP on %d, Pulsar %s",
+            "kop ready: node %d, Kafka on %s (advertised %s), admin HTTP on %d, Pulsar %s",
             c.node_id,
-            c.listen_host,
-            c.port,
-            c.advertised_host,
-            c.kafka_advertised_port,
+            ", ".join(str(lst.bind) for lst in plan),
+            ", ".join(str(lst.advertised) for lst in plan),
             c.admin_port,
             c.pulsar_service_url,
         )
+
+    async def _serve(self, default_ns: Namespace) -> None:
+        """Every configured listener, with TLS reloaded on change and on SIGHUP."""
+        c = self.config
+        assert self._listener is not None
+        try:
+            tls = server_tls(c)
+            endpoints = binds(c, default_ns, tls)
+        except ListenerSetupError as exc:
+            raise StartupError(str(exc)) from None
+        try:
+            await self._listener.serve(endpoints)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot listen on {c.listeners or f'{c.listen_host}:{c.port}'}: {exc.strerror}; "
+                "stop what uses the port or set KOP_LISTENERS (or KOP_PORT)"
+            ) from exc
+        if tls is not None:
+            reload_on_sighup(tls)
+            self._tls_watch = asyncio.create_task(tls.watch(c.ssl_reload_check_s))
 
     @property
     def kafka_port(self) -> int:
@@ -348,8 +370,17 @@ class Gateway:
             except Exception:
                 log.exception("during shutdown")
 
+    @property
+    def kafka_ports(self) -> dict[str, int]:
+        """Each listener's bound port, by its security protocol."""
+        assert self._listener is not None
+        return self._listener.ports
+
     async def _hand_over(self) -> None:
         """Every partition let go (its index persisted) for its next owner."""
+        if self._tls_watch is not None:
+            self._tls_watch.cancel()
+            reload_on_sighup(None)
         if self._handover is not None:
             self._handover.cancel()
             with contextlib.suppress(asyncio.CancelledError):

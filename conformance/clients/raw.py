@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import io
 import socket
+import ssl
 import struct
 import time
 import uuid
@@ -26,8 +27,15 @@ from kio.serial import entity_reader, entity_writer
 
 
 class RawClient:
-    def __init__(self, port: int, timeout: float = 30.0, host: str = "127.0.0.1") -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        timeout: float = 30.0,
+        host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock = tls.wrap_socket(sock, server_hostname=host) if tls is not None else sock
         self._correlation = 0
 
     @classmethod
@@ -38,6 +46,17 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+    def sasl(self, mechanism: str, auth_bytes: bytes) -> Any:
+        """SaslHandshake v1 then one SaslAuthenticate v2; the SaslAuthenticate response
+        (or the handshake's, when it refused the mechanism)."""
+        shake = self.request(17, 1, mechanism=mechanism)
+        if shake.error_code != ErrorCode.none:
+            return shake
+        return self.request(36, 2, auth_bytes=auth_bytes)
+
+    def sasl_plain(self, user: str, password: str) -> Any:
+        return self.sasl("PLAIN", f"\0{user}\0{password}".encode())
 
     def send_frame(self, payload: bytes) -> None:
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)

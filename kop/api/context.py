@@ -19,6 +19,7 @@ from kop.log.manager import LogManager
 from kop.log.partition_log import PartitionLog
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.principal import Principal
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
 
@@ -40,9 +41,10 @@ class Broker:
     host: str
     port: int
     cluster_id: str
+    listeners: tuple[tuple[str, str, int], ...] = ()  # see Member.listeners
 
     def member(self, instance: str = "") -> Member:
-        return Member(self.node_id, self.host, self.port, instance)
+        return Member(self.node_id, self.host, self.port, instance, listeners=self.listeners)
 
 
 class ProducerIds:
@@ -138,6 +140,8 @@ class RequestContext:
     client_host: str = ""  # the peer's address, as group members report it
     answers: AnswerRoom = UNBOUNDED  # handlers outside a server (tests) need no budget
     chains: PartitionChains = field(default_factory=PartitionChains)  # the connection's
+    listener: str = "PLAINTEXT"  # the listener the client came in through (its protocol)
+    principal: Principal | None = None  # who the client authenticated as (None: nobody)
 
 
 def lead(services: Services, partition_topic: str) -> None:

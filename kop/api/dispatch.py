@@ -19,6 +19,7 @@ from kop.api import (
     offsets,
     produce,
     producer_ids,
+    sasl,
     topic_partitions,
     topics_admin,
 )
@@ -33,6 +34,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_OFFSETS: list_offsets.handle,
     ApiKey.METADATA: metadata.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
+    ApiKey.SASL_HANDSHAKE: sasl.handshake,
+    ApiKey.SASL_AUTHENTICATE: sasl.authenticate,
     ApiKey.CREATE_TOPICS: topics_admin.create_topics,
     ApiKey.DELETE_TOPICS: topics_admin.delete_topics,
     ApiKey.DELETE_RECORDS: delete_records.handle,

@@ -36,7 +36,7 @@ def _ms(value: Any) -> int:
 async def find_coordinator(services: Services, ctx: RequestContext, request: Any) -> Response:
     keys = list(getattr(request, "coordinator_keys", None) or [getattr(request, "key", "")])
     key_type = getattr(request, "key_type", _GROUP_KEY)
-    coordinators = [_coordinator(services, key, key_type) for key in keys]
+    coordinators = [_coordinator(services, key, key_type, ctx.listener) for key in keys]
     first = coordinators[0]
     return {
         "throttle_time": 0,
@@ -45,7 +45,7 @@ async def find_coordinator(services: Services, ctx: RequestContext, request: Any
     }
 
 
-def _coordinator(services: Services, key: str, key_type: int) -> dict[str, Any]:
+def _coordinator(services: Services, key: str, key_type: int, listener: str) -> dict[str, Any]:
     """The owner of the group's offsets partition, as Kafka names the leader of the
     group's `__consumer_offsets` partition."""
     try:
@@ -53,7 +53,8 @@ def _coordinator(services: Services, key: str, key_type: int) -> dict[str, Any]:
     except KafkaError as exc:
         return {"key": key, "node_id": -1, "host": "", "port": -1,
                 "error_code": exc.code, "error_message": exc.message}  # fmt: skip
-    return {"key": key, "node_id": owner.node_id, "host": owner.host, "port": owner.port,
+    host, port = owner.address(listener)
+    return {"key": key, "node_id": owner.node_id, "host": host, "port": port,
             "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
 
 

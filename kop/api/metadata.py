@@ -9,6 +9,7 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, topic_for
 from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
+from kop.cluster.member import Member
 from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -31,9 +32,7 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
         )
     return {
         "throttle_time": 0,
-        "brokers": [
-            {"node_id": m.node_id, "host": m.host, "port": m.port, "rack": None} for m in brokers
-        ],
+        "brokers": [_broker(m, ctx.listener) for m in brokers],
         "cluster_id": b.cluster_id,
         # Kafka names its active controller; kop has none, and the lowest live node id
         # is the same answer from every instance.
@@ -120,3 +119,8 @@ def _partition(services: Services, index: int, key: str) -> dict[str, Any]:
         "isr_nodes": (node,),
         "offline_replicas": (),
     }
+
+
+def _broker(member: Member, listener: str) -> dict[str, Any]:
+    host, port = member.address(listener)
+    return {"node_id": member.node_id, "host": host, "port": port, "rack": None}

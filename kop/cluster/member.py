@@ -24,6 +24,17 @@ class Member:
     port: int
     instance: str  # one per process: tells a restart (or a duplicate node id) apart
     state: State = State.LIVE
+    # Every listener's advertised address, by name (its security protocol); `host` and
+    # `port` are the first one's. Empty: one listener (heartbeats of older kops).
+    listeners: tuple[tuple[str, str, int], ...] = ()
+
+    def address(self, listener: str) -> tuple[str, int]:
+        """Where a client that came in through `listener` reaches this instance: the
+        same listener's address, as Kafka advertises."""
+        for name, host, port in self.listeners:
+            if name == listener:
+                return host, port
+        return self.host, self.port
 
     @property
     def key(self) -> str:
@@ -33,6 +44,8 @@ class Member:
     def encode(self) -> bytes:
         body = asdict(self)
         body["state"] = self.state.value
+        if not self.listeners:
+            del body["listeners"]
         return json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
@@ -45,6 +58,10 @@ class Member:
                 port=_int(body["port"]),
                 instance=str(body["instance"]),
                 state=State(body["state"]),
+                listeners=tuple(
+                    (str(name), str(host), _int(port))
+                    for name, host, port in body.get("listeners", ())
+                ),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise MalformedBeat(f"not a kop heartbeat: {exc}") from None

@@ -69,6 +69,16 @@ class FrameAssembler:
         self._allowed = False
         self.held = 0  # bytes of large-frame buffers allocated (all allowed)
 
+    @property
+    def max_frame_bytes(self) -> int:
+        return self._max
+
+    @max_frame_bytes.setter
+    def max_frame_bytes(self, value: int) -> None:
+        """Applies from the next frame prefix (a SASL listener raises it once the client
+        has authenticated)."""
+        self._max = value
+
     # -- receiving ---------------------------------------------------------------------
 
     def get_buffer(self) -> memoryview:

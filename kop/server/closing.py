@@ -14,6 +14,8 @@ SEND_TIMEOUT = "send_timeout"
 FRAME_TOO_LARGE = "frame_too_large"
 BAD_REQUEST = "bad_request"
 EVICTED = "evicted"  # held memory others waited for, and made no progress
+UNAUTHENTICATED = "unauthenticated"  # a request before SASL, or a refused SASL exchange
+SESSION_EXPIRED = "session_expired"  # a SASL session that was not re-authenticated in time
 # Logged the same way, but the connection stays open: answered INVALID_REQUEST.
 INVALID = "invalid_request"
 

@@ -43,8 +43,11 @@ from kop.server.closing import (
     IDLE,
     INVALID,
     RECEIVE_TIMEOUT,
+    SESSION_EXPIRED,
+    UNAUTHENTICATED,
     ThrottledLog,
 )
+from kop.server.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
 from kop.server.memory import AnswerMemory
 from kop.server.ports import FrameSource, RequestObserver, ResponseSink
 from kop.server.stream import Evicted, ReceiveTimeout
@@ -71,6 +74,10 @@ class _Close(Exception):
     """The request cannot be answered within the protocol; drop the connection."""
 
 
+class _Refused(Exception):
+    """The client did not authenticate (or its session ended): answered, then closed."""
+
+
 class Connection:
     def __init__(
         self,
@@ -81,11 +88,16 @@ class Connection:
         limits: Limits,
         observer: RequestObserver,
         answers: AnswerMemory | None = None,
+        gate: Gatekeeper | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._services = services
-        self._namespace = namespace
+        self._gate = gate or Gatekeeper(ListenerSecurity("PLAINTEXT", namespace))
+        self._gate.on_expiry = self._expired
+        if self._gate.authenticating:
+            reader.limit_frames(min(limits.max_request_bytes, MAX_UNAUTHENTICATED_FRAME))
+        self._closing_after: str | None = None  # a SASL answer that ends the connection
         self._limits = limits
         self._observer = observer
         memory = answers or AnswerMemory(limits.max_queued_response_bytes)
@@ -133,6 +145,7 @@ class Connection:
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
             _discard(queue)
             self._answers.room.close()
+            self._gate.close()
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
@@ -156,6 +169,8 @@ class Connection:
                     _drop(item)  # never queued: `_discard` would not see it
                     raise
                 del item  # the writer owns it now: gone once answered
+                if self._closing_after is not None:
+                    raise _Refused(self._closing_after)
         except FrameTooLarge as exc:
             self._closing(FRAME_TOO_LARGE, exc)
             return True
@@ -168,9 +183,17 @@ class Connection:
         except _Close as exc:
             self._closing(BAD_REQUEST, exc)
             return True
+        except _Refused as exc:
+            self._closing(UNAUTHENTICATED, exc)
+            return True
         except (ConnectionError, asyncio.IncompleteReadError):
             return False
         return self._stopping
+
+    def _expired(self) -> None:
+        """The SASL session ended and was not renewed: no further request is read."""
+        self._closing(SESSION_EXPIRED, Exception("SASL session expired"))
+        self.stop_reading()
 
     def _closing(self, reason: str, why: Exception) -> None:
         self._observer.connection_closed(reason)
@@ -219,15 +242,28 @@ class Connection:
                     )
                     return known, started, reply
             raise _Close(f"malformed request: {exc}") from exc
+        key = request.header.api_key
+        gate = self._gate
+        if not gate.admits(key):
+            raise _Refused(f"api {key} before SASL authentication")
+        if gate.answers(key):
+            answer = await gate.answer(key, request.body)
+            if answer.close:
+                self._closing_after = f"SASL refused: {answer.reason}"
+            elif not gate.authenticating:
+                self._reader.limit_frames(self._limits.max_request_bytes)
+            return request.header, started, answer.body
         ctx = RequestContext(
-            self._namespace,
+            gate.namespace,
             request.header.client_id,
             request.header.api_version,
             self.peer.rsplit(":", 1)[0],
             self._answers.room,
             self._chains,
+            gate.security.name,
+            gate.principal,
         )
-        handler = HANDLERS[ApiKey(request.header.api_key)]
+        handler = HANDLERS[ApiKey(key)]
         try:
             result = await handler(self._services, ctx, request.body)
         except Exception as exc:

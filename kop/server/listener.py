@@ -1,4 +1,8 @@
-"""The Kafka listener: accepts sockets and runs a Connection for each.
+"""The Kafka listeners: accept sockets and run a Connection for each.
+
+One server per configured listener (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+each with its own TLS context and SASL rules; the connection limit and the
+memory budgets are shared by all of them.
 
 Past `max_connections` open connections, the newest is closed as soon as it is
 accepted (as Kafka does past `max.connections.per.ip`): the connections already
@@ -10,10 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import ssl
+from dataclasses import dataclass
 
 from kop.api.context import Namespace, Services
 from kop.server.closing import MAX_CONNECTIONS, ThrottledLog
 from kop.server.connection import Connection, Limits, RequestObserver
+from kop.server.gatekeeper import Gatekeeper, ListenerSecurity
 from kop.server.memory import AnswerMemory, RequestMemory
 from kop.server.stream import RequestStream
 
@@ -26,6 +33,16 @@ _closes = ThrottledLog(log)
 _READ_AHEAD = 64 * 1024
 # File descriptors kop needs besides its Kafka connections (Pulsar, admin HTTP, files).
 _OTHER_FILES = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """One socket to serve: where, with which TLS context, under which rules."""
+
+    host: str
+    port: int
+    security: ListenerSecurity
+    tls: ssl.SSLContext | None = None
 
 
 class KafkaListener:
@@ -42,25 +59,44 @@ class KafkaListener:
         self._observer = observer
         self.requests = RequestMemory(limits.max_queued_request_bytes)
         self.answers = AnswerMemory(limits.max_queued_response_bytes)
-        self._server: asyncio.Server | None = None
+        self._servers: dict[str, asyncio.Server] = {}
         self._connections: dict[asyncio.Task[None], Connection] = {}
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.sockets[0].getsockname()[1])
+        """The first listener's port."""
+        return next(iter(self.ports.values()))
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """Each listener's bound port, by name."""
+        return {
+            name: int(server.sockets[0].getsockname()[1]) for name, server in self._servers.items()
+        }
 
     @property
     def open_connections(self) -> int:
         return len(self._connections)
 
     async def start(self, host: str, port: int) -> None:
+        """One PLAINTEXT listener in the listener's namespace."""
+        await self.serve([Bind(host, port, ListenerSecurity("PLAINTEXT", self._namespace))])
+
+    async def serve(self, endpoints: list[Bind]) -> None:
         _raise_file_limit(self._limits.max_connections + _OTHER_FILES)
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._stream, host, port, reuse_address=True)
-        log.info("serving Kafka on %s:%d", host, port)
+        for end in endpoints:
+            name = end.security.name
+            self._servers[name] = await loop.create_server(
+                lambda end=end: self._stream(end.security),
+                end.host or None,
+                end.port,
+                reuse_address=True,
+                ssl=end.tls,
+            )
+            log.info("serving Kafka %s on %s:%d", name, end.host or "*", end.port)
 
-    def _stream(self) -> asyncio.BaseProtocol:
+    def _stream(self, security: ListenerSecurity) -> asyncio.BaseProtocol:
         if len(self._connections) >= self._limits.max_connections:
             self._observer.connection_closed(MAX_CONNECTIONS)
             return _Refused(self._limits.max_connections)
@@ -80,6 +116,7 @@ class KafkaListener:
             limits,
             self._observer,
             self.answers,
+            Gatekeeper(security, stream.get_extra_info),
         )
         task = asyncio.create_task(self._serve(conn))
         self._connections[task] = conn
@@ -101,8 +138,8 @@ class KafkaListener:
 
     async def stop(self, grace_s: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish for up to `grace_s`, then close."""
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers.values():
+            server.close()
         for conn in self._connections.values():
             conn.stop_reading()
         if self._connections:

@@ -18,6 +18,9 @@ class FrameSource(Protocol):
 
     def feed_eof(self) -> None: ...
 
+    def limit_frames(self, max_frame_bytes: int) -> None:
+        """The largest frame accepted from the next one on."""
+
 
 class ResponseSink(Protocol):
     """Where answers go: the parts of `asyncio.StreamWriter` a connection uses."""

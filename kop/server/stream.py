@@ -53,6 +53,10 @@ class Evicted(Exception):
 
 
 class RequestStream(SocketSink, asyncio.BufferedProtocol):
+    def limit_frames(self, max_frame_bytes: int) -> None:
+        """The largest frame accepted from the next one on."""
+        self._frames.max_frame_bytes = max_frame_bytes
+
     def __init__(
         self,
         max_frame_bytes: int,

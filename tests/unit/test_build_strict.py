@@ -9,11 +9,13 @@ wrong key in kop/api fails here rather than on the wire.
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any, cast
 
+import jwt
 import pytest
 
 from kop.api import (
@@ -258,6 +260,8 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
         ]
     elif api == ApiKey.API_VERSIONS:
         calls = [api_versions.handle(s, ctx, None), api_versions.unsupported_version_response()]
+    elif api in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+        calls = sasl_answers(api)
     elif api == ApiKey.CREATE_TOPICS:
         config = _ns(name="retention.ms", value="1000")
 
@@ -516,3 +520,34 @@ def test_top_level_error_response_builds_in_every_version(api: ApiKey, version: 
         assert reply.error_code == ErrorCode.invalid_request
     else:
         assert reply is None
+
+
+def sasl_answers(api: ApiKey) -> list[Any]:
+    """Every body a SASL listener's session and the api handlers answer with."""
+    from kop.api import sasl
+    from kop.security.mechanisms import Plain
+    from kop.security.session import SaslSession
+    from kop.security.tokens import TokenSettings, TokenValidator
+
+    validator = TokenValidator(TokenSettings(secret_key="data:;base64," + "a" * 44))
+
+    def session() -> SaslSession:
+        return SaslSession({"PLAIN": lambda: Plain(validator, NS)})
+
+    ctx = RequestContext(NS, "test", 0)
+    if api == ApiKey.SASL_HANDSHAKE:
+        refused = session()
+        return [
+            session().handshake("PLAIN").body,
+            refused.handshake("GSSAPI").body,
+            sasl.handshake(None, ctx, None),  # type: ignore[arg-type]
+        ]
+    ok, bad = session(), session()
+    ok.handshake("PLAIN")
+    bad.handshake("PLAIN")
+    token = jwt.encode({"sub": "a", "exp": 4_000_000_000}, base64.b64decode("a" * 44), "HS256")
+    return [
+        ok.authenticate(f"\0\0token:{token}".encode()).body,
+        bad.authenticate(b"\0\0nope").body,
+        sasl.authenticate(None, ctx, None),  # type: ignore[arg-type]
+    ]

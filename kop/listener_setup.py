@@ -1,0 +1,88 @@
+"""The listeners a configuration asks for, with their TLS and SASL, ready to serve
+(composition: the only place that turns security settings into objects)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from functools import partial
+
+from kop.config import KopConfig
+from kop.security.errors import SecurityConfigError
+from kop.security.mechanisms import OAUTHBEARER, PLAIN, Mechanism, OAuthBearer, Plain
+from kop.security.session import MechanismFactory, SaslSession
+from kop.security.tokens import TokenValidator
+from kop.server.endpoints import Listener
+from kop.server.gatekeeper import ListenerSecurity
+from kop.server.listener import Bind
+from kop.server.tls_server import ServerTls, TlsFiles, TlsSetupError
+from kop.storage.naming import Namespace
+
+log = logging.getLogger(__name__)
+
+
+class ListenerSetupError(Exception):
+    """A listener cannot be served as configured; the message says why."""
+
+
+def sasl_mechanisms(c: KopConfig, default: Namespace) -> dict[str, MechanismFactory]:
+    try:
+        tokens = TokenValidator(c.token_settings) if c.token_settings.configured else None
+    except SecurityConfigError as exc:
+        raise ListenerSetupError(str(exc)) from None
+    factories: dict[str, MechanismFactory] = {}
+    for name in c.mechanisms:
+        if name == PLAIN:
+            factories[name] = partial(_plain, tokens, default)
+        elif name == OAUTHBEARER and tokens is not None:
+            factories[name] = partial(OAuthBearer, tokens, default)
+    return factories
+
+
+def _plain(tokens: TokenValidator | None, default: Namespace) -> Mechanism:
+    return Plain(tokens, default)
+
+
+def server_tls(c: KopConfig) -> ServerTls | None:
+    if c.ssl_cert_file is None or c.ssl_key_file is None:
+        return None
+    files = TlsFiles(c.ssl_cert_file, c.ssl_key_file, c.ssl_ca_file, c.ssl_client_auth)
+    try:
+        return ServerTls(files)
+    except TlsSetupError as exc:
+        raise ListenerSetupError(str(exc)) from None
+
+
+def binds(c: KopConfig, default: Namespace, tls: ServerTls | None) -> list[Bind]:
+    mechanisms = sasl_mechanisms(c, default)
+    delay = c.connection_failed_authentication_delay_ms / 1000
+
+    def session() -> SaslSession:
+        return SaslSession(mechanisms, c.connections_max_reauth_ms)
+
+    out = []
+    for listener in c.listener_plan():
+        protocol = listener.protocol
+        security = ListenerSecurity(
+            protocol.value, default, session if protocol.sasl else None, delay
+        )
+        context = tls.context if protocol.tls and tls is not None else None
+        out.append(Bind(listener.bind.host, listener.bind.port, security, context))
+    return out
+
+
+def advertised(plan: list[Listener]) -> tuple[tuple[str, str, int], ...]:
+    return tuple((lst.protocol.value, lst.advertised.host, lst.advertised.port) for lst in plan)
+
+
+def reload_on_sighup(tls: ServerTls | None) -> None:
+    """`kill -HUP` reloads the certificate and key at once (they are also checked for
+    changes every `ssl_reload_check_s`); None: SIGHUP is let go."""
+    loop = asyncio.get_running_loop()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        if tls is None:
+            loop.remove_signal_handler(signal.SIGHUP)
+        else:
+            loop.add_signal_handler(signal.SIGHUP, partial(tls.reload, True))

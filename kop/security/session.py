@@ -1,0 +1,134 @@
+"""A connection's SASL state, as a pure state machine (h11's shape): the server feeds
+it SaslHandshake and SaslAuthenticate requests and asks it what else may pass.
+
+Kafka's rules (SaslServerAuthenticator): before authentication only ApiVersions and
+the SASL requests are answered, anything else closes the connection; a failed or
+out-of-order exchange is answered once and the connection closed; a client
+re-authenticates (KIP-368) with a new handshake of the same mechanism and must
+come back as the same principal. A session ends at its `expires_at`.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kop.protocol.errors import ErrorCode
+from kop.security.errors import AuthenticationFailed
+from kop.security.mechanisms import Mechanism
+from kop.security.principal import Principal
+
+MechanismFactory = Callable[[], Mechanism]
+
+# What the client is told of any failed authentication: nothing of which part failed.
+FAILED_MESSAGE = "Authentication failed: invalid credentials"
+
+
+class State(enum.Enum):
+    START = "start"  # nothing yet: ApiVersions or SaslHandshake
+    HANDSHAKEN = "handshaken"  # mechanism chosen: SaslAuthenticate rounds
+    AUTHENTICATED = "authenticated"
+    REAUTH = "reauth"  # authenticated, a new handshake taken: SaslAuthenticate rounds
+    CLOSED = "closed"  # refused: the answer is the last thing sent
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The response body; `close` once it is sent; `failed`: an authentication failure
+    (answered after the configured delay)."""
+
+    body: dict[str, object]
+    close: bool = False
+    failed: bool = False
+    reason: str = ""  # for kop's log
+
+
+class SaslSession:
+    def __init__(
+        self,
+        mechanisms: Mapping[str, MechanismFactory],
+        max_reauth_ms: int = 0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._factories = dict(mechanisms)
+        self._max_reauth_ms = max_reauth_ms
+        self._clock = clock
+        self.state = State.START
+        self.principal: Principal | None = None
+        self._mechanism: Mechanism | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.state in (State.AUTHENTICATED, State.REAUTH)
+
+    def handshake(self, mechanism: str) -> Answer:
+        enabled = sorted(self._factories)
+        if self.state not in (State.START, State.AUTHENTICATED):
+            return self._refuse(ErrorCode.illegal_sasl_state, "SaslHandshake out of order", enabled)
+        old = self.principal if self.state is State.AUTHENTICATED else None
+        if old is not None and mechanism != old.mechanism:
+            why = "re-authentication changed mechanism"
+            return self._refuse(ErrorCode.illegal_sasl_state, why, enabled)
+        factory = self._factories.get(mechanism)
+        if factory is None:
+            return self._refuse(
+                ErrorCode.unsupported_sasl_mechanism,
+                f"mechanism {mechanism!r} not enabled",
+                enabled,
+            )
+        self._mechanism = factory()
+        self.state = State.HANDSHAKEN if self.state is State.START else State.REAUTH
+        return Answer({"error_code": ErrorCode.none, "mechanisms": enabled})
+
+    def authenticate(self, client: bytes) -> Answer:
+        if self.state not in (State.HANDSHAKEN, State.REAUTH) or self._mechanism is None:
+            return self._fail(ErrorCode.illegal_sasl_state, "SaslAuthenticate before SaslHandshake")
+        try:
+            step = self._mechanism.step(client)
+        except AuthenticationFailed as exc:
+            return self._fail(ErrorCode.sasl_authentication_failed, str(exc))
+        if step.principal is None:
+            return Answer(_authenticate_body(step.challenge, 0))
+        new = step.principal
+        old = self.principal if self.state is State.REAUTH else None
+        if old is not None and (old.role, old.namespace) != (new.role, new.namespace):
+            why = "re-authentication changed principal"
+            return self._fail(ErrorCode.sasl_authentication_failed, why)
+        new = self._bounded(new)
+        self.principal, self._mechanism, self.state = new, None, State.AUTHENTICATED
+        lifetime = (
+            0 if new.expires_at is None else max(1, int((new.expires_at - self._clock()) * 1000))
+        )
+        return Answer(_authenticate_body(step.challenge, lifetime))
+
+    def _bounded(self, principal: Principal) -> Principal:
+        """The session ends at the token's expiry, or after `max_reauth_ms`."""
+        if not self._max_reauth_ms:
+            return principal
+        cap = self._clock() + self._max_reauth_ms / 1000
+        if principal.expires_at is not None and principal.expires_at <= cap:
+            return principal
+        return Principal(principal.role, principal.namespace, principal.mechanism, cap)
+
+    def _refuse(self, code: ErrorCode, reason: str, enabled: list[str]) -> Answer:
+        self.state = State.CLOSED
+        return Answer({"error_code": code, "mechanisms": enabled}, close=True, reason=reason)
+
+    def _fail(self, code: ErrorCode, reason: str) -> Answer:
+        self.state, self._mechanism = State.CLOSED, None
+        message = FAILED_MESSAGE if code == ErrorCode.sasl_authentication_failed else reason
+        body = {**_authenticate_body(b"", 0), "error_code": code, "error_message": message}
+        return Answer(
+            body, close=True, failed=code == ErrorCode.sasl_authentication_failed, reason=reason
+        )
+
+
+def _authenticate_body(challenge: bytes, lifetime_ms: int) -> dict[str, object]:
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "auth_bytes": challenge,
+        "session_lifetime": lifetime_ms,
+    }
