@@ -24,11 +24,13 @@ from kop.groups.mirror import SubscriptionMirror
 from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
+from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
 from kop.groups.topic_deletion import DeletionFollower
 from kop.listener_setup import (
     ListenerSetupError,
     advertised,
+    authorizer,
     binds,
     reload_on_sighup,
     server_tls,
@@ -45,6 +47,7 @@ from kop.ops.metrics import Metrics
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
 from kop.pulsar.compaction import PulsarCompaction
+from kop.pulsar.permissions import PulsarPermissions
 from kop.pulsar.preflight import Preflight, PreflightError
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
 from kop.pulsar.wire.options import ConnectOptions
@@ -52,6 +55,7 @@ from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
 from kop.storage.types import AdminError
 
@@ -67,6 +71,7 @@ class Backend(Protocol):
 
     admin: StorageAdmin
     compaction: Compaction
+    permissions: PermissionStore
 
     async def prepare(self, config: KopConfig) -> MessageLog: ...
 
@@ -99,6 +104,7 @@ class PulsarBackend:
         self._pulsar_admin = PulsarAdmin(config.pulsar_http_url, options=self._options)
         self.admin: StorageAdmin = self._pulsar_admin
         self.compaction: Compaction = PulsarCompaction(self._pulsar_admin)
+        self.permissions: PermissionStore = PulsarPermissions(self._pulsar_admin.request)
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 
@@ -215,23 +221,22 @@ class Gateway:
             max_groups=c.max_groups,
         )
         mirror = None
+        scope = GroupScope(Namespace(c.tenant, c.namespace))
         if c.mirror_subscriptions:
-            default_ns = Namespace(c.tenant, c.namespace)
             mirror = SubscriptionMirror(
                 self.backend.admin,
                 logs,
                 catalog,
-                default_ns,
+                scope,
                 c.mirror_interval_s,
                 names=SubscriptionNames(c.group_subscription_prefix),
             )
         groups = GroupService(
-            store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror, ownership=ownership
-        )
+            store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror,
+            ownership=ownership, scope=scope,
+        )  # fmt: skip
         assert self.epochs is not None  # its tombstones tell of deletions by any instance
-        self.epochs.on_deleted = DeletionFollower(
-            groups, logs, Namespace(c.tenant, c.namespace)
-        ).deleted
+        self.epochs.on_deleted = DeletionFollower(groups, logs).deleted
         await groups.start()
         return groups
 
@@ -295,12 +300,12 @@ class Gateway:
         )
         limits = connection_limits(c)
         default_ns = Namespace(c.tenant, c.namespace)
-        self.metrics.watch_groups(self.groups, self.logs, default_ns)
+        self.metrics.watch_groups(self.groups, self.logs)
         self._listener = KafkaListener(services, default_ns, limits, self.metrics)
         self.metrics.watch_memory(self._listener.requests, self._listener.answers)
         await self._serve(default_ns)
         if c.admin_port:
-            report = GroupReport(self.groups, self.logs, services.catalog, default_ns)
+            report = GroupReport(self.groups, self.logs, services.catalog)
             self._http = AdminServer(
                 self.metrics, self.logs, self.backend.admin.healthy, groups=report,
                 ownership=ownership,
@@ -327,7 +332,7 @@ class Gateway:
         assert self._listener is not None
         try:
             tls = server_tls(c)
-            endpoints = binds(c, default_ns, tls)
+            endpoints = binds(c, default_ns, tls, authorizer(c, self.backend.permissions))
         except ListenerSetupError as exc:
             raise StartupError(str(exc)) from None
         try:

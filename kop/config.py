@@ -92,6 +92,12 @@ class KopConfig(BaseSettings):
     ssl_ca_file: Path | None = None
     ssl_client_auth: Literal["none", "requested", "required"] = "none"
     ssl_reload_check_s: float = Field(30.0, gt=0)
+    # Authorization from Pulsar's permissions (docs/security.md). None: on when any
+    # listener authenticates its clients (SASL, or TLS with client certificates).
+    authorization_enabled: bool | None = None
+    superuser_roles: str = ""  # as Pulsar's superUserRoles (kop cannot read the broker's)
+    anonymous_role: str = ""  # as Pulsar's anonymousUserRole: a client nobody authenticated
+    authorization_refresh_s: float = Field(30.0, gt=0)  # permissions cached at most this long
     # Several instances (docs/decisions.md D15): each a unique node id (it is part of
     # the producer ids it hands out, hence < 256), alive to the others while its
     # heartbeats are younger than member_ttl_s.
@@ -299,6 +305,18 @@ class KopConfig(BaseSettings):
         if self.auth_token_public_alg not in PUBLIC_ALGS:
             raise ValueError(f"auth_token_public_alg is not one of {', '.join(PUBLIC_ALGS)}")
         return self
+
+    @property
+    def authorizing(self) -> bool:
+        if self.authorization_enabled is not None:
+            return self.authorization_enabled
+        plan = self.listener_plan()
+        mtls = self.ssl_client_auth != "none" and any(lst.protocol.tls for lst in plan)
+        return mtls or any(lst.protocol.sasl for lst in plan)
+
+    @property
+    def superusers(self) -> frozenset[str]:
+        return frozenset(r.strip() for r in self.superuser_roles.split(",") if r.strip())
 
     @property
     def mechanisms(self) -> list[str]:

@@ -10,6 +10,8 @@ import signal
 from functools import partial
 
 from kop.config import KopConfig
+from kop.groups.mirror_names import SubscriptionNames
+from kop.security.authorizer import Authorizer
 from kop.security.errors import SecurityConfigError
 from kop.security.mechanisms import OAUTHBEARER, PLAIN, Mechanism, OAuthBearer, Plain
 from kop.security.session import MechanismFactory, SaslSession
@@ -19,6 +21,7 @@ from kop.server.gatekeeper import ListenerSecurity
 from kop.server.listener import Bind
 from kop.server.tls_server import ServerTls, TlsFiles, TlsSetupError
 from kop.storage.naming import Namespace
+from kop.storage.permissions import PermissionStore
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +58,17 @@ def server_tls(c: KopConfig) -> ServerTls | None:
         raise ListenerSetupError(str(exc)) from None
 
 
-def binds(c: KopConfig, default: Namespace, tls: ServerTls | None) -> list[Bind]:
+def authorizer(c: KopConfig, store: PermissionStore) -> Authorizer | None:
+    """Pulsar's permissions decide, when authorization is on (`authorizing`)."""
+    if not c.authorizing:
+        return None
+    names = SubscriptionNames(c.group_subscription_prefix)
+    return Authorizer(store, c.superusers, names.of, c.authorization_refresh_s)
+
+
+def binds(
+    c: KopConfig, default: Namespace, tls: ServerTls | None, authorizer: Authorizer | None
+) -> list[Bind]:
     mechanisms = sasl_mechanisms(c, default)
     delay = c.connection_failed_authentication_delay_ms / 1000
 
@@ -66,7 +79,12 @@ def binds(c: KopConfig, default: Namespace, tls: ServerTls | None) -> list[Bind]
     for listener in c.listener_plan():
         protocol = listener.protocol
         security = ListenerSecurity(
-            protocol.value, default, session if protocol.sasl else None, delay
+            protocol.value,
+            default,
+            session if protocol.sasl else None,
+            delay,
+            c.anonymous_role,
+            authorizer,
         )
         context = tls.context if protocol.tls and tls is not None else None
         out.append(Bind(listener.bind.host, listener.bind.port, security, context))

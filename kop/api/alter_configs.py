@@ -8,10 +8,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kop.api.configs import TOPIC
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic, topic_for
+from kop.api.configs import BROKER, TOPIC
+from kop.api.context import (
+    RequestContext,
+    Response,
+    Services,
+    error_of,
+    existing_topic,
+    permitted,
+)
 from kop.log.topic_configs import incremental
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import TopicOp
 
 
 async def alter_configs(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -25,11 +33,10 @@ async def alter_configs(services: Services, ctx: RequestContext, request: Any) -
                     ErrorCode.invalid_request, f"Null value not supported for : {c.name}"
                 )
         configs = {c.name: c.value for c in res.configs}
-        await services.catalog.alter(
-            topic_for(ctx, res.resource_name), configs, request.validate_only
-        )
+        topic = await permitted(ctx, res.resource_name, TopicOp.ALTER)
+        await services.catalog.alter(topic, configs, request.validate_only)
 
-    return await _each(request, apply)
+    return await _each(ctx, request, apply)
 
 
 async def incremental_alter_configs(
@@ -39,12 +46,12 @@ async def incremental_alter_configs(
 
     async def apply(res: Any) -> None:
         _no_duplicates([c.name for c in res.configs])
-        view = await existing_topic(services, ctx, res.resource_name)
+        view = await existing_topic(services, ctx, res.resource_name, TopicOp.ALTER)
         ops = [(c.name, c.config_operation, c.value) for c in res.configs]
         after = incremental(view.explicit, view.configs, ops)
         await services.catalog.alter(view.topic, after, request.validate_only)
 
-    return await _each(request, apply)
+    return await _each(ctx, request, apply)
 
 
 def _no_duplicates(names: list[str]) -> None:
@@ -52,11 +59,15 @@ def _no_duplicates(names: list[str]) -> None:
         raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
 
 
-async def _each(request: Any, apply: Callable[[Any], Awaitable[None]]) -> Response:
+async def _each(
+    ctx: RequestContext, request: Any, apply: Callable[[Any], Awaitable[None]]
+) -> Response:
     responses = []
     for res in request.resources:
         code, message = ErrorCode.none, None
         try:
+            if res.resource_type == BROKER and not await ctx.access.cluster():
+                raise KafkaError(ErrorCode.cluster_authorization_failed)
             if res.resource_type != TOPIC:
                 raise KafkaError(
                     ErrorCode.invalid_request,

@@ -50,6 +50,8 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
                 view = await existing_topic(services, ctx, res.resource_name)
                 entries = topic_entries(view.configs, view.explicit, defaults, synonyms, docs)
             elif res.resource_type == BROKER:
+                if not await ctx.access.cluster():
+                    raise KafkaError(ErrorCode.cluster_authorization_failed)
                 values, sources = _broker(services, defaults)
                 entries = [_entry(k, v, sources[k]) for k, v in sorted(values.items())]
             else:

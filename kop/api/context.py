@@ -19,6 +19,7 @@ from kop.log.manager import LogManager
 from kop.log.partition_log import PartitionLog
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import ALLOW_ALL, Access, TopicOp
 from kop.security.principal import Principal
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
@@ -142,6 +143,7 @@ class RequestContext:
     chains: PartitionChains = field(default_factory=PartitionChains)  # the connection's
     listener: str = "PLAINTEXT"  # the listener the client came in through (its protocol)
     principal: Principal | None = None  # who the client authenticated as (None: nobody)
+    access: Access = ALLOW_ALL  # what that principal may do
 
 
 def lead(services: Services, partition_topic: str) -> None:
@@ -163,26 +165,50 @@ def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
         raise KafkaError(ErrorCode.invalid_topic_exception, str(exc)) from exc
 
 
-async def existing_topic(services: Services, ctx: RequestContext, name: str) -> TopicView:
-    view = await services.catalog.describe(topic_for(ctx, name))
+async def permitted(ctx: RequestContext, name: str, op: TopicOp) -> PulsarTopic:
+    """The topic `name` means, if the principal may `op` it. Asked before whether it
+    exists: a topic the client may not touch is refused the same whether or not it
+    exists (as Kafka does), so nobody learns of another tenant's topics."""
+    topic = topic_for(ctx, name)
+    if not await ctx.access.topic(topic, op):
+        raise KafkaError(
+            ErrorCode.topic_authorization_failed, f"not authorized to {op.value} {name}"
+        )
+    return topic
+
+
+async def existing_topic(
+    services: Services, ctx: RequestContext, name: str, op: TopicOp = TopicOp.DESCRIBE
+) -> TopicView:
+    view = await services.catalog.describe(await permitted(ctx, name, op))
     if view is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
     return view
 
 
 async def partition_log(
-    services: Services, ctx: RequestContext, name: str, index: int, current_epoch: int = NO_EPOCH
+    services: Services,
+    ctx: RequestContext,
+    name: str,
+    index: int,
+    current_epoch: int = NO_EPOCH,
+    op: TopicOp = TopicOp.DESCRIBE,
 ) -> PartitionLog:
     """The log of partition `index` of an existing topic, for a client whose metadata
     says the leader's epoch is `current_epoch` (-1: it does not say)."""
-    return (await topic_partition(services, ctx, name, index, current_epoch))[1]
+    return (await topic_partition(services, ctx, name, index, current_epoch, op))[1]
 
 
 async def topic_partition(
-    services: Services, ctx: RequestContext, name: str, index: int, current_epoch: int = NO_EPOCH
+    services: Services,
+    ctx: RequestContext,
+    name: str,
+    index: int,
+    current_epoch: int = NO_EPOCH,
+    op: TopicOp = TopicOp.DESCRIBE,
 ) -> tuple[TopicView, PartitionLog]:
     """`partition_log` with the topic it belongs to."""
-    view = await existing_topic(services, ctx, name)
+    view = await existing_topic(services, ctx, name, op)
     if not 0 <= index < view.partitions:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
     lead(services, view.partition_topic(index))

@@ -19,6 +19,7 @@ from kop.api.context import (
     lead,
 )
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import TopicOp
 
 NO_LOW_WATERMARK = -1  # what Kafka answers for a partition that failed
 
@@ -45,7 +46,7 @@ async def _delete(
     services: Services, ctx: RequestContext, name: str, index: int, offset: int, timeout_s: float
 ) -> dict[str, Any]:
     try:
-        view = await existing_topic(services, ctx, name)
+        view = await existing_topic(services, ctx, name, TopicOp.ALTER)
         if not 0 <= index < view.partitions:
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"

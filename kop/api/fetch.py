@@ -20,6 +20,7 @@ from kop.log.leader_epoch import NO_EPOCH
 from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
+from kop.security.authorizer import TopicOp
 
 _NEW_SESSION, _NO_SESSION = 0, -1  # KIP-227's INITIAL and FINAL session epochs
 
@@ -96,7 +97,9 @@ async def _log(services: Services, ctx: RequestContext, name: str, p: Any) -> So
     # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
     current = max(NO_EPOCH, getattr(p, "current_leader_epoch", NO_EPOCH))
     try:
-        view, plog = await topic_partition(services, ctx, name, p.partition, current)
+        view, plog = await topic_partition(
+            services, ctx, name, p.partition, current, TopicOp.CONSUME
+        )
         # The `kafka` format stores batches stamped; the `pulsar` format keeps times.
         return plog, view.log_append_time and view.entry_format is EntryFormat.PULSAR
     except Exception as exc:

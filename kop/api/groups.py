@@ -16,6 +16,7 @@ from kop.cluster.member import Member
 from kop.groups.coordinator import JoinRequest
 from kop.groups.rebalance import JoinResult
 from kop.groups.report import summaries
+from kop.groups.scope import ReservedGroupName
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -29,6 +30,18 @@ def group_service(services: Services) -> GroupService:
     return services.groups
 
 
+async def group_key(services: Services, ctx: RequestContext, group_id: str) -> str:
+    """The group `group_id` names for this client (its tenant's: kop.groups.scope), if
+    its principal may use it (GROUP_AUTHORIZATION_FAILED, as Kafka, otherwise)."""
+    groups = group_service(services)
+    if not await ctx.access.group(ctx.namespace, group_id):
+        raise KafkaError(ErrorCode.group_authorization_failed, f"not authorized for {group_id}")
+    try:
+        return groups.scope.key(ctx.namespace, group_id)
+    except ReservedGroupName as exc:
+        raise KafkaError(ErrorCode.invalid_group_id, str(exc)) from None
+
+
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000)
 
@@ -36,7 +49,7 @@ def _ms(value: Any) -> int:
 async def find_coordinator(services: Services, ctx: RequestContext, request: Any) -> Response:
     keys = list(getattr(request, "coordinator_keys", None) or [getattr(request, "key", "")])
     key_type = getattr(request, "key_type", _GROUP_KEY)
-    coordinators = [_coordinator(services, key, key_type, ctx.listener) for key in keys]
+    coordinators = [await _coordinator(services, ctx, key, key_type) for key in keys]
     first = coordinators[0]
     return {
         "throttle_time": 0,
@@ -45,11 +58,16 @@ async def find_coordinator(services: Services, ctx: RequestContext, request: Any
     }
 
 
-def _coordinator(services: Services, key: str, key_type: int, listener: str) -> dict[str, Any]:
+async def _coordinator(
+    services: Services, ctx: RequestContext, key: str, key_type: int
+) -> dict[str, Any]:
     """The owner of the group's offsets partition, as Kafka names the leader of the
     group's `__consumer_offsets` partition."""
+    listener = ctx.listener
     try:
-        owner = _owner(services, key, key_type)
+        if key_type != _GROUP_KEY:
+            raise KafkaError(ErrorCode.invalid_request, "kop coordinates consumer groups only")
+        owner = _owner(services, await group_key(services, ctx, key))
     except KafkaError as exc:
         return {"key": key, "node_id": -1, "host": "", "port": -1,
                 "error_code": exc.code, "error_message": exc.message}  # fmt: skip
@@ -58,9 +76,7 @@ def _coordinator(services: Services, key: str, key_type: int, listener: str) -> 
             "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
 
 
-def _owner(services: Services, key: str, key_type: int) -> Member:
-    if key_type != _GROUP_KEY:
-        raise KafkaError(ErrorCode.invalid_request, "kop coordinates consumer groups only")
+def _owner(services: Services, key: str) -> Member:
     groups = group_service(services)
     partition = groups.partition_of(key)
     owner = services.owners.owner(services.offsets_partition(partition))
@@ -76,8 +92,12 @@ async def join_group(
 ) -> Awaitable[Response] | Response:
     session = _ms(request.session_timeout)
     rebalance = _ms(request.rebalance_timeout) if hasattr(request, "rebalance_timeout") else session
+    try:
+        key = await group_key(services, ctx, request.group_id)
+    except KafkaError as exc:
+        return await _refused_join(exc, request.member_id, ctx.api_version)
     join = JoinRequest(
-        request.group_id,
+        key,
         request.member_id,
         getattr(request, "group_instance_id", None),
         request.protocol_type,
@@ -92,11 +112,19 @@ async def join_group(
     return _join(services, join, ctx.api_version)
 
 
+async def _refused_join(exc: KafkaError, member_id: str, version: int) -> Response:
+    return _join_response(JoinResult(exc.code, member_id), version)
+
+
 async def _join(services: Services, join: JoinRequest, version: int) -> Response:
     try:
         r = await group_service(services).join(join)
     except KafkaError as exc:
         r = JoinResult(exc.code, join.member_id)
+    return _join_response(r, version)
+
+
+def _join_response(r: JoinResult, version: int) -> Response:
     # The protocol name is nullable from v7 on; before, no protocol is "".
     nothing = None if version >= 7 else ""
     return {
@@ -119,15 +147,16 @@ async def sync_group(
 ) -> Awaitable[Response] | Response:
     try:
         groups = group_service(services)
+        key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
         return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}
-    return _sync(groups, request)
+    return _sync(groups, key, request)
 
 
-async def _sync(groups: GroupService, request: Any) -> Response:
+async def _sync(groups: GroupService, key: str, request: Any) -> Response:
     try:
         r = await groups.sync(
-            request.group_id,
+            key,
             request.generation_id,
             request.member_id,
             getattr(request, "group_instance_id", None),
@@ -148,7 +177,7 @@ async def _sync(groups: GroupService, request: Any) -> Response:
 async def heartbeat(services: Services, ctx: RequestContext, request: Any) -> Response:
     try:
         code = group_service(services).heartbeat(
-            request.group_id,
+            await group_key(services, ctx, request.group_id),
             request.generation_id,
             request.member_id,
             getattr(request, "group_instance_id", None),
@@ -164,7 +193,8 @@ async def leave_group(services: Services, ctx: RequestContext, request: Any) -> 
     else:
         members = [(request.member_id, None)]
     try:
-        codes = group_service(services).leave(request.group_id, members)
+        key = await group_key(services, ctx, request.group_id)
+        codes = group_service(services).leave(key, members)
     except KafkaError as exc:
         return {"throttle_time": 0, "error_code": exc.code, "members": []}
     top = codes[0] if len(codes) == 1 and not hasattr(request, "members") else ErrorCode.none
@@ -183,8 +213,9 @@ async def describe_groups(services: Services, ctx: RequestContext, request: Any)
     for group_id in request.groups:
         try:
             groups = group_service(services)
-            groups.check(group_id)
-            out.append(_describe(groups, group_id))
+            key = await group_key(services, ctx, group_id)
+            groups.check(key)
+            out.append({**_describe(groups, key), "group_id": group_id})
         except KafkaError as exc:
             out.append(
                 {
@@ -241,17 +272,15 @@ async def list_groups(services: Services, ctx: RequestContext, request: Any) -> 
         return {"throttle_time": 0, "error_code": exc.code, "groups": []}
     states = {s.lower() for s in getattr(request, "states_filter", ())}
     types = {t.lower() for t in getattr(request, "types_filter", ())}
-    out = [
-        {
-            "group_id": g["group"],
-            "protocol_type": g["protocol_type"] or "",
-            "group_state": g["state"],
-            "group_type": "classic",
-        }
-        for g in summaries(groups)
-        if not (states and g["state"].lower() not in states)
-        and not (types and "classic" not in types)
-    ]
+    out = []
+    for g in summaries(groups):
+        ns, group_id = groups.scope.split(g["group"])
+        if ns != ctx.namespace or (states and g["state"].lower() not in states):
+            continue
+        if (types and "classic" not in types) or not await ctx.access.group(ns, group_id):
+            continue
+        out.append({"group_id": group_id, "protocol_type": g["protocol_type"] or "",
+                    "group_state": g["state"], "group_type": "classic"})  # fmt: skip
     return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": out}
 
 
@@ -259,7 +288,7 @@ async def delete_groups(services: Services, ctx: RequestContext, request: Any) -
     results = []
     for group_id in request.groups_names:
         try:
-            code = await group_service(services).delete(group_id)
+            code = await group_service(services).delete(await group_key(services, ctx, group_id))
         except Exception as exc:
             code, _ = error_of(exc)
         results.append({"group_id": group_id, "error_code": code})

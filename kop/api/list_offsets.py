@@ -8,6 +8,7 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services, error_of, partition_log
 from kop.log.leader_epoch import BATCH_EPOCH, NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import TopicOp
 
 LATEST = -1
 EARLIEST = -2
@@ -36,7 +37,7 @@ async def _lookup(
     services: Services, ctx: RequestContext, name: str, index: int, timestamp: int, current: int
 ) -> dict[str, Any]:
     try:
-        plog = await partition_log(services, ctx, name, index, current)
+        plog = await partition_log(services, ctx, name, index, current, TopicOp.CONSUME)
         if timestamp == LATEST:  # Kafka names the latest epoch with the log end
             return _part(index, ErrorCode.none, plog.high_watermark, -1, plog.leader_epoch)
         if timestamp == EARLIEST:

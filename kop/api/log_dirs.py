@@ -16,6 +16,9 @@ _STATS_AT_ONCE = 16  # Pulsar stats lookups in flight for one request
 
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+    if not await ctx.access.cluster():
+        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                "results": ()}  # fmt: skip
     wanted: dict[str, list[int] | None]
     if request.topics is None:
         wanted = dict.fromkeys(await services.catalog.names(ctx.namespace))

@@ -7,11 +7,12 @@ import asyncio
 import uuid
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.api.context import RequestContext, Response, Services, error_of, permitted, topic_for
 from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
 from kop.cluster.member import Member
 from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import TopicOp
 
 ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN_OPERATIONS = -(2**31)
@@ -22,8 +23,11 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     brokers = services.owners.brokers()
     if request.topics is None:
         names = await services.catalog.names(ctx.namespace)
-        if services.offsets_topic_partitions:
-            names = [*(n for n in names if not is_internal(n)), OFFSETS_TOPIC]
+        names = [n for n in names if not is_internal(n)]
+        allowed = await asyncio.gather(*(_may_describe(ctx, n) for n in names))
+        names = [n for n, ok in zip(names, allowed, strict=True) if ok]
+        if services.offsets_topic_partitions and await ctx.access.cluster():
+            names.append(OFFSETS_TOPIC)
         topics = await asyncio.gather(*(_describe(services, ctx, n, False) for n in names))
     else:
         allow = services.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
@@ -46,9 +50,11 @@ async def _describe(
     services: Services, ctx: RequestContext, name: str, auto_create: bool
 ) -> dict[str, Any] | None:
     if is_internal(name) and services.offsets_topic_partitions:
+        if not await ctx.access.cluster():
+            return topic_entry(name, ErrorCode.topic_authorization_failed, [])
         return _offsets_topic(services)
     try:
-        topic = topic_for(ctx, name)
+        topic = await permitted(ctx, name, TopicOp.DESCRIBE)
         view = await services.catalog.describe(topic)
         if view is None and auto_create:
             try:
@@ -64,6 +70,14 @@ async def _describe(
         code, _ = error_of(exc)
         return topic_entry(name, code, [])
     return topic_entry(name, ErrorCode.none, partitions(services, view), view.topic_id)
+
+
+async def _may_describe(ctx: RequestContext, name: str) -> bool:
+    """Listing every topic shows only those the principal may see (as Kafka does)."""
+    try:
+        return await ctx.access.topic(topic_for(ctx, name), TopicOp.DESCRIBE)
+    except KafkaError:
+        return True  # an illegal name: listed with its error, as before
 
 
 def _offsets_topic(services: Services) -> dict[str, Any]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, existing_topic
-from kop.api.groups import group_service
+from kop.api.context import RequestContext, Response, Services, existing_topic, topic_for
+from kop.api.groups import group_key, group_service
 from kop.groups.types import CommittedOffset, GroupState, TopicPartition
+from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import TopicOp
 from kop.storage.types import StorageError
 
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
@@ -17,9 +19,16 @@ MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 async def offset_commit(services: Services, ctx: RequestContext, request: Any) -> Response:
     codes: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
+    try:
+        key = await group_key(services, ctx, request.group_id)
+    except KafkaError as exc:
+        every = [
+            TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
+        ]
+        return {"throttle_time": 0, "topics": _by_topic(dict.fromkeys(every, exc.code))}
     for t in request.topics:
         try:
-            view = await existing_topic(services, ctx, t.name)
+            view = await _group_topic(services, ctx, t.name, request.group_id)
             partitions = view.partitions
         except KafkaError as exc:
             partitions, code = -1, exc.code
@@ -37,20 +46,31 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
                 offsets[tp] = CommittedOffset(p.committed_offset, epoch, meta)
     try:
         code = await group_service(services).commit(
-            request.group_id,
+            key,
             request.generation_id_or_member_epoch,
             request.member_id,
             getattr(request, "group_instance_id", None),
             offsets,
             _retention_ms(request),
         )
-        unknown = request.group_id not in group_service(services).coordinator.groups
+        unknown = key not in group_service(services).coordinator.groups
         if code is ErrorCode.illegal_generation and ctx.api_version >= 9 and unknown:
             code = ErrorCode.group_id_not_found  # Kafka, from v9 on
     except KafkaError as exc:
         code = exc.code
     codes.update({tp: code for tp in offsets})
     return {"throttle_time": 0, "topics": _by_topic(codes)}
+
+
+async def _group_topic(
+    services: Services, ctx: RequestContext, name: str, group_id: str
+) -> TopicView:
+    """A topic the group may commit on: `consume` there, under the group's subscription
+    name (Pulsar's subscription permissions)."""
+    topic = topic_for(ctx, name)
+    if not await ctx.access.group_topic(topic, group_id):
+        raise KafkaError(ErrorCode.topic_authorization_failed, f"not authorized to consume {name}")
+    return await existing_topic(services, ctx, name, TopicOp.CONSUME)
 
 
 def _retention_ms(request: Any) -> int | None:
@@ -76,9 +96,9 @@ async def offset_fetch(services: Services, ctx: RequestContext, request: Any) ->
     """v8+ asks for several groups; earlier versions for one, answered at the top
     level. Both shapes are given; the version's schema keeps its own."""
     if hasattr(request, "groups"):
-        out = [_fetch_group(services, g.group_id, g.topics) for g in request.groups]
+        out = [await _fetch_group(services, ctx, g.group_id, g.topics) for g in request.groups]
     else:
-        out = [_fetch_group(services, request.group_id, request.topics)]
+        out = [await _fetch_group(services, ctx, request.group_id, request.topics)]
     first = out[0] if out else {"topics": [], "error_code": ErrorCode.none}
     return {
         "throttle_time": 0,
@@ -88,29 +108,37 @@ async def offset_fetch(services: Services, ctx: RequestContext, request: Any) ->
     }
 
 
-def _fetch_group(services: Services, group_id: str, topics: Any) -> dict[str, Any]:
+async def _fetch_group(
+    services: Services, ctx: RequestContext, group_id: str, topics: Any
+) -> dict[str, Any]:
     """Committed offsets of the asked partitions (all the group has, when `topics`
-    is null); -1 for a partition without one, as Kafka answers."""
+    is null); -1 for a partition without one, as Kafka answers. Topics the principal
+    may not read are left out of "all" and refused when asked for by name."""
     try:
         groups = group_service(services)
-        groups.check(group_id)
+        key = await group_key(services, ctx, group_id)
+        groups.check(key)
     except KafkaError as exc:
         return {"group_id": group_id, "topics": [], "error_code": exc.code}
-    committed = groups.offsets.of(group_id)
+    committed = groups.offsets.of(key)
     if topics is None:
         wanted = sorted(committed, key=lambda tp: (tp.topic, tp.partition))
     else:
         wanted = [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+    allowed = {name: await _may_read(ctx, name, group_id) for name in {tp.topic for tp in wanted}}
+    if topics is None:
+        wanted = [tp for tp in wanted if allowed[tp.topic]]
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for tp in wanted:
-        o = committed.get(tp)
+        o = committed.get(tp) if allowed[tp.topic] else None
+        code = ErrorCode.none if allowed[tp.topic] else ErrorCode.topic_authorization_failed
         by_topic.setdefault(tp.topic, []).append(
             {
                 "partition_index": tp.partition,
                 "committed_offset": o.offset if o else -1,
                 "committed_leader_epoch": o.leader_epoch if o else -1,
                 "metadata": o.metadata if o else "",
-                "error_code": ErrorCode.none,
+                "error_code": code,
             }
         )
     return {
@@ -118,6 +146,13 @@ def _fetch_group(services: Services, group_id: str, topics: Any) -> dict[str, An
         "error_code": ErrorCode.none,
         "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
     }
+
+
+async def _may_read(ctx: RequestContext, name: str, group_id: str) -> bool:
+    try:
+        return await ctx.access.group_topic(topic_for(ctx, name), group_id)
+    except KafkaError:
+        return True  # not a topic name at all: answered as before
 
 
 async def offset_delete(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -128,9 +163,10 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
     tps = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     try:
         groups = group_service(services)
-        groups.check(request.group_id)
-        g = groups.coordinator.groups.get(request.group_id)
-        if g is None and not groups.offsets.of(request.group_id):
+        key = await group_key(services, ctx, request.group_id)
+        groups.check(key)
+        g = groups.coordinator.groups.get(key)
+        if g is None and not groups.offsets.of(key):
             raise KafkaError(ErrorCode.group_id_not_found)
         live = g is not None and g.state is not GroupState.EMPTY
         if g is not None and live and g.protocol_type != "consumer":
@@ -141,9 +177,10 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
             else ErrorCode.group_subscribed_to_topic
             for tp in tps
         }  # fmt: skip
-        await groups.offsets.delete(
-            request.group_id, [tp for tp, c in codes.items() if c is ErrorCode.none]
-        )
+        for tp in tps:
+            if codes[tp] is ErrorCode.none and not await _may_read(ctx, tp.topic, request.group_id):
+                codes[tp] = ErrorCode.topic_authorization_failed
+        await groups.offsets.delete(key, [tp for tp, c in codes.items() if c is ErrorCode.none])
     except KafkaError as exc:
         return {"error_code": exc.code, "throttle_time": 0, "topics": []}
     except StorageError:

@@ -27,6 +27,7 @@ from kop.log.batch_rules import BatchRules, InvalidTimestamps
 from kop.log.entry_format import EntryFormat
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_records, split_batches
+from kop.security.authorizer import TopicOp
 
 # What a partition's write becomes: its offset (awaited) and its log append time
 # (-1 for CreateTime topics), or why it was refused.
@@ -56,7 +57,7 @@ async def _to_open(services: Services, ctx: RequestContext, name: str, index: in
     """Whether the partition is this instance's and not open yet (`produce_order`);
     anything else is answered at once by `_begin`."""
     try:
-        view = await existing_topic(services, ctx, name)
+        view = await existing_topic(services, ctx, name, TopicOp.PRODUCE)
     except Exception:
         return False
     if not 0 <= index < view.partitions:
@@ -70,7 +71,7 @@ async def _begin(
 ) -> Pending:
     try:
         refuse_produce(name)
-        view = await existing_topic(services, ctx, name)
+        view = await existing_topic(services, ctx, name, TopicOp.PRODUCE)
         if not 0 <= index < view.partitions:
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"

@@ -18,6 +18,13 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             "producer_id": -1,
             "producer_epoch": -1,
         }
+    if not await ctx.access.idempotent_write(ctx.namespace):
+        return {
+            "throttle_time": 0,
+            "error_code": ErrorCode.cluster_authorization_failed,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
     pid = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
     if pid >= 0 and 0 <= epoch < _MAX_EPOCH:

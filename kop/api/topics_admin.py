@@ -6,12 +6,14 @@ import functools
 from typing import Any
 
 from kop.api.configs import topic_entries
-from kop.api.context import RequestContext, Response, Services, error_of, topic_for
+from kop.api.context import RequestContext, Response, Services, error_of, permitted, topic_for
 from kop.api.internal_topics import refuse_create
 from kop.api.metadata import ZERO_UUID
+from kop.groups.scope import GroupScope
 from kop.groups.topic_deletion import forget_deleted_topics
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.storage.naming import InvalidTopicName, PulsarTopic, resolve
+from kop.security.authorizer import TopicOp
+from kop.storage.naming import InvalidTopicName, PulsarTopic
 
 
 async def create_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -46,8 +48,9 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
             partitions = _partitions_asked(services, t)
             refuse_create(t.name)
             configs = {c.name: c.value for c in t.configs}
+            topic = await permitted(ctx, t.name, TopicOp.ALTER)
             view = await services.catalog.create(
-                topic_for(ctx, t.name), partitions, configs, request.validate_only, reserved
+                topic, partitions, configs, request.validate_only, reserved
             )
             result["num_partitions"] = view.partitions
             result["replication_factor"] = 1
@@ -159,7 +162,7 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
                 raise KafkaError(
                     ErrorCode.unknown_topic_id, "deleting by topic id is not supported"
                 )
-            topic = topic_for(ctx, name)
+            topic = await permitted(ctx, name, TopicOp.ALTER)
             view = await services.catalog.describe(topic)
             if view is not None:
                 # Let go first: Pulsar would cut kop's readers and writers off and
@@ -167,7 +170,8 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
                 await services.logs.drop([view.partition_topic(i) for i in range(view.partitions)])
             topic_id = (await services.catalog.delete(topic)).topic_id
             if services.groups is not None:
-                await forget_deleted_topics(services.groups, functools.partial(_names, ctx, topic))
+                gone = functools.partial(_names, services.groups.scope, topic)
+                await forget_deleted_topics(services.groups, gone)
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(
@@ -176,11 +180,11 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
     return {"throttle_time": 0, "responses": responses}
 
 
-def _names(ctx: RequestContext, topic: PulsarTopic, name: str) -> bool:
+def _names(scope: GroupScope, topic: PulsarTopic, group: str, name: str) -> bool:
     """Whether a topic name a group committed under is the deleted topic (its short
-    name or its full Pulsar name)."""
+    name in the group's namespace, or its full Pulsar name)."""
     try:
-        return resolve(name, ctx.namespace).full == topic.full
+        return scope.topic(group, name).full == topic.full
     except InvalidTopicName:
         return False
 
@@ -192,10 +196,11 @@ async def create_partitions(services: Services, ctx: RequestContext, request: An
     for t in request.topics:
         code, message = ErrorCode.none, None
         try:
+            topic = await permitted(ctx, t.name, TopicOp.ALTER)
             if t.assignments:
                 await _check_assignments(services, ctx, t)
             added = await services.catalog.add_partitions(
-                topic_for(ctx, t.name), t.count, request.validate_only, reserved
+                topic, t.count, request.validate_only, reserved
             )
             if request.validate_only:
                 reserved += added

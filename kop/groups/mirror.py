@@ -29,11 +29,12 @@ from collections.abc import Awaitable
 
 from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.mirror_reconcile import CommittedOffsets, MirrorReconciler
+from kop.groups.scope import GroupScope
 from kop.groups.types import TopicPartition
 from kop.log.manager import LogManager
 from kop.log.topics import TopicCatalog
 from kop.protocol.errors import KafkaError
-from kop.storage.naming import InvalidTopicName, Namespace, resolve
+from kop.storage.naming import InvalidTopicName
 from kop.storage.port import StorageAdmin
 from kop.storage.types import AdminError, StorageError
 
@@ -48,14 +49,14 @@ class SubscriptionMirror:
         admin: StorageAdmin,
         logs: LogManager,
         catalog: TopicCatalog,
-        ns: Namespace,
+        scope: GroupScope,
         interval_s: float = 5.0,
         per_round: int = 500,
         names: SubscriptionNames | None = None,
     ) -> None:
         self.admin = admin
         self.catalog = catalog
-        self.ns = ns
+        self.scope = scope  # where each group's topics are, and its subscription name
         self.names = names or SubscriptionNames()
         self.view: CommittedOffsets | None = None  # every group's commits, once attached
         self._logs = logs
@@ -84,6 +85,10 @@ class SubscriptionMirror:
         """Re-place `key` at its committed offset once `partition_topic` is open."""
         self._deferred.setdefault(partition_topic, set()).add(key)
 
+    def subscription(self, group: str) -> str:
+        """The group's subscription, named as its own clients name the group."""
+        return self.names.of(self.scope.split(group)[1])
+
     def owns(self, partition_topic: str) -> bool:
         """Whether this instance mirrors onto the partition: its owner does."""
         return self._logs.owns(partition_topic)
@@ -97,11 +102,14 @@ class SubscriptionMirror:
             if tp.partition != partition:
                 continue
             try:
-                if resolve(tp.topic, self.ns).full == full_topic:
+                if self.scope.topic(group, tp.topic).full == full_topic:
                     return committed.offset
             except InvalidTopicName:
                 continue
         return None
+
+    def _committed_now(self, group: str, tp: TopicPartition) -> int | None:
+        return self.committed_at(group, self.scope.topic(group, tp.topic).full, tp.partition)
 
     async def run(self) -> None:
         reconcile = asyncio.create_task(MirrorReconciler(self).run(), name="mirror-reconcile")
@@ -130,23 +138,25 @@ class SubscriptionMirror:
         owned = self._logs.owned()
         for topic in [t for t in self._deferred if t in owned]:
             for group, tp in self._deferred.pop(topic):
-                offset = self.committed_at(group, resolve(tp.topic, self.ns).full, tp.partition)
+                offset = self._committed_now(group, tp)
                 if offset is not None:
                     self._place.setdefault((group, tp), offset)
 
     async def _remove_one(self, key: Key) -> None:
         group, tp = key
-        topic = await self._partition_topic(tp)
+        topic = await self._partition_topic(group, tp)
         if topic is None or not self.owns(topic):  # its owner removes it
             return
-        if self.committed_at(group, resolve(tp.topic, self.ns).full, tp.partition) is not None:
+        if self._committed_now(group, tp) is not None:
             return  # committed again meanwhile (perhaps under another name of the topic)
-        if await self._attempt(self.admin.delete_subscription(topic, self.names.of(group)), key):
+        if await self._attempt(
+            self.admin.delete_subscription(topic, self.subscription(group)), key
+        ):
             self.removed += 1
 
     async def _place_one(self, key: Key, offset: int) -> None:
         group, tp = key
-        topic = await self._partition_topic(tp)
+        topic = await self._partition_topic(group, tp)
         if topic is None:
             return
         if not self.owns(topic):  # placing needs its offset index: its owner's
@@ -159,7 +169,7 @@ class SubscriptionMirror:
             log.debug("mirror of %s %s: %s (again next round)", group, tp, exc)
             self._place.setdefault(key, offset)
             return
-        name = self.names.of(group)
+        name = self.subscription(group)
         if await self._attempt(self.admin.place_subscription(topic, name, at), key, offset):
             self.placed += 1
 
@@ -175,9 +185,9 @@ class SubscriptionMirror:
                 self._place.setdefault(key, offset)
             return False
 
-    async def _partition_topic(self, tp: TopicPartition) -> str | None:
+    async def _partition_topic(self, group: str, tp: TopicPartition) -> str | None:
         try:
-            view = await self.catalog.describe(resolve(tp.topic, self.ns))
+            view = await self.catalog.describe(self.scope.topic(group, tp.topic))
         except (InvalidTopicName, AdminError, StorageError):
             return None
         if view is None or not 0 <= tp.partition < view.partitions:

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
+from kop.groups.scope import ReservedGroupName
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import KafkaError
 from kop.storage.naming import InvalidTopicName, Namespace, resolve
@@ -69,8 +70,8 @@ class MirrorReconciler:
         while not groups.loaded:
             await asyncio.sleep(0.1)
         committed = self._committed(groups)
-        namespaces = {self._mirror.ns}
-        namespaces |= {resolve(full, self._mirror.ns).namespace for full, _ in committed}
+        default = self._mirror.scope.default
+        namespaces = {default} | {resolve(full, default).namespace for full, _ in committed}
         try:
             for ns in sorted(namespaces, key=lambda n: n.path):
                 await self._namespace(ns, committed)
@@ -85,7 +86,7 @@ class MirrorReconciler:
         for group in offsets.groups():
             for tp in offsets.of(group):
                 try:
-                    full = resolve(tp.topic, self._mirror.ns).full
+                    full = self._mirror.scope.topic(group, tp.topic).full
                 except InvalidTopicName:
                     continue
                 by_where.setdefault((full, tp.partition), []).append((group, tp))
@@ -124,8 +125,9 @@ class MirrorReconciler:
         except StorageError as exc:
             log.warning("mirror reconcile: subscriptions of %s: %s", topic, exc)
             return
+        ns = resolve(where[0], mirror.scope.default).namespace
         for name in subscriptions:
-            group = mirror.names.group_of(name)
+            group = _key(mirror, ns, mirror.names.group_of(name))
             if group is None:
                 if mirror.committed_at(name, *where) is not None:
                     self.legacy += 1
@@ -159,3 +161,13 @@ class MirrorReconciler:
                 name,
                 topic,
             )
+
+
+def _key(mirror: SubscriptionMirror, ns: Namespace, group: str | None) -> str | None:
+    """The group a subscription of kop's on a topic of `ns` mirrors (None: none)."""
+    if group is None:
+        return None
+    try:
+        return mirror.scope.key(ns, group)
+    except ReservedGroupName:
+        return None

@@ -61,14 +61,15 @@ class Offsets:
         await self._store.delete_group(group, known)
         self._by_group.pop(group, None)
 
-    async def forget_topics(self, deleted: Callable[[str], bool]) -> list[str]:
+    async def forget_topics(self, deleted: Callable[[str, str], bool]) -> list[str]:
         """Tombstone every group's offsets of deleted topics (Kafka's onPartitionsDeleted):
         a topic created again under the name must not resume a group at an offset of
-        the old one, past records it would then never read. Returns the groups that
+        the old one, past records it would then never read. `deleted(group, topic)`
+        says whether a topic name as that group committed it is gone. Returns the groups that
         had any, each done at once; a failure leaves the others done."""
         touched = []
         for group, offsets in list(self._by_group.items()):
-            gone = [tp for tp in offsets if deleted(tp.topic)]
+            gone = [tp for tp in offsets if deleted(group, tp.topic)]
             if gone:
                 await self.delete(group, gone)
                 touched.append(group)

@@ -41,7 +41,7 @@ def summary(groups: GroupService, group_id: str) -> dict[str, Any] | None:
 
 
 async def describe(
-    groups: GroupService, logs: LogManager, catalog: TopicCatalog, ns: Namespace, group_id: str
+    groups: GroupService, logs: LogManager, catalog: TopicCatalog, group_id: str
 ) -> dict[str, Any] | None:
     """None for a group kop knows nothing of. A partition whose log cannot be
     opened right now reports no log end offset and no lag."""
@@ -59,7 +59,7 @@ async def describe(
     offsets = []
     committed = groups.offsets.of(group_id)
     for tp in sorted(committed, key=lambda t: (t.topic, t.partition)):
-        end = await log_end(logs, catalog, ns, tp)
+        end = await log_end(logs, catalog, groups.scope.namespace(group_id), tp)
         offset = committed[tp].offset
         offsets.append({
             "topic": tp.topic, "partition": tp.partition, "committed_offset": offset,
@@ -85,16 +85,13 @@ async def log_end(
 class GroupReport:
     """The pieces a report needs, bound once by the composition root."""
 
-    def __init__(
-        self, groups: GroupService, logs: LogManager, catalog: TopicCatalog, ns: Namespace
-    ) -> None:
+    def __init__(self, groups: GroupService, logs: LogManager, catalog: TopicCatalog) -> None:
         self.groups = groups
         self._logs = logs
         self._catalog = catalog
-        self._ns = ns
 
     def list(self) -> list[dict[str, Any]]:
         return summaries(self.groups)
 
     async def describe(self, group_id: str) -> dict[str, Any] | None:
-        return await describe(self.groups, self._logs, self._catalog, self._ns, group_id)
+        return await describe(self.groups, self._logs, self._catalog, group_id)

@@ -28,8 +28,10 @@ from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import NotHeld, OffsetsStore
 from kop.groups.partitions import CoordinatedPartitions
 from kop.groups.rebalance import JoinResult, SyncResult
+from kop.groups.scope import GroupScope
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.naming import Namespace
 from kop.storage.types import StorageError, WriterFenced
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,10 @@ class GroupService:
         clock: Callable[[], int] = wall_ms,
         mirror: SubscriptionMirror | None = None,
         ownership: Ownership | None = None,
+        scope: GroupScope | None = None,
     ) -> None:
+        # whose each group is (its tenant's namespace: kop.groups.scope)
+        self.scope = scope or GroupScope(Namespace("public", "default"))
         self.coordinator = Coordinator(limits)
         self.offsets = Offsets(store, offsets_retention_ms)
         # every group's commits, also those coordinated elsewhere: for the mirror and

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
 from kop.log.manager import LogManager
-from kop.storage.naming import InvalidTopicName, Namespace, resolve
+from kop.storage.naming import InvalidTopicName
 from kop.storage.types import StorageError
 
 log = logging.getLogger("kop.groups.service")  # where these lines always went
@@ -24,7 +24,7 @@ log = logging.getLogger("kop.groups.service")  # where these lines always went
 _PARTITION = re.compile(r"-partition-\d+$")
 
 
-async def forget_deleted_topics(groups: GroupService, deleted: Callable[[str], bool]) -> None:
+async def forget_deleted_topics(groups: GroupService, deleted: Callable[[str, str], bool]) -> None:
     """After DeleteTopics, as Kafka: the topics' committed offsets go from every group
     this instance coordinates, durably, and an Empty group left without offsets goes
     too (Dead). A write that fails is logged; the topic is gone either way."""
@@ -48,10 +48,9 @@ def deleted_topics(partition_topics: Iterable[str]) -> set[str]:
 
 
 class DeletionFollower:
-    def __init__(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
+    def __init__(self, groups: GroupService, logs: LogManager) -> None:
         self._groups = groups
         self._logs = logs
-        self._ns = ns  # what a short topic name in a commit means (as the mirror reads it)
         self._pending: set[str] = set()
         self._draining = False
 
@@ -72,8 +71,8 @@ class DeletionFollower:
         finally:
             self._draining = False
 
-    def _in(self, gone: set[str], name: str) -> bool:
+    def _in(self, gone: set[str], group: str, name: str) -> bool:
         try:
-            return resolve(name, self._ns).full in gone
+            return self._groups.scope.topic(group, name).full in gone
         except InvalidTopicName:
             return False

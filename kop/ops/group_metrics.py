@@ -14,14 +14,13 @@ from prometheus_client.registry import Collector
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
 from kop.log.manager import LogManager
-from kop.storage.naming import InvalidTopicName, Namespace, resolve
+from kop.storage.naming import InvalidTopicName, resolve
 
 
 class GroupCollector(Collector):
-    def __init__(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
+    def __init__(self, groups: GroupService, logs: LogManager) -> None:
         self._groups = groups
         self._logs = logs
-        self._ns = ns
 
     def collect(self) -> Iterator[Metric]:
         coordinator = self._groups.coordinator
@@ -38,18 +37,21 @@ class GroupCollector(Collector):
         lag = GaugeMetricFamily(
             "kop_group_lag",
             "Records between a group's committed offset and the partition's end",
-            labels=["group", "topic", "partition"],
+            labels=["tenant", "namespace", "group", "topic", "partition"],
         )
+        scope = self._groups.scope
         owned = self._logs.owned()
         for group, offsets in self._groups.committed.items():
             for tp, committed in offsets.items():
+                ns, plain = scope.split(group)
                 try:
-                    topic = resolve(tp.topic, self._ns)
+                    topic = resolve(tp.topic, ns)
                 except InvalidTopicName:
                     continue
                 names = (topic.partition(tp.partition, True), topic.partition(tp.partition, False))
                 plog = next((owned[n] for n in names if n in owned), None)
                 if plog is not None:
                     behind = max(plog.high_watermark - committed.offset, 0)
-                    lag.add_metric([group, tp.topic, str(tp.partition)], behind)
+                    labels = [ns.tenant, ns.namespace, plain, tp.topic, str(tp.partition)]
+                    lag.add_metric(labels, behind)
         yield lag

@@ -16,7 +16,6 @@ from kop.ops.group_metrics import GroupCollector
 from kop.protocol.messages import ApiKey
 from kop.pulsar.client import ReaderStats
 from kop.pulsar.wire.read_ahead import ReadAheadBudget
-from kop.storage.naming import Namespace
 
 
 def _api_name(api_key: int) -> str:
@@ -66,8 +65,8 @@ class Metrics:
     def watch_pulsar_memory(self, read_ahead: ReadAheadBudget, sends: Budget) -> None:
         self.registry.register(_PulsarMemoryCollector(read_ahead, sends))
 
-    def watch_groups(self, groups: GroupService, logs: LogManager, ns: Namespace) -> None:
-        self.registry.register(GroupCollector(groups, logs, ns))
+    def watch_groups(self, groups: GroupService, logs: LogManager) -> None:
+        self.registry.register(GroupCollector(groups, logs))
         groups.on_commit = self.commit_latency.observe
 
     def request_done(self, api_key: int, seconds: float, ok: bool) -> None:

@@ -262,6 +262,7 @@ class Connection:
             self._chains,
             gate.security.name,
             gate.principal,
+            gate.access,
         )
         handler = HANDLERS[ApiKey(key)]
         try:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kop.protocol.messages import ApiKey
+from kop.security.authorizer import ALLOW_ALL, DENY_ALL, Access, Authorizer
 from kop.security.principal import Principal
 from kop.security.session import Answer, SaslSession
 from kop.server.tls_server import peer_role
@@ -31,6 +32,7 @@ class ListenerSecurity:
     sasl: Callable[[], SaslSession] | None = None  # a SASL listener's exchange
     failure_delay_s: float = 0.1  # Kafka's connection.failed.authentication.delay.ms
     anonymous_role: str = ""  # the role of a connection nobody authenticated
+    authorizer: Authorizer | None = None  # None: every principal may do everything
 
 
 class Gatekeeper:
@@ -41,6 +43,7 @@ class Gatekeeper:
         self._session = security.sasl() if security.sasl is not None else None
         self._peer_info = peer_info  # the transport's: its TLS certificate, once handshaken
         self._principal: Principal | None = None
+        self._access: tuple[Principal, Access] | None = None
         self._expiry: asyncio.TimerHandle | None = None
         self.on_expiry: Callable[[], None] = lambda: None
 
@@ -54,6 +57,18 @@ class Gatekeeper:
             mechanism = "SSL" if cert_role else "NONE"
             self._principal = Principal(role, self.security.namespace, mechanism)
         return self._principal
+
+    @property
+    def access(self) -> Access:
+        """What the principal may do (fixed per principal: a re-authentication keeps it)."""
+        principal = self.principal
+        if self.security.authorizer is None:
+            return ALLOW_ALL
+        if principal is None:
+            return DENY_ALL
+        if self._access is None or self._access[0] is not principal:
+            self._access = (principal, self.security.authorizer.bind(principal))
+        return self._access[1]
 
     @property
     def namespace(self) -> Namespace:

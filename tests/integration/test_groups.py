@@ -368,7 +368,8 @@ def test_operators_see_a_groups_committed_offsets_and_lag(kop: KopProcess, topic
     assert row == [topic, "0", "4", "10", "6"]
 
     metrics = urllib.request.urlopen(f"{admin}/metrics", timeout=10).read().decode()
-    lag_line = f'kop_group_lag{{group="{group}",partition="0",topic="{topic}"}} 6.0'
+    labels = f'group="{group}",namespace="default",partition="0",tenant="public",topic="{topic}"'
+    lag_line = f"kop_group_lag{{{labels}}} 6.0"
     assert lag_line in metrics.splitlines()
 
 

@@ -4,8 +4,11 @@ kop end to end through sockets without a Pulsar, where a fault must be injected.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kop.config import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.permissions import NamespaceGrants
 from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
 from tests.sim.memory_compaction import MemoryCompaction
 from tests.sim.memory_log import MemoryLog
@@ -102,11 +105,47 @@ class MemoryAdmin:
         self.retention[topic.full] = (retention_ms, retention_bytes)
 
 
+class MemoryPermissions:
+    """Pulsar's auth_policies and tenant admins, as the Pulsar admin API keeps them."""
+
+    def __init__(self) -> None:
+        self.namespaces: dict[Namespace, NamespaceGrants] = {}
+        self.admins: dict[str, frozenset[str]] = {"public": frozenset()}
+        self.reads = 0
+
+    async def namespace_grants(self, ns: Namespace) -> NamespaceGrants | None:
+        self.reads += 1
+        return self.namespaces.get(ns, NamespaceGrants())
+
+    async def tenant_admins(self, tenant: str) -> frozenset[str] | None:
+        return self.admins.get(tenant)
+
+    async def grant(
+        self, ns: Namespace, topic: str | None, role: str, actions: frozenset[str]
+    ) -> None:
+        g = self.namespaces.get(ns, NamespaceGrants())
+        if topic is None:
+            namespace = {**g.namespace, role: actions}
+            self.namespaces[ns] = replace(g, namespace={k: v for k, v in namespace.items() if v})
+        else:
+            on = {**g.topics.get(topic, {}), role: actions}
+            topics = {**g.topics, topic: {k: v for k, v in on.items() if v}}
+            self.namespaces[ns] = replace(g, topics=topics)
+
+    async def set_subscription_roles(
+        self, ns: Namespace, subscription: str, roles: frozenset[str]
+    ) -> None:
+        g = self.namespaces.get(ns, NamespaceGrants())
+        subs = {**g.subscriptions, subscription: roles}
+        self.namespaces[ns] = replace(g, subscriptions={k: v for k, v in subs.items() if v})
+
+
 class MemoryBackend:
     def __init__(self, log: MemoryLog | None = None) -> None:
         self.log = log or MemoryLog()
         self.admin = MemoryAdmin(self.log)
         self.compaction = MemoryCompaction(self.log)
+        self.permissions = MemoryPermissions()
 
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log
@@ -116,6 +155,7 @@ class MemoryBackend:
         of its own; the same topics, subscriptions and admin state."""
         other = MemoryBackend(self.log.instance())
         other.admin, other.compaction = self.admin, self.compaction
+        other.permissions = self.permissions
         return other
 
     async def close(self) -> None:

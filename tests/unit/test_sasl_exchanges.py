@@ -155,13 +155,14 @@ class SaslMachine(RuleBasedStateMachine):
         self.closed = False
         self.expect_auth = False
         self.handshaken = False
+        self.authenticated_with = ""
 
     @rule(mechanism=st.sampled_from(["PLAIN", "OAUTHBEARER", "GSSAPI", ""]))
     def handshake(self, mechanism: str) -> None:
         answer = self.session.handshake(mechanism)
         ok = not self.closed and not self.handshaken and mechanism in ("PLAIN", "OAUTHBEARER")
         if ok and self.expect_auth:
-            ok = mechanism == "PLAIN"  # re-authentication keeps the mechanism
+            ok = mechanism == self.authenticated_with  # re-authentication keeps the mechanism
         assert (answer.body["error_code"] == ErrorCode.none) == ok
         self.handshaken = ok
         self.mechanism = mechanism
@@ -182,6 +183,7 @@ class SaslMachine(RuleBasedStateMachine):
         else:
             assert answer.body["error_code"] == ErrorCode.none
             self.expect_auth = True
+            self.authenticated_with = mech
         self.handshaken = False
 
     @invariant()
