@@ -27,14 +27,7 @@ from kop.groups.report import GroupReport
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
 from kop.groups.topic_deletion import DeletionFollower
-from kop.listener_setup import (
-    ListenerSetupError,
-    advertised,
-    authorizer,
-    binds,
-    reload_on_sighup,
-    server_tls,
-)
+from kop.listener_setup import ListenerSetupError, Security, advertised
 from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.entry_format import EntryFormat
@@ -47,6 +40,7 @@ from kop.ops.metrics import Metrics
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
 from kop.pulsar.compaction import PulsarCompaction
+from kop.pulsar.credentials import PulsarCredentials
 from kop.pulsar.permissions import PulsarPermissions
 from kop.pulsar.preflight import Preflight, PreflightError
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
@@ -54,6 +48,7 @@ from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
+from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
@@ -72,6 +67,7 @@ class Backend(Protocol):
     admin: StorageAdmin
     compaction: Compaction
     permissions: PermissionStore
+    credentials: CredentialStore
 
     async def prepare(self, config: KopConfig) -> MessageLog: ...
 
@@ -105,6 +101,8 @@ class PulsarBackend:
         self.admin: StorageAdmin = self._pulsar_admin
         self.compaction: Compaction = PulsarCompaction(self._pulsar_admin)
         self.permissions: PermissionStore = PulsarPermissions(self._pulsar_admin.request)
+        system = Namespace(*config.system_namespace.split("/"))
+        self.credentials: CredentialStore = PulsarCredentials(self._pulsar_admin.request, system)
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 
@@ -183,7 +181,7 @@ class Gateway:
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
         self._handover: asyncio.Task[None] | None = None
-        self._tls_watch: asyncio.Task[None] | None = None
+        self._security: Security | None = None
 
     async def _join(self, storage: MessageLog, broker: Broker) -> Ownership:
         """Join the live instances (kop.cluster.joining), or a StartupError saying why not."""
@@ -286,6 +284,10 @@ class Gateway:
             name="handover",
         )
         self.groups = await self._start_groups(storage, self.logs, catalog, ownership)
+        try:
+            self._security = Security(c, self.backend.permissions, self.backend.credentials)
+        except ListenerSetupError as exc:
+            raise StartupError(str(exc)) from None
         services = Services(
             broker=broker,
             catalog=catalog,
@@ -297,6 +299,8 @@ class Gateway:
             offsets_topic_partitions=c.offsets_topic_partitions if self.groups else 0,
             ownership=ownership,
             producer_ids=ProducerIds(c.node_id),
+            acls=self._security.acls,
+            scram=self._security.users,
         )
         limits = connection_limits(c)
         default_ns = Namespace(c.tenant, c.namespace)
@@ -327,12 +331,11 @@ class Gateway:
         )
 
     async def _serve(self, default_ns: Namespace) -> None:
-        """Every configured listener, with TLS reloaded on change and on SIGHUP."""
+        """Every configured listener, with its TLS and SASL (kop.listener_setup)."""
         c = self.config
-        assert self._listener is not None
+        assert self._listener is not None and self._security is not None
         try:
-            tls = server_tls(c)
-            endpoints = binds(c, default_ns, tls, authorizer(c, self.backend.permissions))
+            endpoints = self._security.binds(default_ns)
         except ListenerSetupError as exc:
             raise StartupError(str(exc)) from None
         try:
@@ -342,9 +345,7 @@ class Gateway:
                 f"cannot listen on {c.listeners or f'{c.listen_host}:{c.port}'}: {exc.strerror}; "
                 "stop what uses the port or set KOP_LISTENERS (or KOP_PORT)"
             ) from exc
-        if tls is not None:
-            reload_on_sighup(tls)
-            self._tls_watch = asyncio.create_task(tls.watch(c.ssl_reload_check_s))
+        self._security.start()
 
     @property
     def kafka_port(self) -> int:
@@ -383,9 +384,8 @@ class Gateway:
 
     async def _hand_over(self) -> None:
         """Every partition let go (its index persisted) for its next owner."""
-        if self._tls_watch is not None:
-            self._tls_watch.cancel()
-            reload_on_sighup(None)
+        if self._security is not None:
+            await self._security.stop()
         if self._handover is not None:
             self._handover.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -98,6 +98,8 @@ class KopConfig(BaseSettings):
     superuser_roles: str = ""  # as Pulsar's superUserRoles (kop cannot read the broker's)
     anonymous_role: str = ""  # as Pulsar's anonymousUserRole: a client nobody authenticated
     authorization_refresh_s: float = Field(30.0, gt=0)  # permissions cached at most this long
+    # SCRAM users (kept in Pulsar) made at another instance sign in here within this
+    scram_refresh_s: float = Field(5.0, gt=0)
     # Several instances (docs/decisions.md D15): each a unique node id (it is part of
     # the producer ids it hands out, hence < 256), alive to the others while its
     # heartbeats are younger than member_ttl_s.
@@ -294,13 +296,11 @@ class KopConfig(BaseSettings):
             raise ValueError(
                 f"sasl_enabled_mechanisms: {', '.join(unknown)} not one of {', '.join(MECHANISMS)}"
             )
-        scram = [m for m in self.mechanisms if m not in (PLAIN, OAUTHBEARER)]
-        if scram:
-            raise ValueError(f"sasl_enabled_mechanisms: {', '.join(scram)} is not served yet")
-        if any(lst.protocol.sasl for lst in plan) and not self.token_settings.configured:
+        sasl = any(lst.protocol.sasl for lst in plan)
+        if sasl and OAUTHBEARER in self.mechanisms and not self.token_settings.configured:
             raise ValueError(
-                f"SASL {', '.join(self.mechanisms)} needs auth_token_secret_key or "
-                "auth_token_public_key (the key Pulsar's token authentication uses)"
+                "OAUTHBEARER needs auth_token_secret_key or auth_token_public_key "
+                "(the key Pulsar's token authentication uses)"
             )
         if self.auth_token_public_alg not in PUBLIC_ALGS:
             raise ValueError(f"auth_token_public_alg is not one of {', '.join(PUBLIC_ALGS)}")

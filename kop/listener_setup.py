@@ -6,20 +6,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import signal
 from functools import partial
 
 from kop.config import KopConfig
 from kop.groups.mirror_names import SubscriptionNames
+from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import Authorizer
+from kop.security.credentials import ScramUsers
 from kop.security.errors import SecurityConfigError
-from kop.security.mechanisms import OAUTHBEARER, PLAIN, Mechanism, OAuthBearer, Plain
+from kop.security.mechanisms import (
+    OAUTHBEARER,
+    PLAIN,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    Mechanism,
+    OAuthBearer,
+    Plain,
+)
+from kop.security.scram import ScramServer
 from kop.security.session import MechanismFactory, SaslSession
 from kop.security.tokens import TokenValidator
 from kop.server.endpoints import Listener
 from kop.server.gatekeeper import ListenerSecurity
 from kop.server.listener import Bind
 from kop.server.tls_server import ServerTls, TlsFiles, TlsSetupError
+from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
 
@@ -30,22 +43,29 @@ class ListenerSetupError(Exception):
     """A listener cannot be served as configured; the message says why."""
 
 
-def sasl_mechanisms(c: KopConfig, default: Namespace) -> dict[str, MechanismFactory]:
+def sasl_mechanisms(
+    c: KopConfig, default: Namespace, users: ScramUsers
+) -> dict[str, MechanismFactory]:
+    """PLAIN takes `token:<JWT>` passwords and SCRAM users' passwords; OAUTHBEARER
+    tokens; SCRAM-SHA-* the users kept in Pulsar."""
     try:
         tokens = TokenValidator(c.token_settings) if c.token_settings.configured else None
     except SecurityConfigError as exc:
         raise ListenerSetupError(str(exc)) from None
+    decoy = secrets.token_bytes(32)  # salts shown for users that do not exist
     factories: dict[str, MechanismFactory] = {}
     for name in c.mechanisms:
         if name == PLAIN:
-            factories[name] = partial(_plain, tokens, default)
+            factories[name] = partial(_plain, tokens, default, users)
         elif name == OAUTHBEARER and tokens is not None:
             factories[name] = partial(OAuthBearer, tokens, default)
+        elif name in (SCRAM_SHA_256, SCRAM_SHA_512):
+            factories[name] = partial(ScramServer, name, users.lookup, default, decoy)
     return factories
 
 
-def _plain(tokens: TokenValidator | None, default: Namespace) -> Mechanism:
-    return Plain(tokens, default)
+def _plain(tokens: TokenValidator | None, default: Namespace, users: ScramUsers) -> Mechanism:
+    return Plain(tokens, default, users.check_password)
 
 
 def server_tls(c: KopConfig) -> ServerTls | None:
@@ -66,10 +86,20 @@ def authorizer(c: KopConfig, store: PermissionStore) -> Authorizer | None:
     return Authorizer(store, c.superusers, names.of, c.authorization_refresh_s)
 
 
+def acl_admin(c: KopConfig, authorizing: Authorizer | None) -> AclAdmin | None:
+    if authorizing is None:
+        return None
+    return AclAdmin(authorizing, SubscriptionNames(c.group_subscription_prefix))
+
+
 def binds(
-    c: KopConfig, default: Namespace, tls: ServerTls | None, authorizer: Authorizer | None
+    c: KopConfig,
+    default: Namespace,
+    tls: ServerTls | None,
+    authorizer: Authorizer | None,
+    users: ScramUsers,
 ) -> list[Bind]:
-    mechanisms = sasl_mechanisms(c, default)
+    mechanisms = sasl_mechanisms(c, default, users)
     delay = c.connection_failed_authentication_delay_ms / 1000
 
     def session() -> SaslSession:
@@ -104,3 +134,36 @@ def reload_on_sighup(tls: ServerTls | None) -> None:
             loop.remove_signal_handler(signal.SIGHUP)
         else:
             loop.add_signal_handler(signal.SIGHUP, partial(tls.reload, True))
+
+
+class Security:
+    """What the listeners need beside the handlers, with its background work: TLS
+    (reloaded on change and SIGHUP), the authorizer, the SCRAM users (refreshed)."""
+
+    def __init__(
+        self, c: KopConfig, permissions: PermissionStore, credentials: CredentialStore
+    ) -> None:
+        self._config = c
+        self.authorizer = authorizer(c, permissions)
+        self.acls = acl_admin(c, self.authorizer)
+        self.users = ScramUsers(credentials, c.scram_refresh_s)
+        self.tls = server_tls(c)  # raises ListenerSetupError
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def binds(self, default: Namespace) -> list[Bind]:
+        return binds(self._config, default, self.tls, self.authorizer, self.users)
+
+    def start(self) -> None:
+        c = self._config
+        if self.tls is not None:
+            reload_on_sighup(self.tls)
+            self._tasks.append(asyncio.create_task(self.tls.watch(c.ssl_reload_check_s)))
+        if any(lst.protocol.sasl for lst in c.listener_plan()):
+            self._tasks.append(asyncio.create_task(self.users.run(), name="scram-users"))
+
+    async def stop(self) -> None:
+        if self.tls is not None:
+            reload_on_sighup(None)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

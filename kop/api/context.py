@@ -19,7 +19,9 @@ from kop.log.manager import LogManager
 from kop.log.partition_log import PartitionLog
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import ALLOW_ALL, Access, TopicOp
+from kop.security.credentials import ScramUsers
 from kop.security.principal import Principal
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
@@ -88,6 +90,8 @@ class Services:
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
     # Who leads what (several instances); alone, this instance leads everything.
     ownership: Ownership | None = None
+    acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
+    scram: ScramUsers | None = None  # SCRAM users, kept in Pulsar
 
     def __post_init__(self) -> None:
         if self.ownership is None:

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kop.api import (
+    acls,
     alter_configs,
     api_versions,
     configs,
@@ -20,6 +21,7 @@ from kop.api import (
     produce,
     producer_ids,
     sasl,
+    scram,
     topic_partitions,
     topics_admin,
 )
@@ -41,6 +43,9 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle,
+    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+    ApiKey.CREATE_ACLS: acls.create_acls,
+    ApiKey.DELETE_ACLS: acls.delete_acls,
     ApiKey.DESCRIBE_CONFIGS: configs.handle,
     ApiKey.ALTER_CONFIGS: alter_configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.incremental_alter_configs,
@@ -58,4 +63,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.OFFSET_DELETE: offsets.offset_delete,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: scram.describe_client_quotas,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter,
 }

@@ -141,7 +141,9 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._eof = True
         self._deadline.cancel()
         self._readable.set()
-        return True  # half-closed: the answers to what came before are still written
+        # Half-closed: the answers to what came before are still written. TLS has no
+        # half-close (asyncio closes it regardless, and warns when asked not to).
+        return self.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)

@@ -6,10 +6,13 @@ groups on the other's topics; wrong, expired and unsigned tokens are refused."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jwt
@@ -24,6 +27,7 @@ from tests.integration.conftest import KopProcess, free_port
 from tests.tls_material import Ca
 
 pytestmark = pytest.mark.timeout(600)
+REPO = Path(__file__).resolve().parents[2]
 REFUSED = KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
@@ -90,7 +94,12 @@ def tenants(
         KOP_SSL_CERT_FILE=str(cert),
         KOP_SSL_KEY_FILE=str(key),
         KOP_AUTHORIZATION_REFRESH_S="2",
+        KOP_SASL_ENABLED_MECHANISMS="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        KOP_SUPERUSER_ROLES=f"ops-{suffix}",
     )
+    scram_user = f"scram-{suffix}"  # works in kop's default namespace (the app's)
+    _admin(c, "POST", f"namespaces/{c.app_namespace}/permissions/{scram_user}",
+           ["produce", "consume"])  # fmt: skip
     kop.start(timeout=120)
     try:
         yield Tenants(kop, port, ca, secret_file.read_bytes(), names)
@@ -203,3 +212,29 @@ def test_refused_tokens(tenants: Tenants) -> None:
     # a valid token of a role with no permission in the tenant it names
     stranger = tenants.conf("a", tenants.token("stranger"))
     assert produce(stranger, "orders", 1) == [REFUSED]
+
+
+def test_a_scram_user_made_with_kafka_configs_signs_in(tenants: Tenants, tmp_path: Path) -> None:
+    ops = tmp_path / "ops.properties"
+    token = tenants.token(f"ops-{tenants.suffix}")  # a superuser of kop (KOP_SUPERUSER_ROLES)
+    ops.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{tenants.names["a"]}" password="token:{token}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={tenants.ca.cert_file}\n"
+    )
+    user = f"scram-{tenants.suffix}"
+    made = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "kafka.py"), "tool", "configs",
+         "--bootstrap-server", f"localhost:{tenants.port}", "--command-config", str(ops),
+         "--alter", "--add-config", "SCRAM-SHA-512=[iterations=8192,password=s3cret]",
+         "--entity-type", "users", "--entity-name", user],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    scram = {**tenants.conf("a"), "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": user,
+             "sasl.password": "s3cret"}  # fmt: skip
+    assert produce(scram, "scram-topic", 3) == [0, 0, 0]
+    assert consume(scram, "scram-topic", "scram-group", 3) == (["v0", "v1", "v2"], 0)
+    wrong = {**scram, "sasl.password": "nope"}
+    assert auth_error(wrong) == KafkaError._AUTHENTICATION

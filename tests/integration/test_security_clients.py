@@ -7,7 +7,10 @@ Kafka's SASL_AUTHENTICATION_FAILED."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
+import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,14 +22,17 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]
 from aiokafka.helpers import create_ssl_context  # type: ignore[import-untyped]
 from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer  # type: ignore[import-untyped]
 
-from tests.integration.conftest import KopProcess, free_port
+from tests.integration.conftest import PULSAR_HTTP, KopProcess, free_port
 from tests.integration.test_java_client import JAVA_DIR, java_classpath  # noqa: F401
 from tests.tls_material import Ca, TokenKeys
 
 N = 20
+REPO = Path(__file__).resolve().parents[2]
+# A namespace of this module's own: kop authorizes its clients by the grants there.
+NS = f"public/sec-{uuid.uuid4().hex[:8]}"
 
 
 @dataclass
@@ -57,6 +63,9 @@ def secure(pulsar: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
     ca = Ca.make(base / "ca")
     cert, key = ca.issue("server", "localhost", server=True)
     keys = TokenKeys.make(base / "keys")
+    _pulsar("PUT", f"namespaces/{NS}", {})
+    for role in ("alice", "carol"):  # carol: the client certificate's common name
+        _pulsar("POST", f"namespaces/{NS}/permissions/{role}", ["produce", "consume"])
     kop = KopProcess(base)
     ports = {
         "PLAINTEXT": kop.port,
@@ -71,14 +80,26 @@ def secure(pulsar: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
         KOP_SSL_KEY_FILE=str(key),
         KOP_SSL_CA_FILE=str(ca.cert_file),
         KOP_SSL_CLIENT_AUTH="requested",
+        KOP_TENANT=NS.split("/")[0],
+        KOP_NAMESPACE=NS.split("/")[1],
+        KOP_SUPERUSER_ROLES="root",
     )
     kop.start()
     yield SecureKop(kop, ports, keys, ca, ca.issue("client", "carol", server=False))
     kop.stop()
 
 
+def _pulsar(method: str, path: str, body: object = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"{PULSAR_HTTP}/admin/v2/{path}", data=data, method=method,
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        text = resp.read()
+    return json.loads(text) if text else None
+
+
 def _plain(s: SecureKop, token: str) -> dict[str, Any]:
-    return {"sasl.mechanisms": "PLAIN", "sasl.username": "public/default",
+    return {"sasl.mechanisms": "PLAIN", "sasl.username": NS,
             "sasl.password": f"token:{token}"}  # fmt: skip
 
 
@@ -119,7 +140,7 @@ def test_librdkafka_over_sasl_ssl_plain_and_oauthbearer_and_mtls(secure: SecureK
         **{
             "sasl.mechanisms": "OAUTHBEARER",
             "oauth_cb": oauth_cb,
-            "sasl.oauthbearer.extensions": "tenant=public/default",
+            "sasl.oauthbearer.extensions": f"tenant={NS}",
         },
     )
     assert _librdkafka_roundtrip(oauth, f"{topic}-o") == expected
@@ -154,7 +175,7 @@ def test_kafka_python_over_sasl_ssl(secure: SecureKop) -> None:
         "bootstrap_servers": secure.address("SASL_SSL"),
         "security_protocol": "SASL_SSL",
         "sasl_mechanism": "PLAIN",
-        "sasl_plain_username": "public/default",
+        "sasl_plain_username": NS,
         "sasl_plain_password": "token:" + secure.keys.token("alice"),
         "ssl_cafile": str(secure.ca.cert_file),
     }
@@ -177,7 +198,7 @@ async def test_aiokafka_over_sasl_ssl(secure: SecureKop) -> None:
             "bootstrap_servers": secure.address("SASL_SSL"),
             "security_protocol": "SASL_SSL",
             "sasl_mechanism": "PLAIN",
-            "sasl_plain_username": "public/default",
+            "sasl_plain_username": NS,
             "sasl_plain_password": "token:" + secure.keys.token("alice"),
             "ssl_context": create_ssl_context(cafile=str(secure.ca.cert_file)),
         }
@@ -208,7 +229,7 @@ def test_java_client_over_sasl_ssl(secure: SecureKop, java_classpath: str) -> No
     topic = f"sec-java-{uuid.uuid4().hex[:8]}"
     token = secure.keys.token("alice")
     jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-            f'username="public/default" password="token:{token}";')  # fmt: skip
+            f'username="{NS}" password="token:{token}";')  # fmt: skip
     settings = [
         "security.protocol=SASL_SSL",
         "sasl.mechanism=PLAIN",
@@ -229,3 +250,53 @@ def test_java_client_over_sasl_ssl(secure: SecureKop, java_classpath: str) -> No
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert "FAILED SaslAuthenticationException" in bad.stdout, bad.stdout + bad.stderr
+
+
+def _acls(secure: SecureKop, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Kafka's own kafka-acls, from the reference distribution, against kop."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "tools" / "kafka.py"), "tool", "acls",
+         "--bootstrap-server", secure.address("SASL_SSL"), "--command-config", str(config), *args],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+
+
+def test_kafka_acls_reads_and_changes_pulsars_permissions(
+    secure: SecureKop, tmp_path: Path
+) -> None:
+    topic = f"acl-{uuid.uuid4().hex[:8]}"
+    config = tmp_path / "root.properties"
+    token = secure.keys.token("root")  # a superuser (KOP_SUPERUSER_ROLES)
+    config.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{NS}" password="token:{token}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={secure.ca.cert_file}\n"
+    )
+    missing = _acls(secure, config, "--add", "--allow-principal", "User:dave",
+                    "--operation", "Read", "--topic", topic)  # fmt: skip
+    assert f"create {topic} first" in missing.stdout + missing.stderr, missing
+    root = AdminClient(secure.librdkafka("SASL_SSL", **_plain(secure, token)))
+    root.create_topics([NewTopic(topic, 1)])[topic].result(timeout=30)
+    added = _acls(secure, config, "--add", "--allow-principal", "User:dave",
+                  "--consumer", "--topic", topic, "--group", "dave-group")  # fmt: skip
+    assert added.returncode == 0, added.stdout + added.stderr
+    granted = _pulsar("GET", f"namespaces/{NS}")["auth_policies"]
+    assert granted["destination_auth"][f"persistent://{NS}/{topic}"] == {"dave": ["consume"]}
+    assert granted["subscription_auth_roles"]["kafka-group-dave-group"] == ["dave"]
+    listed = _acls(secure, config, "--list", "--topic", topic)
+    assert "principal=User:dave" in listed.stdout and "operation=READ" in listed.stdout, listed
+    # what Pulsar cannot hold is refused, and says why
+    denied = _acls(secure, config, "--add", "--deny-principal", "User:dave",
+                   "--operation", "Write", "--topic", topic)  # fmt: skip
+    assert "no DENY" in denied.stdout + denied.stderr
+    removed = _acls(secure, config, "--remove", "--force", "--allow-principal", "User:dave",
+                    "--operation", "Read", "--topic", topic)  # fmt: skip
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    after = _pulsar("GET", f"namespaces/{NS}")["auth_policies"]["destination_auth"]
+    assert not after.get(f"persistent://{NS}/{topic}")
+    # a role that is no tenant admin may not read the ACLs
+    alice = tmp_path / "alice.properties"
+    alice.write_text(config.read_text().replace(token, secure.keys.token("alice")))
+    refused = _acls(secure, alice, "--list")
+    assert "ClusterAuthorizationException" in refused.stdout + refused.stderr, refused

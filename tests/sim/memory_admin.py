@@ -140,12 +140,29 @@ class MemoryPermissions:
         self.namespaces[ns] = replace(g, subscriptions={k: v for k, v in subs.items() if v})
 
 
+class MemoryCredentials:
+    """Namespace properties, as the Pulsar admin API keeps them."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, str] = {}
+
+    async def load(self) -> dict[str, str]:
+        return dict(self.records)
+
+    async def save(self, user: str, record: str) -> None:
+        self.records[user] = record
+
+    async def delete(self, user: str) -> None:
+        self.records.pop(user, None)
+
+
 class MemoryBackend:
     def __init__(self, log: MemoryLog | None = None) -> None:
         self.log = log or MemoryLog()
         self.admin = MemoryAdmin(self.log)
         self.compaction = MemoryCompaction(self.log)
         self.permissions = MemoryPermissions()
+        self.credentials = MemoryCredentials()
 
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log
@@ -155,7 +172,7 @@ class MemoryBackend:
         of its own; the same topics, subscriptions and admin state."""
         other = MemoryBackend(self.log.instance())
         other.admin, other.compaction = self.admin, self.compaction
-        other.permissions = self.permissions
+        other.permissions, other.credentials = self.permissions, self.credentials
         return other
 
     async def close(self) -> None:

@@ -262,6 +262,11 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
         calls = [api_versions.handle(s, ctx, None), api_versions.unsupported_version_response()]
     elif api in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
         calls = sasl_answers(api)
+    elif api in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
+        calls = await acl_answers(api, s, version)
+    elif api in (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+                 ApiKey.DESCRIBE_CLIENT_QUOTAS):  # fmt: skip
+        calls = await scram_answers(api, s, version)
     elif api == ApiKey.CREATE_TOPICS:
         config = _ns(name="retention.ms", value="1000")
 
@@ -551,3 +556,62 @@ def sasl_answers(api: ApiKey) -> list[Any]:
         bad.authenticate(b"\0\0nope").body,
         sasl.authenticate(None, ctx, None),  # type: ignore[arg-type]
     ]
+
+
+async def acl_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
+    """The ACL handlers without an authorizer, refused, and over Pulsar grants."""
+    from kop.api import acls
+    from kop.groups.mirror_names import SubscriptionNames
+    from kop.security.acl_admin import AclAdmin
+    from kop.security.authorizer import Authorizer
+    from kop.security.principal import Principal
+    from kop.storage.permissions import CONSUME, PRODUCE
+    from tests.sim.memory_admin import MemoryPermissions
+
+    perms = MemoryPermissions()
+    await perms.grant(NS, None, "alice", frozenset({PRODUCE, CONSUME}))
+    await perms.grant(NS, "t", "bob", frozenset({CONSUME}))
+    await perms.set_subscription_roles(NS, "kafka-group-g", frozenset({"bob"}))
+    names = SubscriptionNames()
+    with_acls = Services(
+        **{**vars(s), "acls": AclAdmin(Authorizer(perms, frozenset({"root"}), names.of), names)}
+    )
+    root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
+    nobody = RequestContext(NS, "test", version, principal=Principal("eve", NS, "PLAIN"))
+    any_filter = _ns(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+        principal_filter=None, host_filter=None, operation=1, permission_type=1,
+    )  # fmt: skip
+    if api == ApiKey.DESCRIBE_ACLS:
+        handler, request = acls.describe_acls, any_filter
+    elif api == ApiKey.DELETE_ACLS:
+        handler, request = acls.delete_acls, _ns(filters=[any_filter])
+    else:
+        ok = _ns(resource_type=2, resource_name="t", resource_pattern_type=3,
+                 principal="User:carol", host="*", operation=4, permission_type=3)  # fmt: skip
+        deny = _ns(**{**vars(ok), "permission_type": 2})
+        handler, request = acls.create_acls, _ns(creations=[ok, deny])
+    return [handler(s, root, request), handler(with_acls, nobody, request),
+            handler(with_acls, root, request)]  # fmt: skip
+
+
+async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
+    """The SCRAM credential APIs without users, refused, with users and with errors."""
+    from kop.api import scram
+    from kop.security.credentials import ScramUsers
+    from kop.security.principal import Principal
+    from tests.sim.memory_admin import MemoryCredentials
+
+    users = ScramUsers(MemoryCredentials())
+    with_users = Services(**{**vars(s), "scram": users})
+    root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
+    if api == ApiKey.DESCRIBE_CLIENT_QUOTAS:
+        return [scram.describe_client_quotas(s, root, None)]
+    upsert = _ns(name="u", mechanism=2, iterations=4096, salt=b"s", salted_password=b"p")
+    few = _ns(**{**vars(upsert), "name": "few", "iterations": 1})
+    alter = _ns(deletions=[_ns(name="gone", mechanism=1)], upsertions=[upsert, few])
+    if api == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        return [scram.alter(s, root, alter), scram.alter(with_users, root, alter)]
+    asked = _ns(users=[_ns(name="u"), _ns(name="nope")])
+    await scram.alter(with_users, root, alter)  # then: one user to describe
+    return [scram.describe(s, root, _ns(users=None)), scram.describe(with_users, root, asked)]

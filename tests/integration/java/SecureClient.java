@@ -1,14 +1,13 @@
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.*;
-import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.*;
 
 /** The Java Kafka client, unmodified, with the security settings given as key=value
- *  arguments: creates the topic, produces n records, reads them back.
+ *  arguments: produces n records (the topic made by auto-creation), reads them back.
  *  Prints "PRODUCED n", "READ value,value,...", or "FAILED <exception class>: message". */
 public class SecureClient {
     public static void main(String[] args) throws Exception {
@@ -21,9 +20,6 @@ public class SecureClient {
             common.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
         try {
-            try (Admin admin = Admin.create(common)) {
-                admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
-            }
             Properties p = new Properties();
             p.putAll(common);
             p.put("acks", "all");

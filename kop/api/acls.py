@@ -1,0 +1,150 @@
+"""DescribeAcls, CreateAcls and DeleteAcls over Pulsar's permissions (kop.security.acls):
+`kafka-acls --list/--add/--remove` against kop reads and changes the grants Pulsar
+enforces for its own clients too. Without authorization kop answers as a Kafka
+broker without an authorizer: SECURITY_DISABLED."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.acl_admin import AclAdmin
+from kop.security.acls import Binding, Filter, Resource, Unmappable
+from kop.storage.naming import InvalidTopicName, Namespace, resolve
+from kop.storage.types import AdminError
+
+_PREFIX = "persistent://"
+
+
+async def describe_acls(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        admin = await _admin(services, ctx, _namespace(ctx, request.resource_name_filter))
+        wanted = _filter(request)
+        ns = _namespace(ctx, wanted.name)
+        found = await admin.describe(ns, _local(wanted))
+    except Exception as exc:
+        code, message = error_of(exc)
+        return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
+    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+    for b in found:
+        key = (b.resource, _shown(ctx, ns, b), b.pattern)
+        resources.setdefault(key, []).append(_acl(b))
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "resources": [
+            {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
+            for (t, n, p), acls in resources.items()
+        ],
+    }
+
+
+async def create_acls(services: Services, ctx: RequestContext, request: Any) -> Response:
+    results = []
+    for c in request.creations:
+        code, message = ErrorCode.none, None
+        try:
+            ns = _namespace(ctx, c.resource_name if c.resource_type == Resource.TOPIC else None)
+            admin = await _admin(services, ctx, ns)
+            binding = Binding(c.resource_type, _name_in(ns, c.resource_type, c.resource_name),
+                              c.resource_pattern_type, c.principal, c.host, c.operation,
+                              c.permission_type)  # fmt: skip
+            await admin.create(ns, binding)
+        except Unmappable as exc:
+            code, message = ErrorCode.invalid_request, str(exc)
+        except AdminError as exc:
+            code, message = error_of(exc)
+            if exc.status == 404:
+                message = f"Pulsar grants on existing topics only: create {c.resource_name} first"
+        except Exception as exc:
+            code, message = error_of(exc)
+        results.append({"error_code": code, "error_message": message})
+    return {"throttle_time": 0, "results": results}
+
+
+async def delete_acls(services: Services, ctx: RequestContext, request: Any) -> Response:
+    out: list[dict[str, Any]] = []
+    for f in request.filters:
+        try:
+            wanted = _filter(f)
+            ns = _namespace(ctx, wanted.name)
+            admin = await _admin(services, ctx, ns)
+            removed = await admin.delete(ns, _local(wanted))
+        except Exception as exc:
+            code, message = error_of(exc)
+            out.append({"error_code": code, "error_message": message, "matching_acls": []})
+            continue
+        matching = [
+            {
+                **_acl(b),
+                "error_code": ErrorCode.none if why is None else ErrorCode.invalid_request,
+                "error_message": why,
+                "resource_type": b.resource,
+                "resource_name": _shown(ctx, ns, b),
+                "pattern_type": b.pattern,
+            }
+            for b, why in removed
+        ]
+        out.append({"error_code": ErrorCode.none, "error_message": None, "matching_acls": matching})
+    return {"throttle_time": 0, "filter_results": out}
+
+
+async def _admin(services: Services, ctx: RequestContext, ns: Namespace) -> AclAdmin:
+    if services.acls is None:
+        raise KafkaError(ErrorCode.security_disabled, "authorization is off in this kop")
+    role = ctx.principal.role if ctx.principal else ""
+    if not await services.acls.may_manage(role, ns):
+        raise KafkaError(
+            ErrorCode.cluster_authorization_failed,
+            f"only admins of tenant {ns.tenant} may read or change its ACLs",
+        )
+    return services.acls
+
+
+def _acl(b: Binding) -> dict[str, Any]:
+    return {
+        "principal": b.principal,
+        "host": b.host,
+        "operation": b.operation,
+        "permission_type": b.permission,
+    }
+
+
+def _filter(request: Any) -> Filter:
+    return Filter(request.resource_type_filter, request.resource_name_filter,
+                  request.pattern_type_filter, request.principal_filter, request.host_filter,
+                  request.operation, request.permission_type)  # fmt: skip
+
+
+def _namespace(ctx: RequestContext, name: str | None) -> Namespace:
+    """A full Pulsar name's namespace; otherwise the client's own."""
+    if name is not None and name.startswith(_PREFIX):
+        try:
+            return resolve(name, ctx.namespace).namespace
+        except InvalidTopicName as exc:
+            raise KafkaError(ErrorCode.invalid_request, str(exc)) from None
+    return ctx.namespace
+
+
+def _name_in(ns: Namespace, resource: int, name: str) -> str:
+    """A topic's name within its namespace (how Pulsar keys its grants)."""
+    if resource == Resource.TOPIC and name.startswith(_PREFIX):
+        return resolve(name, ns).local
+    return name
+
+
+def _local(wanted: Filter) -> Filter:
+    if wanted.name is None or not wanted.name.startswith(_PREFIX):
+        return wanted
+    local = wanted.name.rsplit("/", 1)[1]
+    return Filter(wanted.resource, local, wanted.pattern, wanted.principal, wanted.host,
+                  wanted.operation, wanted.permission)  # fmt: skip
+
+
+def _shown(ctx: RequestContext, ns: Namespace, b: Binding) -> str:
+    """As the client names it: a topic of another namespace by its full name."""
+    if b.resource != Resource.TOPIC or ns == ctx.namespace or b.name == "*":
+        return b.name
+    return f"{_PREFIX}{ns.path}/{b.name}"

@@ -1,0 +1,105 @@
+"""DescribeUserScramCredentials and AlterUserScramCredentials, so that
+`kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users`
+makes a user that signs in at every instance (kop.security.credentials), with
+Kafka's checks and codes; and DescribeClientQuotas (kop has none), which
+`kafka-configs --describe --entity-type users` asks beside the credentials.
+Both credential APIs are broker-wide operations: superusers only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
+from kop.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, from_salted_password
+
+MECHANISMS = {1: SCRAM_SHA_256, 2: SCRAM_SHA_512}
+CODES = {name: code for code, name in MECHANISMS.items()}
+
+
+async def describe(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        users = await _users(services, ctx)
+        await users.refresh()
+    except Exception as exc:
+        code, message = error_of(exc)
+        return {"throttle_time": 0, "error_code": code, "error_message": message, "results": []}
+    asked = [u.name for u in request.users] if request.users else None  # none: all
+    counts = Counter(asked or ())
+    known = users.describe(None if asked is None else list(counts))
+    results = []
+    for name in asked if asked is not None else sorted(known):
+        infos = known.get(name, {})
+        status, why = ErrorCode.none, None
+        if counts[name] > 1:
+            status, why = ErrorCode.duplicate_resource, f"user {name!r} asked more than once"
+        elif not infos:
+            status, why = ErrorCode.resource_not_found, f"no credential for user {name!r}"
+        results.append({"user": name, "error_code": status, "error_message": why,
+                        "credential_infos": [{"mechanism": CODES[m], "iterations": i}
+                                             for m, i in sorted(infos.items())]})  # fmt: skip
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "results": results}  # fmt: skip
+
+
+async def alter(services: Services, ctx: RequestContext, request: Any) -> Response:
+    names = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    try:
+        users = await _users(services, ctx)
+    except Exception as exc:
+        code, message = error_of(exc)
+        return {"throttle_time": 0, "results": [
+            {"user": n, "error_code": code, "error_message": message} for n in dict.fromkeys(names)
+        ]}  # fmt: skip
+    twice = {n for n, c in Counter(names).items() if c > 1}
+    outcome: dict[str, tuple[ErrorCode, str | None]] = {}
+    for change in [*request.deletions, *request.upsertions]:
+        name = change.name
+        if name in outcome:
+            continue
+        try:
+            if name in twice:
+                raise KafkaError(ErrorCode.duplicate_resource, f"user {name!r} is altered twice")
+            await _apply(users, change)
+            outcome[name] = (ErrorCode.none, None)
+        except Exception as exc:
+            outcome[name] = error_of(exc)
+    return {"throttle_time": 0, "results": [
+        {"user": n, "error_code": code, "error_message": message}
+        for n, (code, message) in outcome.items()
+    ]}  # fmt: skip
+
+
+async def _apply(users: Any, change: Any) -> None:
+    mechanism = MECHANISMS.get(change.mechanism)
+    if mechanism is None:
+        raise KafkaError(ErrorCode.unsupported_sasl_mechanism, f"mechanism {change.mechanism}")
+    if not change.name:
+        raise KafkaError(ErrorCode.unacceptable_credential, "the user name is empty")
+    if not hasattr(change, "salted_password"):  # a deletion
+        if not await users.remove(change.name, mechanism):
+            raise KafkaError(ErrorCode.resource_not_found, f"{change.name} has no {mechanism}")
+        return
+    if not MIN_ITERATIONS <= change.iterations <= MAX_ITERATIONS:
+        raise KafkaError(
+            ErrorCode.unacceptable_credential,
+            f"iterations must be {MIN_ITERATIONS} to {MAX_ITERATIONS}",
+        )
+    if not change.salt or not change.salted_password:
+        raise KafkaError(ErrorCode.unacceptable_credential, "salt and salted password are needed")
+    cred = from_salted_password(mechanism, change.salted_password, change.salt, change.iterations)
+    await users.upsert(change.name, mechanism, cred)
+
+
+async def _users(services: Services, ctx: RequestContext) -> Any:
+    if not await ctx.access.cluster():
+        raise KafkaError(ErrorCode.cluster_authorization_failed, "superusers only")
+    if services.scram is None:
+        raise KafkaError(ErrorCode.unsupported_version, "SCRAM credentials are not served")
+    return services.scram
+
+
+async def describe_client_quotas(services: Services, ctx: RequestContext, request: Any) -> Response:
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": []}

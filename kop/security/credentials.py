@@ -1,0 +1,111 @@
+"""The SCRAM users every instance knows: read from the credential store (Pulsar) at
+start and every `refresh_s`, so a user made at one instance signs in at any other
+within that bound; changes made here apply here at once."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+from typing import Any
+
+from kop.security.errors import AuthenticationFailed
+from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
+from kop.security.scram import ScramCredential, password_matches
+from kop.storage.credentials import CredentialStore
+
+log = logging.getLogger(__name__)
+
+Users = dict[str, dict[str, ScramCredential]]
+
+
+class ScramUsers:
+    def __init__(self, store: CredentialStore, refresh_s: float = 5.0) -> None:
+        self._store = store
+        self._refresh_s = refresh_s
+        self._users: Users = {}
+
+    async def refresh(self) -> None:
+        self._users = {
+            user: _decode(user, text) for user, text in (await self._store.load()).items()
+        }
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except Exception as exc:  # Pulsar away: keep what is known, try again
+                log.warning("SCRAM users not refreshed: %s", exc)
+            await asyncio.sleep(self._refresh_s)
+
+    def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self._users.get(user, {}).get(mechanism)
+
+    def check_password(self, user: str, password: str) -> str:
+        """A PLAIN password against the user's SCRAM credential: the role, or refused."""
+        for mechanism in (SCRAM_SHA_512, SCRAM_SHA_256):
+            cred = self.lookup(user, mechanism)
+            if cred is not None:
+                if password_matches(mechanism, cred, password):
+                    return user
+                break
+        raise AuthenticationFailed(f"PLAIN password of {user!r} refused")
+
+    def describe(self, users: list[str] | None) -> dict[str, dict[str, int]]:
+        """user -> mechanism -> iterations, for the users asked (None: all) that exist."""
+        names = sorted(self._users) if users is None else users
+        return {
+            u: {m: c.iterations for m, c in self._users[u].items()}
+            for u in names
+            if self._users.get(u)
+        }
+
+    async def upsert(self, user: str, mechanism: str, cred: ScramCredential) -> None:
+        mine = dict(await self._fresh(user))
+        mine[mechanism] = cred
+        await self._store.save(user, _encode(mine))
+        self._users[user] = mine
+
+    async def remove(self, user: str, mechanism: str) -> bool:
+        """False: the user had no credential of that mechanism."""
+        mine = dict(await self._fresh(user))
+        if mine.pop(mechanism, None) is None:
+            return False
+        if mine:
+            await self._store.save(user, _encode(mine))
+            self._users[user] = mine
+        else:
+            await self._store.delete(user)
+            self._users.pop(user, None)
+        return True
+
+    async def _fresh(self, user: str) -> dict[str, ScramCredential]:
+        """The user's record as the store has it now (another instance may have changed it)."""
+        text = (await self._store.load()).get(user)
+        return _decode(user, text) if text is not None else {}
+
+
+def _encode(creds: dict[str, ScramCredential]) -> str:
+    return json.dumps({
+        m: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key),
+            "server_key": _b64(c.server_key), "iterations": c.iterations}
+        for m, c in sorted(creds.items())
+    }, separators=(",", ":"))  # fmt: skip
+
+
+def _decode(user: str, text: str) -> dict[str, ScramCredential]:
+    try:
+        raw: dict[str, Any] = json.loads(text)
+        return {
+            m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
+                               base64.b64decode(c["server_key"]), int(c["iterations"]))
+            for m, c in raw.items()
+        }  # fmt: skip
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("SCRAM record of %r is malformed, ignored: %s", user, exc)
+        return {}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
