@@ -19,14 +19,9 @@ from kop.cluster.joining import JoinRefused, Liveness, join
 from kop.cluster.membership import Membership
 from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
-from kop.groups.coordinator import Limits as GroupLimits
-from kop.groups.mirror import SubscriptionMirror
-from kop.groups.mirror_names import SubscriptionNames
-from kop.groups.offsets_store import OffsetsStore
 from kop.groups.report import GroupReport
-from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
-from kop.groups.topic_deletion import DeletionFollower
+from kop.groups_setup import start_groups
 from kop.listener_setup import ListenerSetupError, Security, advertised
 from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
@@ -49,10 +44,9 @@ from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.credentials import CredentialStore
-from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
-from kop.storage.types import AdminError
 
 log = logging.getLogger(__name__)
 
@@ -195,49 +189,6 @@ class Gateway:
             raise StartupError(str(exc)) from None
         return Ownership(self.membership, me)
 
-    async def _start_groups(
-        self, storage: MessageLog, logs: LogManager, catalog: TopicCatalog, ownership: Ownership
-    ) -> GroupService:
-        """The offsets topic (created partitioned on first start) and the coordinator,
-        which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
-        until done."""
-        c = self.config
-        tenant, name = c.system_namespace.split("/")
-        topic = PulsarTopic(Namespace(tenant, name), "consumer-offsets", "consumer-offsets")
-        if await self.backend.admin.topic_info(topic) is None:
-            try:
-                await self.backend.admin.create_partitioned(topic, c.offsets_topic_partitions, {})
-            except AdminError as exc:
-                if exc.status != 409:  # another instance starting beside this one made it
-                    raise
-        store = OffsetsStore(storage, topic.full, c.offsets_topic_partitions)
-        limits = GroupLimits(
-            min_session_timeout_ms=c.group_min_session_timeout_ms,
-            max_session_timeout_ms=c.group_max_session_timeout_ms,
-            initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
-            max_size=c.group_max_size,
-            max_groups=c.max_groups,
-        )
-        mirror = None
-        scope = GroupScope(Namespace(c.tenant, c.namespace))
-        if c.mirror_subscriptions:
-            mirror = SubscriptionMirror(
-                self.backend.admin,
-                logs,
-                catalog,
-                scope,
-                c.mirror_interval_s,
-                names=SubscriptionNames(c.group_subscription_prefix),
-            )
-        groups = GroupService(
-            store, limits, c.offsets_retention_minutes * 60_000, mirror=mirror,
-            ownership=ownership, scope=scope,
-        )  # fmt: skip
-        assert self.epochs is not None  # its tombstones tell of deletions by any instance
-        self.epochs.on_deleted = DeletionFollower(groups, logs).deleted
-        await groups.start()
-        return groups
-
     async def start(self) -> None:
         c = self.config
         storage = await self.backend.prepare(c)
@@ -283,7 +234,9 @@ class Gateway:
             handover.follow(ownership, self.logs, catalog, self.epochs.taken_elsewhere),
             name="handover",
         )
-        self.groups = await self._start_groups(storage, self.logs, catalog, ownership)
+        self.groups = await start_groups(
+            c, self.backend.admin, storage, self.logs, catalog, ownership, self.epochs
+        )
         try:
             self._security = Security(c, self.backend.permissions, self.backend.credentials)
         except ListenerSetupError as exc:
