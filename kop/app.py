@@ -32,6 +32,7 @@ from kop.log.settings import LogSettings
 from kop.log.topics import ENTRY_METADATA_ALLOWANCE, TopicCatalog, TopicDefaults
 from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
+from kop.ops.viewer import Viewer
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.client import PulsarSession
 from kop.pulsar.compaction import PulsarCompaction
@@ -263,9 +264,13 @@ class Gateway:
         await self._serve(default_ns)
         if c.admin_port:
             report = GroupReport(self.groups, self.logs, services.catalog)
+            security = self._security
+            viewer = None
+            if security is not None and security.authorizer is not None:
+                viewer = Viewer(security.authorizer, security.tokens, self.groups.scope)
             self._http = AdminServer(
                 self.metrics, self.logs, self.backend.admin.healthy, groups=report,
-                ownership=ownership,
+                ownership=ownership, viewer=viewer,
             )  # fmt: skip
             try:
                 await self._http.start(c.admin_host, c.admin_port)

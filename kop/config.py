@@ -32,6 +32,7 @@ TOOL_ENV = frozenset(
         "KOP_DECODER_FUZZ",
         "KOP_APIS",
         "KOP_ADMIN_URL",
+        "KOP_ADMIN_TOKEN",
         "KOP_PULSAR",
         "KOP_PULSAR_TOOL",
         "KOP_PULSAR_PORT",

@@ -44,14 +44,10 @@ class ListenerSetupError(Exception):
 
 
 def sasl_mechanisms(
-    c: KopConfig, default: Namespace, users: ScramUsers
+    c: KopConfig, default: Namespace, users: ScramUsers, tokens: TokenValidator | None
 ) -> dict[str, MechanismFactory]:
     """PLAIN takes `token:<JWT>` passwords and SCRAM users' passwords; OAUTHBEARER
     tokens; SCRAM-SHA-* the users kept in Pulsar."""
-    try:
-        tokens = TokenValidator(c.token_settings) if c.token_settings.configured else None
-    except SecurityConfigError as exc:
-        raise ListenerSetupError(str(exc)) from None
     decoy = secrets.token_bytes(32)  # salts shown for users that do not exist
     factories: dict[str, MechanismFactory] = {}
     for name in c.mechanisms:
@@ -98,8 +94,9 @@ def binds(
     tls: ServerTls | None,
     authorizer: Authorizer | None,
     users: ScramUsers,
+    tokens: TokenValidator | None,
 ) -> list[Bind]:
-    mechanisms = sasl_mechanisms(c, default, users)
+    mechanisms = sasl_mechanisms(c, default, users, tokens)
     delay = c.connection_failed_authentication_delay_ms / 1000
 
     def session() -> SaslSession:
@@ -147,11 +144,15 @@ class Security:
         self.authorizer = authorizer(c, permissions)
         self.acls = acl_admin(c, self.authorizer)
         self.users = ScramUsers(credentials, c.scram_refresh_s)
+        try:
+            self.tokens = TokenValidator(c.token_settings) if c.token_settings.configured else None
+        except SecurityConfigError as exc:
+            raise ListenerSetupError(str(exc)) from None
         self.tls = server_tls(c)  # raises ListenerSetupError
         self._tasks: list[asyncio.Task[None]] = []
 
     def binds(self, default: Namespace) -> list[Bind]:
-        return binds(self._config, default, self.tls, self.authorizer, self.users)
+        return binds(self._config, default, self.tls, self.authorizer, self.users, self.tokens)
 
     def start(self) -> None:
         c = self._config

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -12,6 +13,8 @@ from kop.cluster.ownership import Ownership
 from kop.groups.report import GroupReport
 from kop.log.manager import LogManager
 from kop.ops.metrics import Metrics
+from kop.ops.viewer import Unauthorized, Viewer
+from kop.security.authorizer import Access
 
 ReadyCheck = Callable[[], Awaitable[bool]]
 
@@ -24,7 +27,9 @@ class AdminServer:
         ready: ReadyCheck,
         groups: GroupReport | None = None,
         ownership: Ownership | None = None,
+        viewer: Viewer | None = None,
     ) -> None:
+        self._viewer = viewer  # None: everything is shown to everyone (no authorization)
         self._metrics = metrics
         self._ownership = ownership
         self._groups = groups
@@ -64,7 +69,23 @@ class AdminServer:
             headers={"Content-Type": CONTENT_TYPE_LATEST},
         )
 
-    async def _topics(self, _request: web.Request) -> web.Response:
+    async def _access(self, request: web.Request) -> Access | None:
+        """The asker's access; None: no authorization (everything shown)."""
+        if self._viewer is None:
+            return None
+        try:
+            return self._viewer.access(request)
+        except Unauthorized as exc:
+            raise web.HTTPUnauthorized(
+                text=json.dumps({"error": str(exc)}), content_type="application/json"
+            ) from None
+
+    async def _topics(self, request: web.Request) -> web.Response:
+        access = await self._access(request)
+        shown = {
+            t: plog for t, plog in self._logs.owned().items()
+            if access is None or await self._viewer.may_see_partition(access, t)  # type: ignore[union-attr]
+        }  # fmt: skip
         owned = {
             topic: {
                 "log_start_offset": plog.log_start,
@@ -77,7 +98,7 @@ class AdminServer:
                 "index_write_failures": plog.stats.index_write_failures,
                 "last_error": plog.last_error,
             }
-            for topic, plog in sorted(self._logs.owned().items())
+            for topic, plog in sorted(shown.items())
         }
         return web.json_response({"partitions": owned})
 
@@ -93,20 +114,27 @@ class AdminServer:
         ]  # fmt: skip
         return web.json_response({"node_id": me.node_id, "instances": live})
 
-    async def _group_list(self, _request: web.Request) -> web.Response:
+    async def _group_list(self, request: web.Request) -> web.Response:
+        access = await self._access(request)
         if self._groups is None:
             return web.json_response({"error": "groups are not served"}, status=404)
         if not self._groups.groups.loaded:
             return web.json_response({"error": "groups are loading"}, status=503)
-        return web.json_response({"groups": self._groups.list()})
+        listed = self._groups.list()
+        if access is not None:
+            assert self._viewer is not None
+            listed = [g for g in listed if await self._viewer.may_see_group(access, g["group"])]
+        return web.json_response({"groups": listed})
 
     async def _group(self, request: web.Request) -> web.Response:
+        access = await self._access(request)
         if self._groups is None:
             return web.json_response({"error": "groups are not served"}, status=404)
         if not self._groups.groups.loaded:
             return web.json_response({"error": "groups are loading"}, status=503)
         group = request.match_info["group"]
-        found = await self._groups.describe(group)
-        if found is None:
+        hidden = access is not None and not await self._viewer.may_see_group(access, group)  # type: ignore[union-attr]
+        found = None if hidden else await self._groups.describe(group)
+        if found is None:  # one not to be seen is answered as one that does not exist
             return web.json_response({"error": f"no group {group!r}"}, status=404)
         return web.json_response(found)

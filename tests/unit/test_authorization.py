@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,3 +253,38 @@ async def test_a_revoke_in_pulsar_holds_within_the_refresh_bound(tmp_path: Path)
         deadline = time.monotonic() + 5
         while await run(produce, alice, "t2", 1) != [KafkaError.TOPIC_AUTHORIZATION_FAILED]:
             assert time.monotonic() < deadline, "revoke not in force after 5 s"
+
+
+def admin_get(port: int, path: str, token: str | None) -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+            json_body = resp.headers.get_content_type() == "application/json"
+            return resp.status, json.loads(body) if json_body else body
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+
+
+async def test_the_admin_http_shows_a_role_what_it_may_see(tmp_path: Path) -> None:
+    port = free_port()
+    async with two_tenants(tmp_path, admin_port=port) as c:
+        alice, eve = c.conf("alice", ACME), c.conf("eve", GLOBEX)
+        await run(produce, alice, "t1", 2)
+        await run(produce, eve, "secret", 2)
+        assert await run(consume_group, alice, "t1", "g", 2) == (2, 0)
+        assert await run(consume_group, eve, "secret", "g", 2) == (2, 0)
+        token = c.keys.token
+        assert (await run(admin_get, port, "/v1/groups", None))[0] == 401
+        assert (await run(admin_get, port, "/v1/groups", "not-a-jwt"))[0] == 401
+        _, mine = await run(admin_get, port, "/v1/groups", token("alice"))
+        assert [g["group"] for g in mine["groups"]] == ["//acme/orders/g"]
+        _, every = await run(admin_get, port, "/v1/groups", token("root"))
+        assert {g["group"] for g in every["groups"]} == {"//acme/orders/g", "//globex/main/g"}
+        theirs = "/v1/groups/" + urllib.parse.quote("//globex/main/g", safe="")
+        assert (await run(admin_get, port, theirs, token("alice")))[0] == 404
+        assert (await run(admin_get, port, theirs, token("eve")))[0] == 200
+        _, topics = await run(admin_get, port, "/v1/topics", token("eve"))
+        assert set(topics["partitions"]) == {"persistent://globex/main/secret-partition-0"}
+        assert (await run(admin_get, port, "/metrics", None))[0] == 200  # Prometheus needs none
