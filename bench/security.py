@@ -180,11 +180,10 @@ def markdown(r: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, m in r["listeners"].items():
-        lines.append(
-            f"| {name} | {m['produce_rec_s']:,.0f} | {m['produce_rec_s'] / base['produce_rec_s']:.2f} "
-            f"| {m['consume_rec_s']:,.0f} | {m['consume_rec_s'] / base['consume_rec_s']:.2f} "
-            f"| {m['connections_s']:,} | {m['connections_s'] / base['connections_s']:.2f} |"
-        )
+        cells = [f"{name}"]
+        for key in ("produce_rec_s", "consume_rec_s", "connections_s"):
+            cells += [f"{m[key]:,.0f}", f"{m[key] / base[key]:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "![security](images/security.png)", END]
     return "\n".join(lines)
 
