@@ -27,9 +27,12 @@ class ScramUsers:
         self._users: Users = {}
 
     async def refresh(self) -> None:
-        self._users = {
-            user: _decode(user, text) for user, text in (await self._store.load()).items()
-        }
+        users: Users = {}
+        for (user, mechanism), text in (await self._store.load()).items():
+            cred = _decode(user, text)
+            if cred is not None:
+                users.setdefault(user, {})[mechanism] = cred
+        self._users = users
 
     async def run(self) -> None:
         while True:
@@ -62,49 +65,38 @@ class ScramUsers:
         }
 
     async def upsert(self, user: str, mechanism: str, cred: ScramCredential) -> None:
-        mine = dict(await self._fresh(user))
-        mine[mechanism] = cred
-        await self._store.save(user, _encode(mine))
-        self._users[user] = mine
+        await self._store.save((user, mechanism), _encode(cred))
+        self._users.setdefault(user, {})[mechanism] = cred
 
     async def remove(self, user: str, mechanism: str) -> bool:
-        """False: the user had no credential of that mechanism."""
-        mine = dict(await self._fresh(user))
-        if mine.pop(mechanism, None) is None:
+        """False: the user had no credential of that mechanism (as the store has it now:
+        another instance may have made or removed it)."""
+        if (user, mechanism) not in await self._store.load():
             return False
-        if mine:
-            await self._store.save(user, _encode(mine))
-            self._users[user] = mine
-        else:
-            await self._store.delete(user)
+        await self._store.delete((user, mechanism))
+        mine = self._users.get(user, {})
+        mine.pop(mechanism, None)
+        if not mine:
             self._users.pop(user, None)
         return True
 
-    async def _fresh(self, user: str) -> dict[str, ScramCredential]:
-        """The user's record as the store has it now (another instance may have changed it)."""
-        text = (await self._store.load()).get(user)
-        return _decode(user, text) if text is not None else {}
+
+def _encode(c: ScramCredential) -> str:
+    return json.dumps({"salt": _b64(c.salt), "stored_key": _b64(c.stored_key),
+                       "server_key": _b64(c.server_key), "iterations": c.iterations},
+                      separators=(",", ":"))  # fmt: skip
 
 
-def _encode(creds: dict[str, ScramCredential]) -> str:
-    return json.dumps({
-        m: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key),
-            "server_key": _b64(c.server_key), "iterations": c.iterations}
-        for m, c in sorted(creds.items())
-    }, separators=(",", ":"))  # fmt: skip
-
-
-def _decode(user: str, text: str) -> dict[str, ScramCredential]:
+def _decode(user: str, text: str) -> ScramCredential | None:
     try:
         raw: dict[str, Any] = json.loads(text)
-        return {
-            m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),
-                               base64.b64decode(c["server_key"]), int(c["iterations"]))
-            for m, c in raw.items()
-        }  # fmt: skip
+        salt, stored, server = (
+            base64.b64decode(raw[k]) for k in ("salt", "stored_key", "server_key")
+        )
+        return ScramCredential(salt, stored, server, int(raw["iterations"]))
     except (ValueError, KeyError, TypeError) as exc:
         log.warning("SCRAM record of %r is malformed, ignored: %s", user, exc)
-        return {}
+        return None
 
 
 def _b64(data: bytes) -> str:

@@ -1,18 +1,22 @@
 """Where SCRAM credentials live: in Pulsar, never in a local file (docs/security.md).
-Opaque text per user here; kop.security.credentials gives it meaning."""
+One opaque record per (user, mechanism), so that changing one never rewrites
+another (two instances altering one user's two mechanisms at once both hold);
+kop.security.credentials gives the records meaning."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+Key = tuple[str, str]  # (user, mechanism)
+
 
 class CredentialStore(Protocol):
-    async def load(self) -> dict[str, str]:
-        """Every user's record."""
+    async def load(self) -> dict[Key, str]:
+        """Every record."""
         ...
 
-    async def save(self, user: str, record: str) -> None: ...
+    async def save(self, key: Key, record: str) -> None: ...
 
-    async def delete(self, user: str) -> None:
-        """Nothing happens for a user without a record."""
+    async def delete(self, key: Key) -> None:
+        """Nothing happens for a key without a record."""
         ...

@@ -144,16 +144,16 @@ class MemoryCredentials:
     """Namespace properties, as the Pulsar admin API keeps them."""
 
     def __init__(self) -> None:
-        self.records: dict[str, str] = {}
+        self.records: dict[tuple[str, str], str] = {}
 
-    async def load(self) -> dict[str, str]:
+    async def load(self) -> dict[tuple[str, str], str]:
         return dict(self.records)
 
-    async def save(self, user: str, record: str) -> None:
-        self.records[user] = record
+    async def save(self, key: tuple[str, str], record: str) -> None:
+        self.records[key] = record
 
-    async def delete(self, user: str) -> None:
-        self.records.pop(user, None)
+    async def delete(self, key: tuple[str, str]) -> None:
+        self.records.pop(key, None)
 
 
 class MemoryBackend:

@@ -25,10 +25,11 @@ from kafka import KafkaAdminClient  # type: ignore[import-untyped]
 
 from kop.app import Gateway
 from kop.config import KopConfig
+from kop.security.credentials import ScramUsers
 from kop.security.errors import AuthenticationFailed
 from kop.security.scram import ScramServer, from_password
 from kop.storage.naming import Namespace
-from tests.sim.memory_admin import MemoryBackend
+from tests.sim.memory_admin import MemoryBackend, MemoryCredentials
 from tests.tls_material import TokenKeys
 from tests.unit.memory_gateway import free_port
 
@@ -190,3 +191,30 @@ async def test_users_made_with_alter_user_scram_credentials_sign_in(tmp_path: Pa
             await asyncio.to_thread(_signs_in, port, "SCRAM-SHA-512", "alice", "secret-a")
             == refused
         )
+
+
+class _SlowCredentials(MemoryCredentials):
+    """The Pulsar admin API's latency: every call lets others run in between."""
+
+    async def load(self) -> dict[tuple[str, str], str]:
+        await asyncio.sleep(0)
+        return await super().load()
+
+    async def save(self, key: tuple[str, str], record: str) -> None:
+        await asyncio.sleep(0)
+        await super().save(key, record)
+
+
+async def test_two_instances_altering_one_user_at_once_both_hold() -> None:
+    store = _SlowCredentials()
+    a, b = ScramUsers(store), ScramUsers(store)  # two kop instances over one Pulsar
+    c256 = from_password("SCRAM-SHA-256", "x", SALT, 4096)
+    c512 = from_password("SCRAM-SHA-512", "y", SALT, 4096)
+    await asyncio.gather(a.upsert("u", "SCRAM-SHA-256", c256), b.upsert("u", "SCRAM-SHA-512", c512))
+    third = ScramUsers(store)
+    await third.refresh()
+    assert third.describe(["u"]) == {"u": {"SCRAM-SHA-256": 4096, "SCRAM-SHA-512": 4096}}
+    assert await a.remove("u", "SCRAM-SHA-512")  # removed by the one that did not make it
+    assert not await b.remove("u", "SCRAM-SHA-512")
+    await third.refresh()
+    assert third.describe(None) == {"u": {"SCRAM-SHA-256": 4096}}
