@@ -27,10 +27,11 @@ VALUE_IDS = ["default", *(path.stem for path in CI_VALUES)]
 TOKEN_TLS = CHART / "ci" / "token-tls-nodeport-values.yaml"
 OAUTH2_LB = CHART / "ci" / "oauth2-loadbalancer-values.yaml"
 MTLS = CHART / "ci" / "mtls-values.yaml"
+SASL_SSL = CHART / "ci" / "sasl-ssl-values.yaml"
 
 
 def test_ci_values_cover_the_optional_parts() -> None:
-    assert {p.name for p in CI_VALUES} >= {TOKEN_TLS.name, OAUTH2_LB.name, MTLS.name}
+    assert {p.name for p in CI_VALUES} >= {TOKEN_TLS.name, OAUTH2_LB.name, MTLS.name, SASL_SSL.name}
 
 
 @pytest.mark.parametrize("values", VALUE_SETS, ids=VALUE_IDS)
@@ -170,6 +171,10 @@ def test_kop_accepts_the_rendered_config(
         "pulsar-tls/ca.crt": "PEM",
         "pulsar-tls/tls.crt": "PEM",
         "pulsar-tls/tls.key": "PEM",
+        "kafka-tls/tls.crt": "PEM",
+        "kafka-tls/tls.key": "PEM",
+        "kafka-tls/ca.crt": "PEM",
+        "token-key/token-secret.key": "k" * 32,
     }
     path = _local_config(rendered, tmp_path, files)
     environ = {"KOP_NODE_ID": "2", "KOP_ADVERTISED_HOST": "kop-2.kop-headless.kafka.svc"}
@@ -281,6 +286,8 @@ def test_a_config_change_rolls_the_pods() -> None:
         ("config.port=9093", "'not' failed"),  # set through ports.kafka
         ("config.node_id=1", "'not' failed"),  # the pod's ordinal
         ("config.Bad-Key=1", "invalid propertyName"),
+        ("config.listeners=x", "'not' failed"),  # set through kafkaSecurity
+        ("kafkaSecurity.mechanisms[0]=GSSAPI", "/kafkaSecurity/mechanisms"),
         ("externalAccess.enabled=true,externalAccess.type=LoadBalancer", "/externalAccess"),
         ("podAntiAffinity=sometimes", "/podAntiAffinity"),
         ("replicaCount=257", "/replicaCount"),  # node ids are 0-255
@@ -401,3 +408,52 @@ def test_chart_metadata() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert chart["name"] == "kop" and chart["apiVersion"] == "v2"
     assert render().container["image"] == f"kop:{chart['appVersion']}"
+
+
+def test_kafka_listeners_tls_and_token_key_from_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pod serves PLAINTEXT, SASL_SSL and SSL, advertised at its own address (kop
+    pairs an any-interface listener with KOP_ADVERTISED_HOST), with the listeners'
+    certificate and the brokers' token key mounted from Secrets, and the ports on the
+    pod and on both Services."""
+    rendered = render(SASL_SSL)
+    toml = rendered.kop_toml
+    assert toml["listeners"] == (
+        "PLAINTEXT://0.0.0.0:9092,SASL_SSL://0.0.0.0:9093,SSL://0.0.0.0:9096"
+    )
+    assert toml["sasl_enabled_mechanisms"] == "PLAIN,SCRAM-SHA-512"
+    assert toml["ssl_cert_file"] == "/etc/kop/kafka-tls/tls.crt"
+    assert toml["ssl_ca_file"] == "/etc/kop/kafka-tls/ca.crt"
+    assert toml["ssl_client_auth"] == "requested"
+    assert toml["auth_token_secret_key"] == "file:///etc/kop/token-key/token-secret.key"
+    assert toml["superuser_roles"] == "admin"
+    volumes, mounts = _volumes(rendered)
+    assert volumes["kafka-tls"]["secret"]["secretName"] == "kop-kafka-tls"
+    assert volumes["token-key"]["secret"]["secretName"] == "pulsar-token-key"
+    assert mounts["kafka-tls"]["mountPath"] == "/etc/kop/kafka-tls"
+    ports = {p["name"]: p["containerPort"] for p in rendered.container["ports"]}
+    assert ports == {"kafka": 9092, "admin": 9094, "sasl-ssl": 9093, "ssl": 9096}
+    for service in rendered.kinds("Service"):
+        names = {p["name"] for p in service["spec"]["ports"]}
+        assert {"sasl-ssl", "ssl"} <= names, service["metadata"]["name"]
+    # what kop makes of it in pod kop-1
+    files = {"kafka-tls/tls.crt": "PEM", "kafka-tls/tls.key": "PEM", "kafka-tls/ca.crt": "PEM"}
+    for name in [n for n in os.environ if n.startswith("KOP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("KOP_ADVERTISED_HOST", "kop-1.kop-headless.kafka.svc")
+    config = load_config(_local_config(rendered, tmp_path, files), environ={})
+    advertised = {lst.protocol.value: str(lst.advertised) for lst in config.listener_plan()}
+    assert advertised["SASL_SSL"] == "SASL_SSL://kop-1.kop-headless.kafka.svc:9093"
+    assert config.authorizing
+
+
+def test_security_listeners_refuse_what_cannot_work() -> None:
+    for sets, why in (
+        (("kafkaSecurity.saslSslPort=9093",), "needs kafkaSecurity.tls.secretName"),
+        (("kafkaSecurity.saslPlaintextPort=9095", "externalAccess.enabled=true",
+          "externalAccess.hosts[0]=a"), "cannot be combined"),
+        (("kafkaSecurity.plaintext=false",), "no listener left"),
+    ):  # fmt: skip
+        run = helm("template", "kop", str(CHART), *[f"--set={s}" for s in sets], check=False)
+        assert run.returncode != 0 and why in run.stderr, (sets, run.stderr)

@@ -47,6 +47,18 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* Where Secrets are mounted; kop.toml refers to files under them. */}}
 {{- define "kop.authDir" -}}/etc/kop/pulsar-auth{{- end }}
 {{- define "kop.tlsDir" -}}/etc/kop/pulsar-tls{{- end }}
+{{- define "kop.kafkaTlsDir" -}}/etc/kop/kafka-tls{{- end }}
+{{- define "kop.tokenKeyDir" -}}/etc/kop/token-key{{- end }}
+
+{{/* The Kafka listeners beyond PLAINTEXT on ports.kafka: name -> port (0 left out). */}}
+{{- define "kop.extraListeners" -}}
+{{- $k := .Values.kafkaSecurity }}
+{{- $l := dict }}
+{{- with $k.saslSslPort }}{{ $_ := set $l "SASL_SSL" . }}{{ end }}
+{{- with $k.saslPlaintextPort }}{{ $_ := set $l "SASL_PLAINTEXT" . }}{{ end }}
+{{- with $k.sslPort }}{{ $_ := set $l "SSL" . }}{{ end }}
+{{- toJson $l }}
+{{- end }}
 
 {{/* The Secret holding kop's Pulsar credential: token and oauth2 only. */}}
 {{- define "kop.authSecret" -}}
@@ -88,6 +100,41 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- with $p.tls.trustCertsKey }}{{ $_ := set $s "pulsar_tls_trust_certs_file" (printf "%s/%s" $tls .) }}{{ end }}
 {{- with $p.tls.certKey }}{{ $_ := set $s "pulsar_tls_cert_file" (printf "%s/%s" $tls .) }}{{ end }}
 {{- with $p.tls.keyKey }}{{ $_ := set $s "pulsar_tls_key_file" (printf "%s/%s" $tls .) }}{{ end }}
+{{- $k := .Values.kafkaSecurity }}
+{{- $extra := include "kop.extraListeners" . | fromJson }}
+{{- if or $extra (not $k.plaintext) }}
+{{- if .Values.externalAccess.enabled }}
+{{- fail "kafkaSecurity listeners and externalAccess cannot be combined yet: externalAccess advertises one listener" }}
+{{- end }}
+{{- $listeners := list }}
+{{- if $k.plaintext }}{{ $listeners = append $listeners (printf "PLAINTEXT://0.0.0.0:%v" .Values.ports.kafka) }}{{ end }}
+{{- range $name := keys $extra | sortAlpha }}
+{{- $listeners = append $listeners (printf "%s://0.0.0.0:%v" $name (index $extra $name)) }}
+{{- end }}
+{{- if not $listeners }}{{ fail "kafkaSecurity: no listener left (plaintext false and no port)" }}{{ end }}
+{{- $_ := set $s "listeners" (join "," $listeners) }}
+{{- $_ := set $s "sasl_enabled_mechanisms" (join "," $k.mechanisms) }}
+{{- end }}
+{{- if or $k.saslSslPort $k.sslPort }}
+{{- if not $k.tls.secretName }}{{ fail "kafkaSecurity: an SSL or SASL_SSL port needs kafkaSecurity.tls.secretName" }}{{ end }}
+{{- end }}
+{{- with $k.tls.secretName }}
+{{- $dir := include "kop.kafkaTlsDir" $ }}
+{{- $_ := set $s "ssl_cert_file" (printf "%s/%s" $dir $k.tls.certKey) }}
+{{- $_ := set $s "ssl_key_file" (printf "%s/%s" $dir $k.tls.keyKey) }}
+{{- with $k.tls.caKey }}{{ $_ := set $s "ssl_ca_file" (printf "%s/%s" $dir .) }}{{ end }}
+{{- $_ := set $s "ssl_client_auth" $k.tls.clientAuth }}
+{{- end }}
+{{- with $k.tokenKey.secretName }}
+{{- $file := printf "file://%s/%s" (include "kop.tokenKeyDir" $) $k.tokenKey.secretKey }}
+{{- if $k.tokenKey.public }}
+{{- $_ := set $s "auth_token_public_key" $file }}
+{{- $_ := set $s "auth_token_public_alg" $k.tokenKey.publicAlg }}
+{{- else }}
+{{- $_ := set $s "auth_token_secret_key" $file }}
+{{- end }}
+{{- end }}
+{{- with $k.superuserRoles }}{{ $_ := set $s "superuser_roles" (join "," .) }}{{ end }}
 {{- toJson (merge $s .Values.config) }}
 {{- end }}
 
