@@ -28,6 +28,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kop.cluster import rendezvous
 from tests.cluster.cluster_admin import (
     PARTITIONS,
     SPREAD_ATTEMPTS,
@@ -398,6 +399,17 @@ def _live(node: KopProcess) -> list[int]:
         return [i["node_id"] for i in json.loads(resp.read())["instances"]]
 
 
+def _led_by_both(c: PulsarCluster, node_ids: tuple[int, int]) -> str:
+    """A topic name whose partitions the two instances split (rendezvous by partition
+    name; with a random name, about 1 run in 32 put all 6 on one instance)."""
+    while True:
+        topic = f"two-{uuid.uuid4().hex[:8]}"
+        keys = [f"persistent://{c.app_namespace}/{topic}-partition-{p}"
+                for p in range(WORKLOAD_PARTITIONS)]  # fmt: skip
+        if len({rendezvous.owner(k, node_ids) for k in keys}) == 2:
+            return topic
+
+
 def test_two_kop_instances_through_the_proxy_one_killed_loses_nothing(
     pulsar_cluster: PulsarCluster, tmp_path: Path
 ) -> None:
@@ -416,7 +428,7 @@ def test_two_kop_instances_through_the_proxy_one_killed_loses_nothing(
         while any(_live(n) != [1, 2] for n in nodes.values()) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert [_live(n) for n in nodes.values()] == [[1, 2], [1, 2]]
-        topic = f"two-{uuid.uuid4().hex[:8]}"
+        topic = _led_by_both(c, (1, 2))
         create_topic(nodes[1].bootstrap, topic, partitions=WORKLOAD_PARTITIONS)
         leaders = {
             p: part.leader
