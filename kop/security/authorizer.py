@@ -51,42 +51,30 @@ class Access(Protocol):
         ...
 
 
-class _AllowAll:
+class _Fixed:
+    """The same answer to everything: no authorization (allow), or no principal (deny)."""
+
+    def __init__(self, answer: bool) -> None:
+        self._answer = answer
+
     async def topic(self, topic: PulsarTopic, op: TopicOp) -> bool:
-        return True
+        return self._answer
 
     async def group(self, ns: Namespace, group: str) -> bool:
-        return True
+        return self._answer
 
     async def group_topic(self, topic: PulsarTopic, group: str) -> bool:
-        return True
+        return self._answer
 
     async def idempotent_write(self, ns: Namespace) -> bool:
-        return True
+        return self._answer
 
     async def cluster(self) -> bool:
-        return True
+        return self._answer
 
 
-class _DenyAll:
-    async def topic(self, topic: PulsarTopic, op: TopicOp) -> bool:
-        return False
-
-    async def group(self, ns: Namespace, group: str) -> bool:
-        return False
-
-    async def group_topic(self, topic: PulsarTopic, group: str) -> bool:
-        return False
-
-    async def idempotent_write(self, ns: Namespace) -> bool:
-        return False
-
-    async def cluster(self) -> bool:
-        return False
-
-
-ALLOW_ALL: Access = _AllowAll()
-DENY_ALL: Access = _DenyAll()
+ALLOW_ALL: Access = _Fixed(True)
+DENY_ALL: Access = _Fixed(False)
 
 
 class _Cache(Generic[K, V]):
