@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -337,7 +338,7 @@ def test_a_broker_killed_and_restarted_under_an_idempotent_producer_and_a_group(
     sent = [e for e in events if e.get("name") == "producer_send_success"]
     errors = [e for e in events if e.get("name") == "producer_send_error"]
     assert not [e for e in errors if "OutOfOrderSequence" in str(e.get("exception"))]
-    assert errors == [] and len(sent) == n
+    assert errors == [] and len(sent) == n, send_failures(errors, kop_via_proxy, topic)
     acked = {str(e["value"]).encode() for e in sent}
     reader.finish(acked)
     # kop restarted too (its offset index may have missed writes while broker-2 was
@@ -349,6 +350,23 @@ def test_a_broker_killed_and_restarted_under_an_idempotent_producer_and_a_group(
     for e in sent:  # the offset each acknowledgement named is where the record is
         assert log[e["partition"]][e["offset"]][1] == str(e["value"]).encode()
     assert_group_resumes_at_the_end(kop_via_proxy.bootstrap, topic, group)
+
+
+def send_failures(errors: list[dict[str, Any]], gateway: KopProcess, topic: str) -> str:
+    """What failed, per partition, and what kop logged of those partitions: enough
+    to tell a stuck partition from a slow broker when it fails in CI."""
+    by_partition: dict[int, list[dict[str, Any]]] = {}
+    for e in errors:  # the partition is named only in the message: "... for t-3:..."
+        named = re.search(rf"{topic}-(\d+)", str(e.get("message")))
+        by_partition.setdefault(int(named.group(1)) if named else -1, []).append(e)
+    lines = [
+        f"partition {p}: {len(es)} failed sends, first {es[0].get('message', '')[:160]!r}"
+        for p, es in sorted(by_partition.items())
+    ]
+    names = [f"{topic}-partition-{p}" for p in by_partition] or [topic]
+    logged = [line for line in gateway.log_text().splitlines()
+              if " DEBUG " not in line and any(n in line for n in names)]  # fmt: skip
+    return "\n".join([*lines, "kop's log of them (last 60 lines):", *logged[-60:]])
 
 
 def bundle_of(c: PulsarCluster, topic: str) -> str:
