@@ -18,6 +18,10 @@ from kop.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, from_salted_passw
 MECHANISMS = {1: SCRAM_SHA_256, 2: SCRAM_SHA_512}
 CODES = {name: code for code, name in MECHANISMS.items()}
 
+# Kafka's words: one user once per request, whatever the mechanisms (kafka-configs
+# with both SCRAM mechanisms in one --add-config is refused too).
+TWICE = "A user credential cannot be altered twice in the same request"
+
 
 async def describe(services: Services, ctx: RequestContext, request: Any) -> Response:
     try:
@@ -61,7 +65,7 @@ async def alter(services: Services, ctx: RequestContext, request: Any) -> Respon
             continue
         try:
             if name in twice:
-                raise KafkaError(ErrorCode.duplicate_resource, f"user {name!r} is altered twice")
+                raise KafkaError(ErrorCode.duplicate_resource, TWICE)
             await _apply(users, change)
             outcome[name] = (ErrorCode.none, None)
         except Exception as exc:

@@ -22,8 +22,16 @@ from kop.security.principal import Principal
 
 MechanismFactory = Callable[[], Mechanism]
 
-# What the client is told of any failed authentication: nothing of which part failed.
-FAILED_MESSAGE = "Authentication failed: invalid credentials"
+# What the client is told of any failed authentication: nothing of which part failed,
+# in Kafka's own words for the mechanism (what its clients print and users search for).
+FAILED_MESSAGE = "Authentication failed: Invalid username or password"  # PLAIN's
+SCRAM_FAILED = (
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
+)
+
+
+def failed_message(mechanism: str) -> str:
+    return SCRAM_FAILED.format(mechanism) if mechanism.startswith("SCRAM-") else FAILED_MESSAGE
 
 
 class State(enum.Enum):
@@ -58,6 +66,7 @@ class SaslSession:
         self.state = State.START
         self.principal: Principal | None = None
         self._mechanism: Mechanism | None = None
+        self._mechanism_name = ""
 
     @property
     def authenticated(self) -> bool:
@@ -78,7 +87,7 @@ class SaslSession:
                 f"mechanism {mechanism!r} not enabled",
                 enabled,
             )
-        self._mechanism = factory()
+        self._mechanism, self._mechanism_name = factory(), mechanism
         self.state = State.HANDSHAKEN if self.state is State.START else State.REAUTH
         return Answer({"error_code": ErrorCode.none, "mechanisms": enabled})
 
@@ -118,11 +127,10 @@ class SaslSession:
 
     def _fail(self, code: ErrorCode, reason: str) -> Answer:
         self.state, self._mechanism = State.CLOSED, None
-        message = FAILED_MESSAGE if code == ErrorCode.sasl_authentication_failed else reason
+        failed = code == ErrorCode.sasl_authentication_failed
+        message = failed_message(self._mechanism_name) if failed else reason
         body = {**_authenticate_body(b"", 0), "error_code": code, "error_message": message}
-        return Answer(
-            body, close=True, failed=code == ErrorCode.sasl_authentication_failed, reason=reason
-        )
+        return Answer(body, close=True, failed=failed, reason=reason)
 
 
 def _authenticate_body(challenge: bytes, lifetime_ms: int) -> dict[str, object]:

@@ -166,7 +166,7 @@ def test_refused_tokens_get_sasl_authentication_failed(secure: SecureKop) -> Non
                 break
         assert errors, "no error reported"
         assert errors[0].code() == KafkaError._AUTHENTICATION, errors[0]
-        assert "Authentication failed: invalid credentials" in errors[0].str()
+        assert "Authentication failed: Invalid username or password" in errors[0].str()
 
 
 def test_kafka_python_over_sasl_ssl(secure: SecureKop) -> None:

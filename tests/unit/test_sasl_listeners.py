@@ -136,7 +136,7 @@ async def test_a_refusal_is_delayed_final_and_touches_no_other_connection(tmp_pa
             answer = await asyncio.to_thread(bad.sasl_plain, "", password)
             assert answer.error_code == ErrorCode.sasl_authentication_failed
             assert time.monotonic() - started >= 0.25  # connection_failed_authentication_delay_ms
-            assert answer.error_message == "Authentication failed: invalid credentials"
+            assert answer.error_message == "Authentication failed: Invalid username or password"
             assert await asyncio.to_thread(bad.wait_closed_by_peer, 5)
         wrong = await asyncio.to_thread(s.raw, "SASL_SSL")
         shake = await asyncio.to_thread(wrong.sasl, "GSSAPI", b"")
