@@ -35,7 +35,9 @@ class Access(Protocol):
     async def topic(self, topic: PulsarTopic, op: TopicOp) -> bool: ...
 
     async def group(self, ns: Namespace, group: str) -> bool:
-        """Join, commit for, describe or delete `group` (as a subscription in `ns`)."""
+        """Join, commit for, describe or delete `group` (as a subscription in `ns`): the
+        roles the group's subscription permission names (Kafka's READ on the group), or,
+        when it names none, any role with consume in `ns`."""
         ...
 
     async def group_topic(self, topic: PulsarTopic, group: str) -> bool:
@@ -170,8 +172,11 @@ class RoleAccess:
         if await self._auth.is_admin(self._role, ns.tenant):
             return True
         grants = await self._auth.grants(ns)
-        if grants is None or not self._may_subscribe(grants, group):
+        if grants is None:
             return False
+        roles = grants.subscriptions.get(self._auth.subscription_of(group))
+        if roles:  # named for the group (kafka-acls --group): its roles, consume or not
+            return self._role in roles
         return CONSUME in grants.anywhere(self._role)
 
     async def group_topic(self, topic: PulsarTopic, group: str) -> bool:
