@@ -17,6 +17,7 @@ Subcommands::
     python3 tools/kafka.py status             # exit 0 if healthy, 1 if not
     python3 tools/kafka.py stop               # stop the Kafka this tool started
     python3 tools/kafka.py bootstrap          # print the brokers' addresses (host:port,...)
+    python3 tools/kafka.py secure             # the SASL_SSL listener, CA file, users (JSON)
     python3 tools/kafka.py tool NAME [ARGS]   # a CLI tool, e.g. `tool topics --list
                                               #   --bootstrap-server 127.0.0.1:19092`
 
@@ -30,6 +31,7 @@ Environment:
     KOP_KAFKA_PORT               broker (PLAINTEXT) listener port (default 19092; with
                                  N > 1 brokers 19192, broker k on it + 100 (k-1))
     KOP_KAFKA_CONTROLLER_PORT    controller listener port (default 19093; N > 1: 19193)
+    KOP_KAFKA_SASL_SSL_PORT      the single broker's SASL_SSL listener port (default 19094)
     KOP_KAFKA_START_TIMEOUT      seconds to wait for health on start (default 120)
     KOP_KAFKA_STOP_TIMEOUT       seconds to wait after SIGTERM before SIGKILL (default 30)
     KOP_KAFKA_JVM_OPTS           replaces the broker's heap/GC options (JVM_OPTS below)
@@ -46,6 +48,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import json
 import os
 import socket
 import struct
@@ -55,6 +58,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import cluster_security
 import provision
 from provision import Health, Tool, ToolError, fail
 
@@ -66,6 +70,9 @@ HOST = "127.0.0.1"
 NODE_ID = 1  # the controller's node id; the other brokers of a cluster follow it
 DEFAULT_BROKER_PORT = 19092
 DEFAULT_CONTROLLER_PORT = 19093
+# The single broker's SASL_SSL listener (PLAIN and SCRAM), where the security
+# scenarios judge kop; a cluster (--brokers N > 1) has none.
+DEFAULT_SASL_SSL_PORT = 19094
 # A cluster of N > 1 brokers gets ports and a data dir of its own, so that it can run
 # beside the single broker (make test judges one kop by that one meanwhile).
 CLUSTER_BROKER_PORT = 19192
@@ -145,9 +152,9 @@ node.id={node_id}
 # Dynamic quorum (KIP-853): formatted with `storage format --standalone`, no static voters.
 controller.quorum.bootstrap.servers={host}:{controller_port}
 controller.listener.names=CONTROLLER
-listeners=PLAINTEXT://{host}:{broker_port},CONTROLLER://{host}:{controller_port}
+listeners=PLAINTEXT://{host}:{broker_port},CONTROLLER://{host}:{controller_port}{sasl_ssl}
 # The default map has no CONTROLLER entry.
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT{sasl_ssl_map}
 log.dirs={log_dirs}
 """
 
@@ -162,6 +169,32 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 """
 SERVER_PROPERTIES += INTERNAL_TOPICS
+
+# The single broker's SASL_SSL listener beside PLAINTEXT, and an authorizer, so
+# authentication and authorization are judged too (docs/kafka.md, "Security"). A
+# PLAINTEXT client is User:ANONYMOUS, a super user: every other scenario (and the
+# controller's own connections) runs as before. SASL users: PLAIN from the JAAS
+# line below; SCRAM ones are made with kafka-configs (AlterUserScramCredentials),
+# as on kop. The same users exist on kop once a scenario made them SCRAM users there.
+# The listener itself is in `listeners` and the protocol map above.
+SECURITY_PROPERTIES = """\
+inter.broker.listener.name=PLAINTEXT
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=\\
+org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=\\
+org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=\\
+org.apache.kafka.common.security.scram.ScramLoginModule required;
+# PEM: the key (PKCS#8, unencrypted) and the certificate in one file.
+ssl.keystore.type=PEM
+ssl.keystore.location={keystore}
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:ANONYMOUS;User:admin
+"""
+
+# PLAIN users of the SASL_SSL listener (user: password).
+SASL_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 # A further broker of a cluster (--brokers N): node 1 above is the quorum's only
 # controller. Internal topics keep one replica as on the single broker, so the cluster
@@ -241,6 +274,7 @@ class Node:
     port: int
     dir: Path
     controller_port: int
+    sasl_ssl_port: int | None = None  # the single broker's; a cluster has none
 
     @property
     def is_controller(self) -> bool:
@@ -274,12 +308,35 @@ class Node:
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
 
+    @property
+    def certificates(self) -> cluster_security.Certificates:
+        return cluster_security.Certificates(self.dir / "tls")
+
+    @property
+    def keystore(self) -> Path:
+        return self.dir / "tls" / "keystore.pem"
+
     def config(self) -> str:
         template = SERVER_PROPERTIES if self.is_controller else BROKER_PROPERTIES
+        if self.sasl_ssl_port is not None:
+            template += SECURITY_PROPERTIES
+        users = " ".join(f'user_{u}="{p}"' for u, p in SASL_USERS.items())
+        secure = self.sasl_ssl_port is not None
         return template.format(
             node_id=self.node_id, controller_id=NODE_ID, host=HOST, broker_port=self.port,
             controller_port=self.controller_port, log_dirs=self.log_dirs,
+            sasl_ssl=f",SASL_SSL://{HOST}:{self.sasl_ssl_port}" if secure else "",
+            sasl_ssl_map=",SASL_SSL:SASL_SSL" if secure else "",
+            plain_users=users, keystore=self.keystore,
         )  # fmt: skip
+
+    def ensure_keystore(self) -> None:
+        """The SASL_SSL listener's CA and certificate (made once, kept across restarts)."""
+        certs = self.certificates
+        if certs.ensure() or not self.keystore.is_file():
+            key, cert = certs.server_key.read_text(), certs.server_cert.read_text()
+            self.keystore.write_text(key + cert)
+            os.chmod(self.keystore, 0o600)
 
 
 @dataclass(frozen=True)
@@ -291,6 +348,7 @@ class Settings:
     start_timeout: float
     stop_timeout: float
     brokers: int = 1
+    sasl_ssl_port: int = DEFAULT_SASL_SSL_PORT
 
     @property
     def dist(self) -> provision.Dist:
@@ -307,7 +365,10 @@ class Settings:
     def nodes(self) -> list[Node]:
         """The single broker lives in the data dir itself; a cluster's node k in node-k/."""
         if self.brokers == 1:
-            return [Node(NODE_ID, self.broker_port, self.data_dir, self.controller_port)]
+            return [
+                Node(NODE_ID, self.broker_port, self.data_dir, self.controller_port,
+                     self.sasl_ssl_port)
+            ]  # fmt: skip
         return [
             Node(NODE_ID + k, self.broker_port + NODE_PORT_STEP * k,
                  self.data_dir / f"node-{NODE_ID + k}", self.controller_port)
@@ -378,6 +439,9 @@ def load_settings(args: argparse.Namespace | None = None) -> Settings:
             provision.PortSpec(
                 "controller_port", "KOP_KAFKA_CONTROLLER_PORT", "controller port", controller
             ),
+            provision.PortSpec(
+                "sasl_ssl_port", "KOP_KAFKA_SASL_SSL_PORT", "SASL_SSL port", DEFAULT_SASL_SSL_PORT
+            ),
         ],
         DEFAULT_START_TIMEOUT,
         DEFAULT_STOP_TIMEOUT,
@@ -393,9 +457,12 @@ def load_settings(args: argparse.Namespace | None = None) -> Settings:
         start_timeout=place.start_timeout,
         stop_timeout=place.stop_timeout,
         brokers=brokers,
+        sasl_ssl_port=place.ports[2],
     )
     ports = [n.port for n in s.nodes]
-    if s.controller_port in ports or ports[-1] > 65535:
+    if s.brokers == 1:
+        ports.append(s.sasl_ssl_port)
+    if s.controller_port in ports or len(set(ports)) < len(ports) or max(ports) > 65535:
         fail(
             f"broker ports {', '.join(map(str, ports))} and controller port {s.controller_port} "
             "must be distinct and below 65536; choose others with KOP_KAFKA_PORT / "
@@ -805,6 +872,8 @@ def tool_cmd(s: Settings, java: str, main_class: str, args: list[str]) -> list[s
 
 def render_config(node: Node) -> None:
     node.dir.mkdir(parents=True, exist_ok=True)
+    if node.sasl_ssl_port is not None:
+        node.ensure_keystore()
     node.conf_file.write_text(node.config())
     node.log4j_file.write_text(LOG4J2_XML.format(log=node.server_log))
 
@@ -930,6 +999,8 @@ def _refuse_busy_ports(s: Settings, missing: list[Node]) -> None:
     ports = [n.port for n in missing]
     if s.first in missing:
         ports.append(s.controller_port)
+        if s.first.sasl_ssl_port is not None:
+            ports.append(s.first.sasl_ssl_port)
     busy = [p for p in ports if provision.port_open(p, HOST)]
     if busy:
         fail(
@@ -1006,6 +1077,20 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_bootstrap(args: argparse.Namespace) -> int:
     """The brokers' addresses, for a client's bootstrap list (whether running or not)."""
     print(load_settings(args).bootstrap_servers)
+    return 0
+
+
+def cmd_secure(args: argparse.Namespace) -> int:
+    """The SASL_SSL listener as JSON: its address, the CA file a client trusts, and the
+    PLAIN users."""
+    node = load_settings(args).first
+    if node.sasl_ssl_port is None:
+        fail("only the single broker has a SASL_SSL listener (not one of --brokers N > 1)")
+    print(json.dumps({
+        "bootstrap": f"{HOST}:{node.sasl_ssl_port}",
+        "ca_file": str(node.certificates.ca_cert),
+        "users": SASL_USERS,
+    }))  # fmt: skip
     return 0
 
 
@@ -1102,6 +1187,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_bootstrap = sub.add_parser("bootstrap", help="print the brokers' addresses (host:port,...)")
     common(p_bootstrap)
     p_bootstrap.set_defaults(func=cmd_bootstrap)
+
+    p_secure = sub.add_parser(
+        "secure", help="print the SASL_SSL listener (address, CA file, users) as JSON"
+    )
+    common(p_secure)
+    p_secure.set_defaults(func=cmd_secure)
 
     # Parsed by hand in main(): the tool's own options (--help included) must reach it.
     sub.add_parser(

@@ -141,3 +141,20 @@ def test_a_broker_not_registered_yet_keeps_the_cluster_unhealthy(
     assert not p.healthy
     assert f"not yet 127.0.0.1:{third}" in p.detail
     assert servers[2].server_address[1] == third
+
+
+def test_the_single_broker_judges_security_and_a_cluster_does_not() -> None:
+    """SASL_SSL beside PLAINTEXT, an authorizer, ANONYMOUS (PLAINTEXT, the controller)
+    a super user; a cluster node has none of it (security cells are n/a there)."""
+    single = tool.load_settings(_args()).first.config()
+    logical = single.replace("\\\n", "")  # Java properties: a trailing \ continues the line
+    assert (
+        "listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093,"
+        "SASL_SSL://127.0.0.1:19094\n" in logical
+    )
+    assert "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n" in logical
+    assert 'user_alice="alice-secret"' in logical
+    assert "super.users=User:ANONYMOUS;User:admin\n" in logical
+    assert logical.count("\nlisteners=") == 1  # the secure line replaces the plain one
+    for node in tool.load_settings(_args(brokers="3")).nodes:
+        assert "SASL_SSL" not in node.config() and "authorizer" not in node.config()
