@@ -23,6 +23,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "TOPIC_AUTHORIZATION_FAILED, what Kafka answers a client without READ on the topic "
         '(docs/groups.md, "__consumer_offsets").'
     ),
+    ("security/group-authorization", "confluent-kafka"): (
+        "kop authorizes groups by Pulsar's subscription permissions, which only restrict: a "
+        "group whose subscription no role was granted (kafka-acls --group) is open to every "
+        "role that may consume in the namespace, so a member allowed to READ the topic joins "
+        "it. Kafka needs READ on the group itself (GROUP_AUTHORIZATION_FAILED). A group named "
+        "in a grant is its roles' only, on both (docs/security.md, the permission table)."
+    ),
 }
 
 # Each is a kop bug with several instances (docs/compatibility-3-instances.md), listed so

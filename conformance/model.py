@@ -47,6 +47,7 @@ class Target(Protocol):
     """A broker under test: kop or the reference Kafka."""
 
     name: str
+    secure: Any  # conformance.targets.Secure, or None: no SASL_SSL listener
 
     @property
     def bootstrap(self) -> str: ...

@@ -9,6 +9,14 @@ a one-entry bootstrap list: they find the other brokers and each partition's lea
 from Metadata, which is part of what is judged, and their first contact is the same
 node on every run.
 
+With one instance each also has a SASL_SSL listener (PLAIN, SCRAM-SHA-256/512) and
+authorization on, where the security scenarios judge kop (`Secure`): PLAINTEXT
+clients are User:ANONYMOUS, a super user on both, so every other scenario runs as
+before. The TLS material is the reference Kafka's (tools/kafka.py makes a CA and a
+certificate for 127.0.0.1): one CA file for both targets. The users of
+tools/kafka.py's PLAIN list are made SCRAM users on both at start (on kop that is
+also what PLAIN checks), the same step on each, so both know the same principals.
+
 `force_compaction` is the one thing a scenario asks each broker differently: what
 compaction removed shows on Kafka once its log cleaner has run, on kop once Pulsar's
 retention deleted the live ledgers (docs/decisions.md D10)."""
@@ -28,6 +36,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka.admin import (
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
 from conformance.pulsar_admin import PulsarPartition
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,10 +55,21 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Secure:
+    """A target's SASL_SSL listener: where it is, the CA a client trusts there, and the
+    users (name: password) known to both targets, `admin` a super user."""
+
+    bootstrap: str
+    ca_file: str
+    users: dict[str, str]
+
+
 @dataclass
 class Broker:
     name: str
     port: int
+    secure: Secure | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -87,6 +113,42 @@ def _service(name: str, *options: str) -> Iterator[None]:
     finally:
         if not already:
             _tool(name, "stop", *options)
+
+
+def _kafka_secure() -> Secure:
+    done = subprocess.run([sys.executable, str(TOOLS / "kafka.py"), "secure"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return Secure(**json.loads(done.stdout))
+
+
+def _secure_env(port: int, sasl_port: int, kafka: Secure) -> dict[str, str]:
+    """kop as the reference Kafka is set up: PLAINTEXT beside SASL_SSL, ANONYMOUS and
+    admin super users, Kafka's certificate."""
+    tls = Path(kafka.ca_file).parent
+    listeners = f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sasl_port}"
+    return {
+        "KOP_LISTENERS": listeners, "KOP_ADVERTISED_LISTENERS": listeners,
+        "KOP_SASL_ENABLED_MECHANISMS": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "KOP_SSL_CERT_FILE": str(tls / "server.cert.pem"),
+        "KOP_SSL_KEY_FILE": str(tls / "server.key.pem"),
+        "KOP_ANONYMOUS_ROLE": "ANONYMOUS", "KOP_SUPERUSER_ROLES": "ANONYMOUS,admin",
+    }  # fmt: skip
+
+
+def make_users(bootstrap: str, users: dict[str, str]) -> None:
+    """Each user a SCRAM user of both mechanisms (AlterUserScramCredentials as
+    ANONYMOUS over PLAINTEXT, a super user on both targets)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    alterations = [
+        UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(getattr(ScramMechanism, m), 4096), password.encode()
+        )
+        for user, password in users.items()
+        for m in ("SCRAM_SHA_256", "SCRAM_SHA_512")
+    ]
+    for alteration in alterations:  # one per request: Kafka refuses a user twice in one
+        for fut in admin.alter_user_scram_credentials([alteration]).values():
+            fut.result(60)
 
 
 def _kop_env(node_id: int, port: int, admin_port: int, system: str) -> dict[str, str]:
@@ -153,20 +215,29 @@ def kop_target(log_dir: Path, instances: int = 1) -> Iterator[Broker]:
         log_dir.mkdir(parents=True, exist_ok=True)
         procs: list[subprocess.Popen[bytes]] = []
         ports, admin_ports, logs = [], [], []
+        kafka = _kafka_secure() if instances == 1 else None
+        sasl_port = _free_port()
         try:
             for node in range(instances):
                 port, admin_port = _free_port(), _free_port()
+                env = _kop_env(node, port, admin_port, system)
+                if kafka is not None:
+                    env.update(_secure_env(port, sasl_port, kafka))
                 log_path = log_dir / f"kop-{port}.log"
                 with open(log_path, "ab") as log:
                     procs.append(subprocess.Popen(
                         [sys.executable, "-m", "kop.cli", "serve"], stdout=log, stderr=log,
-                        env=_kop_env(node, port, admin_port, system), cwd=REPO,
+                        env=env, cwd=REPO,
                     ))  # fmt: skip
                 ports.append(port)
                 admin_ports.append(admin_port)
                 logs.append(log_path)
             _await_cluster(procs, admin_ports, logs)
-            yield KopBroker("kop", ports[0])
+            secure = None
+            if kafka is not None:
+                secure = Secure(f"127.0.0.1:{sasl_port}", kafka.ca_file, kafka.users)
+                make_users(f"127.0.0.1:{ports[0]}", kafka.users)
+            yield KopBroker("kop", ports[0], secure)
         finally:
             _stop(procs)
 
@@ -184,4 +255,9 @@ def _kafka_bootstrap(brokers: int) -> str:
 def kafka_target(brokers: int = 1) -> Iterator[Broker]:
     """The reference Kafka (tools/kafka.py): one broker, or a cluster of `brokers`."""
     with _service("kafka", "--brokers", str(brokers)):
-        yield Broker("kafka", int(_kafka_bootstrap(brokers).rsplit(":", 1)[1]))
+        port = int(_kafka_bootstrap(brokers).rsplit(":", 1)[1])
+        secure = None
+        if brokers == 1:
+            secure = _kafka_secure()
+            make_users(f"127.0.0.1:{port}", secure.users)
+        yield Broker("kafka", port, secure)

@@ -23,6 +23,7 @@ _NORMALIZE = [
         r"\1-<member>",
     ),
     (re.compile(r"\bconsole-consumer-\d+"), "console-consumer-<n>"),
+    (re.compile(r"\S*conformance-[\w.-]+-[0-9a-f]{8}\.props"), "<client config>"),  # sasl.py
 ]
 _NOISE = ("Warning:", "SLF4J", "WARN ", "[20")  # deprecation notes and log lines
 

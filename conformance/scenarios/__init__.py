@@ -12,5 +12,6 @@ from conformance.scenarios import (  # noqa: F401
     old_produce,
     positions,
     produce,
+    security,
     tools,
 )
