@@ -20,9 +20,11 @@ from kop.log.leader_epoch import NO_EPOCH
 from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
+from kop.protocol.records import below, end_offset
 from kop.security.authorizer import TopicOp
 
 _NEW_SESSION, _NO_SESSION = 0, -1  # KIP-227's INITIAL and FINAL session epochs
+READ_COMMITTED = 1  # isolation_level: only what is below the last stable offset
 
 # A partition to read, and whether its batches are served as LogAppendTime.
 Source = tuple[PartitionLog, bool] | BaseException
@@ -51,6 +53,7 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     # fetches starting together take the whole answer budget and refuse the rest.
     want = max(1, min(max_bytes, sum(max(0, p.partition_max_bytes) for _, p in wanted)))
     logs = await asyncio.gather(*(_log(services, ctx, name, p) for name, p in wanted))
+    committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     while True:
         changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
         try:
@@ -65,7 +68,9 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
             for (name, p), plog in zip(wanted, logs, strict=True):
                 budget = min(p.partition_max_bytes, max(0, room - total))
                 first = total == 0 and room > 0
-                part = await _read_partition(plog, p.partition, p.fetch_offset, budget, first)
+                part = await _read_partition(
+                    plog, p.partition, p.fetch_offset, budget, first, committed
+                )
                 total += len(part["records"] or b"")
                 errors = errors or part["error_code"] != ErrorCode.none
                 parts.append((name, part))
@@ -107,33 +112,48 @@ async def _log(services: Services, ctx: RequestContext, name: str, p: Any) -> So
 
 
 async def _read_partition(
-    src: Source, index: int, offset: int, budget: int, first: bool
+    src: Source, index: int, offset: int, budget: int, first: bool, committed: bool
 ) -> dict[str, Any]:
     if isinstance(src, BaseException):
         code, _ = error_of(src)
-        return _part(index, code, -1, -1, b"")
+        return _part(index, code, -1, -1, -1, b"")
     plog, append_time = src
+    stable = plog.last_stable  # before the read: what it serves stays below it
     try:
         records = b""
-        if budget > 0 or first:
+        if (budget > 0 or first) and not (committed and offset >= stable):
             # KIP-74: a batch is served only if it fits, except the response's first.
             records = await plog.read(offset, budget, min_one=first)
+            if committed:
+                records = below(records, stable)
             if append_time:
                 records = as_log_append_time(records)
-        return _part(index, ErrorCode.none, plog.high_watermark, plog.log_start, records)
+        aborted: tuple[dict[str, int], ...] = ()
+        if committed and records:
+            upto = end_offset(records)
+            aborted = tuple(
+                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                for a in plog.txns.aborted(offset, upto)
+            )
+        return _part(
+            index, ErrorCode.none, plog.high_watermark, stable, plog.log_start, records, aborted
+        )
     except Exception as exc:
         code, _ = error_of(exc)
-        return _part(index, code, plog.high_watermark, plog.log_start, b"")
+        return _part(index, code, plog.high_watermark, stable, plog.log_start, b"")
 
 
-def _part(index: int, code: ErrorCode, hw: int, start: int, records: bytes) -> dict[str, Any]:
+def _part(
+    index: int, code: ErrorCode, hw: int, stable: int, start: int, records: bytes,
+    aborted: tuple[dict[str, int], ...] = (),
+) -> dict[str, Any]:  # fmt: skip
     return {
         "partition_index": index,
         "error_code": code,
         "high_watermark": hw,
-        "last_stable_offset": hw,
+        "last_stable_offset": stable,
         "log_start_offset": start,
-        "aborted_transactions": (),
+        "aborted_transactions": aborted,
         "preferred_read_replica": -1,
         "records": records,
     }

@@ -13,14 +13,18 @@ from kop.security.authorizer import TopicOp
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
+READ_COMMITTED = 1
 
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
     topics = []
+    committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
     for t in request.topics:
         parts = await asyncio.gather(
             *(
-                _lookup(services, ctx, t.name, p.partition_index, p.timestamp, _current(p))
+                _lookup(
+                    services, ctx, t.name, p.partition_index, p.timestamp, _current(p), committed
+                )
                 for p in t.partitions
             )
         )
@@ -34,21 +38,24 @@ def _current(partition: Any) -> int:
 
 
 async def _lookup(
-    services: Services, ctx: RequestContext, name: str, index: int, timestamp: int, current: int
-) -> dict[str, Any]:
+    services: Services, ctx: RequestContext, name: str, index: int, timestamp: int, current: int,
+    committed: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """With `committed` (read_committed), nothing at or past the last stable offset."""
     try:
         plog = await partition_log(services, ctx, name, index, current, TopicOp.CONSUME)
+        end = plog.last_stable if committed else plog.high_watermark
         if timestamp == LATEST:  # Kafka names the latest epoch with the log end
-            return _part(index, ErrorCode.none, plog.high_watermark, -1, plog.leader_epoch)
+            return _part(index, ErrorCode.none, end, -1, plog.leader_epoch)
         if timestamp == EARLIEST:
-            found: tuple[int, int] | None = (plog.log_start, -1)
-        elif timestamp == MAX_TIMESTAMP:
+            return _part(index, ErrorCode.none, plog.log_start, -1)
+        if timestamp == MAX_TIMESTAMP:
             found = await plog.offset_for_time(plog.index.max_timestamp)
         elif timestamp < 0:
             raise KafkaError(ErrorCode.invalid_request, f"unknown special timestamp {timestamp}")
         else:
             found = await plog.offset_for_time(timestamp)
-        offset, ts = found if found is not None else (-1, -1)
+        offset, ts = found if found is not None and found[0] < end else (-1, -1)
         return _part(index, ErrorCode.none, offset, ts)
     except Exception as exc:
         code, _ = error_of(exc)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from kop.cluster.coordinated import CoordinatedPartitions
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.committed_view import CommittedView
@@ -25,11 +26,11 @@ from kop.groups.driver import Driver
 from kop.groups.loading import PartitionLoading
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
-from kop.groups.offsets_store import NotHeld, OffsetsStore
-from kop.groups.partitions import CoordinatedPartitions
+from kop.groups.offsets_store import OffsetsStore
 from kop.groups.rebalance import JoinResult, SyncResult
 from kop.groups.scope import GroupScope
 from kop.groups.types import CommittedOffset, TopicPartition
+from kop.log.held_topic import NotHeld
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import Namespace
 from kop.storage.types import StorageError, WriterFenced

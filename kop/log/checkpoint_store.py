@@ -4,7 +4,9 @@ One message per checkpoint (a flush is one batch entry), keyed
 `partition|offset` (compaction keeps each once; a tombstone forgets one), one
 per partition keyed `partition|mark` (the last counted position and the offset
 after it), and one per idempotent producer keyed `partition|p<id>` (its epoch
-and last batches, as Kafka snapshots them), and one keyed `partition|floor`: the
+and last batches, as Kafka snapshots them), one keyed `partition|txn`: its open and
+aborted transactions (`{"o": {pid: first offset}, "a": [[first, pid, marker]]}`,
+written whole when it changed), and one keyed `partition|floor`: the
 log start DeleteRecords set (kop's own, since Pulsar cannot delete single
 messages), written alone and at once, because the DeleteRecords is answered only
 after it is persisted. The index is spread over `shards` topics by a hash of the
@@ -27,6 +29,7 @@ from typing import Any
 from kop.log.offset_index import Checkpoint, Mark
 from kop.log.producer_state import Snapshot
 from kop.log.survivors import Horizon, Survivor
+from kop.log.txn_index import Aborted, TxnSnapshot
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog
 from kop.storage.types import Idle, OutgoingEntry, OutgoingMessage, Position, StoredMessage
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 _MARK = "mark"
 _FLOOR = "floor"
 _HORIZON = "horizon"
+_TXN = "txn"
 # Index messages per entry when a compaction pass saves its survivors: an entry
 # stays far below any broker's message size limit.
 _PER_ENTRY = 1000
@@ -49,6 +53,7 @@ class Persisted:
     floor: int = 0  # DeleteRecords: offsets below are not served
     survivors: dict[int, Survivor] = field(default_factory=dict)
     horizon: Horizon | None = None
+    txns: TxnSnapshot = field(default_factory=lambda: ({}, []))
 
     def sorted(self) -> list[Checkpoint]:
         return sorted(self.checkpoints.values())
@@ -91,6 +96,7 @@ class CheckpointStore:
             found.floor,
             dict(found.survivors),
             found.horizon,
+            (dict(found.txns[0]), list(found.txns[1])),
         )
 
     async def _read_shard(self, shard: int) -> dict[str, Persisted]:
@@ -116,9 +122,11 @@ class CheckpointStore:
         dropped: list[Checkpoint],
         mark: Mark | None,
         producers: dict[int, Snapshot | None] | None = None,
+        txns: TxnSnapshot | None = None,
     ) -> None:
         """Persist in one entry (all or nothing): tombstones, new checkpoints,
-        producers, then the mark (a persisted mark never names state that is missing)."""
+        producers, transactions, then the mark (a persisted mark never names state that
+        is missing)."""
         producers = producers or {}
         keep = {c.offset for c in created}
         messages = [
@@ -139,6 +147,8 @@ class CheckpointStore:
             )
             for pid, snap in producers.items()
         ]
+        if txns is not None:
+            messages.append(OutgoingMessage(_txn_body(txns), {}, f"{partition}|{_TXN}", None))
         if mark is not None:
             body = {**_position(mark.position), "n": mark.next_offset, "t": mark.max_timestamp}
             messages.append(
@@ -155,6 +165,8 @@ class CheckpointStore:
                 state.checkpoints.pop(c.offset, None)
             state.checkpoints.update({c.offset: c for c in created})
             state.mark = mark or state.mark
+            if txns is not None:
+                state.txns = txns
             for pid, snap in producers.items():
                 if snap is None:
                     state.producers.pop(pid, None)
@@ -219,6 +231,7 @@ class CheckpointStore:
             OutgoingMessage(None, {}, _survivor_key(partition, o), None) for o in known.survivors
         ]
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_HORIZON}", None))
+        messages.append(OutgoingMessage(None, {}, f"{partition}|{_TXN}", None))
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_MARK}", None))
         messages.append(OutgoingMessage(None, {}, f"{partition}|{_FLOOR}", None))
         writer = await self._storage.writer(self.shard_topic(partition))
@@ -243,6 +256,8 @@ def _apply(found: dict[str, Persisted], topic: str, msg: StoredMessage) -> None:
             state.floor = 0 if gone else _i64(_object(msg.payload)["o"])
         elif what == _HORIZON:
             state.horizon = None if gone else _horizon(_object(msg.payload))
+        elif what == _TXN:
+            state.txns = ({}, []) if gone else _txns(_object(msg.payload))
         elif what.startswith("c"):
             offset = _i64(int(what[1:]))
             if gone:
@@ -326,3 +341,20 @@ def _survivor(offset: int, v: dict[str, Any]) -> Survivor:
 
 def _horizon(v: dict[str, Any]) -> Horizon:
     return Horizon(_read_position(v), _i64(v["n"]), _i64(v.get("s", 0)))
+
+
+def _txn_body(txns: TxnSnapshot) -> bytes:
+    open_txns, aborted = txns
+    body = {
+        "o": {str(pid): first for pid, first in open_txns.items()},
+        "a": [[a.first_offset, a.producer_id, a.last_offset] for a in aborted],
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _txns(body: dict[str, Any]) -> TxnSnapshot:
+    if type(body["o"]) is not dict or type(body["a"]) is not list:
+        raise ValueError("not a transaction snapshot")
+    open_txns = {_i64(int(pid)): _i64(first) for pid, first in body["o"].items()}
+    aborted = [Aborted(_i64(f), _i64(p), _i64(last)) for f, p, last in body["a"]]
+    return open_txns, aborted

@@ -17,6 +17,7 @@ from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import ProducerStates
 from kop.log.stats import LogStats
 from kop.log.tail_buffer import TailBuffer
+from kop.log.txn_index import TxnIndex
 from kop.storage.types import StoredEntry
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,7 @@ class CountedEntries:
         own: OwnWrites,
         producers: ProducerStates[asyncio.Future[int]],
         stats: LogStats,
+        txns: TxnIndex,
     ) -> None:
         self._topic = topic
         self._index = index
@@ -64,6 +66,7 @@ class CountedEntries:
         self._own = own
         self._producers = producers
         self._stats = stats
+        self._txns = txns
         self.wakeups = Wakeups()
         self._warned = False
 
@@ -72,8 +75,16 @@ class CountedEntries:
         self._index.record(item)
         self._tail.append(item)
         entry = item.entry
+        txns = self._txns if item.base_offset >= self._txns.restored_to else None
         for s, at in entry.stamps:
             self._producers.observe(s.producer_id, s.epoch, s.first_seq, s.count, s.index, at)
+            if txns is not None:
+                txns.batch(s.producer_id, at - s.index, s.transactional)
+        marker = entry.marker
+        if marker is not None:  # it ends the producer's transaction here
+            self._producers.marker(marker.producer_id, marker.producer_epoch)
+            if txns is not None:
+                txns.marker(marker.producer_id, item.base_offset, marker.commit)
         own = self._own.observed(stored.producer_name, stored.sequence_id, item.base_offset)
         if entry.anomalies:
             self._stats.add("malformed")

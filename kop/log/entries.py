@@ -51,6 +51,8 @@ from kop.log.leader_epoch import BATCH_EPOCH
 from kop.log.native import native
 from kop.protocol import compress
 from kop.protocol.batch_epochs import rebased, with_leader_epoch
+from kop.protocol.batch_rewrite import as_transactional
+from kop.protocol.control import Marker, read_marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import (
     MAX_UNCOMPRESSED_BYTES,
@@ -96,6 +98,7 @@ class Entry:
     # Malformed reserved properties (sorted), served as headers instead; for the
     # caller to log and count. Empty for anything kop wrote.
     anomalies: tuple[str, ...] = ()
+    marker: Marker | None = None  # a transaction marker (the entry is its control batch)
 
     @property
     def size(self) -> int:
@@ -186,7 +189,8 @@ def layouts(records: Sequence[Record], max_entry_bytes: int) -> list[tuple[bytes
 
 
 def _stamp_text(stamp: ProducerStamp, index: int) -> str:
-    return f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}/{index}"
+    text = f"{stamp.producer_id}/{stamp.epoch}/{stamp.first_seq}/{stamp.count}/{index}"
+    return text + "/t" if stamp.transactional else text
 
 
 def encode(
@@ -202,15 +206,16 @@ def encode(
     compressed batch is decompressed, within `max_uncompressed` bytes
     (MESSAGE_TOO_LARGE past it): Kafka refuses one that does not decode
     (CORRUPT_MESSAGE) rather than store what no consumer can read."""
-    if fmt is EntryFormat.KAFKA:
+    if fmt is EntryFormat.KAFKA or head.is_control:  # a marker is a whole batch in either
         if head.compression:
             check_records(batch, max_uncompressed)
         return [kafka_entry(batch, head)]
     stamp = None
     if head.producer_id >= 0 and head.base_sequence >= 0:
         stamp = ProducerStamp(
-            head.producer_id, head.producer_epoch, head.base_sequence, head.record_count
-        )
+            head.producer_id, head.producer_epoch, head.base_sequence, head.record_count,
+            transactional=head.is_transactional,
+        )  # fmt: skip
     return pulsar_entries(
         batch,
         head,
@@ -267,6 +272,8 @@ def _decode(entry: StoredEntry, base_offset: int) -> Entry:
             anomalies.append(P_PRODUCER)
         else:
             stamps.append((stamp, base_offset + count - 1))
+            if stamp.transactional:  # the entry's records end the stamped part
+                data = _transactional(data, stamp, stamp.index - count + 1)
     data = with_leader_epoch(data, BATCH_EPOCH)
     return Entry(count, max_ts, data, tuple(stamps), tuple(sorted(set(anomalies))))
 
@@ -322,6 +329,15 @@ def _last_per_batch(stamps: list[StampAt]) -> list[StampAt]:
     return out
 
 
+def _marker(batch: bytes) -> Marker | None:
+    """A control batch's marker; one that is not a marker of ours is served as it is,
+    and changes no transaction (reading never raises)."""
+    try:
+        return read_marker(batch)
+    except KafkaError:
+        return None
+
+
 def _single(msg: StoredMessage, base_offset: int) -> Entry:
     if msg.properties.get(P_ENTRY) == "batch":
         head = whole_batch(msg.payload)
@@ -331,16 +347,28 @@ def _single(msg: StoredMessage, base_offset: int) -> Entry:
             if head.producer_id >= 0 and head.base_sequence >= 0:
                 count = head.record_count
                 whole = ProducerStamp(
-                    head.producer_id, head.producer_epoch, head.base_sequence, count, count - 1
-                )
+                    head.producer_id, head.producer_epoch, head.base_sequence, count, count - 1,
+                    head.is_transactional,
+                )  # fmt: skip
                 stamps = ((whole, last),)
             data = rebased(msg.payload, base_offset, BATCH_EPOCH)
-            return Entry(head.record_count, head.max_timestamp, data, stamps)
+            marker = _marker(msg.payload) if head.is_control else None
+            return Entry(head.record_count, head.max_timestamp, data, stamps, marker=marker)
     record, stamp, bad = read_message(msg, base_offset)
+    data = build_batch([record])
+    if stamp is not None and stamp.transactional:
+        data = _transactional(data, stamp, stamp.index)
     return Entry(
         1,
         record.timestamp,
-        with_leader_epoch(build_batch([record]), BATCH_EPOCH),
+        with_leader_epoch(data, BATCH_EPOCH),
         () if stamp is None else ((stamp, base_offset),),
         bad,
     )
+
+
+def _transactional(data: bytes, stamp: ProducerStamp, first_index: int) -> bytes:
+    """Records of a transactional batch, served under its producer again (Kafka's
+    `read_committed` consumers skip aborted batches by producer id)."""
+    sequence = (stamp.first_seq + max(0, first_index)) % (1 << 31)
+    return as_transactional(data, stamp.producer_id, stamp.epoch, sequence)

@@ -14,7 +14,8 @@ are not shown to Kafka clients as headers:
   reserved prefix; it then wins over the plain properties.
 - `__kafka.ts`: the Kafka timestamp when event time cannot hold it (<= 0).
 - `__kafka.producer`: `pid/epoch/first-sequence/count/index`: the idempotent
-  batch a write belongs to, index = its last record's position in the batch.
+  batch a write belongs to, index = its last record's position in the batch;
+  `/t` after it: the batch is transactional (docs/decisions.md D17).
   It is a property of the entry (`kop.log.entries`): of a batch entry's own
   metadata, or of a single-record message. Older kop stamped every message of a
   batch entry; those stamps are still read. A batch can be stored only in part
@@ -88,6 +89,7 @@ class ProducerStamp:
     first_seq: int
     count: int
     index: int = -1
+    transactional: bool = False
 
     @property
     def batch_key(self) -> tuple[int, int, int, int]:
@@ -234,6 +236,9 @@ def whole_batch(payload: bytes) -> BatchHeader | None:
 
 def parse_stamp(text: str) -> ProducerStamp | None:
     parts = text.split("/")
+    transactional = len(parts) == 6 and parts[5] == "t"
+    if transactional:
+        parts = parts[:5]
     if len(parts) not in (4, 5):
         return None
     try:
@@ -248,7 +253,7 @@ def parse_stamp(text: str) -> ProducerStamp | None:
         and 0 < count < _INT32
         and 0 <= index < count
     ):
-        return ProducerStamp(pid, epoch, seq, count, index)
+        return ProducerStamp(pid, epoch, seq, count, index, transactional)
     return None
 
 

@@ -81,8 +81,9 @@ class IndexFlusher:
         try:
             async with asyncio.timeout(timeout):
                 await self._store.save(
-                    topic, changes.created, changes.dropped, changes.mark, changes.producers
-                )
+                    topic, changes.created, changes.dropped, changes.mark, changes.producers,
+                    changes.txns,
+                )  # fmt: skip
         except BaseException as exc:
             # Kept for the next flush, whatever happened (a stop cancels a flush in
             # flight: its checkpoints must not be lost). The write may still be stored,

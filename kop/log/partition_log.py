@@ -32,6 +32,7 @@ from kop.log.settings import LogSettings
 from kop.log.stats import LogStats
 from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
+from kop.log.txn_index import TxnIndex, TxnSnapshot
 from kop.log.write_gate import Handle
 from kop.protocol.records import BatchHeader
 from kop.storage.port import Compaction, MessageLog
@@ -65,9 +66,12 @@ class Changes:
     dropped: list[Checkpoint]
     mark: Mark | None
     producers: dict[int, Snapshot | None]
+    txns: TxnSnapshot | None = None  # the transaction index, when it changed
 
     def __bool__(self) -> bool:
-        return bool(self.created or self.dropped or self.mark or self.producers)
+        return bool(
+            self.created or self.dropped or self.mark or self.producers or self.txns is not None
+        )
 
 
 class PartitionLog:
@@ -93,11 +97,13 @@ class PartitionLog:
         )
         self.tail = TailBuffer(shared.tail_budget)
         self.producers: ProducerStates[Handle] = ProducerStates(settings.max_producers)
+        self.txns = TxnIndex()  # open and aborted transactions (read_committed)
         own = OwnWrites()
         receipts = ReceiptFeed()
         self.follower = TailFollower(
-            storage, topic, self.index, self.tail, own, self.producers, self.stats, receipts
-        )
+            storage, topic, self.index, self.tail, own, self.producers, self.stats, receipts,
+            self.txns,
+        )  # fmt: skip
         self.appender = Appender(
             storage, topic, own, self.producers, self.follower.caught_up, settings, receipts
         )
@@ -126,6 +132,7 @@ class PartitionLog:
         persisted = await self._store.load(self.topic)
         self.index.restore(persisted.sorted(), persisted.mark, persisted.floor)
         self.producers.restore(persisted.producers)
+        self.txns.restore(persisted.txns, persisted.mark.next_offset if persisted.mark else 0)
         if self.compacted is not None:
             self.compacted.restore(persisted)
         self._flushed_mark = persisted.mark
@@ -176,7 +183,10 @@ class PartitionLog:
         mark = self.index.mark
         if mark == self._flushed_mark:
             mark = None
-        return Changes(created, dropped, mark, self.producers.take_changes())
+        self.txns.trim(self.log_start)
+        return Changes(
+            created, dropped, mark, self.producers.take_changes(), self.txns.take_changes()
+        )
 
     def flushed(self, changes: Changes) -> None:
         if changes.mark is not None:
@@ -185,12 +195,20 @@ class PartitionLog:
     def return_changes(self, changes: Changes) -> None:
         self.index.return_changes(changes.created, changes.dropped)
         self.producers.return_changes(list(changes.producers))
+        if changes.txns is not None:
+            self.txns.return_changes()
 
     # -- state -----------------------------------------------------------------------
 
     @property
     def high_watermark(self) -> int:
         return self.index.high_watermark
+
+    @property
+    def last_stable(self) -> int:
+        """Where `read_committed` stops: the first offset of the earliest open
+        transaction, else the high watermark."""
+        return self.txns.last_stable(self.index.high_watermark)
 
     @property
     def log_start(self) -> int:

@@ -53,6 +53,7 @@ class BatchState(Generic[T]):
 class _Producer(Generic[T]):
     epoch: int
     batches: deque[BatchState[T]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
+    starts_at_zero: bool = False  # an epoch a marker began: its first batch is sequence 0
 
     def find(self, first_seq: int, count: int) -> BatchState[T] | None:
         for b in self.batches:
@@ -174,7 +175,9 @@ class ProducerStates(Generic[T]):
         for b in state.batches:
             if not b.complete and b.writing is None:
                 return b.first_seq
-        return (state.batches[-1].last_seq + 1) % SEQ_MOD if state.batches else None
+        if state.batches:
+            return (state.batches[-1].last_seq + 1) % SEQ_MOD
+        return 0 if state.starts_at_zero else None
 
     def begin(self, pid: int, epoch: int, first_seq: int, count: int, handle: T) -> None:
         """A write of the batch (or of its missing records) is on its way."""
@@ -202,14 +205,29 @@ class ProducerStates(Generic[T]):
         if batch.complete:
             batch.writing = None
 
+    def marker(self, pid: int, epoch: int) -> None:
+        """The log holds a transaction marker of the producer at `epoch`. A marker of a
+        later epoch (the coordinator fenced the producer) ends the old epoch here too:
+        its batches are refused from now on, and the new epoch starts at sequence 0."""
+        state = self._producers.get(pid)
+        if state is not None and epoch <= state.epoch:
+            return
+        self._install(pid, _Producer(epoch, starts_at_zero=True))  # (not in a snapshot)
+        self._producers.move_to_end(pid)
+        self._changed.add(pid)
+
+    def _install(self, pid: int, state: _Producer[T]) -> None:
+        """A producer's state anew, the least recently used one forgotten past the max."""
+        self._producers[pid] = state
+        if len(self._producers) > self._max:
+            evicted, _ = self._producers.popitem(last=False)
+            self._changed.add(evicted)
+
     def _state(self, pid: int, epoch: int, first_seq: int, count: int) -> BatchState[T]:
         state = self._producers.get(pid)
         if state is None or epoch > state.epoch:
             state = _Producer(epoch)
-            self._producers[pid] = state
-            if len(self._producers) > self._max:
-                evicted, _ = self._producers.popitem(last=False)
-                self._changed.add(evicted)
+            self._install(pid, state)
         self._producers.move_to_end(pid)
         self._changed.add(pid)
         batch = state.find(first_seq, count)

@@ -32,6 +32,7 @@ from kop.log.producer_state import ProducerStates
 from kop.log.receipts import ReceiptFeed
 from kop.log.stats import LogStats
 from kop.log.tail_buffer import TailBuffer
+from kop.log.txn_index import TxnIndex
 from kop.storage.port import MessageLog, TopicReader
 from kop.storage.types import Idle, Position, StoredEntry
 
@@ -75,6 +76,7 @@ class TailFollower:
         producers: ProducerStates[asyncio.Future[int]],
         stats: LogStats,
         receipts: ReceiptFeed,
+        txns: TxnIndex,
     ) -> None:
         self._storage = storage
         self._receipts = receipts
@@ -82,7 +84,7 @@ class TailFollower:
         self._index = index
         self._tail = tail
         self._stats = stats
-        self._counted = CountedEntries(topic, index, tail, own, producers, stats)
+        self._counted = CountedEntries(topic, index, tail, own, producers, stats, txns)
         self.wakeups = self._counted.wakeups
         self.ready = asyncio.Event()
         self.on_gap: Callable[[], None] = lambda: None

@@ -14,6 +14,10 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+# What is persisted with the offset index: open transactions (producer id -> first
+# offset) and the aborted ones, as of the persisted mark.
+TxnSnapshot = tuple[dict[int, int], list["Aborted"]]
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Aborted:
@@ -26,17 +30,25 @@ class TxnIndex:
     def __init__(self) -> None:
         self._open: dict[int, int] = {}  # producer id -> first offset of its open transaction
         self._aborted: list[Aborted] = []  # by first offset
+        self._dirty = False  # changed since the last snapshot taken for persisting
+        # Entries below this are in the restored snapshot: a follower that resumes
+        # from an earlier checkpoint counts them again, and they must not count twice.
+        self.restored_to = 0
 
     def batch(self, producer_id: int, first_offset: int, transactional: bool) -> None:
         """A data batch at `first_offset` was counted."""
-        if transactional:
-            self._open.setdefault(producer_id, first_offset)
+        if transactional and producer_id not in self._open:
+            self._open[producer_id] = first_offset
+            self._dirty = True
 
     def marker(self, producer_id: int, offset: int, commit: bool) -> None:
         """A marker at `offset` ends the producer's transaction (if one is open: a
         marker without one, as the coordinator writes after a crash, changes nothing)."""
         first = self._open.pop(producer_id, None)
-        if first is not None and not commit:
+        if first is None:
+            return
+        self._dirty = True
+        if not commit:
             bisect.insort(self._aborted, Aborted(first, producer_id, offset))
 
     def last_stable(self, end: int) -> int:
@@ -51,18 +63,34 @@ class TxnIndex:
 
     def trim(self, log_start: int) -> None:
         """Retention removed everything below `log_start`."""
-        self._aborted = [a for a in self._aborted if a.last_offset >= log_start]
+        kept = [a for a in self._aborted if a.last_offset >= log_start]
+        if len(kept) != len(self._aborted):
+            self._aborted, self._dirty = kept, True
 
     def open_transactions(self) -> dict[int, int]:
         return dict(self._open)
 
-    def snapshot(self) -> tuple[dict[int, int], list[Aborted]]:
+    def snapshot(self) -> TxnSnapshot:
         """What to persist with the offset index, so a restart resumes without a rescan."""
         return dict(self._open), list(self._aborted)
 
-    @classmethod
-    def restore(cls, open_txns: dict[int, int], aborted: list[Aborted]) -> TxnIndex:
-        index = cls()
-        index._open = dict(open_txns)
-        index._aborted = sorted(aborted)
-        return index
+    def take_changes(self) -> TxnSnapshot | None:
+        """The snapshot to persist now, if anything changed since the last one taken
+        (`return_changes` when persisting it failed). One snapshot holds it all: the
+        aborted list spans the retained log, a few entries per aborted transaction."""
+        if not self._dirty:
+            return None
+        self._dirty = False
+        return self.snapshot()
+
+    def return_changes(self) -> None:
+        self._dirty = True
+
+    def restore(self, snapshot: TxnSnapshot, upto: int) -> None:
+        """As persisted with the mark the tail follower resumes after (`upto`: the
+        offset after that mark)."""
+        open_txns, aborted = snapshot
+        self._open = dict(open_txns)
+        self._aborted = sorted(aborted)
+        self._dirty = False
+        self.restored_to = upto

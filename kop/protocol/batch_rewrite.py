@@ -17,6 +17,7 @@ from kop.protocol.records import (
     HEADER_SIZE,
     MAX_UNCOMPRESSED_BYTES,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     read_header,
     records_section,
@@ -102,3 +103,26 @@ def as_log_append_time(records: bytes) -> bytes:
         return records
     out.append(records[pos:])
     return b"".join(out)
+
+
+_PRODUCER = struct.Struct(">qhi")  # producer id, producer epoch, base sequence
+_PRODUCER_AT = 43
+
+
+def as_transactional(data: bytes, producer_id: int, epoch: int, base_sequence: int) -> bytes:
+    """Batches rebuilt from stored records (the `pulsar` entry format) given back their
+    transactional producer: id, epoch, sequence and the transactional bit, so that a
+    `read_committed` consumer skips them when their transaction aborted, as it skips
+    the producer's own batches. Each batch's sequence follows the one before it."""
+    out = bytearray(data)
+    pos = 0
+    while pos + HEADER_SIZE <= len(out):
+        head = read_header(memoryview(out), pos)
+        _PRODUCER.pack_into(out, pos + _PRODUCER_AT, producer_id, epoch, base_sequence)
+        _ATTRIBUTES.pack_into(out, pos + _ATTRIBUTES_AT, head.attributes | TRANSACTIONAL_MASK)
+        end = pos + head.length
+        crc = crc32c.crc32c(memoryview(out)[pos + _ATTRIBUTES_AT : end])
+        _CRC.pack_into(out, pos + _CRC_AT, crc)
+        base_sequence += head.record_count
+        pos = end
+    return bytes(out)

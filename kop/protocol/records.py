@@ -218,6 +218,7 @@ def build_batch(
     producer_epoch: int = -1,
     base_sequence: int = NO_SEQUENCE,
     last_offset: int | None = None,
+    transactional: bool = False,
 ) -> bytes:
     """Build one batch whose base offset is the first record's offset; offsets must
     be ascending (gaps allowed). `last_offset` past the last record's makes the batch
@@ -229,7 +230,9 @@ def build_batch(
     # batch on the next record's, so a -1 would be served as that; its Python twin
     # writes what it is given.
     make = DefaultRecordBatchBuilder if records[0].timestamp != -1 else _DefaultRecordBatchBuilderPy
-    builder = make(2, compression, 0, producer_id, producer_epoch, base_sequence, 1 << 62)
+    builder = make(
+        2, compression, int(transactional), producer_id, producer_epoch, base_sequence, 1 << 62
+    )
     base = records[0].offset
     for r in records:
         builder.append(r.offset - base, r.timestamp, r.key, r.value, list(r.headers))
@@ -349,3 +352,25 @@ def with_base_offset(batch: bytes, base_offset: int) -> bytes:
     One copy of the batch (slicing it first would make two)."""
     with memoryview(batch) as view:
         return b"".join((_BASE_OFFSET.pack(base_offset), view[8:]))
+
+
+def below(data: bytes, end: int) -> bytes:
+    """Of concatenated batches, those that end before offset `end` (a fetch in
+    `read_committed` serves nothing at or past the last stable offset)."""
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        head = read_header(data, pos)
+        if head.base_offset + head.last_offset_delta >= end:
+            break
+        pos += head.length
+    return data[:pos]
+
+
+def end_offset(data: bytes) -> int:
+    """The offset after the last batch of concatenated batches (-1: none)."""
+    pos, end = 0, -1
+    while pos + HEADER_SIZE <= len(data):
+        head = read_header(data, pos)
+        end = head.base_offset + head.last_offset_delta + 1
+        pos += head.length
+    return end

@@ -79,7 +79,7 @@ def _fetch_response(version: int, part: dict[str, Any]) -> Any:
 
 
 def _ok_part() -> dict[str, Any]:
-    return fetch._part(0, ErrorCode.none, 10, 0, b"")
+    return fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
 
 
 # --- the strict check itself -------------------------------------------------
@@ -246,7 +246,7 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             max_bytes=0,
             topics=[_ns(topic="t", partitions=parts), _ns(topic="gone", partitions=parts)],
         )
-        ok = fetch._part(0, ErrorCode.none, 10, 0, b"")
+        ok = fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
         calls = [fetch.handle(s, ctx, request), fetch._response([("t", ok)])]
     elif api == ApiKey.LIST_OFFSETS:
         parts = [_ns(partition_index=0, timestamp=-1), _ns(partition_index=5, timestamp=-2)]

@@ -38,10 +38,16 @@ GOOD_MARK = json.dumps({"l": 3, "e": 4, "b": -1, "n": 50, "t": 9}).encode()
         ("t-0|99999999999999999999999", b'{"l": 1, "e": 1, "b": -1, "t": 0}'),
         ("t-0|mark", b"\xff\xfe"),
         ("t-0|mark", b"[1, 2]"),
+        ("t-0|txn", b'{"o": [], "a": []}'),
+        ("t-0|txn", b'{"o": {"x": 1}, "a": []}'),
+        ("t-0|txn", b'{"o": {}, "a": [[1, 2]]}'),
+        ("t-0|txn", b'{"o": {}, "a": [[1, 2, 1e400]]}'),
     ],
     ids=[
         "deep-nesting", "infinity", "floor-infinity", "nan-in-producer", "1e400",
         "past-int64", "bool-ledger", "key-past-int64", "not-utf8", "not-an-object",
+        "txn-open-not-an-object", "txn-pid-not-a-number", "txn-aborted-short",
+        "txn-aborted-1e400",
     ],
 )  # fmt: skip
 def test_an_unreadable_index_message_is_skipped_and_loading_goes_on(
@@ -51,3 +57,4 @@ def test_an_unreadable_index_message_is_skipped_and_loading_goes_on(
     state = found["t-0"]
     assert state.mark is not None and state.mark.next_offset == 50
     assert state.checkpoints == {} and state.producers == {} and state.floor == 0
+    assert state.txns == ({}, [])

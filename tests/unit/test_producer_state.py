@@ -123,3 +123,32 @@ def test_retries_store_every_record_exactly_once(
             stored_before = k + persisted
         seq += count
     assert [r for _, r in log] == list(range(seq))
+
+
+def test_a_marker_of_a_later_epoch_fences_the_old_one_and_restarts_sequences() -> None:
+    """The coordinator aborted a transaction and bumped the producer's epoch: the
+    zombie's batches are refused at the partition, and the new epoch starts at 0."""
+    s: ProducerStates[str] = ProducerStates()
+    for i in range(3):
+        s.observe(7, 2, 0, 3, i, 10 + i)
+    s.marker(7, 3)
+    with pytest.raises(KafkaError) as zombie:
+        s.check(7, 2, 3, 1)
+    assert zombie.value.code == ErrorCode.invalid_producer_epoch
+    with pytest.raises(KafkaError) as gap:
+        s.check(7, 3, 5, 1)
+    assert gap.value.code == ErrorCode.out_of_order_sequence_number
+    assert s.check(7, 3, 0, 1) == Write(0)
+
+
+def test_a_marker_of_the_same_epoch_keeps_the_sequences() -> None:
+    """A commit ends a transaction, not the producer's epoch: its next transaction
+    continues the sequence, and a retry of a batch before the marker is still known."""
+    s: ProducerStates[str] = ProducerStates()
+    for i in range(3):
+        s.observe(7, 2, 0, 3, i, 10 + i)
+    s.marker(7, 2)
+    assert s.check(7, 2, 0, 3) == Duplicate(10)
+    assert s.check(7, 2, 3, 1) == Write(0)
+    with pytest.raises(KafkaError):
+        s.check(7, 2, 0, 1)

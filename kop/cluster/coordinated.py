@@ -1,11 +1,12 @@
-"""The offsets partitions this instance coordinates, as Kafka's CoordinatorRuntime
-holds its `__consumer_offsets` partitions: one is loaded when this instance comes to
-own it (its groups answer COORDINATOR_LOAD_IN_PROGRESS meanwhile), unloaded when it
-no longer does (their requests get NOT_COORDINATOR, so clients look the coordinator
-up again). Loading retries with back-off while the storage fails. A partition whose
-writer was fenced (another instance took it while this one still believed it owned
-it) is unloaded too, and not taken again until the view of the instances changes:
-taking it back would fence the rightful owner in turn.
+"""The partitions of a coordinator's state topic this instance coordinates (the
+offsets topic's for groups, the transaction state topic's for transactional ids), as
+Kafka's CoordinatorRuntime holds its `__consumer_offsets` partitions: one is loaded
+when this instance comes to own it (its keys answer COORDINATOR_LOAD_IN_PROGRESS
+meanwhile), unloaded when it no longer does (their requests get NOT_COORDINATOR, so
+clients look the coordinator up again). Loading retries with back-off while the
+storage fails. A partition whose writer was fenced (another instance took it while
+this one still believed it owned it) is unloaded too, and not taken again until the
+view of the instances changes: taking it back would fence the rightful owner in turn.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ class CoordinatedPartitions:
         key: Callable[[int], str],
         load: Callable[[int], Awaitable[None]],
         unload: Callable[[int], Awaitable[None]],
+        what: str = "offsets partition",
     ) -> None:
+        self._what = what  # for the log: "offsets partition", "transaction state partition"
         self._count = count
         self._key = key  # partition -> the ownership key (its Pulsar partition topic)
         self._load = load
@@ -45,7 +48,7 @@ class CoordinatedPartitions:
         if self._wanted is not None and partition not in self._wanted:
             raise KafkaError(ErrorCode.not_coordinator, "another instance coordinates it")
         if partition not in self.loaded:
-            raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
+            raise KafkaError(ErrorCode.coordinator_load_in_progress, f"{self._what} loading")
 
     @property
     def all_loaded(self) -> bool:
@@ -58,7 +61,7 @@ class CoordinatedPartitions:
     def fenced(self, partition: int) -> None:
         """Another instance took the partition over: let it go."""
         if partition not in self._fenced:
-            log.warning("offsets partition %d was taken over by another instance", partition)
+            log.warning("%s %d was taken over by another instance", self._what, partition)
             self._fenced.add(partition)
             self._poke.set()
 
@@ -105,8 +108,8 @@ class CoordinatedPartitions:
                 break
             except StorageError as exc:
                 log.warning(
-                    "loading offsets partition %d failed (%s); again in %.1fs",
-                    partition, exc, backoff,
+                    "loading %s %d failed (%s); again in %.1fs",
+                    self._what, partition, exc, backoff,
                 )  # fmt: skip
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 10.0)

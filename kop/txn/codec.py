@@ -1,0 +1,80 @@
+"""The records of the transaction state topic: pure encode/decode, no I/O.
+
+A compacted Pulsar topic beside the offsets topic, one message per change of a
+transactional id: the partition key is the transactional id itself (any UTF-8
+text), the payload its state as a UTF-8 JSON object with a format version `v` (now
+1; any other value is malformed, i.e. written by a kop this one does not read):
+
+    {"v": 1, "producer_id": 4001, "epoch": 3, "last_epoch": 2, "timeout_ms": 60000,
+     "state": "Ongoing", "partitions": [["orders", 0], ["orders", 3]],
+     "started_ms": 1700000000000}
+
+`state` is one of Kafka's names (Empty, Ongoing, PrepareCommit, PrepareAbort,
+CompleteCommit, CompleteAbort); topics are kop's Kafka names. A null payload is a
+tombstone: compaction forgets an id that expired. `decode` raises `MalformedRecord`,
+and only that, for anything it cannot read, so the loader skips and counts it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kop.txn.state import State, TxnMeta
+
+VERSION = 1
+_STATES = {s.value: s for s in State}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class MalformedRecord(Exception):
+    """A record of the transaction state topic that this kop cannot read."""
+
+
+def encode(meta: TxnMeta) -> tuple[str, bytes]:
+    """(partition key, payload)."""
+    value = {
+        "v": VERSION, "producer_id": meta.producer_id, "epoch": meta.epoch,
+        "last_epoch": meta.last_epoch, "timeout_ms": meta.timeout_ms,
+        "state": meta.state.value, "partitions": sorted([t, p] for t, p in meta.partitions),
+        "started_ms": meta.started_ms,
+    }  # fmt: skip
+    return meta.txn_id, json.dumps(value, separators=(",", ":")).encode()
+
+
+def decode(key: str, payload: bytes | None) -> TxnMeta | None:
+    """The state a record holds; None for a tombstone."""
+    if not payload:
+        return None
+    try:
+        value = json.loads(payload)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise MalformedRecord(f"transaction state of {key!r} is not JSON: {exc}") from None
+    if not isinstance(value, dict) or value.get("v") != VERSION:
+        raise MalformedRecord(f"transaction state of {key!r}: not format version {VERSION}")
+    name = value.get("state")
+    state = _STATES.get(name) if isinstance(name, str) else None
+    if state is None:
+        raise MalformedRecord(f"transaction state of {key!r}: unknown state")
+    parts = value.get("partitions")
+    if not isinstance(parts, list) or not all(_is_partition(p) for p in parts):
+        raise MalformedRecord(f"transaction state of {key!r}: bad partitions")
+    return TxnMeta(
+        key, _int(value, "producer_id", key), _int(value, "epoch", key),
+        _int(value, "timeout_ms", key), state, frozenset((t, p) for t, p in parts),
+        _int(value, "started_ms", key), _int(value, "last_epoch", key),
+    )  # fmt: skip
+
+
+def _int(value: dict[str, Any], name: str, key: str) -> int:
+    got = value.get(name)
+    if type(got) is not int or not _INT64[0] <= got <= _INT64[1]:
+        raise MalformedRecord(f"transaction state of {key!r}: {name} is not an integer")
+    return got
+
+
+def _is_partition(p: object) -> bool:
+    return (
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+        and type(p[1]) is int and 0 <= p[1] < 2**31
+    )  # fmt: skip

@@ -1,0 +1,57 @@
+"""The transaction state topic: a compacted, partitioned Pulsar topic beside the
+offsets topic, one record per change of a transactional id (`codec`), each
+partition held by the instance that coordinates its transactional ids
+(kop/log/held_topic.py). A change is acknowledged only once persisted, which the
+coordinator's rules wait for before they apply it (kop/txn/state.py)."""
+
+from __future__ import annotations
+
+from kop.log.held_topic import HeldPartitions
+from kop.storage.port import MessageLog
+from kop.storage.types import OutgoingMessage
+from kop.txn.codec import MalformedRecord, decode, encode
+from kop.txn.state import TxnMeta
+
+
+class TxnStore:
+    def __init__(
+        self, storage: MessageLog, topic: str, partitions: int, *, write_timeout_s: float = 5.0
+    ) -> None:
+        self._held = HeldPartitions(
+            storage, topic, partitions, malformed=MalformedRecord, write_timeout_s=write_timeout_s
+        )
+
+    @property
+    def malformed(self) -> int:
+        return self._held.malformed
+
+    def partition_for(self, txn_id: str) -> int:
+        return self._held.partition_for(txn_id)
+
+    async def load(self, partition: int) -> dict[str, TxnMeta]:
+        """Take the partition and read every transactional id's latest state."""
+        metas: dict[str, TxnMeta] = {}
+
+        def visit(key: str, payload: bytes | None) -> None:
+            meta = decode(key, payload)
+            if meta is None:
+                metas.pop(key, None)
+            else:
+                metas[key] = meta
+
+        await self._held.load(partition, visit)
+        return metas
+
+    async def write(self, meta: TxnMeta) -> None:
+        key, payload = encode(meta)
+        await self._held.write(key, [OutgoingMessage(payload, {}, key, None)])
+
+    async def forget(self, txn_id: str) -> None:
+        """A transactional id that expired: compaction drops it."""
+        await self._held.write(txn_id, [OutgoingMessage(None, {}, txn_id, None)])
+
+    async def release(self, partition: int) -> None:
+        await self._held.release(partition)
+
+    async def close(self) -> None:
+        await self._held.close()
