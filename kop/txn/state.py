@@ -181,7 +181,9 @@ class Transactions:
     def _abort(
         self, meta: TxnMeta, new_id: Callable[[], int], error: ErrorCode = ErrorCode.none
     ) -> Decision:
-        fenced = replace(_bump(meta, new_id), state=State.PREPARE_ABORT)
+        # A fence forgets the epoch before it (Kafka's lastProducerEpoch = -1): the
+        # fenced producer cannot pass for a retry of the bump with it.
+        fenced = replace(_bump(meta, new_id), state=State.PREPARE_ABORT, last_epoch=-1)
         return replace(self._decide(fenced, meta.partitions), error=error)
 
     def _current(

@@ -15,6 +15,8 @@ from kop.log.txn_index import Aborted
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import Record, build_batch, read_header
+from kop.storage.types import StorageError
+from kop.txn.markers import LocalMarkers
 from tests.sim.clock import SimLoop
 from tests.sim.harness import TS, Node
 from tests.sim.memory_log import MemoryLog
@@ -103,3 +105,24 @@ def test_a_restart_resumes_open_and_aborted_transactions_from_the_index(
     assert again.txns.aborted(0, 4) == [Aborted(0, PID, 2)]
     assert (again.high_watermark, again.last_stable) == (4, 3)
     assert again.txns.open_transactions() == {PID: 3}
+
+
+def test_the_coordinators_markers_close_the_transaction_in_each_partition(
+    loop: SimLoop,
+) -> None:
+    """LocalMarkers writes through each partition's own log: the marker takes the
+    next offset and the last stable offset moves past the transaction; a partition
+    another instance serves is refused (the coordinator retries it)."""
+    other = "persistent://public/default/u-partition-0"
+    n = node(loop, MemoryLog())
+    assert n.produce(txn_batch([b"a"], seq=0)) == 0
+    assert n.produce(txn_batch([b"b"], seq=0), topic=other) == 0
+    assert n.manager is not None
+    markers = LocalMarkers(n.manager, lambda name: name != other, lambda: TS)
+    t = "persistent://public/default/t"
+    loop.run(markers.write(frozenset({(t, 0)}), Marker(True, PID, 0, 0)), within=10)
+    assert (n.partition().high_watermark, n.partition().last_stable) == (2, 2)
+    u = "persistent://public/default/u"
+    with pytest.raises(StorageError):
+        loop.run(markers.write(frozenset({(u, 0)}), Marker(True, PID, 0, 0)), within=10)
+    assert n.partition(other).last_stable == 0

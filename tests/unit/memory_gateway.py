@@ -27,7 +27,10 @@ def free_port() -> int:
 async def gateway_with_hot_topic(
     partitions: int, **config: Any
 ) -> AsyncIterator[tuple[Gateway, MemoryBackend]]:
-    """A started gateway on free ports, with a topic "hot" of `partitions`."""
+    """A started gateway on free ports, with a topic "hot" of `partitions`; no admin
+    HTTP unless `admin_port` is given (the default port may be taken by a kop running
+    on this machine)."""
+    config.setdefault("admin_port", 0)
     backend = MemoryBackend()
     gateway = Gateway(KopConfig(listen_host="127.0.0.1", port=free_port(), **config), backend)
     await gateway.start()

@@ -148,7 +148,7 @@ def _list_at(client: RawClient, current: int, timestamp: int) -> tuple[str, int,
 async def _serve(store: MemoryLog, admin: MemoryAdmin, node: int, steps: Any) -> Any:
     """One kop instance (node id `node`) over `store`, `steps` run by a client
     against it, then the instance stopped (it hands its partitions over)."""
-    config = KopConfig(listen_host="127.0.0.1", port=free_port(), node_id=node)
+    config = KopConfig(listen_host="127.0.0.1", port=free_port(), admin_port=0, node_id=node)
     backend = MemoryBackend(store.instance())
     backend.admin = admin  # one Pulsar's topic metadata for both
     gateway = Gateway(config, backend)

@@ -213,3 +213,9 @@ def test_a_new_incarnation_fences_the_ongoing_transaction() -> None:
     assert fence.write.epoch == first.epoch + 1 and fence.markers == {("a", 0)}
     tx.apply(fence.write)
     assert tx.end("t", first.producer_id, first.epoch, True).error is ErrorCode.producer_fenced
+    # nor can the fenced producer pass for a retry of the bump (Kafka's lastProducerEpoch)
+    retry = tx.init("t", 1000, lambda: next(ids), (first.producer_id, first.epoch))
+    assert retry.error in (ErrorCode.producer_fenced, ErrorCode.concurrent_transactions)
+    tx.apply(tx.complete("t").write)  # type: ignore[arg-type]
+    retry = tx.init("t", 1000, lambda: next(ids), (first.producer_id, first.epoch))
+    assert retry.error is ErrorCode.producer_fenced

@@ -1,0 +1,157 @@
+"""The transaction coordinator of the transaction state partitions this instance
+owns: the rules of `state` made durable through `store`, and the markers written.
+
+Each request is decided by the rules, the change persisted, then applied and
+answered (an unpersisted change is abandoned: the old state stands, and the client
+retries on COORDINATOR_NOT_AVAILABLE). Ending a transaction is answered once its
+PREPARE_COMMIT or PREPARE_ABORT is durable, as Kafka does; the markers are then
+written in the background, retried until they are, and only then is the end
+completed, so a crash in between is finished by the next owner (`load`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from kop.protocol.control import Marker
+from kop.protocol.errors import ErrorCode
+from kop.storage.types import StorageError
+from kop.txn.state import Decision, Partition, Transactions, TxnMeta
+from kop.txn.store import TxnStore
+
+log = logging.getLogger(__name__)
+
+RETRY_S = (0.1, 5.0)  # markers and completions are retried, backing off between these
+
+
+class MarkerWriter(Protocol):
+    async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
+        """Every partition holds the marker when this returns; raises otherwise (a
+        partition that no longer exists counts as written)."""
+        ...
+
+
+class TxnCoordinator:
+    def __init__(
+        self, store: TxnStore, markers: MarkerWriter, max_timeout_ms: int,
+        new_id: Callable[[], int], now_ms: Callable[[], int],
+    ) -> None:  # fmt: skip
+        self._store = store
+        self._markers = markers
+        self._max_timeout_ms = max_timeout_ms
+        self._new_id = new_id
+        self._now_ms = now_ms
+        self._partitions: dict[int, Transactions] = {}
+        self._ending: dict[str, asyncio.Task[None]] = {}
+
+    def owns(self, txn_id: str) -> bool:
+        return self._store.partition_for(txn_id) in self._partitions
+
+    async def load(self, partition: int) -> None:
+        """Take the partition and finish what its last owner left unfinished."""
+        metas = await self._store.load(partition)
+        tx = Transactions(self._max_timeout_ms)
+        decisions = tx.recover(metas.values(), self._new_id)
+        self._partitions[partition] = tx
+        for d in decisions:
+            if d.write is not None and d.write.state.preparing and d.write in metas.values():
+                self._finish(tx, d.write, d.markers)  # prepared before: markers only
+            else:
+                await self._settle(tx, d)
+
+    async def unload(self, partition: int) -> None:
+        tx = self._partitions.pop(partition, None)
+        if tx is None:
+            return
+        for txn_id in list(tx.metas):
+            task = self._ending.pop(txn_id, None)
+            if task is not None:
+                task.cancel()
+        await self._store.release(partition)
+
+    def meta(self, txn_id: str) -> TxnMeta | None:
+        tx = self._partitions.get(self._store.partition_for(txn_id))
+        return None if tx is None else tx.metas.get(txn_id)
+
+    async def init_producer_id(
+        self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None
+    ) -> tuple[ErrorCode, int, int]:
+        tx = self._owner(txn_id)
+        if tx is None:
+            return ErrorCode.not_coordinator, -1, -1
+        error = await self._settle(tx, tx.init(txn_id, timeout_ms, self._new_id, expected))
+        meta = tx.metas.get(txn_id)
+        if error is not ErrorCode.none or meta is None:
+            return error, -1, -1
+        return error, meta.producer_id, meta.epoch
+
+    async def add_partitions(
+        self, txn_id: str, producer_id: int, epoch: int, parts: Iterable[Partition]
+    ) -> ErrorCode:
+        tx = self._owner(txn_id)
+        if tx is None:
+            return ErrorCode.not_coordinator
+        return await self._settle(tx, tx.add(txn_id, producer_id, epoch, parts, self._now_ms()))
+
+    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
+        tx = self._owner(txn_id)
+        if tx is None:
+            return ErrorCode.not_coordinator
+        return await self._settle(tx, tx.end(txn_id, producer_id, epoch, commit))
+
+    async def expire(self) -> None:
+        """Abort (and fence) every ongoing transaction past its timeout."""
+        for tx in list(self._partitions.values()):
+            for d in tx.expired(self._now_ms(), self._new_id):
+                if d.write is not None:
+                    log.info("transaction of %s timed out: aborting it", d.write.txn_id)
+                await self._settle(tx, d)
+
+    async def close(self) -> None:
+        for partition in list(self._partitions):
+            await self.unload(partition)
+
+    def _owner(self, txn_id: str) -> Transactions | None:
+        return self._partitions.get(self._store.partition_for(txn_id))
+
+    async def _settle(self, tx: Transactions, d: Decision) -> ErrorCode:
+        """Persist the decided change, apply it, start its markers; the answer."""
+        meta = d.write
+        if meta is None:
+            return d.error
+        try:
+            await self._store.write(meta)
+        except StorageError as exc:
+            log.warning("transaction state of %s not persisted: %s", meta.txn_id, exc)
+            tx.abandon(meta.txn_id)
+            return ErrorCode.coordinator_not_available
+        tx.apply(meta)
+        if meta.state.preparing:
+            self._finish(tx, meta, d.markers)
+        return d.error
+
+    def _finish(self, tx: Transactions, meta: TxnMeta, parts: frozenset[Partition]) -> None:
+        marker = Marker(meta.committing, meta.producer_id, meta.epoch, coordinator_epoch=0)
+        task = asyncio.ensure_future(self._end(tx, meta.txn_id, parts, marker))
+        self._ending[meta.txn_id] = task
+        task.add_done_callback(lambda _t: self._ending.pop(meta.txn_id, None))
+
+    async def _end(
+        self, tx: Transactions, txn_id: str, parts: frozenset[Partition], marker: Marker
+    ) -> None:
+        delay = RETRY_S[0]
+        while True:
+            try:
+                await self._markers.write(parts, marker)
+                done = tx.complete(txn_id).write
+                assert done is not None
+                await self._store.write(done)
+                tx.apply(done)
+                return
+            except (StorageError, OSError) as exc:
+                log.warning("ending the transaction of %s: %s; again in %.1fs", txn_id, exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_S[1])

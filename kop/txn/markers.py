@@ -1,0 +1,45 @@
+"""Writing a transaction's markers into the partitions this instance serves.
+
+A marker is appended through the partition's own log, like a produced batch (the
+owner's fencing writer, the tail follower counting it), so it takes the next
+offset, closes the producer's transaction in the partition's index and, with a later
+epoch, fences the producer there. Partitions are named by their Pulsar partition
+topics, as the coordinator records them. A partition served by another instance
+is not written here (StorageError: the coordinator retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kop.log.entry_format import EntryFormat
+from kop.log.manager import LogManager
+from kop.protocol.control import Marker, marker_batch
+from kop.protocol.errors import KafkaError
+from kop.protocol.records import read_header
+from kop.storage.types import StorageError
+from kop.txn.state import Partition
+
+
+class LocalMarkers:
+    def __init__(
+        self, logs: LogManager, owned: Callable[[str], bool], now_ms: Callable[[], int]
+    ) -> None:
+        self._logs = logs
+        self._owned = owned  # a partition topic this instance serves
+        self._now_ms = now_ms
+
+    async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
+        batch = marker_batch(marker, self._now_ms())
+        head = read_header(batch)
+        for topic, index in sorted(partitions):
+            name = f"{topic}-partition-{index}"
+            if not self._owned(name):
+                raise StorageError(f"{name} is served by another instance")
+            try:
+                plog = await self._logs.partition(name)
+                # Either format: a marker is always stored as a whole batch.
+                done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
+                await done
+            except KafkaError as exc:
+                raise StorageError(f"marker for {name} not written: {exc}") from exc

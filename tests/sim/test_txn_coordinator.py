@@ -1,0 +1,142 @@
+"""The transaction coordinator over the in-memory storage: a commit is answered once
+it is prepared durably, its markers follow (retried while they fail) and only then
+is it complete; a crash between the two is finished by the next owner with the
+outcome the client was told; a transaction past its timeout is aborted and its
+producer fenced; a change that could not be persisted is not applied."""
+
+from __future__ import annotations
+
+import itertools
+
+from kop.protocol.control import Marker
+from kop.protocol.errors import ErrorCode
+from kop.storage.types import StorageError
+from kop.txn.coordinator import TxnCoordinator
+from kop.txn.state import Partition, State
+from kop.txn.store import TxnStore
+from tests.sim.clock import SimLoop
+from tests.sim.memory_log import MemoryLog
+
+TOPIC = "persistent://public/__kop/transaction-state"
+A0, B1 = ("a", 0), ("b", 1)
+
+
+class Markers:
+    """Records the markers written; fails the first `failures` writes."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.written: list[tuple[frozenset[Partition], Marker]] = []
+        self.failures = failures
+
+    async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise StorageError("the partition's owner is away")
+        self.written.append((partitions, marker))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 0
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+def coordinator(log: MemoryLog, markers: Markers, clock: Clock) -> TxnCoordinator:
+    ids = itertools.count(100)
+    return TxnCoordinator(TxnStore(log, TOPIC, 1), markers, 60_000, lambda: next(ids), clock)
+
+
+def test_a_commit_is_answered_when_prepared_and_completed_after_its_markers(
+    loop: SimLoop,
+) -> None:
+    markers, clock = Markers(failures=2), Clock()
+    c = coordinator(MemoryLog(), markers, clock)
+    loop.run(c.load(0), within=10)
+    error, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
+    assert (error, epoch) == (ErrorCode.none, 0)
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0, B1]), within=10) is ErrorCode.none
+    assert loop.run(c.end_txn("t", pid, epoch, commit=True), within=10) is ErrorCode.none
+    meta = c.meta("t")
+    assert meta is not None and meta.state is State.PREPARE_COMMIT
+    # a new transaction must wait for the markers (Kafka: CONCURRENT_TRANSACTIONS)
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is (
+        ErrorCode.concurrent_transactions
+    )
+    loop.settle(2.0)  # two failed marker writes, retried
+    assert markers.written == [(frozenset({A0, B1}), Marker(True, pid, 0, 0))]
+    meta = c.meta("t")
+    assert meta is not None and meta.state is State.COMPLETE_COMMIT
+
+
+def test_a_crash_after_the_prepare_is_finished_by_the_next_owner(loop: SimLoop) -> None:
+    log, clock = MemoryLog(), Clock()
+    first = coordinator(log, Markers(failures=1_000_000), clock)  # markers never land
+    loop.run(first.load(0), within=10)
+    _, pid, epoch = loop.run(first.init_producer_id("t", 10_000), within=10)
+    loop.run(first.add_partitions("t", pid, epoch, [A0]), within=10)
+    assert loop.run(first.end_txn("t", pid, epoch, commit=True), within=10) is ErrorCode.none
+    # kill -9 of the first; the next owner takes the partition over
+    markers = Markers()
+    second = coordinator(log.instance(), markers, clock)
+    loop.run(second.load(0), within=10)
+    loop.settle(1.0)
+    assert markers.written == [(frozenset({A0}), Marker(True, pid, epoch, 0))]
+    meta = second.meta("t")
+    assert meta is not None and meta.state is State.COMPLETE_COMMIT
+
+
+def test_an_open_transaction_is_aborted_by_the_next_owner_and_its_producer_fenced(
+    loop: SimLoop,
+) -> None:
+    log, clock = MemoryLog(), Clock()
+    first = coordinator(log, Markers(), clock)
+    loop.run(first.load(0), within=10)
+    _, pid, epoch = loop.run(first.init_producer_id("t", 10_000), within=10)
+    loop.run(first.add_partitions("t", pid, epoch, [B1]), within=10)
+    markers = Markers()
+    second = coordinator(log.instance(), markers, clock)
+    loop.run(second.load(0), within=10)
+    loop.settle(1.0)
+    assert markers.written == [(frozenset({B1}), Marker(False, pid, epoch + 1, 0))]
+    assert loop.run(second.end_txn("t", pid, epoch, commit=True), within=10) is (
+        ErrorCode.producer_fenced
+    )
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_fenced(loop: SimLoop) -> None:
+    markers, clock = Markers(), Clock()
+    c = coordinator(MemoryLog(), markers, clock)
+    loop.run(c.load(0), within=10)
+    _, pid, epoch = loop.run(c.init_producer_id("t", 5_000), within=10)
+    clock.ms = 1_000
+    loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10)
+    clock.ms = 5_999
+    loop.run(c.expire(), within=10)
+    assert markers.written == []  # not yet: 4,999 ms of 5,000
+    clock.ms = 6_000
+    loop.run(c.expire(), within=10)
+    loop.settle(1.0)
+    assert markers.written == [(frozenset({A0}), Marker(False, pid, epoch + 1, 0))]
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is (
+        ErrorCode.producer_fenced
+    )
+    error, _, new_epoch = loop.run(c.init_producer_id("t", 5_000, (pid, epoch)), within=10)
+    assert error is ErrorCode.producer_fenced  # the zombie cannot come back either
+    error, _, new_epoch = loop.run(c.init_producer_id("t", 5_000), within=10)
+    assert (error, new_epoch) == (ErrorCode.none, epoch + 2)
+
+
+def test_a_change_that_was_not_persisted_is_not_applied(loop: SimLoop) -> None:
+    log, clock = MemoryLog(), Clock()
+    c = coordinator(log, Markers(), clock)
+    loop.run(c.load(0), within=10)
+    _, pid, epoch = loop.run(c.init_producer_id("t", 5_000), within=10)
+    log.topic(f"{TOPIC}-partition-0").persist_next = 0  # the write fails, nothing stored
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is (
+        ErrorCode.coordinator_not_available
+    )
+    meta = c.meta("t")
+    assert meta is not None and meta.state is State.EMPTY
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is ErrorCode.none
