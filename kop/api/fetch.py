@@ -20,7 +20,7 @@ from kop.log.leader_epoch import NO_EPOCH
 from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
-from kop.protocol.records import below, end_offset
+from kop.protocol.records import below
 from kop.security.authorizer import TopicOp
 
 _NEW_SESSION, _NO_SESSION = 0, -1  # KIP-227's INITIAL and FINAL session epochs
@@ -124,16 +124,15 @@ async def _read_partition(
         if (budget > 0 or first) and not (committed and offset >= stable):
             # KIP-74: a batch is served only if it fits, except the response's first.
             records = await plog.read(offset, budget, min_one=first)
-            if committed:
+            if committed and stable < plog.high_watermark:  # else nothing is past it
                 records = below(records, stable)
             if append_time:
                 records = as_log_append_time(records)
         aborted: tuple[dict[str, int], ...] = ()
-        if committed and records:
-            upto = end_offset(records)
+        if committed and records:  # those below the LSO (a consumer skips by offset)
             aborted = tuple(
                 {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                for a in plog.txns.aborted(offset, upto)
+                for a in plog.txns.aborted(offset, stable)
             )
         return _part(
             index, ErrorCode.none, plog.high_watermark, stable, plog.log_start, records, aborted

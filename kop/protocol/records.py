@@ -364,13 +364,3 @@ def below(data: bytes, end: int) -> bytes:
             break
         pos += head.length
     return data[:pos]
-
-
-def end_offset(data: bytes) -> int:
-    """The offset after the last batch of concatenated batches (-1: none)."""
-    pos, end = 0, -1
-    while pos + HEADER_SIZE <= len(data):
-        head = read_header(data, pos)
-        end = head.base_offset + head.last_offset_delta + 1
-        pos += head.length
-    return end

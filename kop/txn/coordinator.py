@@ -56,11 +56,8 @@ class TxnCoordinator:
         tx = Transactions(self._max_timeout_ms)
         decisions = tx.recover(metas.values(), self._new_id)
         self._partitions[partition] = tx
-        for d in decisions:
-            if d.write is not None and d.write.state.preparing and d.write in metas.values():
-                self._finish(tx, d.write, d.markers)  # prepared before: markers only
-            else:
-                await self._settle(tx, d)
+        for d in decisions:  # a prepared end written again is the same record
+            await self._settle(tx, d)
 
     async def unload(self, partition: int) -> None:
         tx = self._partitions.pop(partition, None)
