@@ -48,6 +48,8 @@ from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
+from kop.txn.service import TxnService
+from kop.txn_setup import start_transactions
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +173,7 @@ class Gateway:
         self.backend: Backend = backend or PulsarBackend(config)
         self.logs: LogManager | None = None
         self.groups: GroupService | None = None
+        self.txns: TxnService | None = None
         self.membership: Membership | None = None
         self.epochs: LeaderEpochs | None = None
         self._listener: KafkaListener | None = None
@@ -238,6 +241,10 @@ class Gateway:
         self.groups = await start_groups(
             c, self.backend.admin, storage, self.logs, catalog, ownership, self.epochs
         )
+        producer_ids = ProducerIds(c.node_id)
+        self.txns = await start_transactions(
+            c, self.backend.admin, storage, self.logs, ownership, producer_ids.next
+        )
         try:
             self._security = Security(c, self.backend.permissions, self.backend.credentials)
         except ListenerSetupError as exc:
@@ -252,7 +259,8 @@ class Gateway:
             groups=self.groups,
             offsets_topic_partitions=c.offsets_topic_partitions if self.groups else 0,
             ownership=ownership,
-            producer_ids=ProducerIds(c.node_id),
+            producer_ids=producer_ids,
+            txns=self.txns,
             acls=self._security.acls,
             scram=self._security.users,
         )
@@ -321,6 +329,7 @@ class Gateway:
             self._hand_over,
             self._listener.stop if self._listener is not None else None,
             self._http.stop if self._http is not None else None,
+            self.txns.close if self.txns is not None else None,
             self.groups.close if self.groups is not None else None,
             self.logs.close if self.logs is not None else None,
             self.epochs.close if self.epochs is not None else None,

@@ -123,6 +123,11 @@ class KopConfig(ListenerSettings):
     # The mirrored subscription of group g is PREFIX + g; kop touches no other (never
     # a Pulsar application's subscription that shares a group's name).
     group_subscription_prefix: str = DEFAULT_PREFIX
+    # Transactions (Kafka's transaction.state.log.num.partitions, transaction.max.timeout.ms,
+    # transaction.abort.timed.out.transaction.cleanup.interval.ms)
+    transaction_state_partitions: int = Field(16, ge=1, le=1000)  # never change it later
+    transaction_max_timeout_ms: int = Field(900_000, ge=1)
+    transaction_abort_check_s: float = Field(10.0, gt=0)
     # Pulsar as our users run it: credentials, TLS, listener (Pulsar's own names:
     # authPlugin/authParams, tlsTrustCertsFilePath, ...; docs/pulsar.md)
     pulsar_auth_plugin: Literal["none", "token", "tls", "oauth2"] = "none"

@@ -25,6 +25,7 @@ from kop.security.credentials import ScramUsers
 from kop.security.principal import Principal
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
+from kop.txn.service import TxnService
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class Services:
     # Listed as `__consumer_offsets` (0: not listed, as when kop coordinates no groups).
     offsets_topic_partitions: int = 0
     producer_ids: ProducerIds = field(default_factory=ProducerIds)
+    txns: TxnService | None = None  # None: this kop coordinates no transactions
     # Who leads what (several instances); alone, this instance leads everything.
     ownership: Ownership | None = None
     acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
@@ -102,6 +104,12 @@ class Services:
     def owners(self) -> Ownership:
         assert self.ownership is not None
         return self.ownership
+
+    def txn_partition(self, index: int) -> str:
+        """The Pulsar partition of the transaction state topic whose owner coordinates
+        its transactional ids."""
+        assert self.txns is not None
+        return self.txns.partition_topic(index)
 
     def offsets_partition(self, index: int) -> str:
         """The Pulsar partition of the offsets topic whose owner coordinates its groups."""

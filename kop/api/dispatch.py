@@ -24,6 +24,7 @@ from kop.api import (
     scram,
     topic_partitions,
     topics_admin,
+    transactions,
 )
 from kop.api.context import HandlerResult, RequestContext, Services
 from kop.protocol.messages import ApiKey
@@ -42,6 +43,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_TOPICS: topics_admin.delete_topics,
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions,
+    ApiKey.END_TXN: transactions.end_txn,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle,
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,

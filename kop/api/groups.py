@@ -1,6 +1,7 @@
 """The classic group protocol: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, DescribeGroups, ListGroups, DeleteGroups. FindCoordinator names the
-instance that owns the group's offsets partition; the others answer NOT_COORDINATOR.
+instance that owns the group's offsets partition (a transactional id's: its state
+partition); the others answer NOT_COORDINATOR.
 
 JoinGroup and SyncGroup may wait for other members: they return an awaitable so
 the connection goes on serving its other requests (heartbeats) meanwhile.
@@ -12,6 +13,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of
+from kop.api.transactions import txn_key, txn_service
 from kop.cluster.member import Member
 from kop.groups.coordinator import JoinRequest
 from kop.groups.rebalance import JoinResult
@@ -21,7 +23,7 @@ from kop.groups.service import GroupService
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode, KafkaError
 
-_GROUP_KEY = 0  # FindCoordinator key_type: a consumer group (1 would be a transaction)
+_GROUP_KEY, _TXN_KEY = 0, 1  # FindCoordinator key_type: a consumer group, a transaction
 
 
 def group_service(services: Services) -> GroupService:
@@ -61,13 +63,23 @@ async def find_coordinator(services: Services, ctx: RequestContext, request: Any
 async def _coordinator(
     services: Services, ctx: RequestContext, key: str, key_type: int
 ) -> dict[str, Any]:
-    """The owner of the group's offsets partition, as Kafka names the leader of the
-    group's `__consumer_offsets` partition."""
+    """The owner of the group's offsets partition (of the transactional id's state
+    partition), as Kafka names the leader of its `__consumer_offsets`
+    (`__transaction_state`) partition."""
     listener = ctx.listener
     try:
-        if key_type != _GROUP_KEY:
-            raise KafkaError(ErrorCode.invalid_request, "kop coordinates consumer groups only")
-        owner = _owner(services, await group_key(services, ctx, key))
+        if key_type == _GROUP_KEY:
+            groups = group_service(services)
+            partition = groups.partition_of(await group_key(services, ctx, key))
+            owner = _owner(services, services.offsets_partition(partition),
+                           groups.partitions.coordinates(partition))  # fmt: skip
+        elif key_type == _TXN_KEY:
+            txns = txn_service(services)
+            partition = txns.partition_of(await txn_key(services, ctx, key))
+            owner = _owner(services, services.txn_partition(partition),
+                           txns.partitions.coordinates(partition))  # fmt: skip
+        else:
+            raise KafkaError(ErrorCode.invalid_request, f"no coordinator key type {key_type}")
     except KafkaError as exc:
         return {"key": key, "node_id": -1, "host": "", "port": -1,
                 "error_code": exc.code, "error_message": exc.message}  # fmt: skip
@@ -76,14 +88,12 @@ async def _coordinator(
             "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
 
 
-def _owner(services: Services, key: str) -> Member:
-    groups = group_service(services)
-    partition = groups.partition_of(key)
-    owner = services.owners.owner(services.offsets_partition(partition))
+def _owner(services: Services, partition_topic: str, loaded: bool) -> Member:
+    owner = services.owners.owner(partition_topic)
     if owner is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "no kop instance is alive")
-    if owner.node_id == services.broker.node_id and not groups.partitions.coordinates(partition):
-        raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
+    if owner.node_id == services.broker.node_id and not loaded:
+        raise KafkaError(ErrorCode.coordinator_load_in_progress, "coordinator state is loading")
     return owner
 
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
+from kop.api import transactions
 from kop.api.context import (
     RequestContext,
     Response,
@@ -28,6 +29,7 @@ from kop.log.entry_format import EntryFormat
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_records, split_batches
 from kop.security.authorizer import TopicOp
+from kop.txn.state import Partition
 
 # What a partition's write becomes: its offset (awaited) and its log append time
 # (-1 for CreateTime topics), or why it was refused.
@@ -37,15 +39,19 @@ Pending = tuple[Awaitable[int], int] | BaseException
 async def handle(
     services: Services, ctx: RequestContext, request: Any
 ) -> Awaitable[Response | None]:
-    if request.transactional_id is not None:
-        return _finish(request, [], error=ErrorCode.transactional_id_authorization_failed)
     if request.acks not in (0, 1, -1):
         return _finish(request, [], error=ErrorCode.invalid_required_acks)
+    txn: str | None = None
+    if request.transactional_id is not None:
+        try:
+            txn = await transactions.txn_key(services, ctx, request.transactional_id)
+        except KafkaError as exc:
+            return _finish(request, [], error=exc.code)
     pending: list[tuple[str, int, Pending | asyncio.Task[Pending]]] = []
     for t in request.topic_data:
         for p in t.partition_data:
             key = (t.name, p.index)
-            begin = functools.partial(_begin, services, ctx, t.name, p.index, p.records)
+            begin = functools.partial(_begin, services, ctx, t.name, p.index, p.records, txn)
             if ctx.chains.busy(key) or await _to_open(services, ctx, t.name, p.index):
                 pending.append((t.name, p.index, ctx.chains.after(key, begin)))
             else:
@@ -67,8 +73,9 @@ async def _to_open(services: Services, ctx: RequestContext, name: str, index: in
 
 
 async def _begin(
-    services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None
-) -> Pending:
+    services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None,
+    txn: str | None,
+) -> Pending:  # fmt: skip
     try:
         refuse_produce(name)
         view = await existing_topic(services, ctx, name, TopicOp.PRODUCE)
@@ -81,11 +88,7 @@ async def _begin(
             raise KafkaError(ErrorCode.corrupt_message, "produce without records")
         batches = split_batches(records, max_batch_bytes=view.max_message_bytes)
         for head, _ in batches:
-            if head.is_transactional or head.is_control:
-                raise KafkaError(
-                    ErrorCode.unsupported_for_message_format,
-                    "transactional and control batches are not supported yet",
-                )
+            _check_transactional(services, head, txn, (view.partition_topic(index), index))
         if view.compacted:
             _require_keys(batches, name, index)
         rules = BatchRules.of(view.configs)
@@ -187,6 +190,27 @@ def _partition(
         "record_errors": (),
         "error_message": message,
     }
+
+
+def _check_transactional(
+    services: Services, head: BatchHeader, txn: str | None, part: Partition
+) -> None:
+    """A client writes no control batch, and a transactional batch only with its
+    transactional id, into a partition its ongoing transaction holds (KIP-890's
+    verification, where this instance coordinates the id: a late batch of an ended
+    transaction would otherwise open one no marker ever closes)."""
+    if head.is_control:
+        raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
+    if not head.is_transactional:
+        return
+    if txn is None:
+        raise KafkaError(ErrorCode.invalid_record, "a transactional batch needs a transactional id")
+    txns = services.txns
+    if txns is None or not txns.partitions.coordinates(txns.partition_of(txn)):
+        return
+    code = txns.coordinator.verify(txn, head.producer_id, head.producer_epoch, part)
+    if code is not ErrorCode.none:
+        raise KafkaError(code, f"{part[0]}: not in an ongoing transaction of this producer")
 
 
 def _require_keys(batches: list[tuple[BatchHeader, bytes]], name: str, index: int) -> None:

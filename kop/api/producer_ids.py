@@ -1,9 +1,11 @@
-"""InitProducerId for idempotent producers (transactions are not supported yet)."""
+"""InitProducerId for idempotent producers; a transactional one's goes to its
+coordinator (kop.api.transactions)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kop.api import transactions
 from kop.api.context import RequestContext, Response, Services
 from kop.protocol.errors import ErrorCode
 
@@ -12,12 +14,7 @@ _MAX_EPOCH = 32766
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
     if request.transactional_id is not None:
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.transactional_id_authorization_failed,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
+        return await transactions.init_producer_id(services, ctx, request)
     if not await ctx.access.idempotent_write(ctx.namespace):
         return {
             "throttle_time": 0,

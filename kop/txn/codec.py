@@ -6,11 +6,12 @@ text), the payload its state as a UTF-8 JSON object with a format version `v` (n
 1; any other value is malformed, i.e. written by a kop this one does not read):
 
     {"v": 1, "producer_id": 4001, "epoch": 3, "last_epoch": 2, "timeout_ms": 60000,
-     "state": "Ongoing", "partitions": [["orders", 0], ["orders", 3]],
+     "state": "Ongoing", "partitions": [["persistent://public/default/orders-partition-0", 0]],
      "started_ms": 1700000000000}
 
 `state` is one of Kafka's names (Empty, Ongoing, PrepareCommit, PrepareAbort,
-CompleteCommit, CompleteAbort); topics are kop's Kafka names. A null payload is a
+CompleteCommit, CompleteAbort); a partition is its Pulsar topic (the topic itself
+when not partitioned) and its Kafka index. A null payload is a
 tombstone: compaction forgets an id that expired. `decode` raises `MalformedRecord`,
 and only that, for anything it cannot read, so the loader skips and counts it.
 """

@@ -19,7 +19,7 @@ from typing import Protocol
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
-from kop.txn.state import Decision, Partition, Transactions, TxnMeta
+from kop.txn.state import Decision, Partition, State, Transactions, TxnMeta
 from kop.txn.store import TxnStore
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,20 @@ class TxnCoordinator:
     def meta(self, txn_id: str) -> TxnMeta | None:
         tx = self._partitions.get(self._store.partition_for(txn_id))
         return None if tx is None else tx.metas.get(txn_id)
+
+    def verify(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
+        """Whether the producer's ongoing transaction holds `part` (KIP-890's
+        verification): NONE, INVALID_PRODUCER_EPOCH for a fenced producer,
+        INVALID_TXN_STATE otherwise."""
+        meta = self.meta(txn_id)
+        if meta is not None and meta.producer_id == producer_id and meta.epoch > epoch:
+            return ErrorCode.invalid_producer_epoch
+        if (
+            meta is None or meta.state is not State.ONGOING or part not in meta.partitions
+            or (meta.producer_id, meta.epoch) != (producer_id, epoch)
+        ):  # fmt: skip
+            return ErrorCode.invalid_txn_state
+        return ErrorCode.none
 
     async def init_producer_id(
         self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None

@@ -3,8 +3,9 @@
 A marker is appended through the partition's own log, like a produced batch (the
 owner's fencing writer, the tail follower counting it), so it takes the next
 offset, closes the producer's transaction in the partition's index and, with a later
-epoch, fences the producer there. Partitions are named by their Pulsar partition
-topics, as the coordinator records them. A partition served by another instance
+epoch, fences the producer there. Partitions are named as the coordinator records
+them: (the Pulsar topic of the partition, its Kafka index); a non-partitioned
+topic's is the topic itself. A partition served by another instance
 is not written here (StorageError: the coordinator retries).
 """
 
@@ -32,8 +33,7 @@ class LocalMarkers:
     async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
         batch = marker_batch(marker, self._now_ms())
         head = read_header(batch)
-        for topic, index in sorted(partitions):
-            name = f"{topic}-partition-{index}"
+        for name, _index in sorted(partitions):
             if not self._owned(name):
                 raise StorageError(f"{name} is served by another instance")
             try:

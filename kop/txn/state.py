@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from kop.protocol.errors import ErrorCode
 
 MAX_EPOCH = 32766  # Kafka's Short.MaxValue - 1: past it a producer gets a new id
-Partition = tuple[str, int]
+Partition = tuple[str, int]  # (the partition's Pulsar topic, its Kafka index)
 
 
 class State(enum.Enum):

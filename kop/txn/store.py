@@ -25,8 +25,16 @@ class TxnStore:
     def malformed(self) -> int:
         return self._held.malformed
 
+    @property
+    def partitions(self) -> int:
+        return self._held.partitions
+
     def partition_for(self, txn_id: str) -> int:
         return self._held.partition_for(txn_id)
+
+    def partition_topic(self, partition: int) -> str:
+        """What its ownership is decided by: the state topic's Pulsar partition."""
+        return self._held.partition_topic(partition)
 
     async def load(self, partition: int) -> dict[str, TxnMeta]:
         """Take the partition and read every transactional id's latest state."""

@@ -119,10 +119,9 @@ def test_the_coordinators_markers_close_the_transaction_in_each_partition(
     assert n.produce(txn_batch([b"b"], seq=0), topic=other) == 0
     assert n.manager is not None
     markers = LocalMarkers(n.manager, lambda name: name != other, lambda: TS)
-    t = "persistent://public/default/t"
+    t = "persistent://public/default/t-partition-0"
     loop.run(markers.write(frozenset({(t, 0)}), Marker(True, PID, 0, 0)), within=10)
     assert (n.partition().high_watermark, n.partition().last_stable) == (2, 2)
-    u = "persistent://public/default/u"
     with pytest.raises(StorageError):
-        loop.run(markers.write(frozenset({(u, 0)}), Marker(True, PID, 0, 0)), within=10)
+        loop.run(markers.write(frozenset({(other, 0)}), Marker(True, PID, 0, 0)), within=10)
     assert n.partition(other).last_stable == 0

@@ -1,0 +1,149 @@
+"""The transaction APIs a transactional producer sends its coordinator:
+InitProducerId with a transactional id, AddPartitionsToTxn (v0-3 from clients, the
+batched and verify-only v4+ of KIP-890 from brokers and tools) and EndTxn.
+
+A transactional id is its tenant's (kop.groups.scope, as a group id is), and using
+one needs the right to produce in the client's namespace: Kafka's WRITE on the
+TRANSACTIONAL_ID resource, which kop's Pulsar-permission authorizer maps as it maps
+IdempotentWrite (docs/security.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, existing_topic
+from kop.groups.scope import ReservedGroupName
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.security.authorizer import TopicOp
+from kop.txn.service import TxnService
+from kop.txn.state import Partition
+
+
+def txn_service(services: Services) -> TxnService:
+    if services.txns is None:
+        raise KafkaError(ErrorCode.coordinator_not_available, "transactions are not served")
+    return services.txns
+
+
+async def txn_key(services: Services, ctx: RequestContext, txn_id: str) -> str:
+    """The transactional id `txn_id` names for this client, if its principal may use
+    it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka, otherwise)."""
+    txns = txn_service(services)
+    if not await ctx.access.idempotent_write(ctx.namespace):
+        raise KafkaError(
+            ErrorCode.transactional_id_authorization_failed, f"not authorized for {txn_id}"
+        )
+    try:
+        return txns.scope.key(ctx.namespace, txn_id)
+    except ReservedGroupName as exc:
+        raise KafkaError(ErrorCode.invalid_request, str(exc)) from None
+
+
+async def coordinated(services: Services, ctx: RequestContext, txn_id: str) -> str:
+    """`txn_key`, if this instance coordinates it now (NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS otherwise)."""
+    key = await txn_key(services, ctx, txn_id)
+    txn_service(services).check(key)
+    return key
+
+
+async def init_producer_id(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """InitProducerId with a transactional id: a new epoch for it, fencing any
+    earlier producer of the id and aborting what it left open (KIP-360's id and
+    epoch, when given, must be the current or the one just bumped)."""
+    pid = getattr(request, "producer_id", -1)
+    epoch = getattr(request, "producer_epoch", -1)
+    try:
+        key = await coordinated(services, ctx, request.transactional_id)
+        timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+        expected = (pid, epoch) if pid >= 0 else None
+        code, pid, epoch = await txn_service(services).coordinator.init_producer_id(
+            key, timeout_ms, expected
+        )
+    except KafkaError as exc:
+        code, pid, epoch = exc.code, -1, -1
+    return {"throttle_time": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
+
+
+async def add_partitions(services: Services, ctx: RequestContext, request: Any) -> Response:
+    if hasattr(request, "transactions"):  # v4+: many transactions, KIP-890
+        return await _add_batched(services, ctx, request)
+    results = await _add(
+        services, ctx, request.v3_and_below_transactional_id,
+        request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+        request.v3_and_below_topics, verify_only=False,
+    )  # fmt: skip
+    return {"throttle_time": 0, "results_by_topic_v3_and_below": results}
+
+
+async def _add_batched(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """Kafka takes these from brokers only (ClusterAction); so does kop, from its
+    superusers."""
+    if not await ctx.access.cluster():
+        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
+                "results_by_transaction": []}  # fmt: skip
+    out = []
+    for t in request.transactions:
+        results = await _add(
+            services, ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
+            verify_only=t.verify_only,
+        )  # fmt: skip
+        out.append({"transactional_id": t.transactional_id, "topic_results": results})
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": out}
+
+
+async def _add(
+    services: Services, ctx: RequestContext, txn_id: str, producer_id: int, epoch: int,
+    topics: Any, *, verify_only: bool,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Each partition's answer. As Kafka: a partition the client may not write to or
+    that does not exist fails on its own, and the others are then not attempted."""
+    named: dict[tuple[str, int], Partition] = {}
+    failed: dict[tuple[str, int], ErrorCode] = {}
+    for t in topics:
+        for index in t.partitions:
+            try:
+                view = await existing_topic(services, ctx, t.name, TopicOp.PRODUCE)
+                if not 0 <= index < view.partitions:
+                    raise KafkaError(ErrorCode.unknown_topic_or_partition, "no such partition")
+                named[(t.name, index)] = (view.partition_topic(index), index)
+            except KafkaError as exc:
+                failed[(t.name, index)] = exc.code
+    code = ErrorCode.operation_not_attempted if failed else ErrorCode.none
+    verified: set[tuple[str, int]] = set()
+    if not failed:
+        try:
+            key = await coordinated(services, ctx, txn_id)
+            coordinator = txn_service(services).coordinator
+            if verify_only:
+                verified = {
+                    n for n, p in named.items()
+                    if coordinator.verify(key, producer_id, epoch, p) is ErrorCode.none
+                }  # fmt: skip
+                code = ErrorCode.invalid_txn_state
+            else:
+                code = await coordinator.add_partitions(key, producer_id, epoch, named.values())
+        except KafkaError as exc:
+            code = exc.code
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for t in topics:
+        for index in t.partitions:
+            n = (t.name, index)
+            mine = ErrorCode.none if n in verified else failed.get(n, code)
+            by_topic.setdefault(t.name, []).append(
+                {"partition_index": index, "partition_error_code": mine}
+            )
+    return [{"name": n, "results_by_partition": rs} for n, rs in by_topic.items()]
+
+
+async def end_txn(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        key = await coordinated(services, ctx, request.transactional_id)
+        code = await txn_service(services).coordinator.end_txn(
+            key, request.producer_id, request.producer_epoch, request.committed
+        )
+    except KafkaError as exc:
+        code = exc.code
+    return {"throttle_time": 0, "error_code": code, "producer_id": request.producer_id,
+            "producer_epoch": request.producer_epoch}  # fmt: skip

@@ -1,0 +1,72 @@
+"""The transaction coordinator as a service: the coordinator of the transaction
+state partitions this instance owns, loaded and unloaded as ownership moves
+(kop.cluster.coordinated), with the loop that aborts transactions past their
+timeout. A transactional id of a partition owned elsewhere gets NOT_COORDINATOR;
+one of a partition still being read back gets COORDINATOR_LOAD_IN_PROGRESS."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from kop.cluster.coordinated import CoordinatedPartitions
+from kop.cluster.ownership import Ownership
+from kop.groups.scope import GroupScope
+from kop.txn.coordinator import TxnCoordinator
+from kop.txn.store import TxnStore
+
+log = logging.getLogger(__name__)
+
+
+class TxnService:
+    def __init__(
+        self, store: TxnStore, coordinator: TxnCoordinator, ownership: Ownership,
+        abort_check_s: float, scope: GroupScope,
+    ) -> None:  # fmt: skip
+        # whose each transactional id is: a tenant's own, keyed as its groups are
+        self.scope = scope
+        self.coordinator = coordinator
+        self._store = store
+        self._ownership = ownership
+        self._abort_check_s = abort_check_s
+        self.partitions = CoordinatedPartitions(
+            store.partitions, store.partition_topic, coordinator.load, coordinator.unload,
+            what="transaction state partition",
+        )  # fmt: skip
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self.partitions.follow(self._ownership), name="txn-partitions"),
+            asyncio.create_task(self._abort_timed_out(), name="txn-timeouts"),
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.coordinator.close()
+        await self._store.close()
+
+    def partition_of(self, txn_id: str) -> int:
+        return self._store.partition_for(txn_id)
+
+    def partition_topic(self, partition: int) -> str:
+        return self._store.partition_topic(partition)
+
+    def check(self, txn_id: str) -> None:
+        """Raise NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS unless this instance
+        coordinates the transactional id now."""
+        self.partitions.check(self.partition_of(txn_id))
+
+    async def _abort_timed_out(self) -> None:
+        """Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms loop."""
+        while True:
+            await asyncio.sleep(self._abort_check_s)
+            try:
+                await self.coordinator.expire()
+            except Exception:  # the next round tries again; the loop must not die
+                log.exception("aborting timed-out transactions")

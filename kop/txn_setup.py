@@ -1,0 +1,53 @@
+"""The transaction coordinator of one instance, wired from the configuration
+(composition): the transaction state topic beside the offsets topic, the store, the
+markers written through the partition logs, and the service that follows ownership."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kop.cluster.ownership import Ownership
+from kop.config import KopConfig
+from kop.groups.scope import GroupScope
+from kop.log.manager import LogManager
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.port import MessageLog, StorageAdmin
+from kop.storage.types import AdminError
+from kop.txn.coordinator import TxnCoordinator
+from kop.txn.markers import LocalMarkers
+from kop.txn.service import TxnService
+from kop.txn.store import TxnStore
+
+STATE_TOPIC = "transaction-state"
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def start_transactions(
+    c: KopConfig,
+    admin: StorageAdmin,
+    storage: MessageLog,
+    logs: LogManager,
+    ownership: Ownership,
+    new_id: Callable[[], int],
+) -> TxnService:
+    """The state topic (created partitioned on first start) and the coordinator, which
+    loads its partitions in the background (COORDINATOR_LOAD_IN_PROGRESS until done)."""
+    tenant, name = c.system_namespace.split("/")
+    topic = PulsarTopic(Namespace(tenant, name), STATE_TOPIC, STATE_TOPIC)
+    if await admin.topic_info(topic) is None:
+        try:
+            await admin.create_partitioned(topic, c.transaction_state_partitions, {})
+        except AdminError as exc:
+            if exc.status != 409:  # another instance starting beside this one made it
+                raise
+    store = TxnStore(storage, topic.full, c.transaction_state_partitions)
+    markers = LocalMarkers(logs, ownership.mine, wall_ms)
+    coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)
+    scope = GroupScope(Namespace(c.tenant, c.namespace))
+    service = TxnService(store, coordinator, ownership, c.transaction_abort_check_s, scope)
+    await service.start()
+    return service
