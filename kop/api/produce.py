@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Awaitable
 from typing import Any
@@ -34,6 +35,10 @@ from kop.txn.state import Partition
 # What a partition's write becomes: its offset (awaited) and its log append time
 # (-1 for CreateTime topics), or why it was refused.
 Pending = tuple[Awaitable[int], int] | BaseException
+ANSWER_WITHIN = 0.9  # of the request's timeout (`_deadline`)
+TOLD_EVERY_S = 10.0
+_told: dict[tuple[str, int], float] = {}  # partition -> when its timeouts were last logged
+log = logging.getLogger(__name__)
 
 
 async def handle(
@@ -137,12 +142,15 @@ async def _finish(
     # One after another: the writes are in flight already, so this takes as long as the
     # slowest, and no task per partition is made to wait for (with gather, an answer
     # took two more turns of the event loop).
-    results = [await _settle(work) for _, _, work in pending]
+    deadline = _deadline(request)
+    results = [await _settle(work, deadline) for _, _, work in pending]
     if request.acks == 0:
         return None
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (name, index, _), part in zip(pending, results, strict=True):
         by_topic.setdefault(name, []).append({"index": index, **part})
+        if part["error_code"] is ErrorCode.request_timed_out:
+            _tell_timed_out(name, index, part["error_message"])
     if error is not None:
         for t in request.topic_data:
             by_topic[t.name] = [
@@ -154,19 +162,47 @@ async def _finish(
     }
 
 
-async def _settle(work: Pending | asyncio.Task[Pending]) -> dict[str, Any]:
-    if isinstance(work, asyncio.Task):
-        work = await asyncio.shield(work)  # begun in the background (`produce_order`)
-    if isinstance(work, BaseException):
-        return _refused(work)
-    written, append_time = work
+def _deadline(request: Any) -> float | None:
+    """When the answer is due: within the request's timeout, as Kafka answers a
+    delayed produce, and a little before it. Clients send their own request timeout
+    as the produce timeout (Java's and librdkafka's request.timeout.ms); an answer
+    that came after it would find the connection closed, and every other request in
+    flight on it failed with it. The writes go on: a retry finds them (idempotent
+    producers get the offset they were stored at)."""
+    timeout_s: float = request.timeout.total_seconds()
+    if request.acks == 0 or timeout_s <= 0:
+        return None
+    now: float = asyncio.get_running_loop().time()
+    return now + timeout_s * ANSWER_WITHIN
+
+
+async def _settle(work: Pending | asyncio.Task[Pending], deadline: float | None) -> dict[str, Any]:
     try:
-        # Shielded: the write belongs to the log and completes even if the
-        # connection waiting for it goes away.
-        offset = await asyncio.shield(written)
+        async with asyncio.timeout_at(deadline):
+            if isinstance(work, asyncio.Task):
+                work = await asyncio.shield(work)  # begun in the background (`produce_order`)
+            if isinstance(work, BaseException):
+                return _refused(work)
+            written, append_time = work
+            # Shielded: the write belongs to the log and completes even if the
+            # connection waiting for it goes away.
+            offset = await asyncio.shield(written)
+    except TimeoutError:
+        return _partition(
+            ErrorCode.request_timed_out, -1, "not stored within the request's timeout"
+        )
     except Exception as exc:
         return _refused(exc)
     return _partition(ErrorCode.none, offset, None, append_time)
+
+
+def _tell_timed_out(name: str, index: int, why: str | None) -> None:
+    """A partition whose writes time out is in the log (at most every TOLD_EVERY_S):
+    from the client's side it is only a retry, or a batch expired much later."""
+    now = time.monotonic()
+    if now - _told.get((name, index), -TOLD_EVERY_S) >= TOLD_EVERY_S:
+        _told[(name, index)] = now
+        log.info("produce to %s-%d answered REQUEST_TIMED_OUT: %s", name, index, why)
 
 
 def _refused(exc: BaseException) -> dict[str, Any]:

@@ -227,11 +227,16 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
     if api == ApiKey.PRODUCE:
         part = _ns(index=0, records=None)
         topics = [_ns(name="t", partition_data=[part]), _ns(name="gone", partition_data=[part])]
+        wait = datetime.timedelta(seconds=30)
         calls = [
-            produce.handle(s, ctx, _ns(transactional_id=None, acks=1, topic_data=topics)),
-            produce.handle(s, ctx, _ns(transactional_id="x", acks=-1, topic_data=topics)),
+            produce.handle(
+                s, ctx, _ns(transactional_id=None, acks=1, timeout=wait, topic_data=topics)
+            ),
+            produce.handle(
+                s, ctx, _ns(transactional_id="x", acks=-1, timeout=wait, topic_data=topics)
+            ),
             produce._finish(
-                _ns(acks=1),
+                _ns(acks=1, timeout=wait),
                 [
                     ("t", 0, (_appended(41), -1)),
                     ("t", 1, KafkaError(ErrorCode.not_leader_or_follower)),

@@ -21,7 +21,7 @@ from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 from conformance.clients.raw import RawClient
 from fuzz import corpus
 from kop.app import Gateway
-from kop.protocol.records import Record, build_batch
+from kop.protocol.records import Record, build_batch, iter_records, split_batches
 from kop.server.connection import Connection, Limits
 from kop.server.stream import RequestStream
 from kop.storage.naming import Namespace
@@ -302,3 +302,40 @@ async def test_a_flood_of_invalid_requests_writes_one_log_line(
         writer.close()
     lines = [r for r in caplog.records if "invalid request" in r.getMessage()]
     assert len(lines) == 1, [r.getMessage() for r in lines[:5]]
+
+
+async def test_a_produce_is_answered_within_its_timeout_and_its_retry_finds_the_write() -> None:
+    """A write Pulsar has not stored when the request's timeout runs out is answered
+    REQUEST_TIMED_OUT then (the client's own request timeout is the same: a later
+    answer would find its connection closed), and goes on; the idempotent retry gets
+    the offset it was stored at, and the log holds it once."""
+    async with gateway_with_hot_topic(1, write_timeout_s=600) as (gateway, backend):
+        client = RawClient(gateway.kafka_port, timeout=20)
+        batch = build_batch([Record(0, 1_700_000_000_000, None, b"v")],
+                            producer_id=7, producer_epoch=0, base_sequence=0)  # fmt: skip
+        warm = await asyncio.to_thread(client.request, 0, 9, **_produce("hot", 0, b"warm"))
+        assert warm.responses[0].partition_responses[0].error_code == 0
+        writer = backend.log.writers["persistent://public/default/hot-partition-0"]
+        writer.stall()
+        fields = {**_produce("hot", 0, b""), "timeout": datetime.timedelta(seconds=1)}
+        fields["topic_data"] = (
+            TopicProduceData(
+                name="hot", partition_data=(PartitionProduceData(index=0, records=batch),)
+            ),
+        )
+        first = await asyncio.to_thread(client.request, 0, 9, **fields)
+        assert first.responses[0].partition_responses[0].error_code == 7  # REQUEST_TIMED_OUT
+        writer.unstall()
+        again = await asyncio.to_thread(client.request, 0, 9, **fields)
+        part = again.responses[0].partition_responses[0]
+        assert (part.error_code, part.base_offset) == (0, 1)
+        read = await asyncio.to_thread(client.request, 1, 12, **RawClient.fetch_fields("hot", 0))
+        records = read.responses[0].partitions[0].records
+        assert records is not None
+        values = [
+            r.value
+            for _, data in split_batches(records, max_batch_bytes=1 << 20)
+            for r in iter_records(data)
+        ]
+        assert values == [b"warm", b"v"]
+        client.close()
