@@ -243,7 +243,7 @@ class Gateway:
         )
         producer_ids = ProducerIds(c.node_id)
         self.txns = await start_transactions(
-            c, self.backend.admin, storage, self.logs, ownership, producer_ids.next
+            c, self.backend.admin, storage, self.logs, ownership, producer_ids.next, self.groups
         )
         try:
             self._security = Security(c, self.backend.permissions, self.backend.credentials)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
 from kop.groups.scope import GroupScope
+from kop.groups.service import GroupService
 from kop.log.manager import LogManager
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
@@ -33,6 +34,7 @@ async def start_transactions(
     logs: LogManager,
     ownership: Ownership,
     new_id: Callable[[], int],
+    groups: GroupService,
 ) -> TxnService:
     """The state topic (created partitioned on first start) and the coordinator, which
     loads its partitions in the background (COORDINATOR_LOAD_IN_PROGRESS until done)."""
@@ -45,7 +47,7 @@ async def start_transactions(
             if exc.status != 409:  # another instance starting beside this one made it
                 raise
     store = TxnStore(storage, topic.full, c.transaction_state_partitions)
-    markers = LocalMarkers(logs, ownership.mine, wall_ms)
+    markers = LocalMarkers(logs, ownership.mine, wall_ms, groups, groups.offsets_topic)
     coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)
     scope = GroupScope(Namespace(c.tenant, c.namespace))
     service = TxnService(store, coordinator, ownership, c.transaction_abort_check_s, scope)

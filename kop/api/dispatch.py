@@ -25,6 +25,7 @@ from kop.api import (
     topic_partitions,
     topics_admin,
     transactions,
+    txn_offsets,
 )
 from kop.api.context import HandlerResult, RequestContext, Services
 from kop.protocol.messages import ApiKey
@@ -44,7 +45,9 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions,
+    ApiKey.ADD_OFFSETS_TO_TXN: txn_offsets.add_offsets,
     ApiKey.END_TXN: transactions.end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offsets.txn_offset_commit,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle,
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,

@@ -25,25 +25,8 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
         every = [
             TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
         ]
-        return {"throttle_time": 0, "topics": _by_topic(dict.fromkeys(every, exc.code))}
-    for t in request.topics:
-        try:
-            view = await _group_topic(services, ctx, t.name, request.group_id)
-            partitions = view.partitions
-        except KafkaError as exc:
-            partitions, code = -1, exc.code
-        for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
-            meta = p.committed_metadata
-            if partitions < 0:
-                codes[tp] = code
-            elif not 0 <= p.partition_index < partitions:
-                codes[tp] = ErrorCode.unknown_topic_or_partition
-            elif meta is not None and len(meta.encode()) > MAX_METADATA_BYTES:
-                codes[tp] = ErrorCode.offset_metadata_too_large
-            else:
-                epoch = getattr(p, "committed_leader_epoch", -1)
-                offsets[tp] = CommittedOffset(p.committed_offset, epoch, meta)
+        return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, exc.code))}
+    await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
         code = await group_service(services).commit(
             key,
@@ -59,7 +42,33 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
     except KafkaError as exc:
         code = exc.code
     codes.update({tp: code for tp in offsets})
-    return {"throttle_time": 0, "topics": _by_topic(codes)}
+    return {"throttle_time": 0, "topics": codes_by_topic(codes)}
+
+
+async def requested_offsets(
+    services: Services, ctx: RequestContext, topics: Any, group_id: str,
+    codes: dict[TopicPartition, ErrorCode], offsets: dict[TopicPartition, CommittedOffset],
+) -> None:  # fmt: skip
+    """A commit's offsets (into `offsets`), and the partitions refused on their own
+    (into `codes`): not to be read by the principal, not there, metadata too large."""
+    for t in topics:
+        try:
+            view = await _group_topic(services, ctx, t.name, group_id)
+            partitions = view.partitions
+        except KafkaError as exc:
+            partitions, code = -1, exc.code
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            meta = p.committed_metadata
+            if partitions < 0:
+                codes[tp] = code
+            elif not 0 <= p.partition_index < partitions:
+                codes[tp] = ErrorCode.unknown_topic_or_partition
+            elif meta is not None and len(meta.encode()) > MAX_METADATA_BYTES:
+                codes[tp] = ErrorCode.offset_metadata_too_large
+            else:
+                epoch = getattr(p, "committed_leader_epoch", -1)
+                offsets[tp] = CommittedOffset(p.committed_offset, epoch, meta)
 
 
 async def _group_topic(
@@ -83,7 +92,7 @@ def _retention_ms(request: Any) -> int | None:
     return ms if ms >= 0 else None
 
 
-def _by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+def codes_by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
     topics: dict[str, list[dict[str, Any]]] = {}
     for tp, code in codes.items():
         topics.setdefault(tp.topic, []).append(
@@ -95,10 +104,12 @@ def _by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
 async def offset_fetch(services: Services, ctx: RequestContext, request: Any) -> Response:
     """v8+ asks for several groups; earlier versions for one, answered at the top
     level. Both shapes are given; the version's schema keeps its own."""
+    stable = getattr(request, "require_stable", False)
     if hasattr(request, "groups"):
-        out = [await _fetch_group(services, ctx, g.group_id, g.topics) for g in request.groups]
+        out = [await _fetch_group(services, ctx, g.group_id, g.topics, stable)
+               for g in request.groups]  # fmt: skip
     else:
-        out = [await _fetch_group(services, ctx, request.group_id, request.topics)]
+        out = [await _fetch_group(services, ctx, request.group_id, request.topics, stable)]
     first = out[0] if out else {"topics": [], "error_code": ErrorCode.none}
     return {
         "throttle_time": 0,
@@ -109,7 +120,7 @@ async def offset_fetch(services: Services, ctx: RequestContext, request: Any) ->
 
 
 async def _fetch_group(
-    services: Services, ctx: RequestContext, group_id: str, topics: Any
+    services: Services, ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
 ) -> dict[str, Any]:
     """Committed offsets of the asked partitions (all the group has, when `topics`
     is null); -1 for a partition without one, as Kafka answers. Topics the principal
@@ -121,6 +132,9 @@ async def _fetch_group(
     except KafkaError as exc:
         return {"group_id": group_id, "topics": [], "error_code": exc.code}
     committed = groups.offsets.of(key)
+    # KIP-447: a consumer asking for stable offsets is told to retry while a
+    # transaction that committed offsets for the partition has not ended
+    unstable = groups.pending.unstable(key) if require_stable else set()
     if topics is None:
         wanted = sorted(committed, key=lambda tp: (tp.topic, tp.partition))
     else:
@@ -132,6 +146,8 @@ async def _fetch_group(
     for tp in wanted:
         o = committed.get(tp) if allowed[tp.topic] else None
         code = ErrorCode.none if allowed[tp.topic] else ErrorCode.topic_authorization_failed
+        if code is ErrorCode.none and tp in unstable:
+            code = ErrorCode.unstable_offset_commit
         by_topic.setdefault(tp.topic, []).append(
             {
                 "partition_index": tp.partition,
@@ -185,4 +201,4 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
         return {"error_code": exc.code, "throttle_time": 0, "topics": []}
     except StorageError:
         return {"error_code": ErrorCode.coordinator_not_available, "throttle_time": 0, "topics": []}
-    return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": _by_topic(codes)}
+    return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": codes_by_topic(codes)}

@@ -74,15 +74,14 @@ async def add_partitions(services: Services, ctx: RequestContext, request: Any) 
         request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
         request.v3_and_below_topics, verify_only=False,
     )  # fmt: skip
-    return {"throttle_time": 0, "results_by_topic_v3_and_below": results}
+    return _added(ErrorCode.none, v3=results)
 
 
 async def _add_batched(services: Services, ctx: RequestContext, request: Any) -> Response:
     """Kafka takes these from brokers only (ClusterAction); so does kop, from its
     superusers."""
     if not await ctx.access.cluster():
-        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                "results_by_transaction": []}  # fmt: skip
+        return _added(ErrorCode.cluster_authorization_failed)
     out = []
     for t in request.transactions:
         results = await _add(
@@ -90,7 +89,17 @@ async def _add_batched(services: Services, ctx: RequestContext, request: Any) ->
             verify_only=t.verify_only,
         )  # fmt: skip
         out.append({"transactional_id": t.transactional_id, "topic_results": results})
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": out}
+    return _added(ErrorCode.none, batched=out)
+
+
+def _added(
+    code: ErrorCode, v3: list[dict[str, Any]] | None = None,
+    batched: list[dict[str, Any]] | None = None,
+) -> Response:  # fmt: skip
+    """The answer in both shapes (v0-3 results of one transaction; v4+ a top-level
+    error and results per transaction): the version's own is what is sent."""
+    return {"throttle_time": 0, "error_code": code, "results_by_transaction": batched or [],
+            "results_by_topic_v3_and_below": v3 or []}  # fmt: skip
 
 
 async def _add(

@@ -10,6 +10,7 @@ from kop.groups.coordinator import Coordinator
 from kop.groups.driver import Driver
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.txn_offsets import PendingOffsets
 from kop.groups.types import LoadedGroups
 
 log = logging.getLogger("kop.groups.service")  # where these lines always went
@@ -17,8 +18,10 @@ log = logging.getLogger("kop.groups.service")  # where these lines always went
 
 class PartitionLoading:
     def __init__(
-        self, store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, driver: Driver
-    ) -> None:
+        self, store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, driver: Driver,
+        pending: PendingOffsets,
+    ) -> None:  # fmt: skip
+        self._pending = pending
         self._store = store
         self._coordinator = coordinator
         self._offsets = offsets
@@ -28,6 +31,7 @@ class PartitionLoading:
         """Take the partition and read its groups back (OffsetsStore.load)."""
         loaded = await self._store.load(partition)
         restore(loaded, self._coordinator, self._offsets, self._driver.clock())
+        self._pending.restore(loaded.pending)
         self._driver.replan()
         log.info(
             "offsets partition %d loaded: %d groups",
@@ -37,10 +41,11 @@ class PartitionLoading:
     async def unload(self, partition: int) -> None:
         """Its groups leave memory (parked requests answered NOT_COORDINATOR); their
         records stay for the next owner; the partition's writer is let go."""
-        mine = {*self._coordinator.groups, *self._offsets.groups()}
+        mine = {*self._coordinator.groups, *self._offsets.groups(), *self._pending.groups()}
         gone = sorted(g for g in mine if self._store.partition_for(g) == partition)
         self._driver.now(lambda _now: self._coordinator.unload(gone))
         self._offsets.unload(gone)
+        self._pending.unload(gone)
         await self._store.release(partition)
         log.info("offsets partition %d unloaded: %d groups", partition, len(gone))
 

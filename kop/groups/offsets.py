@@ -49,6 +49,10 @@ class Offsets:
     async def commit(self, group: str, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
         """Persisted first, then visible: a fetch never sees an unpersisted commit."""
         await self._store.commit(group, offsets)
+        self.applied(group, offsets)
+
+    def applied(self, group: str, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """Offsets persisted elsewhere (a transaction's, by its marker) made visible."""
         self._by_group.setdefault(group, {}).update(offsets)
 
     async def delete(self, group: str, tps: list[TopicPartition]) -> None:

@@ -7,8 +7,15 @@ one counts too, as compaction treats it the same) makes compaction forget it.
 
 Keys (UTF-8 text, fields joined by '|'):
 
-    o|{group}|{topic}|{partition}    a committed offset of a group
-    g|{group}                        a group's metadata
+    o|{group}|{topic}|{partition}          a committed offset of a group
+    g|{group}                              a group's metadata
+    t|{producer}|{group}|{topic}|{partition}
+                                           an offset committed in a transaction of
+                                           producer id {producer}, not yet ended
+
+A transactional offset has an offset's value; when its transaction commits, the
+offset record and the pending one's tombstone are written in one entry (an abort
+writes the tombstone only).
 
 `{group}` and `{topic}` are the names with '%' written as '%25' and '|' as
 '%7C', nothing else changed, so every '|' in a key separates fields and common
@@ -52,6 +59,7 @@ from kop.storage.types import OutgoingMessage
 VERSION = 1
 _OFFSET = "o"
 _GROUP = "g"
+_PENDING = "t"
 _PARTITION = re.compile(r"0|-?[1-9][0-9]{0,18}")
 
 
@@ -76,7 +84,18 @@ class GroupRecord:
     meta: GroupMetadata | None
 
 
-Record = OffsetRecord | GroupRecord
+@dataclass(frozen=True, slots=True)
+class PendingRecord:
+    """An offset of `group` for `tp` committed in a transaction of `producer_id`,
+    not yet ended; `offset` None: a tombstone (the transaction ended)."""
+
+    producer_id: int
+    group: str
+    tp: TopicPartition
+    offset: CommittedOffset | None
+
+
+Record = OffsetRecord | GroupRecord | PendingRecord
 
 
 # -- keys ---------------------------------------------------------------------
@@ -84,6 +103,10 @@ Record = OffsetRecord | GroupRecord
 
 def offset_key(group: str, tp: TopicPartition) -> str:
     return f"{_OFFSET}|{_escape(group)}|{_escape(tp.topic)}|{tp.partition}"
+
+
+def pending_key(producer_id: int, group: str, tp: TopicPartition) -> str:
+    return f"{_PENDING}|{producer_id}|{_escape(group)}|{_escape(tp.topic)}|{tp.partition}"
 
 
 def group_key(group: str) -> str:
@@ -114,6 +137,17 @@ def encode_offset(group: str, tp: TopicPartition, offset: CommittedOffset) -> Ou
         "expire_ms": offset.expire_ms,
     }
     return _message(offset_key(group, tp), value)
+
+
+def encode_pending(
+    producer_id: int, group: str, tp: TopicPartition, offset: CommittedOffset
+) -> OutgoingMessage:
+    message = encode_offset(group, tp, offset)
+    return OutgoingMessage(message.payload, {}, pending_key(producer_id, group, tp), None)
+
+
+def tombstone_pending(producer_id: int, group: str, tp: TopicPartition) -> OutgoingMessage:
+    return OutgoingMessage(None, {}, pending_key(producer_id, group, tp), None)
 
 
 def encode_group(meta: GroupMetadata) -> OutgoingMessage:
@@ -173,6 +207,12 @@ def decode(partition_key: str, payload: bytes | None) -> Record:
             raise MalformedRecord(f"bad partition in key {partition_key!r}")
         group, tp = _unescape(fields[0]), TopicPartition(_unescape(fields[1]), int(fields[2]))
         return OffsetRecord(group, tp, None if not payload else _offset(_value(payload)))
+    if sep and tag == _PENDING and len(fields) == 4:
+        if not (_PARTITION.fullmatch(fields[0]) and _PARTITION.fullmatch(fields[3])):
+            raise MalformedRecord(f"bad number in key {partition_key!r}")
+        group, tp = _unescape(fields[1]), TopicPartition(_unescape(fields[2]), int(fields[3]))
+        offset = None if not payload else _offset(_value(payload))
+        return PendingRecord(int(fields[0]), group, tp, offset)
     raise MalformedRecord(f"unknown key {partition_key!r}")
 
 

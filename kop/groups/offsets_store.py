@@ -13,12 +13,15 @@ from collections.abc import Iterable, Mapping
 from kop.groups.offsets_codec import (
     GroupRecord,
     MalformedRecord,
+    PendingRecord,
     Record,
     decode,
     encode_group,
     encode_offset,
+    encode_pending,
     tombstone_group,
     tombstone_offset,
+    tombstone_pending,
 )
 from kop.groups.types import CommittedOffset, GroupMetadata, LoadedGroups, TopicPartition
 from kop.log.held_topic import HeldPartitions
@@ -63,6 +66,24 @@ class OffsetsStore:
     async def commit(self, group: str, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
         await self._held.write(group, [encode_offset(group, tp, o) for tp, o in offsets.items()])
 
+    async def commit_pending(
+        self, group: str, producer_id: int, offsets: Mapping[TopicPartition, CommittedOffset]
+    ) -> None:
+        """Offsets committed in a transaction: kept aside until it ends."""
+        await self._held.write(
+            group, [encode_pending(producer_id, group, tp, o) for tp, o in offsets.items()]
+        )
+
+    async def end_pending(
+        self, group: str, producer_id: int, offsets: Mapping[TopicPartition, CommittedOffset],
+        commit: bool,
+    ) -> None:  # fmt: skip
+        """A transaction ended: its offsets committed (or not) and its pending records
+        forgotten, in one entry (stored all or nothing)."""
+        committed = [encode_offset(group, tp, o) for tp, o in offsets.items()] if commit else []
+        forgotten = [tombstone_pending(producer_id, group, tp) for tp in offsets]
+        await self._held.write(group, [*committed, *forgotten])
+
     async def store_group(self, meta: GroupMetadata) -> None:
         await self._held.write(meta.group_id, [encode_group(meta)])
 
@@ -88,6 +109,18 @@ class OffsetsStore:
 
 
 def _apply(loaded: LoadedGroups, record: Record) -> None:
+    if isinstance(record, PendingRecord):
+        by_group = loaded.pending.setdefault(record.producer_id, {})
+        pending = by_group.setdefault(record.group, {})
+        if record.offset is None:
+            pending.pop(record.tp, None)
+        else:
+            pending[record.tp] = record.offset
+        if not pending:
+            del by_group[record.group]
+        if not by_group:
+            del loaded.pending[record.producer_id]
+        return
     if isinstance(record, GroupRecord):
         if record.meta is None:
             loaded.groups.pop(record.group, None)

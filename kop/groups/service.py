@@ -29,6 +29,7 @@ from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.rebalance import JoinResult, SyncResult
 from kop.groups.scope import GroupScope
+from kop.groups.txn_offsets import PendingOffsets
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.log.held_topic import NotHeld
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -73,7 +74,10 @@ class GroupService:
         self._driver = Driver(self.coordinator, store, clock, self._failed)
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
-        loading = PartitionLoading(store, self.coordinator, self.offsets, self._driver)
+        self.pending = PendingOffsets(store, self.offsets)
+        loading = PartitionLoading(
+            store, self.coordinator, self.offsets, self._driver, self.pending
+        )
         self.partitions = CoordinatedPartitions(
             store.partitions, store.partition_topic, loading.load, loading.unload
         )
@@ -108,6 +112,10 @@ class GroupService:
 
     def partition_of(self, group_id: str) -> int:
         return self._store.partition_for(group_id)
+
+    @property
+    def offsets_topic(self) -> str:
+        return self._store.topic
 
     def partition_topic(self, partition: int) -> str:
         """What its ownership is decided by: the offsets topic's Pulsar partition."""
@@ -198,6 +206,38 @@ class GroupService:
             return self._failed(group_id, exc)
         self.on_commit(time.monotonic() - started)
         return ErrorCode.none
+
+    async def commit_in_txn(
+        self, group_id: str, producer_id: int, generation: int, member_id: str,
+        instance_id: str | None, offsets: dict[TopicPartition, CommittedOffset],
+    ) -> ErrorCode:  # fmt: skip
+        """TxnOffsetCommit: kept aside until the transaction ends (`end_txn`). A
+        generation of -1 is not checked (a producer outside the group), as in Kafka."""
+        self.check(group_id)
+        now = self._driver.clock()
+        if generation >= 0 or member_id:
+            code = self._driver.now(
+                lambda now: self.coordinator.commit_allowed(
+                    group_id, generation, member_id, instance_id, now
+                )
+            )
+            if code is not ErrorCode.none:
+                return code
+        stamped = {tp: dataclasses.replace(o, commit_ms=now) for tp, o in offsets.items()}
+        try:
+            await self.pending.add(group_id, producer_id, stamped)
+        except StorageError as exc:
+            log.warning("transactional commit of %s not persisted: %s", group_id, exc)
+            return self._failed(group_id, exc)
+        return ErrorCode.none
+
+    async def end_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The marker of a transaction for offsets partition `partition`: the offsets
+        its producer committed there become the groups' (or are dropped). Raises
+        StorageError while the partition is not loaded here (the marker is retried)."""
+        if not self.partitions.coordinates(partition):
+            raise StorageError(f"offsets partition {partition} is not loaded here")
+        await self.pending.end(producer_id, commit, lambda g: self.partition_of(g) == partition)
 
     def _failed(self, group_id: str, exc: StorageError) -> ErrorCode:
         """A write that failed because this instance no longer holds the group's offsets

@@ -69,3 +69,7 @@ class LoadedGroups:
 
     groups: dict[str, GroupMetadata] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
+    # producer id -> group -> offsets committed in its transaction, not yet ended
+    pending: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = field(
+        default_factory=dict
+    )

@@ -5,13 +5,16 @@ owner's fencing writer, the tail follower counting it), so it takes the next
 offset, closes the producer's transaction in the partition's index and, with a later
 epoch, fences the producer there. Partitions are named as the coordinator records
 them: (the Pulsar topic of the partition, its Kafka index); a non-partitioned
-topic's is the topic itself. A partition served by another instance
+topic's is the topic itself. A partition of the offsets topic (AddOffsetsToTxn's)
+gets no marker record: the group coordinator commits or drops the offsets the
+transaction committed there (kop.groups.txn_offsets). A partition served by another instance
 is not written here (StorageError: the coordinator retries).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
@@ -22,18 +25,31 @@ from kop.storage.types import StorageError
 from kop.txn.state import Partition
 
 
+class OffsetsMarker(Protocol):
+    async def end_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The transaction's offsets in offsets partition `partition` are committed
+        or dropped; raises StorageError when that cannot be done now."""
+        ...
+
+
 class LocalMarkers:
     def __init__(
-        self, logs: LogManager, owned: Callable[[str], bool], now_ms: Callable[[], int]
-    ) -> None:
+        self, logs: LogManager, owned: Callable[[str], bool], now_ms: Callable[[], int],
+        offsets: OffsetsMarker | None = None, offsets_topic: str = "",
+    ) -> None:  # fmt: skip
         self._logs = logs
         self._owned = owned  # a partition topic this instance serves
         self._now_ms = now_ms
+        self._offsets = offsets  # the group coordinator (AddOffsetsToTxn's partitions)
+        self._offsets_prefix = f"{offsets_topic}-partition-"
 
     async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
         batch = marker_batch(marker, self._now_ms())
         head = read_header(batch)
-        for name, _index in sorted(partitions):
+        for name, index in sorted(partitions):
+            if self._offsets is not None and name.startswith(self._offsets_prefix):
+                await self._offsets.end_txn(index, marker.producer_id, marker.commit)
+                continue
             if not self._owned(name):
                 raise StorageError(f"{name} is served by another instance")
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import itertools
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
 from typing import Any, cast
@@ -34,14 +35,20 @@ from kop.api import (
     producer_ids,
     topic_partitions,
     topics_admin,
+    transactions,
+    txn_offsets,
 )
 from kop.api.context import Broker, RequestContext, Response, Services
+from kop.cluster.member import Member
+from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
 from kop.log.partition_budget import PartitionBudget
 from kop.log.topics import TopicCatalog, TopicDefaults
+from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import (
     SUPPORTED_VERSIONS,
@@ -56,6 +63,10 @@ from kop.protocol.messages import (
     top_level_error_response,
 )
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.txn.coordinator import TxnCoordinator
+from kop.txn.service import TxnService
+from kop.txn.state import Partition
+from kop.txn.store import TxnStore
 from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
 
@@ -193,6 +204,10 @@ async def _services() -> Services:
     await group_service.start()
     while not group_service.loaded:
         await asyncio.sleep(0.001)
+    txns = _txn_service(memory)
+    await txns.start()
+    while not txns.partitions.all_loaded:
+        await asyncio.sleep(0.001)
     return Services(
         broker=Broker(1, "localhost", 9092, "cluster"),
         catalog=catalog,
@@ -201,7 +216,21 @@ async def _services() -> Services:
         fetch_max_wait_cap_ms=0,
         fetch_max_bytes_cap=1 << 20,
         groups=group_service,
+        txns=txns,
     )
+
+
+class _NoMarkers:
+    async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
+        return None
+
+
+def _txn_service(memory: MemoryLog) -> TxnService:
+    store = TxnStore(memory, "persistent://public/__kop/transaction-state", 2)
+    ids = itertools.count(1)
+    coordinator = TxnCoordinator(store, _NoMarkers(), 60_000, lambda: next(ids), lambda: 0)
+    me = Member(1, "localhost", 9092, "x")
+    return TxnService(store, coordinator, Ownership(Solo(me), me), 10.0, GroupScope(NS))
 
 
 def _ns(**kwargs: Any) -> Any:
@@ -309,13 +338,84 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             _resolved({"throttle_time": 0, "topics": [{"name": "t", "partitions": [ok]}]}),
         ]
     elif api == ApiKey.INIT_PRODUCER_ID:
+        minute = datetime.timedelta(seconds=60)
         calls = [
-            producer_ids.handle(s, ctx, _ns(transactional_id="tx")),
+            producer_ids.handle(
+                s,
+                ctx,
+                _ns(
+                    transactional_id="tx",
+                    transaction_timeout=minute,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                ),
+            ),
+            producer_ids.handle(
+                s, ctx, _ns(transactional_id="tx", transaction_timeout=minute * 10**6)
+            ),
             producer_ids.handle(
                 s, ctx, _ns(transactional_id=None, producer_id=5, producer_epoch=2)
             ),
             producer_ids.handle(s, ctx, _ns(transactional_id=None)),
         ]
+    elif api in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT):
+        init = await producer_ids.handle(
+            s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
+                        producer_id=-1, producer_epoch=-1),
+        )  # fmt: skip
+        pid = init["producer_id"]
+        parts = [_ns(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
+                     committed_metadata=None),
+                 _ns(partition_index=9, committed_offset=3, committed_leader_epoch=-1,
+                     committed_metadata="")]  # fmt: skip
+        commit = _ns(
+            transactional_id="tx",
+            group_id="g",
+            producer_id=pid,
+            producer_epoch=0,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[_ns(name="t", partitions=parts), _ns(name="gone", partitions=parts)],
+        )
+        calls = (
+            [txn_offsets.add_offsets(s, ctx, _ns(transactional_id="tx", producer_id=pid,
+                                                 producer_epoch=0, group_id="g")),
+             txn_offsets.add_offsets(s, ctx, _ns(transactional_id="tx", producer_id=pid + 1,
+                                                 producer_epoch=0, group_id="g"))]
+            if api == ApiKey.ADD_OFFSETS_TO_TXN
+            else [txn_offsets.txn_offset_commit(s, ctx, commit)]
+        )  # fmt: skip
+    elif api in (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.END_TXN):
+        init = await producer_ids.handle(
+            s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
+                        producer_id=-1, producer_epoch=-1),
+        )  # fmt: skip
+        pid = init["producer_id"]
+        topics = [_ns(name="t", partitions=[0, 1]), _ns(name="gone", partitions=[0])]
+
+        def add(named: list[Any]) -> Any:
+            return transactions.add_partitions(s, ctx, _ns(
+                v3_and_below_transactional_id="tx", v3_and_below_producer_id=pid,
+                v3_and_below_producer_epoch=0, v3_and_below_topics=named))  # fmt: skip
+
+        if api == ApiKey.ADD_PARTITIONS_TO_TXN:
+            calls = [
+                add(topics[:1]),
+                add(topics),
+                transactions.add_partitions(s, ctx, _ns(transactions=[_ns(
+                    transactional_id="tx", producer_id=pid, producer_epoch=0, verify_only=True,
+                    topics=topics[:1])])),
+            ]  # fmt: skip
+        else:
+            await add(topics[:1])
+            calls = [
+                transactions.end_txn(s, ctx, _ns(
+                    transactional_id="tx", producer_id=pid, producer_epoch=0, committed=True)),
+                transactions.end_txn(s, ctx, _ns(
+                    transactional_id="tx", producer_id=pid + 1, producer_epoch=0,
+                    committed=False)),
+            ]  # fmt: skip
     elif api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
         parts = [
             _ns(partition=0, current_leader_epoch=-1, leader_epoch=0),
@@ -391,7 +491,8 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             assert response is not None
             responses.append(response)
     finally:
-        assert s.groups is not None
+        assert s.groups is not None and s.txns is not None
+        await s.txns.close()
         await s.groups.close()
     return responses
 

@@ -92,3 +92,47 @@ async def test_commit_abort_and_a_fenced_producer(fmt: EntryFormat) -> None:
     assert out["everything"] == [b"a1", b"a2", b"c1", b"c2", b"c3", b"c4", b"zombie"]
     fenced = out["fenced"]
     assert fenced is not None and fenced.fatal(), fenced
+
+
+def _committed(port: int, group: str) -> list[int]:
+    # read_uncommitted: a read_committed consumer asks for stable offsets (KIP-447)
+    # and would wait while a transaction that committed some is open
+    c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group,
+                  "isolation.level": "read_uncommitted"})  # fmt: skip
+    try:
+        return [tp.offset for tp in c.committed([TopicPartition("hot", p) for p in (0, 1)], 10)]
+    finally:
+        c.close()
+
+
+def _offsets_in_transactions(port: int) -> dict[str, Any]:
+    """A read-process-write step's offsets: visible to the group only once its
+    transaction commits; an aborted one's never."""
+    p = _producer(port, "rpw")
+    c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "rpw",
+                  "enable.auto.commit": False})  # fmt: skip
+    meta = c.consumer_group_metadata()
+    out: dict[str, Any] = {}
+    p.begin_transaction()
+    p.produce("hot", b"out-1", partition=0)
+    p.send_offsets_to_transaction([TopicPartition("hot", 0, 5), TopicPartition("hot", 1, 7)],
+                                  meta, 30)  # fmt: skip
+    out["before commit"] = _committed(port, "rpw")
+    p.commit_transaction(30)
+    out["after commit"] = _committed(port, "rpw")
+    p.begin_transaction()
+    p.send_offsets_to_transaction([TopicPartition("hot", 0, 9)], meta, 30)
+    p.abort_transaction(30)
+    out["after abort"] = _committed(port, "rpw")
+    c.close()
+    return out
+
+
+async def test_offsets_sent_to_a_transaction_count_only_when_it_commits() -> None:
+    async with gateway_with_hot_topic(2) as (gateway, _):
+        out = await asyncio.to_thread(_offsets_in_transactions, gateway.kafka_port)
+    assert out == {
+        "before commit": [-1001, -1001],
+        "after commit": [5, 7],
+        "after abort": [5, 7],
+    }

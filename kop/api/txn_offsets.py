@@ -1,0 +1,52 @@
+"""The offsets half of a transaction: AddOffsetsToTxn (the group's offsets partition
+joins the transaction, so its end reaches the group coordinator) and
+TxnOffsetCommit (offsets kept aside until then: kop.groups.txn_offsets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services
+from kop.api.groups import group_key, group_service
+from kop.api.offsets import codes_by_topic, requested_offsets
+from kop.api.transactions import coordinated, txn_key, txn_service
+from kop.groups.types import CommittedOffset, TopicPartition
+from kop.protocol.errors import ErrorCode, KafkaError
+
+
+async def add_offsets(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        key = await coordinated(services, ctx, request.transactional_id)
+        groups = group_service(services)
+        partition = groups.partition_of(await group_key(services, ctx, request.group_id))
+        code = await txn_service(services).coordinator.add_partitions(
+            key, request.producer_id, request.producer_epoch,
+            [(groups.partition_topic(partition), partition)],
+        )  # fmt: skip
+    except KafkaError as exc:
+        code = exc.code
+    return {"throttle_time": 0, "error_code": code}
+
+
+async def txn_offset_commit(services: Services, ctx: RequestContext, request: Any) -> Response:
+    codes: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, CommittedOffset] = {}
+    try:
+        await txn_key(services, ctx, request.transactional_id)
+        key = await group_key(services, ctx, request.group_id)
+    except KafkaError as exc:
+        every = [
+            TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
+        ]
+        return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, exc.code))}
+    await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
+    try:
+        code = await group_service(services).commit_in_txn(
+            key, request.producer_id, getattr(request, "generation_id", -1),
+            getattr(request, "member_id", ""), getattr(request, "group_instance_id", None),
+            offsets,
+        )  # fmt: skip
+    except KafkaError as exc:
+        code = exc.code
+    codes.update({tp: code for tp in offsets})
+    return {"throttle_time": 0, "topics": codes_by_topic(codes)}

@@ -1,0 +1,66 @@
+"""Offsets committed inside transactions (TxnOffsetCommit), kept aside until their
+transaction ends, as Kafka keeps pending transactional offsets: the commit marker
+makes them the group's committed offsets (then OffsetFetch returns them and the
+mirrored subscription moves), an abort drops them. They are durable from the
+start (`t|` records of the offsets topic), so a kop that restarts between the
+commit and the marker still has them when the coordinator sends the marker again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from kop.groups.offsets import Offsets
+from kop.groups.offsets_store import OffsetsStore
+from kop.groups.types import CommittedOffset, TopicPartition
+
+ByGroup = dict[str, dict[TopicPartition, CommittedOffset]]
+
+
+class PendingOffsets:
+    def __init__(self, store: OffsetsStore, offsets: Offsets) -> None:
+        self._store = store
+        self._offsets = offsets
+        self._by_producer: dict[int, ByGroup] = {}
+
+    def restore(self, pending: Mapping[int, ByGroup]) -> None:
+        for pid, by_group in pending.items():
+            mine = self._by_producer.setdefault(pid, {})
+            for group, offsets in by_group.items():
+                mine.setdefault(group, {}).update(offsets)
+
+    def unload(self, groups: list[str]) -> None:
+        gone = set(groups)
+        for pid in list(self._by_producer):
+            by_group = self._by_producer[pid]
+            for group in gone & set(by_group):
+                del by_group[group]
+            if not by_group:
+                del self._by_producer[pid]
+
+    def groups(self) -> set[str]:
+        return {g for by_group in self._by_producer.values() for g in by_group}
+
+    def unstable(self, group: str) -> set[TopicPartition]:
+        """The group's partitions with an offset in a transaction not yet ended."""
+        return {tp for by_group in self._by_producer.values() for tp in by_group.get(group, {})}
+
+    async def add(
+        self, group: str, producer_id: int, offsets: Mapping[TopicPartition, CommittedOffset]
+    ) -> None:
+        """Persisted first, then held."""
+        await self._store.commit_pending(group, producer_id, offsets)
+        self._by_producer.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
+
+    async def end(self, producer_id: int, commit: bool, here: Callable[[str], bool]) -> None:
+        """The producer's transaction ended: its offsets of the groups `here` says
+        (those of one offsets partition) are committed or dropped, each group's at
+        once; a failure leaves the rest for the marker's retry."""
+        by_group = self._by_producer.get(producer_id, {})
+        for group in [g for g in by_group if here(g)]:
+            offsets = by_group[group]
+            await self._store.end_pending(group, producer_id, offsets, commit)
+            if commit:
+                self._offsets.applied(group, offsets)
+            del by_group[group]
+        if not by_group:
+            self._by_producer.pop(producer_id, None)
