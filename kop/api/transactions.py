@@ -19,6 +19,17 @@ from kop.security.authorizer import TopicOp
 from kop.txn.service import TxnService
 from kop.txn.state import Partition
 
+# KIP-588: versions from which a client knows PRODUCER_FENCED; older ones are told
+# INVALID_PRODUCER_EPOCH, as Kafka does.
+KNOWS_FENCED = {"InitProducerId": 4, "AddPartitionsToTxn": 2, "AddOffsetsToTxn": 2,
+                "EndTxn": 2, "TxnOffsetCommit": 3}  # fmt: skip
+
+
+def for_version(code: ErrorCode, api: str, version: int) -> ErrorCode:
+    if code is ErrorCode.producer_fenced and version < KNOWS_FENCED[api]:
+        return ErrorCode.invalid_producer_epoch
+    return code
+
 
 def txn_service(services: Services) -> TxnService:
     if services.txns is None:
@@ -63,6 +74,7 @@ async def init_producer_id(services: Services, ctx: RequestContext, request: Any
         )
     except KafkaError as exc:
         code, pid, epoch = exc.code, -1, -1
+    code = for_version(code, "InitProducerId", ctx.api_version)
     return {"throttle_time": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
 
 
@@ -135,6 +147,7 @@ async def _add(
                 code = await coordinator.add_partitions(key, producer_id, epoch, named.values())
         except KafkaError as exc:
             code = exc.code
+    code = for_version(code, "AddPartitionsToTxn", ctx.api_version)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for t in topics:
         for index in t.partitions:
@@ -154,5 +167,6 @@ async def end_txn(services: Services, ctx: RequestContext, request: Any) -> Resp
         )
     except KafkaError as exc:
         code = exc.code
+    code = for_version(code, "EndTxn", ctx.api_version)
     return {"throttle_time": 0, "error_code": code, "producer_id": request.producer_id,
             "producer_epoch": request.producer_epoch}  # fmt: skip

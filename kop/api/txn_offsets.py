@@ -9,7 +9,7 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services
 from kop.api.groups import group_key, group_service
 from kop.api.offsets import codes_by_topic, requested_offsets
-from kop.api.transactions import coordinated, txn_key, txn_service
+from kop.api.transactions import coordinated, for_version, txn_key, txn_service
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -25,7 +25,7 @@ async def add_offsets(services: Services, ctx: RequestContext, request: Any) -> 
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code
-    return {"throttle_time": 0, "error_code": code}
+    return {"throttle_time": 0, "error_code": for_version(code, "AddOffsetsToTxn", ctx.api_version)}
 
 
 async def txn_offset_commit(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -48,5 +48,6 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code
+    code = for_version(code, "TxnOffsetCommit", ctx.api_version)
     codes.update({tp: code for tp in offsets})
     return {"throttle_time": 0, "topics": codes_by_topic(codes)}

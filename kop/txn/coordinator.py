@@ -58,6 +58,10 @@ class TxnCoordinator:
         self._partitions[partition] = tx
         for d in decisions:  # a prepared end written again is the same record
             await self._settle(tx, d)
+        log.info(
+            "transaction state partition %d loaded: %d transactional ids, %d unfinished "
+            "transactions being ended", partition, len(metas), len(decisions),
+        )  # fmt: skip
 
     async def unload(self, partition: int) -> None:
         tx = self._partitions.pop(partition, None)

@@ -1,0 +1,230 @@
+"""Transactions on a real Pulsar, with unmodified clients: the Java client's
+read-process-write loop stays exactly-once while kop is killed with -9 under it;
+confluent-kafka, kafka-python and aiokafka commit, abort and get fenced."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import gc
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka import KafkaProducer
+
+from tests.integration.admin import create_topic
+from tests.integration.conftest import KopProcess
+from tests.integration.test_java_client import JAVA_DIR, java_classpath  # noqa: F401
+
+PARTITIONS = 2
+
+
+def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[bytes]:
+    """Every record up to the end each partition has at `isolation` (the last stable
+    offset for read_committed)."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}",
+        "isolation.level": isolation, "enable.auto.commit": False,
+    })  # fmt: skip
+    try:
+        out: list[bytes] = []
+        for p in range(PARTITIONS):
+            _, end = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            consumer.assign([TopicPartition(topic, p, 0)])
+            deadline = time.monotonic() + 60
+            while consumer.position([TopicPartition(topic, p)])[0].offset < end:
+                assert time.monotonic() < deadline, f"partition {p} not read to {end}"
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None:
+                    out.append(msg.value())
+        return out
+    finally:
+        consumer.close()
+
+
+def test_java_read_process_write_is_exactly_once_across_kill9(
+    fresh_kop: KopProcess,
+    java_classpath: str,  # noqa: F811
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    source, sink, n = f"rpw-in-{run}", f"rpw-out-{run}", 4000
+    create_topic(fresh_kop.bootstrap, source, partitions=PARTITIONS)
+    create_topic(fresh_kop.bootstrap, sink, partitions=PARTITIONS)
+    values = [f"v{i}".encode() for i in range(n)]
+    p = Producer({"bootstrap.servers": fresh_kop.bootstrap, "enable.idempotence": True})
+    for i, v in enumerate(values):
+        p.produce(source, v, partition=i % PARTITIONS)
+    assert p.flush(60) == 0
+    app = subprocess.Popen(
+        ["java", "-cp", java_classpath, str(JAVA_DIR / "ReadProcessWrite.java"),
+         fresh_kop.bootstrap, source, sink, f"rpw-{run}", f"rpw-{run}", "150"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    kills = 0
+    try:
+        for fraction in (0.2, 0.45, 0.7):  # kill -9 as the output grows past each
+            wait_for(lambda f=fraction: output_end(fresh_kop.bootstrap, sink) >= n * f,  # type: ignore[misc]
+                     f"output past {fraction:.0%}", app)  # fmt: skip
+            fresh_kop.kill9()
+            kills += 1
+            fresh_kop.start()
+        out, _ = app.communicate(timeout=600)
+    finally:
+        app.kill()
+    assert app.returncode == 0 and "DONE" in out, out[-3000:]
+    got = Counter(read_committed(fresh_kop.bootstrap, sink))
+    expected = Counter(b"out-" + v for v in values)
+    # (whether the application had to start over depends on where each kill landed)
+    assert got == expected, (
+        f"missing {len(expected - got)}, duplicated {len(got - expected)} after {kills} "
+        f"kills; the application started over {out.count('RESTART')} times"
+    )
+
+
+def output_end(bootstrap: str, topic: str) -> int:
+    """The output's high watermarks, summed (markers included): progress."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(PARTITIONS)
+        )
+    except KafkaException:
+        return 0
+    finally:
+        consumer.close()
+
+
+def wait_for(check: Callable[[], bool], what: str, app: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 180
+    while not check():
+        if app.poll() is not None:
+            assert app.stdout is not None
+            pytest.fail(f"the application ended before {what}:\n{app.stdout.read()[-3000:]}")
+        assert time.monotonic() < deadline, f"not within 180 s: {what}"
+        time.sleep(0.2)
+
+
+# -- Python clients: commit, abort, a fenced zombie ----------------------------------
+
+
+def _confluent(bootstrap: str, topic: str, txn_id: str) -> str:
+    def producer() -> Producer:
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
+        p.init_transactions(30)
+        return p
+
+    first = producer()
+    for values, commit in (([b"c1", b"c2"], True), ([b"a1"], False)):
+        first.begin_transaction()
+        for i, v in enumerate(values):
+            first.produce(topic, v, partition=i % PARTITIONS)
+        first.flush(30)  # an abort drops what was not sent yet
+        first.commit_transaction(30) if commit else first.abort_transaction(30)
+    first.begin_transaction()
+    first.produce(topic, b"zombie", partition=0)
+    first.flush(30)
+    second = producer()
+    second.begin_transaction()
+    second.produce(topic, b"c3", partition=1)
+    second.commit_transaction(30)
+    try:
+        first.produce(topic, b"late", partition=1)
+        first.commit_transaction(30)
+    except KafkaException as exc:
+        return exc.args[0].name()
+    return "not fenced"
+
+
+def _kafka_python(bootstrap: str, topic: str, txn_id: str) -> str:
+    def producer() -> KafkaProducer:
+        p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
+        p.init_transactions()
+        return p
+
+    first = producer()
+    for values, commit in (([b"c1", b"c2"], True), ([b"a1"], False)):
+        first.begin_transaction()
+        for i, v in enumerate(values):
+            first.send(topic, v, partition=i % PARTITIONS)
+        first.flush(30)  # an abort drops what was not sent yet
+        first.commit_transaction() if commit else first.abort_transaction()
+    first.begin_transaction()
+    first.send(topic, b"zombie", partition=0).get(30)
+    second = producer()
+    second.begin_transaction()
+    second.send(topic, b"c3", partition=1)
+    second.commit_transaction()
+    second.close()
+    try:
+        first.send(topic, b"late", partition=1).get(30)
+        first.commit_transaction()
+    except Exception as exc:  # kafka-python raises its own errors, by name
+        return type(exc).__name__
+    finally:
+        first.close(timeout=5)
+    return "not fenced"
+
+
+def _aiokafka(bootstrap: str, topic: str, txn_id: str) -> str:
+    async def go() -> str:
+        first = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
+        await first.start()
+        try:
+            for values, commit in (([b"c1", b"c2"], True), ([b"a1"], False)):
+                await first.begin_transaction()
+                for i, v in enumerate(values):
+                    await first.send_and_wait(topic, v, partition=i % PARTITIONS)
+                await (first.commit_transaction() if commit else first.abort_transaction())
+            await first.begin_transaction()
+            await first.send_and_wait(topic, b"zombie", partition=0)
+            second = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
+            await second.start()
+            async with second.transaction():
+                await second.send_and_wait(topic, b"c3", partition=1)
+            await second.stop()
+            try:
+                await first.send_and_wait(topic, b"late", partition=1)
+                await first.commit_transaction()
+            except Exception as exc:  # aiokafka's own errors, by name
+                return type(exc).__name__
+            return "not fenced"
+        finally:
+            await asyncio.wait_for(first.stop(), 10)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # not on the main thread's loop
+        fenced = pool.submit(asyncio.run, go()).result()
+    # The fenced producer's objects are finalized now, not whenever the collector next
+    # runs: their finalizers log with tracebacks, which parse source (Python 3.11), and
+    # from inside another compile() (a module imported later) that fails the import.
+    gc.collect()
+    return fenced
+
+
+FENCED = {
+    "confluent": {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"},
+    "kafka-python": {"ProducerFencedError", "InvalidProducerEpochError", "KafkaError"},
+    "aiokafka": {"ProducerFenced", "InvalidProducerEpoch", "KafkaError"},
+}
+
+
+@pytest.mark.parametrize(
+    ("client", "run"),
+    [("confluent", _confluent), ("kafka-python", _kafka_python), ("aiokafka", _aiokafka)],
+)
+def test_commit_abort_and_a_fenced_zombie(
+    kop: KopProcess, client: str, run: Callable[[str, str, str], str]
+) -> None:
+    topic = f"txn-{client}-{uuid.uuid4().hex[:8]}"
+    create_topic(kop.bootstrap, topic, partitions=PARTITIONS)
+    fenced = run(kop.bootstrap, topic, f"t-{uuid.uuid4().hex[:8]}")
+    assert fenced in FENCED[client]
+    assert sorted(read_committed(kop.bootstrap, topic)) == [b"c1", b"c2", b"c3"]
+    everything = sorted(read_committed(kop.bootstrap, topic, "read_uncommitted"))
+    assert everything == [b"a1", b"c1", b"c2", b"c3", b"zombie"]
