@@ -27,6 +27,11 @@ are not shown to Kafka clients as headers:
 `__kafka.entry=batch`; only that property is read, the stamp comes from the
 batch header.
 
+A transaction marker is a whole control batch in either format, with
+`__kafka.marker=commit|abort/pid/epoch` beside `__kafka.entry=batch`: written for
+Pulsar applications, so they can drop what a transaction aborted without decoding
+the batch (docs/transactions.md); kop reads the batch itself.
+
 Any Pulsar application can write these properties, so reading never raises:
 a tail reader that failed on a message would retry it forever and stop the
 partition. A malformed reserved property is served as a plain header (name =
@@ -55,6 +60,8 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kop.protocol.control import read_marker
+from kop.protocol.errors import KafkaError
 from kop.protocol.records import HEADER_SIZE, BatchHeader, Header, Record, read_header
 from kop.storage.types import OutgoingMessage, StoredMessage
 
@@ -64,6 +71,7 @@ P_KEY = "__kafka.key"
 P_HEADERS = "__kafka.headers"
 P_TS = "__kafka.ts"
 P_PRODUCER = "__kafka.producer"
+P_MARKER = "__kafka.marker"
 
 _INT64 = 1 << 63  # Kafka timestamps and producer ids are int64
 _INT32 = 1 << 31  # sequences and record counts
@@ -98,9 +106,16 @@ class ProducerStamp:
 
 
 def encode_batch(batch: bytes, head: BatchHeader) -> OutgoingMessage:
+    properties = {P_ENTRY: "batch"}
+    if head.is_control:  # for Pulsar consumers' filter (docs/transactions.md)
+        with contextlib.suppress(KafkaError):  # not a marker: nothing to tell
+            m = read_marker(batch)
+            if m is not None:
+                outcome = "commit" if m.commit else "abort"
+                properties[P_MARKER] = f"{outcome}/{m.producer_id}/{m.producer_epoch}"
     return OutgoingMessage(
         payload=batch,
-        properties={P_ENTRY: "batch"},
+        properties=properties,
         partition_key=None,
         event_time=head.max_timestamp if head.max_timestamp > 0 else None,
     )

@@ -10,9 +10,10 @@ from aiokafka.record.default_records import DefaultRecordBatch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kop.log.entry_format import encode_batch
 from kop.protocol.control import Marker, marker_batch, read_marker
 from kop.protocol.errors import KafkaError
-from kop.protocol.records import CONTROL_MASK, Record, build_batch
+from kop.protocol.records import CONTROL_MASK, Record, build_batch, read_header
 
 markers = st.builds(
     Marker,
@@ -56,3 +57,14 @@ def test_a_control_batch_holding_anything_else_is_corrupt(key: bytes, value: byt
     batch[22] |= CONTROL_MASK  # the attributes' low byte (the CRC is not what is tested)
     with pytest.raises(KafkaError):
         read_marker(bytes(batch))
+
+
+def test_a_stored_marker_names_its_outcome_for_pulsar_applications() -> None:
+    """What a Pulsar consumer filters on (docs/transactions.md): the marker's outcome,
+    producer and epoch, without decoding the Kafka batch."""
+    for commit, outcome in ((True, "commit"), (False, "abort")):
+        batch = marker_batch(Marker(commit, 77, 3, 0), 1_700_000_000_000)
+        message = encode_batch(batch, read_header(batch))
+        assert message.properties == {"__kafka.entry": "batch", "__kafka.marker": f"{outcome}/77/3"}
+    plain = build_batch([Record(0, 1_700_000_000_000, None, b"v")])
+    assert encode_batch(plain, read_header(plain)).properties == {"__kafka.entry": "batch"}
