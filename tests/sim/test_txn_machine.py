@@ -1,0 +1,296 @@
+"""Deterministic simulation of transactions, end to end below the APIs (issue 23).
+
+A hypothesis state machine drives the real coordinator (its rules, the transaction
+state topic, the markers written through each partition's log) and the real
+partition logs over the in-memory storage: two transactional ids initialise
+(fencing their earlier producers), write to two partitions, commit, abort, let
+their timeouts run out, and kop crashes (kill -9) between any two steps and starts
+again. A simple model says what each transaction's outcome must be. After every
+step, once the background work has settled:
+
+- a `read_committed` reader (the last stable offset, the aborted-transaction list,
+  markers skipped, as Kafka's consumer reads) sees exactly the committed records,
+  in offset order;
+- the last stable offset stops at the first record of the oldest open transaction
+  in the partition, and reaches the high watermark once none is open: it never
+  passes an open transaction, and no transaction holds it after its timeout fired;
+- offsets are dense, markers included: every offset below the high watermark is
+  one record or one marker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from kop.log.entry_format import EntryFormat
+from kop.log.settings import LogSettings
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.records import Record, build_batch, iter_records, split_batches
+from kop.txn.coordinator import TxnCoordinator
+from kop.txn.markers import LocalMarkers
+from kop.txn.store import TxnStore
+from tests.sim.clock import SimLoop
+from tests.sim.harness import TS, Node
+from tests.sim.memory_log import MemoryLog
+
+EXAMPLES = int(os.environ.get("KOP_SIM_EXAMPLES", "60"))
+STEPS = int(os.environ.get("KOP_SIM_STEPS", "40"))
+STATE_TOPIC = "persistent://public/__kop/transaction-state"
+PARTS = ("persistent://public/default/t-partition-0", "persistent://public/default/t-partition-1")
+TIMEOUT_MS = 10_000
+SETTLE_S = 30.0  # enough for markers (retried with backoff) to land
+
+
+@dataclass
+class Txn:
+    """One transaction of a producer: its writes (partition, offset, value)."""
+
+    writes: list[tuple[str, int, bytes]] = field(default_factory=list)
+    added: set[str] = field(default_factory=set)
+    outcome: str = "open"  # open, commit, abort
+    started_ms: int = -1  # when its first partition was added (its timeout runs from there)
+
+
+@dataclass
+class Client:
+    """A transactional producer as the model sees it (None pid: must init first)."""
+
+    pid: int | None = None
+    epoch: int = 0
+    seqs: dict[str, int] = field(default_factory=dict)
+    txn: Txn | None = None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = TS
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+class TxnMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = SimLoop()
+        self.log = MemoryLog()
+        self.clock = Clock()
+        self.ids = itertools.count(1000)
+        self.node: Node | None = None
+        self.coordinator: TxnCoordinator | None = None
+        self.clients = {t: Client() for t in ("a", "b")}
+        self.txns: list[Txn] = []
+        self.values = itertools.count()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @initialize()
+    def boot(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self.node = Node(self.loop, self.log, LogSettings(write_timeout_s=5.0))
+        self.node.start()
+        assert self.node.manager is not None
+        for p in PARTS:
+            self.node.partition(p)
+        markers = LocalMarkers(self.node.manager, lambda _name: True, self.clock)
+        store = TxnStore(self.log, STATE_TOPIC, 1)
+        self.coordinator = TxnCoordinator(
+            store, markers, 60_000, lambda: next(self.ids), self.clock
+        )
+        self.loop.run(self.coordinator.load(0), within=60)
+
+    def teardown(self) -> None:
+        self.loop.shutdown()
+
+    @rule()
+    def crash(self) -> None:
+        """kill -9, then a new kop: a transaction that was preparing to commit is
+        committed, every other open one aborted (its producer fenced)."""
+        assert self.node is not None
+        self.node.crash()
+        self._start()
+        for c in self.clients.values():
+            if c.txn is not None and c.txn.outcome == "open":
+                c.txn.outcome = "abort"
+                c.pid = None  # its epoch was bumped: the next call is fenced
+            c.txn = None
+
+    # -- what producers do -----------------------------------------------------------
+
+    @rule(txn_id=st.sampled_from(["a", "b"]))
+    def init(self, txn_id: str) -> None:
+        assert self.coordinator is not None
+        c = self.clients[txn_id]
+        for _ in range(20):  # CONCURRENT_TRANSACTIONS while an earlier end completes
+            error, pid, epoch = self.loop.run(
+                self.coordinator.init_producer_id(txn_id, TIMEOUT_MS), within=30
+            )
+            if error is not ErrorCode.concurrent_transactions:
+                break
+            self.loop.settle(1.0)
+        assert error is ErrorCode.none, error
+        if c.txn is not None and c.txn.outcome == "open":
+            c.txn.outcome = "abort"  # fenced by the new incarnation
+        self.clients[txn_id] = Client(pid, epoch)
+
+    @precondition(lambda self: any(c.pid is not None for c in self.clients.values()))
+    @rule(txn_id=st.sampled_from(["a", "b"]), part=st.sampled_from(PARTS),
+          n=st.integers(1, 3), fmt=st.sampled_from(list(EntryFormat)))  # fmt: skip
+    def write(self, txn_id: str, part: str, n: int, fmt: EntryFormat) -> None:
+        assert self.coordinator is not None and self.node is not None
+        c = self.clients[txn_id]
+        if c.pid is None:
+            return
+        if c.txn is None:
+            c.txn = Txn()
+            self.txns.append(c.txn)
+        if part not in c.txn.added:
+            code = self.loop.run(
+                self.coordinator.add_partitions(txn_id, c.pid, c.epoch, [(part, 0)]), within=30
+            )
+            if code in (ErrorCode.producer_fenced, ErrorCode.invalid_producer_id_mapping):
+                self._fenced(c)  # its timeout aborted it
+                return
+            if code is ErrorCode.concurrent_transactions:
+                return  # the previous end is still being completed: the client retries
+            assert code is ErrorCode.none, code
+            if not c.txn.added:
+                c.txn.started_ms = self.clock.ms
+            c.txn.added.add(part)
+        values = [f"v{next(self.values)}".encode() for _ in range(n)]
+        seq = c.seqs.get(part, 0)
+        records = [Record(i, TS + i, None, v) for i, v in enumerate(values)]
+        data = build_batch(records, producer_id=c.pid, producer_epoch=c.epoch,
+                           base_sequence=seq, transactional=True)  # fmt: skip
+        offset = self.node.produce(data, fmt, topic=part)
+        if isinstance(offset, KafkaError):
+            # fenced at the partition by a marker of a newer epoch (a timeout's abort)
+            assert offset.code is ErrorCode.invalid_producer_epoch, offset
+            self._fenced(c)
+            return
+        c.seqs[part] = seq + n
+        c.txn.writes.extend((part, offset + i, v) for i, v in enumerate(values))
+
+    @precondition(lambda self: any(c.txn is not None for c in self.clients.values()))
+    @rule(txn_id=st.sampled_from(["a", "b"]), commit=st.booleans(), then_crash=st.booleans())
+    def end(self, txn_id: str, commit: bool, then_crash: bool) -> None:
+        """EndTxn; `then_crash`: kop is killed at once, before its markers are written
+        (the end was answered: the next kop must finish it the same way)."""
+        self._end(txn_id, commit)
+        if then_crash:
+            self.crash()
+
+    def _end(self, txn_id: str, commit: bool) -> None:
+        assert self.coordinator is not None
+        c = self.clients[txn_id]
+        if c.txn is None or c.pid is None:
+            return
+        if not c.txn.added:  # nothing added: the client sends no EndTxn
+            c.txn = None
+            return
+        code = self.loop.run(self.coordinator.end_txn(txn_id, c.pid, c.epoch, commit), within=30)
+        if code in (ErrorCode.producer_fenced, ErrorCode.invalid_producer_id_mapping):
+            self._fenced(c)
+            return
+        assert code is ErrorCode.none, code
+        c.txn.outcome = "commit" if commit else "abort"
+        c.txn = None
+
+    @rule(ms=st.sampled_from([1_000, 6_000, 12_000]))
+    def tick(self, ms: int) -> None:
+        """Time passes; the coordinator aborts (and fences) what timed out."""
+        assert self.coordinator is not None
+        self.clock.ms += ms
+        self.loop.run(self.coordinator.expire(), within=60)
+        for c in self.clients.values():
+            t = c.txn
+            if t is not None and t.added and self.clock.ms - t.started_ms >= TIMEOUT_MS:
+                self._fenced(c)  # aborted, and its producer fenced
+
+    def _fenced(self, c: Client) -> None:
+        if c.txn is not None:
+            c.txn.outcome = "abort"
+        c.pid, c.txn = None, None
+
+    # -- the checks ------------------------------------------------------------------
+
+    @invariant()
+    def reads_agree_with_the_model(self) -> None:
+        if self.node is None or self.coordinator is None:
+            return
+        self.loop.settle(SETTLE_S)
+        for part in PARTS:
+            plog = self.node.partition(part)
+            hw, lso = plog.high_watermark, plog.last_stable
+            batches = self._batches(part, hw)
+            offsets = [o for head, data in batches
+                       for o in ([head.base_offset] if head.is_control
+                                 else [r.offset for r in iter_records(data)])]  # fmt: skip
+            assert offsets == list(range(hw)), f"{part}: offsets not dense: {offsets}"
+            open_firsts = [o for t in self.txns if t.outcome == "open"
+                           for p, o, _ in t.writes if p == part]  # fmt: skip
+            assert lso == (min(open_firsts) if open_firsts else hw), (part, lso, hw, open_firsts)
+            expected = sorted((o, v) for t in self.txns if t.outcome == "commit"
+                              for p, o, v in t.writes if p == part and o < lso)  # fmt: skip
+            assert self._read_committed(plog, batches, lso) == [v for _, v in expected]
+
+    def _batches(self, part: str, hw: int) -> list[tuple[object, bytes]]:
+        assert self.node is not None
+        plog = self.node.partition(part)
+
+        async def go() -> list[tuple[object, bytes]]:
+            out, at = [], 0
+            while at < hw:
+                got = split_batches(await plog.read(at, 1 << 20), max_batch_bytes=1 << 20)
+                got = [(h, d) for h, d in got if h.base_offset + h.record_count > at]
+                assert got, f"nothing read at {at} below {hw}"
+                out.extend(got)
+                at = got[-1][0].base_offset + got[-1][0].record_count
+            return out
+
+        return self.loop.run(go(), within=60)
+
+    @staticmethod
+    def _read_committed(plog: object, batches: list[tuple[object, bytes]], lso: int) -> list[bytes]:
+        """What Kafka's consumer hands a read_committed application: records below the
+        last stable offset, without markers and without the aborted transactions."""
+        aborted = plog.txns.aborted(0, lso)  # type: ignore[attr-defined]
+        out = []
+        for head, data in batches:
+            if head.is_control or head.base_offset >= lso:  # type: ignore[attr-defined]
+                continue
+            if head.is_transactional and any(  # type: ignore[attr-defined]
+                a.producer_id == head.producer_id  # type: ignore[attr-defined]
+                and a.first_offset <= head.base_offset <= a.last_offset  # type: ignore[attr-defined]
+                for a in aborted
+            ):
+                continue
+            out.extend(r.value for r in iter_records(data) if r.offset < lso)
+        return out
+
+
+def _machine() -> TxnMachine:
+    return TxnMachine()
+
+
+def test_read_committed_sees_exactly_the_committed_records_whatever_happens() -> None:
+    run_state_machine_as_test(
+        _machine,
+        settings=settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+                          suppress_health_check=list(HealthCheck)),
+    )  # fmt: skip
