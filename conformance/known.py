@@ -9,14 +9,13 @@ from __future__ import annotations
 KNOWN: dict[tuple[str, str], str] = {
     ("tools/broker-api-versions", "java-tools"): (
         "kop advertises exactly the APIs and versions it implements (README, Compatibility). "
-        "Not implemented: the transaction tools' APIs (DescribeTransactions, "
-        "ListTransactions, DescribeProducers, WriteTxnMarkers), quota changes, delegation "
-        "tokens, partition reassignment and leader election (Pulsar places and replicates "
-        "data), the KIP-848 consumer protocol, share and streams groups, telemetry, KRaft "
-        "quorum APIs. Newer versions of APIs it has "
-        "(Produce 10+, Fetch 13+, ListOffsets 8+, Metadata 13, OffsetCommit/OffsetFetch 10, "
-        "DescribeGroups 6, DescribeLogDirs 5) need topic ids in requests or fields kop does not "
-        "fill yet. Clients use the common versions, as with an older Kafka."
+        "Not implemented: quota changes, delegation tokens, partition reassignment and "
+        "leader election (Pulsar places and replicates data), the KIP-848 consumer "
+        "protocol, share and streams groups, telemetry, KRaft quorum APIs. Newer versions "
+        "of APIs it has (Produce 10+, Fetch 13+, ListOffsets 8+, Metadata 13, "
+        "OffsetCommit/OffsetFetch 10, DescribeGroups 6, DescribeLogDirs 5, InitProducerId "
+        "6) need topic ids in requests or fields kop does not fill yet. Clients use the "
+        "common versions, as with an older Kafka."
     ),
     ("metadata/offsets-topic-reads", "raw"): (
         "kop lists __consumer_offsets (internal, as Kafka does) but does not serve its records: "

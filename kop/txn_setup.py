@@ -16,7 +16,8 @@ from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.storage.types import AdminError
 from kop.txn.coordinator import TxnCoordinator
-from kop.txn.markers import LocalMarkers
+from kop.txn.markers import TxnMarkers
+from kop.txn.peer_markers import PeerMarkers
 from kop.txn.service import TxnService
 from kop.txn.store import TxnStore
 
@@ -47,7 +48,10 @@ async def start_transactions(
             if exc.status != 409:  # another instance starting beside this one made it
                 raise
     store = TxnStore(storage, topic.full, c.transaction_state_partitions)
-    markers = LocalMarkers(logs, ownership.mine, wall_ms, groups, groups.offsets_topic)
+    markers = TxnMarkers(
+        logs, ownership.mine, wall_ms, groups, groups.offsets_topic,
+        owner=ownership.owner, peers=PeerMarkers(ownership),
+    )  # fmt: skip
     coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)
     scope = GroupScope(Namespace(c.tenant, c.namespace))
     service = TxnService(store, coordinator, ownership, c.transaction_abort_check_s, scope)

@@ -25,6 +25,7 @@ from kop.api import (
     topic_partitions,
     topics_admin,
     transactions,
+    txn_admin,
     txn_offsets,
 )
 from kop.api.context import HandlerResult, RequestContext, Services
@@ -48,6 +49,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ADD_OFFSETS_TO_TXN: txn_offsets.add_offsets,
     ApiKey.END_TXN: transactions.end_txn,
     ApiKey.TXN_OFFSET_COMMIT: txn_offsets.txn_offset_commit,
+    ApiKey.WRITE_TXN_MARKERS: txn_admin.write_txn_markers,
+    ApiKey.DESCRIBE_PRODUCERS: txn_admin.describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: txn_admin.list_transactions,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle,
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,

@@ -129,6 +129,14 @@ class ProducerStates(Generic[T]):
     def __len__(self) -> int:
         return len(self._producers)
 
+    def describe(self) -> dict[int, tuple[int, int]]:
+        """Each producer remembered: (epoch, last sequence stored or -1), for
+        DescribeProducers."""
+        return {
+            pid: (state.epoch, state.batches[-1].last_seq if state.batches else -1)
+            for pid, state in self._producers.items()
+        }
+
     def batch(self, pid: int, first_seq: int, count: int) -> BatchState[T] | None:
         state = self._producers.get(pid)
         return None if state is None else state.find(first_seq, count)

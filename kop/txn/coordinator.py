@@ -43,7 +43,7 @@ class TxnCoordinator:
         self._markers = markers
         self._max_timeout_ms = max_timeout_ms
         self._new_id = new_id
-        self._now_ms = now_ms
+        self.now_ms = now_ms
         self._partitions: dict[int, Transactions] = {}
         self._ending: dict[str, asyncio.Task[None]] = {}
 
@@ -72,6 +72,10 @@ class TxnCoordinator:
             if task is not None:
                 task.cancel()
         await self._store.release(partition)
+
+    def metas(self) -> list[TxnMeta]:
+        """Every transactional id of the loaded partitions (ListTransactions)."""
+        return [m for tx in self._partitions.values() for m in tx.metas.values()]
 
     def meta(self, txn_id: str) -> TxnMeta | None:
         tx = self._partitions.get(self._store.partition_for(txn_id))
@@ -109,7 +113,7 @@ class TxnCoordinator:
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator
-        return await self._settle(tx, tx.add(txn_id, producer_id, epoch, parts, self._now_ms()))
+        return await self._settle(tx, tx.add(txn_id, producer_id, epoch, parts, self.now_ms()))
 
     async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
         tx = self._owner(txn_id)
@@ -120,7 +124,7 @@ class TxnCoordinator:
     async def expire(self) -> None:
         """Abort (and fence) every ongoing transaction past its timeout."""
         for tx in list(self._partitions.values()):
-            for d in tx.expired(self._now_ms(), self._new_id):
+            for d in tx.expired(self.now_ms(), self._new_id):
                 if d.write is not None:
                     log.info("transaction of %s timed out: aborting it", d.write.txn_id)
                 await self._settle(tx, d)

@@ -3,12 +3,14 @@
 A marker is appended through the partition's own log, like a produced batch (the
 owner's fencing writer, the tail follower counting it), so it takes the next
 offset, closes the producer's transaction in the partition's index and, with a later
-epoch, fences the producer there. Partitions are named as the coordinator records
+epoch, fences the producer there. A partition another instance serves gets its
+marker from that instance (kop.txn.peer_markers), as Kafka's coordinators send
+markers to partition leaders. Partitions are named as the coordinator records
 them: (the Pulsar topic of the partition, its Kafka index); a non-partitioned
 topic's is the topic itself. A partition of the offsets topic (AddOffsetsToTxn's)
 gets no marker record: the group coordinator commits or drops the offsets the
-transaction committed there (kop.groups.txn_offsets). A partition served by another instance
-is not written here (StorageError: the coordinator retries).
+transaction committed there (kop.groups.txn_offsets), wherever that is. Whatever
+cannot be written now raises StorageError: the coordinator retries.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from kop.cluster.member import Member
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import KafkaError
-from kop.protocol.records import read_header
+from kop.protocol.records import BatchHeader, read_header
 from kop.storage.types import StorageError
+from kop.txn.peer_markers import PeerMarkers
 from kop.txn.state import Partition
 
 
@@ -32,11 +36,15 @@ class OffsetsMarker(Protocol):
         ...
 
 
-class LocalMarkers:
+class TxnMarkers:
     def __init__(
         self, logs: LogManager, owned: Callable[[str], bool], now_ms: Callable[[], int],
         offsets: OffsetsMarker | None = None, offsets_topic: str = "",
+        owner: Callable[[str], Member | None] = lambda _name: None,
+        peers: PeerMarkers | None = None,
     ) -> None:  # fmt: skip
+        self._owner = owner  # the instance serving a partition topic
+        self._peers = peers  # how markers reach it
         self._logs = logs
         self._owned = owned  # a partition topic this instance serves
         self._now_ms = now_ms
@@ -46,16 +54,25 @@ class LocalMarkers:
     async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
         batch = marker_batch(marker, self._now_ms())
         head = read_header(batch)
+        elsewhere: dict[int, tuple[Member, list[Partition]]] = {}
         for name, index in sorted(partitions):
-            if self._offsets is not None and name.startswith(self._offsets_prefix):
-                await self._offsets.end_txn(index, marker.producer_id, marker.commit)
-                continue
             if not self._owned(name):
-                raise StorageError(f"{name} is served by another instance")
-            try:
-                plog = await self._logs.partition(name)
-                # Either format: a marker is always stored as a whole batch.
-                done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
-                await done
-            except KafkaError as exc:
-                raise StorageError(f"marker for {name} not written: {exc}") from exc
+                owner = self._owner(name)
+                if owner is None or self._peers is None:
+                    raise StorageError(f"{name} is served by another instance")
+                elsewhere.setdefault(owner.node_id, (owner, []))[1].append((name, index))
+            elif self._offsets is not None and name.startswith(self._offsets_prefix):
+                await self._offsets.end_txn(index, marker.producer_id, marker.commit)
+            else:
+                await self._append(name, head, batch)
+        for owner, parts in elsewhere.values():
+            await self._peers.write(owner, parts, marker)  # type: ignore[union-attr]
+
+    async def _append(self, name: str, head: BatchHeader, batch: bytes) -> None:
+        try:
+            plog = await self._logs.partition(name)
+            # Either format: a marker is always stored as a whole batch.
+            done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
+            await done
+        except KafkaError as exc:
+            raise StorageError(f"marker for {name} not written: {exc}") from exc

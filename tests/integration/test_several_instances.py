@@ -130,6 +130,48 @@ def test_a_producer_and_a_group_through_any_instance(trio: Trio) -> None:
         assert {tp.partition: tp.offset for tp in committed} == ends
 
 
+def test_a_transaction_across_every_instance_commits_and_aborts_whole(trio: Trio) -> None:
+    """A transaction whose partitions (and group offsets) three instances serve: the
+    coordinator's markers reach the other two (WriteTxnMarkers, as Kafka's reach
+    partition leaders), so read_committed readers get all of a commit and none of
+    an abort, and the group's offsets move with the commit only."""
+    topic, group, boot = "txn-across", "g-txn", trio.nodes[0].bootstrap
+    create_topic(boot, topic, partitions=PARTITIONS)
+    assert len(set(_leaders(boot, topic).values())) == 3, "a partition on each instance"
+    p = Producer({"bootstrap.servers": boot, "transactional.id": "across"})
+    p.init_transactions(30)
+    consumer = Consumer({"bootstrap.servers": boot, "group.id": group})
+    for outcome in ("commit", "abort"):
+        p.begin_transaction()
+        for i in range(PARTITIONS):
+            p.produce(topic, f"{outcome}-{i}".encode(), partition=i)
+        offsets = [TopicPartition(topic, i, 100 if outcome == "abort" else 1)
+                   for i in range(PARTITIONS)]  # fmt: skip
+        p.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+        assert p.flush(30) == 0
+        p.commit_transaction(60) if outcome == "commit" else p.abort_transaction(60)
+    reader = Consumer({"bootstrap.servers": trio.nodes[2].bootstrap, "group.id": "check",
+                       "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                       "enable.auto.commit": False})  # fmt: skip
+    try:
+        reader.assign([TopicPartition(topic, i, 0) for i in range(PARTITIONS)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < PARTITIONS and time.monotonic() < deadline:
+            msg = reader.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+        assert sorted(got) == sorted(f"commit-{i}".encode() for i in range(PARTITIONS))
+        ends = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
+        assert ends[1] == 4  # commit record, its marker, abort record, its marker: stable
+        committed = consumer.committed([TopicPartition(topic, i) for i in range(PARTITIONS)],
+                                       timeout=15)  # fmt: skip
+        assert [tp.offset for tp in committed] == [1] * PARTITIONS
+    finally:
+        reader.close()
+        consumer.close()
+
+
 def test_kill9_moves_its_partitions_within_the_bound_losing_nothing(trio: Trio) -> None:
     topic = "failover"
     create_topic(trio.nodes[0].bootstrap, topic, partitions=PARTITIONS)

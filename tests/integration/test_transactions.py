@@ -8,10 +8,12 @@ import asyncio
 import concurrent.futures
 import gc
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -23,6 +25,7 @@ from tests.integration.conftest import KopProcess
 from tests.integration.test_java_client import JAVA_DIR, java_classpath  # noqa: F401
 
 PARTITIONS = 2
+REPO = Path(__file__).resolve().parents[2]
 
 
 def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[bytes]:
@@ -228,3 +231,46 @@ def test_commit_abort_and_a_fenced_zombie(
     assert sorted(read_committed(kop.bootstrap, topic)) == [b"c1", b"c2", b"c3"]
     everything = sorted(read_committed(kop.bootstrap, topic, "read_uncommitted"))
     assert everything == [b"a1", b"c1", b"c2", b"c3", b"zombie"]
+
+
+def _transactions_tool(bootstrap: str, *args: str) -> str:
+    """Kafka's own kafka-transactions, from the reference distribution, against kop."""
+    run = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "kafka.py"), "tool", "transactions",
+         "--bootstrap-server", bootstrap, *args],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout
+
+
+def test_kafka_transactions_lists_describes_and_aborts_a_hanging_transaction(
+    kop: KopProcess,
+) -> None:
+    """An open transaction shows in `list`, `describe` and `describe-producers`; `abort`
+    at its partition (what an operator does for a transaction its coordinator no longer
+    knows) writes the marker, and read_committed readers get past it."""
+    topic, txn_id = f"txn-tool-{uuid.uuid4().hex[:8]}", f"tool-{uuid.uuid4().hex[:8]}"
+    create_topic(kop.bootstrap, topic, partitions=PARTITIONS)
+    p = Producer({"bootstrap.servers": kop.bootstrap, "transactional.id": txn_id})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, b"open", partition=0)
+    assert p.flush(30) == 0
+    listed = _transactions_tool(kop.bootstrap, "list")
+    assert any(txn_id in line and "Ongoing" in line for line in listed.splitlines()), listed
+    described = _transactions_tool(kop.bootstrap, "describe", "--transactional-id", txn_id)
+    assert "Ongoing" in described and f"{topic}-0" in described, described
+    producers = _transactions_tool(kop.bootstrap, "describe-producers", "--topic", topic,
+                                   "--partition", "0")  # fmt: skip
+    row = [line.split() for line in producers.splitlines()[1:] if line.strip()]
+    assert row and row[0][-1] == "0", producers  # CurrentTransactionStartOffset
+    assert read_committed(kop.bootstrap, topic) == []  # held at the open transaction
+    _transactions_tool(kop.bootstrap, "abort", "--topic", topic, "--partition", "0",
+                       "--start-offset", "0")  # fmt: skip
+    plain = Producer({"bootstrap.servers": kop.bootstrap})
+    plain.produce(topic, b"plain", partition=0)
+    assert plain.flush(30) == 0
+    assert read_committed(kop.bootstrap, topic) == [b"plain"]
+    p.abort_transaction(30)  # the coordinator's own end adds nothing at partition 0
+    assert read_committed(kop.bootstrap, topic) == [b"plain"]

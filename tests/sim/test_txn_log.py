@@ -16,7 +16,7 @@ from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import Record, build_batch, read_header
 from kop.storage.types import StorageError
-from kop.txn.markers import LocalMarkers
+from kop.txn.markers import TxnMarkers
 from tests.sim.clock import SimLoop
 from tests.sim.harness import TS, Node
 from tests.sim.memory_log import MemoryLog
@@ -110,7 +110,7 @@ def test_a_restart_resumes_open_and_aborted_transactions_from_the_index(
 def test_the_coordinators_markers_close_the_transaction_in_each_partition(
     loop: SimLoop,
 ) -> None:
-    """LocalMarkers writes through each partition's own log: the marker takes the
+    """TxnMarkers writes through each partition's own log: the marker takes the
     next offset and the last stable offset moves past the transaction; a partition
     another instance serves is refused (the coordinator retries it)."""
     other = "persistent://public/default/u-partition-0"
@@ -118,7 +118,7 @@ def test_the_coordinators_markers_close_the_transaction_in_each_partition(
     assert n.produce(txn_batch([b"a"], seq=0)) == 0
     assert n.produce(txn_batch([b"b"], seq=0), topic=other) == 0
     assert n.manager is not None
-    markers = LocalMarkers(n.manager, lambda name: name != other, lambda: TS)
+    markers = TxnMarkers(n.manager, lambda name: name != other, lambda: TS)
     t = "persistent://public/default/t-partition-0"
     loop.run(markers.write(frozenset({(t, 0)}), Marker(True, PID, 0, 0)), within=10)
     assert (n.partition().high_watermark, n.partition().last_stable) == (2, 2)

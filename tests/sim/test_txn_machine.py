@@ -40,7 +40,7 @@ from kop.log.settings import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import Record, build_batch, iter_records, split_batches
 from kop.txn.coordinator import TxnCoordinator
-from kop.txn.markers import LocalMarkers
+from kop.txn.markers import TxnMarkers
 from kop.txn.store import TxnStore
 from tests.sim.clock import SimLoop
 from tests.sim.harness import TS, Node
@@ -107,7 +107,7 @@ class TxnMachine(RuleBasedStateMachine):
         assert self.node.manager is not None
         for p in PARTS:
             self.node.partition(p)
-        markers = LocalMarkers(self.node.manager, lambda _name: True, self.clock)
+        markers = TxnMarkers(self.node.manager, lambda _name: True, self.clock)
         store = TxnStore(self.log, STATE_TOPIC, 1)
         self.coordinator = TxnCoordinator(
             store, markers, 60_000, lambda: next(self.ids), self.clock

@@ -36,6 +36,7 @@ from kop.api import (
     topic_partitions,
     topics_admin,
     transactions,
+    txn_admin,
     txn_offsets,
 )
 from kop.api.context import Broker, RequestContext, Response, Services
@@ -358,6 +359,55 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
             ),
             producer_ids.handle(s, ctx, _ns(transactional_id=None)),
         ]
+    elif api in (ApiKey.LIST_TRANSACTIONS, ApiKey.DESCRIBE_TRANSACTIONS,
+                 ApiKey.DESCRIBE_PRODUCERS, ApiKey.WRITE_TXN_MARKERS):  # fmt: skip
+        init = await producer_ids.handle(
+            s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
+                        producer_id=-1, producer_epoch=-1),
+        )  # fmt: skip
+        await transactions.add_partitions(
+            s,
+            ctx,
+            _ns(
+                v3_and_below_transactional_id="tx",
+                v3_and_below_producer_id=init["producer_id"],
+                v3_and_below_producer_epoch=0,
+                v3_and_below_topics=[_ns(name="t", partitions=[0])],
+            ),
+        )
+        topics = [_ns(name="t", partition_indexes=[0, 7]), _ns(name="gone", partition_indexes=[0])]
+        marker = _ns(
+            producer_id=5,
+            producer_epoch=0,
+            transaction_result=False,
+            coordinator_epoch=0,
+            transaction_version=0,
+            topics=topics,
+        )
+        calls = {
+            ApiKey.LIST_TRANSACTIONS: lambda: [
+                txn_admin.list_transactions(s, ctx, _ns(state_filters=[], producer_id_filters=[])),
+                txn_admin.list_transactions(
+                    s,
+                    ctx,
+                    _ns(
+                        state_filters=["Ongoing", "Nope"],
+                        producer_id_filters=[1],
+                        duration_filter=0,
+                        transactional_id_pattern="t.*",
+                    ),
+                ),
+            ],
+            ApiKey.DESCRIBE_TRANSACTIONS: lambda: [
+                txn_admin.describe_transactions(s, ctx, _ns(transactional_ids=["tx", "nope"])),
+            ],
+            ApiKey.DESCRIBE_PRODUCERS: lambda: [
+                txn_admin.describe_producers(s, ctx, _ns(topics=topics)),
+            ],
+            ApiKey.WRITE_TXN_MARKERS: lambda: [
+                txn_admin.write_txn_markers(s, ctx, _ns(markers=[marker])),
+            ],
+        }[api]()
     elif api in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT):
         init = await producer_ids.handle(
             s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
