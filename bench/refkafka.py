@@ -136,15 +136,16 @@ _PRODUCED = re.compile(
 
 def producer_perf(
     bootstrap: str, topic: str, records: int, warmup: int, value_bytes: int, linger_ms: int,
-    batch_bytes: int, label: str, timeout_s: float,
+    batch_bytes: int, label: str, timeout_s: float, extra: tuple[str, ...] = (),
 ) -> PerfResult:  # fmt: skip
     """ProducerPerformance at full speed (--throughput -1) with the bench's batching and
     the Java client's defaults otherwise (enable.idempotence=true, acks=all); the
-    steady-state figures (after `warmup` records) when it prints them."""
+    steady-state figures (after `warmup` records) when it prints them. `extra`: more
+    of the tool's options (--transactional-id, --transaction-duration-ms)."""
     args = [
         "producer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic,
         "--num-records", str(records), "--throughput", "-1", "--record-size", str(value_bytes),
-        "--warmup-records", str(warmup), "--reporting-interval", "2000",
+        "--warmup-records", str(warmup), "--reporting-interval", "2000", *extra,
         "--command-property", "acks=all", "enable.idempotence=true", f"linger.ms={linger_ms}",
         f"batch.size={batch_bytes}", "compression.type=none",
     ]  # fmt: skip

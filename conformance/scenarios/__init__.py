@@ -14,4 +14,5 @@ from conformance.scenarios import (  # noqa: F401
     produce,
     security,
     tools,
+    transactions,
 )

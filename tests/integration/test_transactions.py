@@ -4,9 +4,6 @@ confluent-kafka, kafka-python and aiokafka commit, abort and get fenced."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import gc
 import subprocess
 import sys
 import time
@@ -16,10 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from kafka import KafkaProducer
 
+from conformance.clients.transactional import FLOWS
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
 from tests.integration.test_java_client import JAVA_DIR, java_classpath  # noqa: F401
@@ -114,119 +110,21 @@ def wait_for(check: Callable[[], bool], what: str, app: subprocess.Popen[str]) -
         time.sleep(0.2)
 
 
-# -- Python clients: commit, abort, a fenced zombie ----------------------------------
-
-
-def _confluent(bootstrap: str, topic: str, txn_id: str) -> str:
-    def producer() -> Producer:
-        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id})
-        p.init_transactions(30)
-        return p
-
-    first = producer()
-    for values, commit in (([b"c1", b"c2"], True), ([b"a1"], False)):
-        first.begin_transaction()
-        for i, v in enumerate(values):
-            first.produce(topic, v, partition=i % PARTITIONS)
-        first.flush(30)  # an abort drops what was not sent yet
-        first.commit_transaction(30) if commit else first.abort_transaction(30)
-    first.begin_transaction()
-    first.produce(topic, b"zombie", partition=0)
-    first.flush(30)
-    second = producer()
-    second.begin_transaction()
-    second.produce(topic, b"c3", partition=1)
-    second.commit_transaction(30)
-    try:
-        first.produce(topic, b"late", partition=1)
-        first.commit_transaction(30)
-    except KafkaException as exc:
-        return exc.args[0].name()
-    return "not fenced"
-
-
-def _kafka_python(bootstrap: str, topic: str, txn_id: str) -> str:
-    def producer() -> KafkaProducer:
-        p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
-        p.init_transactions()
-        return p
-
-    first = producer()
-    for values, commit in (([b"c1", b"c2"], True), ([b"a1"], False)):
-        first.begin_transaction()
-        for i, v in enumerate(values):
-            first.send(topic, v, partition=i % PARTITIONS)
-        first.flush(30)  # an abort drops what was not sent yet
-        first.commit_transaction() if commit else first.abort_transaction()
-    first.begin_transaction()
-    first.send(topic, b"zombie", partition=0).get(30)
-    second = producer()
-    second.begin_transaction()
-    second.send(topic, b"c3", partition=1)
-    second.commit_transaction()
-    second.close()
-    try:
-        first.send(topic, b"late", partition=1).get(30)
-        first.commit_transaction()
-    except Exception as exc:  # kafka-python raises its own errors, by name
-        return type(exc).__name__
-    finally:
-        first.close(timeout=5)
-    return "not fenced"
-
-
-def _aiokafka(bootstrap: str, topic: str, txn_id: str) -> str:
-    async def go() -> str:
-        first = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
-        await first.start()
-        try:
-            for values, commit in (([b"c1", b"c2"], True), ([b"a1"], False)):
-                await first.begin_transaction()
-                for i, v in enumerate(values):
-                    await first.send_and_wait(topic, v, partition=i % PARTITIONS)
-                await (first.commit_transaction() if commit else first.abort_transaction())
-            await first.begin_transaction()
-            await first.send_and_wait(topic, b"zombie", partition=0)
-            second = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
-            await second.start()
-            async with second.transaction():
-                await second.send_and_wait(topic, b"c3", partition=1)
-            await second.stop()
-            try:
-                await first.send_and_wait(topic, b"late", partition=1)
-                await first.commit_transaction()
-            except Exception as exc:  # aiokafka's own errors, by name
-                return type(exc).__name__
-            return "not fenced"
-        finally:
-            await asyncio.wait_for(first.stop(), 10)
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # not on the main thread's loop
-        fenced = pool.submit(asyncio.run, go()).result()
-    # The fenced producer's objects are finalized now, not whenever the collector next
-    # runs: their finalizers log with tracebacks, which parse source (Python 3.11), and
-    # from inside another compile() (a module imported later) that fails the import.
-    gc.collect()
-    return fenced
+# -- Python clients: commit, abort, a fenced zombie (conformance/clients/transactional.py)
 
 
 FENCED = {
-    "confluent": {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"},
+    "confluent-kafka": {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"},
     "kafka-python": {"ProducerFencedError", "InvalidProducerEpochError", "KafkaError"},
     "aiokafka": {"ProducerFenced", "InvalidProducerEpoch", "KafkaError"},
 }
 
 
-@pytest.mark.parametrize(
-    ("client", "run"),
-    [("confluent", _confluent), ("kafka-python", _kafka_python), ("aiokafka", _aiokafka)],
-)
-def test_commit_abort_and_a_fenced_zombie(
-    kop: KopProcess, client: str, run: Callable[[str, str, str], str]
-) -> None:
+@pytest.mark.parametrize("client", sorted(FLOWS))
+def test_commit_abort_and_a_fenced_zombie(kop: KopProcess, client: str) -> None:
     topic = f"txn-{client}-{uuid.uuid4().hex[:8]}"
     create_topic(kop.bootstrap, topic, partitions=PARTITIONS)
-    fenced = run(kop.bootstrap, topic, f"t-{uuid.uuid4().hex[:8]}")
+    fenced = FLOWS[client](kop.bootstrap, topic, f"t-{uuid.uuid4().hex[:8]}")
     assert fenced in FENCED[client]
     assert sorted(read_committed(kop.bootstrap, topic)) == [b"c1", b"c2", b"c3"]
     everything = sorted(read_committed(kop.bootstrap, topic, "read_uncommitted"))

@@ -52,10 +52,14 @@ def produce(bootstrap: str, topic: str, text: list[str]) -> None:
 class WordCountApp(JavaApp):
     """WordCount.java: input -> words -> repartition by word -> persistent count -> output."""
 
-    def __init__(self, classpath: str, bootstrap: str, topic: str, work: Path) -> None:
+    def __init__(
+        self, classpath: str, bootstrap: str, topic: str, work: Path,
+        guarantee: str = "at_least_once",
+    ) -> None:  # fmt: skip
         self.application_id = f"wc-{uuid.uuid4().hex[:8]}"
         self.input, self.output = f"{topic}-in", f"{topic}-out"
-        args = [bootstrap, self.application_id, self.input, self.output, str(work / "state")]
+        args = [bootstrap, self.application_id, self.input, self.output, str(work / "state"),
+                guarantee]  # fmt: skip
         super().__init__("wordcount", classpath, "WordCount", args, work, r"^(FATAL|STATE ERROR).*")
 
     def state(self) -> str:
