@@ -26,6 +26,9 @@ def _read(ctx: Ctx, topic: str, isolation: str) -> dict[str, Any]:
             _, end = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
             consumer.assign([TopicPartition(topic, p, 0)])
             values: list[str] = []
+            if end == 0:  # nothing to read (the position stays unset)
+                out[str(p)] = {"values": values, "end": end}
+                continue
             deadline = time.monotonic() + 60
             while consumer.position([TopicPartition(topic, p)])[0].offset < end:
                 if time.monotonic() > deadline:

@@ -71,13 +71,11 @@ async def _coordinator(
         if key_type == _GROUP_KEY:
             groups = group_service(services)
             partition = groups.partition_of(await group_key(services, ctx, key))
-            owner = _owner(services, services.offsets_partition(partition),
-                           groups.partitions.coordinates(partition))  # fmt: skip
+            owner = _owner(services, services.offsets_partition(partition))
         elif key_type == _TXN_KEY:
             txns = txn_service(services)
             partition = txns.partition_of(await txn_key(services, ctx, key))
-            owner = _owner(services, services.txn_partition(partition),
-                           txns.partitions.coordinates(partition))  # fmt: skip
+            owner = _owner(services, services.txn_partition(partition))
         else:
             raise KafkaError(ErrorCode.invalid_request, f"no coordinator key type {key_type}")
     except KafkaError as exc:
@@ -88,12 +86,13 @@ async def _coordinator(
             "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
 
 
-def _owner(services: Services, partition_topic: str, loaded: bool) -> Member:
+def _owner(services: Services, partition_topic: str) -> Member:
+    """Named while it still loads the partition, as Kafka names the leader: the
+    requests sent to it answer COORDINATOR_LOAD_IN_PROGRESS meanwhile (some clients,
+    aiokafka's transactional producer, take that answer to FindCoordinator as fatal)."""
     owner = services.owners.owner(partition_topic)
     if owner is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "no kop instance is alive")
-    if owner.node_id == services.broker.node_id and not loaded:
-        raise KafkaError(ErrorCode.coordinator_load_in_progress, "coordinator state is loading")
     return owner
 
 
