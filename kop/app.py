@@ -180,6 +180,7 @@ class Gateway:
         self._http: AdminServer | None = None
         self._handover: asyncio.Task[None] | None = None
         self._security: Security | None = None
+        self._stopped = False
 
     async def _join(self, storage: MessageLog, broker: Broker) -> Ownership:
         """Join the live instances (kop.cluster.joining), or a StartupError saying why not."""
@@ -194,6 +195,15 @@ class Gateway:
         return Ownership(self.membership, me)
 
     async def start(self) -> None:
+        """Everything, or nothing: a start that fails half-way stops what it started
+        (background tasks of the coordinators included) before the error goes on."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         c = self.config
         storage = await self.backend.prepare(c)
         if isinstance(storage, PulsarSession):
@@ -320,6 +330,12 @@ class Gateway:
         return self._listener.port
 
     async def stop(self) -> None:
+        if self._stopped:  # a failed start stopped it already
+            return
+        self._stopped = True
+        await self._stop()
+
+    async def _stop(self) -> None:
         """The others are told this instance leaves (they take its partitions and
         groups over at once), in-flight requests finish, the index is flushed, then
         storage is let go. Every step runs even if one before it failed: a Pulsar
