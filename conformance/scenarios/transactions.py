@@ -82,7 +82,14 @@ def send_offsets(ctx: Ctx, driver: Any) -> Observation:
                                       meta.consumer_group_metadata(), 30)  # fmt: skip
         out["before the commit"] = _committed(ctx, group, topic)
         p.commit_transaction(30)
-        out["after the commit"] = _committed(ctx, group, topic)
+        # the offsets become the group's with the marker, which Kafka (several brokers)
+        # writes after the commit returns: the value they settle at
+        deadline = time.monotonic() + 15
+        while (after := _committed(ctx, group, topic)) == out["before the commit"]:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        out["after the commit"] = after
         p.begin_transaction()
         p.send_offsets_to_transaction([TopicPartition(topic, 0, 9)],
                                       meta.consumer_group_metadata(), 30)  # fmt: skip

@@ -72,6 +72,10 @@ async def _coordinator(
             groups = group_service(services)
             partition = groups.partition_of(await group_key(services, ctx, key))
             owner = _owner(services, services.offsets_partition(partition))
+            if owner.node_id == services.broker.node_id and not groups.partitions.coordinates(
+                partition
+            ):  # librdkafka's admin calls retry this, not the group request's answer
+                raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
         elif key_type == _TXN_KEY:
             txns = txn_service(services)
             partition = txns.partition_of(await txn_key(services, ctx, key))
@@ -87,9 +91,9 @@ async def _coordinator(
 
 
 def _owner(services: Services, partition_topic: str) -> Member:
-    """Named while it still loads the partition, as Kafka names the leader: the
-    requests sent to it answer COORDINATOR_LOAD_IN_PROGRESS meanwhile (some clients,
-    aiokafka's transactional producer, take that answer to FindCoordinator as fatal)."""
+    """A transaction coordinator is named while it still loads its partition, as Kafka
+    names the leader (its requests answer COORDINATOR_LOAD_IN_PROGRESS meanwhile:
+    aiokafka's transactional producer takes that answer to FindCoordinator as fatal)."""
     owner = services.owners.owner(partition_topic)
     if owner is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "no kop instance is alive")
