@@ -166,6 +166,25 @@ def log_settings(c: KopConfig) -> LogSettings:
     )
 
 
+def topic_catalog(c: KopConfig, admin: StorageAdmin) -> TopicCatalog:
+    """Topic metadata, with the configured defaults and partition limits."""
+    defaults = TopicDefaults(
+        entry_format=EntryFormat(c.default_entry_format),
+        pulsar_batching=c.default_pulsar_batching,
+        partitions=c.default_partitions,
+        retention_ms=c.retention_ms,
+        retention_bytes=c.retention_bytes,
+        max_message_bytes=c.max_message_bytes,
+    )
+    budget = PartitionBudget(
+        admin,
+        per_topic=c.max_partitions_per_topic,
+        total=c.max_partitions_total,
+        home=Namespace(c.tenant, c.namespace),
+    )
+    return TopicCatalog(admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes)
+
+
 class Gateway:
     def __init__(self, config: KopConfig, backend: Backend | None = None) -> None:
         self.config = config
@@ -227,23 +246,7 @@ class Gateway:
         )  # fmt: skip
         self.metrics.watch(self.logs)
         await self.logs.start()
-        defaults = TopicDefaults(
-            entry_format=EntryFormat(c.default_entry_format),
-            pulsar_batching=c.default_pulsar_batching,
-            partitions=c.default_partitions,
-            retention_ms=c.retention_ms,
-            retention_bytes=c.retention_bytes,
-            max_message_bytes=c.max_message_bytes,
-        )
-        budget = PartitionBudget(
-            self.backend.admin,
-            per_topic=c.max_partitions_per_topic,
-            total=c.max_partitions_total,
-            home=Namespace(c.tenant, c.namespace),
-        )
-        catalog = TopicCatalog(
-            self.backend.admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes
-        )
+        catalog = topic_catalog(c, self.backend.admin)
         self._handover = asyncio.create_task(
             handover.follow(ownership, self.logs, catalog, self.epochs.taken_elsewhere),
             name="handover",

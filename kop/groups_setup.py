@@ -31,6 +31,21 @@ def group_limits(c: KopConfig) -> GroupLimits:
     )
 
 
+async def system_topic(
+    admin: StorageAdmin, c: KopConfig, name: str, partitions: int
+) -> PulsarTopic:
+    """A partitioned topic of the system namespace, created on the first start."""
+    tenant, namespace = c.system_namespace.split("/")
+    topic = PulsarTopic(Namespace(tenant, namespace), name, name)
+    if await admin.topic_info(topic) is None:
+        try:
+            await admin.create_partitioned(topic, partitions, {})
+        except AdminError as exc:
+            if exc.status != 409:  # another instance starting beside this one made it
+                raise
+    return topic
+
+
 async def start_groups(
     c: KopConfig,
     admin: StorageAdmin,
@@ -43,14 +58,7 @@ async def start_groups(
     """The offsets topic (created partitioned on first start) and the coordinator,
     which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
     until done."""
-    tenant, name = c.system_namespace.split("/")
-    topic = PulsarTopic(Namespace(tenant, name), "consumer-offsets", "consumer-offsets")
-    if await admin.topic_info(topic) is None:
-        try:
-            await admin.create_partitioned(topic, c.offsets_topic_partitions, {})
-        except AdminError as exc:
-            if exc.status != 409:  # another instance starting beside this one made it
-                raise
+    topic = await system_topic(admin, c, "consumer-offsets", c.offsets_topic_partitions)
     store = OffsetsStore(storage, topic.full, c.offsets_topic_partitions)
     scope = GroupScope(Namespace(c.tenant, c.namespace))
     mirror = None

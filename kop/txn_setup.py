@@ -11,10 +11,10 @@ from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
+from kop.groups_setup import system_topic
 from kop.log.manager import LogManager
-from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog, StorageAdmin
-from kop.storage.types import AdminError
 from kop.txn.coordinator import TxnCoordinator
 from kop.txn.markers import TxnMarkers
 from kop.txn.peer_markers import PeerMarkers
@@ -39,17 +39,10 @@ async def start_transactions(
 ) -> TxnService:
     """The state topic (created partitioned on first start) and the coordinator, which
     loads its partitions in the background (COORDINATOR_LOAD_IN_PROGRESS until done)."""
-    tenant, name = c.system_namespace.split("/")
-    topic = PulsarTopic(Namespace(tenant, name), STATE_TOPIC, STATE_TOPIC)
-    if await admin.topic_info(topic) is None:
-        try:
-            await admin.create_partitioned(topic, c.transaction_state_partitions, {})
-        except AdminError as exc:
-            if exc.status != 409:  # another instance starting beside this one made it
-                raise
+    topic = await system_topic(admin, c, STATE_TOPIC, c.transaction_state_partitions)
     store = TxnStore(storage, topic.full, c.transaction_state_partitions)
     markers = TxnMarkers(
-        logs, ownership.mine, wall_ms, groups, groups.offsets_topic,
+        logs, ownership.mine, wall_ms, groups.pending, groups.offsets_topic,
         owner=ownership.owner, peers=PeerMarkers(ownership),
     )  # fmt: skip
     coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)

@@ -22,10 +22,7 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
     try:
         key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
-        every = [
-            TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
-        ]
-        return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, exc.code))}
+        return refused_all(request, exc.code)
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
         code = await group_service(services).commit(
@@ -43,6 +40,14 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
         code = exc.code
     codes.update({tp: code for tp in offsets})
     return {"throttle_time": 0, "topics": codes_by_topic(codes)}
+
+
+def refused_all(request: Any, code: ErrorCode) -> Response:
+    """A commit refused as a whole: `code` for every partition it named."""
+    every = [
+        TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
+    ]
+    return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, code))}
 
 
 async def requested_offsets(

@@ -8,7 +8,7 @@ from typing import Any
 
 from kop.api.context import RequestContext, Response, Services
 from kop.api.groups import group_key, group_service
-from kop.api.offsets import codes_by_topic, requested_offsets
+from kop.api.offsets import codes_by_topic, refused_all, requested_offsets
 from kop.api.transactions import coordinated, for_version, txn_key, txn_service
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -35,16 +35,13 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
         await txn_key(services, ctx, request.transactional_id)
         key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
-        every = [
-            TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
-        ]
-        return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, exc.code))}
+        return refused_all(request, exc.code)
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
-        code = await group_service(services).commit_in_txn(
-            key, request.producer_id, getattr(request, "generation_id", -1),
-            getattr(request, "member_id", ""), getattr(request, "group_instance_id", None),
-            offsets,
+        code = await group_service(services).commit(
+            key, getattr(request, "generation_id", -1), getattr(request, "member_id", ""),
+            getattr(request, "group_instance_id", None), offsets,
+            producer_id=request.producer_id,
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code

@@ -76,9 +76,10 @@ class CoordinatedPartitions:
                 poked = asyncio.ensure_future(self._poke.wait())
                 try:
                     await asyncio.wait((changed, poked), return_when=asyncio.FIRST_COMPLETED)
-                finally:
+                finally:  # both waited for: a task left cancelling outlives its loop
                     changed.cancel()
                     poked.cancel()
+                    await asyncio.gather(changed, poked, return_exceptions=True)
                 self._poke.clear()
                 if ownership.version != version:
                     version = ownership.version

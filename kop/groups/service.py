@@ -23,6 +23,7 @@ from kop.cluster.ownership import Ownership, Solo
 from kop.groups.committed_view import CommittedView
 from kop.groups.coordinator import Coordinator, JoinRequest, Limits
 from kop.groups.driver import Driver
+from kop.groups.full_warning import FullWarning
 from kop.groups.loading import PartitionLoading
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
@@ -37,9 +38,6 @@ from kop.storage.naming import Namespace
 from kop.storage.types import StorageError, WriterFenced
 
 log = logging.getLogger(__name__)
-
-
-FULL_WARNING_INTERVAL_S = 60.0
 
 
 def wall_ms() -> int:
@@ -74,7 +72,7 @@ class GroupService:
         self._driver = Driver(self.coordinator, store, clock, self._failed)
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
-        self.pending = PendingOffsets(store, self.offsets)
+        self.pending = PendingOffsets(store, self.offsets, lambda p: self.partitions.coordinates(p))
         loading = PartitionLoading(
             store, self.coordinator, self.offsets, self._driver, self.pending
         )
@@ -82,7 +80,7 @@ class GroupService:
             store.partitions, store.partition_topic, loading.load, loading.unload
         )
         self.on_commit: Callable[[float], None] = lambda _seconds: None  # metrics hook
-        self._told_full_at = -FULL_WARNING_INTERVAL_S
+        self._full = FullWarning(self.coordinator)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -140,7 +138,7 @@ class GroupService:
         result = await self._driver.parked(
             lambda token, now: self.coordinator.join(request, token, now)
         )
-        self._tell_if_full(request.group_id, result.error)
+        self._full.tell(request.group_id, result.error)
         return result
 
     async def sync(
@@ -181,17 +179,23 @@ class GroupService:
         instance_id: str | None,
         offsets: dict[TopicPartition, CommittedOffset],
         retention_ms: int | None = None,
+        producer_id: int | None = None,
     ) -> ErrorCode:
         """One code for the whole request: Kafka stores a commit's offsets together.
-        `retention_ms` (OffsetCommit v2-4) makes them expire that long after now."""
+        `retention_ms` (OffsetCommit v2-4) makes them expire that long after now. With
+        `producer_id` (TxnOffsetCommit) they are kept aside until its transaction ends
+        (kop.groups.txn_offsets), and a generation of -1 without a member is not
+        checked (a producer outside the group), as in Kafka."""
         self.check(group_id)
         now = self._driver.clock()
-        code = self._driver.now(
-            lambda now: self.coordinator.commit_allowed(
-                group_id, generation, member_id, instance_id, now
+        code = ErrorCode.none
+        if producer_id is None or generation >= 0 or member_id:
+            code = self._driver.now(
+                lambda now: self.coordinator.commit_allowed(
+                    group_id, generation, member_id, instance_id, now
+                )
             )
-        )
-        self._tell_if_full(group_id, code)
+        self._full.tell(group_id, code)
         if code is not ErrorCode.none or not offsets:
             return code
         expire = now + retention_ms if retention_ms is not None else None
@@ -200,44 +204,15 @@ class GroupService:
         }
         started = time.monotonic()
         try:
-            await self.offsets.commit(group_id, stamped)
+            if producer_id is None:
+                await self.offsets.commit(group_id, stamped)
+            else:
+                await self.pending.add(group_id, producer_id, stamped)
         except StorageError as exc:
             log.warning("commit of %s not persisted: %s", group_id, exc)
             return self._failed(group_id, exc)
         self.on_commit(time.monotonic() - started)
         return ErrorCode.none
-
-    async def commit_in_txn(
-        self, group_id: str, producer_id: int, generation: int, member_id: str,
-        instance_id: str | None, offsets: dict[TopicPartition, CommittedOffset],
-    ) -> ErrorCode:  # fmt: skip
-        """TxnOffsetCommit: kept aside until the transaction ends (`end_txn`). A
-        generation of -1 is not checked (a producer outside the group), as in Kafka."""
-        self.check(group_id)
-        now = self._driver.clock()
-        if generation >= 0 or member_id:
-            code = self._driver.now(
-                lambda now: self.coordinator.commit_allowed(
-                    group_id, generation, member_id, instance_id, now
-                )
-            )
-            if code is not ErrorCode.none:
-                return code
-        stamped = {tp: dataclasses.replace(o, commit_ms=now) for tp, o in offsets.items()}
-        try:
-            await self.pending.add(group_id, producer_id, stamped)
-        except StorageError as exc:
-            log.warning("transactional commit of %s not persisted: %s", group_id, exc)
-            return self._failed(group_id, exc)
-        return ErrorCode.none
-
-    async def end_txn(self, partition: int, producer_id: int, commit: bool) -> None:
-        """The marker of a transaction for offsets partition `partition`: the offsets
-        its producer committed there become the groups' (or are dropped). Raises
-        StorageError while the partition is not loaded here (the marker is retried)."""
-        if not self.partitions.coordinates(partition):
-            raise StorageError(f"offsets partition {partition} is not loaded here")
-        await self.pending.end(producer_id, commit, lambda g: self.partition_of(g) == partition)
 
     def _failed(self, group_id: str, exc: StorageError) -> ErrorCode:
         """A write that failed because this instance no longer holds the group's offsets
@@ -247,21 +222,6 @@ class GroupService:
             self.partitions.fenced(self.partition_of(group_id))
             return ErrorCode.not_coordinator
         return ErrorCode.coordinator_not_available
-
-    def _tell_if_full(self, group_id: str, code: ErrorCode) -> None:
-        """The client only learns that the coordinator is unavailable; the operator
-        learns why (once a minute at most)."""
-        if code is not ErrorCode.coordinator_not_available or group_id in self.coordinator.groups:
-            return
-        if time.monotonic() - self._told_full_at >= FULL_WARNING_INTERVAL_S:
-            self._told_full_at = time.monotonic()
-            log.warning(
-                "new group %r refused (COORDINATOR_NOT_AVAILABLE): %d groups are held, "
-                "max_groups=%d; room comes back as groups are deleted or expire",
-                group_id,
-                len(self.coordinator.groups),
-                self.coordinator.limits.max_groups,
-            )
 
     async def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups: persisted first, then forgotten, so a failed write leaves the

@@ -12,12 +12,16 @@ from collections.abc import Callable, Mapping
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.types import CommittedOffset, TopicPartition
+from kop.storage.types import StorageError
 
 ByGroup = dict[str, dict[TopicPartition, CommittedOffset]]
 
 
 class PendingOffsets:
-    def __init__(self, store: OffsetsStore, offsets: Offsets) -> None:
+    def __init__(
+        self, store: OffsetsStore, offsets: Offsets, loaded: Callable[[int], bool]
+    ) -> None:
+        self._loaded = loaded  # an offsets partition coordinated here now
         self._store = store
         self._offsets = offsets
         self._by_producer: dict[int, ByGroup] = {}
@@ -51,12 +55,15 @@ class PendingOffsets:
         await self._store.commit_pending(group, producer_id, offsets)
         self._by_producer.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
 
-    async def end(self, producer_id: int, commit: bool, here: Callable[[str], bool]) -> None:
-        """The producer's transaction ended: its offsets of the groups `here` says
-        (those of one offsets partition) are committed or dropped, each group's at
-        once; a failure leaves the rest for the marker's retry."""
+    async def end_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The marker of the producer's transaction for offsets partition `partition`:
+        the offsets it committed for that partition's groups are committed or dropped,
+        each group's at once (a failure leaves the rest for the marker's retry). Raises
+        StorageError while the partition is not loaded here (the marker is retried)."""
+        if not self._loaded(partition):
+            raise StorageError(f"offsets partition {partition} is not loaded here")
         by_group = self._by_producer.get(producer_id, {})
-        for group in [g for g in by_group if here(g)]:
+        for group in [g for g in by_group if self._store.partition_for(g) == partition]:
             offsets = by_group[group]
             await self._store.end_pending(group, producer_id, offsets, commit)
             if commit:

@@ -11,11 +11,9 @@ Every failure is a StorageError, so the coordinator retries.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import io
 import re
 import struct
-import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -26,6 +24,7 @@ from kio.static.primitive import i16, i32
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
 from kop.protocol.control import Marker
+from kop.protocol.messages import build
 from kop.storage.types import StorageError
 from kop.txn.state import Partition
 
@@ -82,7 +81,7 @@ class PeerMarkers:
             client_id=PEER_PREFIX + self._ownership.me.instance,
         )  # fmt: skip
         entity_writer(schema.__header_schema__)(out, header)
-        entity_writer(schema)(out, _entity(schema, body))
+        entity_writer(schema)(out, build(schema, body))
         reader, writer = await asyncio.open_connection(host, port)
         try:
             frame = out.getvalue()
@@ -96,18 +95,3 @@ class PeerMarkers:
         _head, used = entity_reader(response.__header_schema__)(data, 0)
         answer, _ = entity_reader(response)(data, used)
         return answer
-
-
-def _entity(schema: Any, body: dict[str, Any]) -> Any:
-    """The request dataclass from plain mappings (nested entities built by their
-    field types)."""
-    hints = typing.get_type_hints(schema)
-    kwargs = {}
-    for f in dataclasses.fields(schema):
-        value = body[f.name]
-        hint = hints[f.name]
-        args = typing.get_args(hint)
-        if isinstance(value, tuple) and args and dataclasses.is_dataclass(args[0]):
-            value = tuple(_entity(args[0], v) for v in value)
-        kwargs[f.name] = value
-    return schema(**kwargs)

@@ -52,6 +52,7 @@ def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed"
 def test_java_read_process_write_is_exactly_once_across_kill9(
     fresh_kop: KopProcess,
     java_classpath: str,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     run = uuid.uuid4().hex[:8]
     source, sink, n = f"rpw-in-{run}", f"rpw-out-{run}", 4000
@@ -62,23 +63,28 @@ def test_java_read_process_write_is_exactly_once_across_kill9(
     for i, v in enumerate(values):
         p.produce(source, v, partition=i % PARTITIONS)
     assert p.flush(60) == 0
-    app = subprocess.Popen(
-        ["java", "-cp", java_classpath, str(JAVA_DIR / "ReadProcessWrite.java"),
-         fresh_kop.bootstrap, source, sink, f"rpw-{run}", f"rpw-{run}", "150"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    app_log = tmp_path / "app.log"
+    with app_log.open("w") as sink_file:
+        app = subprocess.Popen(
+            ["java", "-cp", java_classpath, str(JAVA_DIR / "ReadProcessWrite.java"),
+             fresh_kop.bootstrap, source, sink, f"rpw-{run}", f"rpw-{run}", "150"],
+            stdout=sink_file, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
     kills = 0
+    watch = Watch(app, app_log, fresh_kop)
     try:
         for fraction in (0.2, 0.45, 0.7):  # kill -9 as the output grows past each
-            wait_for(lambda f=fraction: output_end(fresh_kop.bootstrap, sink) >= n * f,  # type: ignore[misc]
-                     f"output past {fraction:.0%}", app)  # fmt: skip
+            watch.until(lambda f=fraction: output_end(fresh_kop.bootstrap, sink) >= n * f,  # type: ignore[misc]
+                        f"output past {fraction:.0%} after {kills} kills")  # fmt: skip
             fresh_kop.kill9()
             kills += 1
             fresh_kop.start()
-        out, _ = app.communicate(timeout=600)
+        watch.until(lambda: app.poll() is not None, "the application's end", timeout=600)
     finally:
         app.kill()
-    assert app.returncode == 0 and "DONE" in out, out[-3000:]
+        app.wait(10)
+    out = app_log.read_text()
+    assert app.returncode == 0 and "DONE" in out, watch.report()
     got = Counter(read_committed(fresh_kop.bootstrap, sink))
     expected = Counter(b"out-" + v for v in values)
     # (whether the application had to start over depends on where each kill landed)
@@ -102,14 +108,27 @@ def output_end(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
-def wait_for(check: Callable[[], bool], what: str, app: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 180
-    while not check():
-        if app.poll() is not None:
-            assert app.stdout is not None
-            pytest.fail(f"the application ended before {what}:\n{app.stdout.read()[-3000:]}")
-        assert time.monotonic() < deadline, f"not within 180 s: {what}"
-        time.sleep(0.2)
+class Watch:
+    """Waits on the application with a deadline; a failure shows what the application
+    and kop printed last, since a stall is only understood from both."""
+
+    def __init__(self, app: subprocess.Popen[str], app_log: Path, kop: KopProcess) -> None:
+        self.app, self.app_log, self.kop = app, app_log, kop
+
+    def until(self, check: Callable[[], bool], what: str, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            if self.app.poll() is not None:
+                pytest.fail(f"the application ended before {what}\n{self.report()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"not within {timeout:.0f} s: {what}\n{self.report()}")
+            time.sleep(0.2)
+
+    def report(self) -> str:
+        return (
+            f"--- application ---\n{self.app_log.read_text()[-4000:]}\n"
+            f"--- kop ---\n{self.kop.log_text()[-6000:]}"
+        )
 
 
 # -- Python clients: commit, abort, a fenced zombie (conformance/clients/transactional.py)

@@ -252,6 +252,15 @@ async def _appended(offset: int) -> int:
 async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
     """What the real handlers answer, over their success and error paths."""
     s = await _services()
+    try:
+        return await _answers(s, api, version)
+    finally:  # their background tasks must not outlive the test's loop
+        assert s.txns is not None
+        await s.txns.close()
+        await s.groups.close()
+
+
+async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
     ctx = RequestContext(NS, "test", version)
     calls: list[Any] = []
     if api == ApiKey.PRODUCE:
