@@ -234,17 +234,19 @@ def _check_transactional(
     """A client writes no control batch, and a transactional batch only with its
     transactional id, into a partition its ongoing transaction holds (KIP-890's
     verification, where this instance coordinates the id: a late batch of an ended
-    transaction would otherwise open one no marker ever closes)."""
+    transaction would otherwise open one no marker ever closes; while the id's
+    state loads here, NOT_ENOUGH_REPLICAS, retriable, as Kafka answers)."""
     if head.is_control:
         raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
     if not head.is_transactional:
         return
     if txn is None:
         raise KafkaError(ErrorCode.invalid_record, "a transactional batch needs a transactional id")
-    txns = services.txns
-    if txns is None or not txns.partitions.coordinates(txns.partition_of(txn)):
+    if services.txns is None:
         return
-    code = txns.coordinator.verify(txn, head.producer_id, head.producer_epoch, part)
+    code = services.txns.verify(txn, head.producer_id, head.producer_epoch, part)
+    if code is ErrorCode.coordinator_load_in_progress:  # retriable, as Kafka maps it
+        raise KafkaError(ErrorCode.not_enough_replicas, "the transaction coordinator is loading")
     if code is not ErrorCode.none:
         raise KafkaError(code, f"{part[0]}: not in an ongoing transaction of this producer")
 

@@ -32,10 +32,11 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
     codes: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
     try:
-        await txn_key(services, ctx, request.transactional_id)
+        txn = await txn_key(services, ctx, request.transactional_id)
         key = await group_key(services, ctx, request.group_id)
+        _verify(services, txn, key, request.producer_id, request.producer_epoch)
     except KafkaError as exc:
-        return refused_all(request, exc.code)
+        return refused_all(request, for_version(exc.code, "TxnOffsetCommit", ctx.api_version))
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
         code = await group_service(services).commit(
@@ -48,3 +49,17 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
     code = for_version(code, "TxnOffsetCommit", ctx.api_version)
     codes.update({tp: code for tp in offsets})
     return {"throttle_time": 0, "topics": codes_by_topic(codes)}
+
+
+def _verify(services: Services, txn: str, group: str, producer_id: int, epoch: int) -> None:
+    """The producer's ongoing transaction holds the group's offsets partition
+    (AddOffsetsToTxn), as Kafka verifies it: offsets of a transaction already ended
+    (its producer fenced, or aborted by recovery after a restart) would otherwise
+    stay pending for good, and the group's read_committed consumers get
+    UNSTABLE_OFFSET_COMMIT forever."""
+    groups = group_service(services)
+    partition = groups.partition_of(group)
+    part = (groups.partition_topic(partition), partition)
+    code = txn_service(services).verify(txn, producer_id, epoch, part)
+    if code is not ErrorCode.none:
+        raise KafkaError(code, "not in an ongoing transaction of this producer")

@@ -58,6 +58,11 @@ class CoordinatedPartitions:
     def coordinates(self, partition: int) -> bool:
         return partition in self.loaded
 
+    def elsewhere(self, partition: int) -> bool:
+        """Another instance owns the partition, as last seen (not while this one has
+        yet to look: a partition may be loading here then)."""
+        return self._wanted is not None and partition not in self._wanted
+
     def fenced(self, partition: int) -> None:
         """Another instance took the partition over: let it go."""
         if partition not in self._fenced:

@@ -13,7 +13,9 @@ import logging
 from kop.cluster.coordinated import CoordinatedPartitions
 from kop.cluster.ownership import Ownership
 from kop.groups.scope import GroupScope
+from kop.protocol.errors import ErrorCode
 from kop.txn.coordinator import TxnCoordinator
+from kop.txn.state import Partition
 from kop.txn.store import TxnStore
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,20 @@ class TxnService:
         """Raise NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS unless this instance
         coordinates the transactional id now."""
         self.partitions.check(self.partition_of(txn_id))
+
+    def verify(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
+        """KIP-890's verification of a write into `part` (a produced batch, a
+        TxnOffsetCommit): the coordinator's answer, COORDINATOR_LOAD_IN_PROGRESS
+        while the id's partition loads here (a write of a transaction that recovery
+        is about to abort must wait for that), NONE where another instance
+        coordinates the id (not verified there yet: a produced batch is still fenced
+        by its partition's epoch once the abort marker is in)."""
+        partition = self.partition_of(txn_id)
+        if self.partitions.coordinates(partition):
+            return self.coordinator.verify(txn_id, producer_id, epoch, part)
+        if self.partitions.elsewhere(partition):
+            return ErrorCode.none
+        return ErrorCode.coordinator_load_in_progress
 
     async def _abort_timed_out(self) -> None:
         """Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms loop."""
