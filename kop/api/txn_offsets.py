@@ -42,7 +42,7 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
         code = await group_service(services).commit(
             key, getattr(request, "generation_id", -1), getattr(request, "member_id", ""),
             getattr(request, "group_instance_id", None), offsets,
-            producer_id=request.producer_id,
+            producer=(request.producer_id, request.producer_epoch),
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code

@@ -179,17 +179,19 @@ class GroupService:
         instance_id: str | None,
         offsets: dict[TopicPartition, CommittedOffset],
         retention_ms: int | None = None,
-        producer_id: int | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> ErrorCode:
         """One code for the whole request: Kafka stores a commit's offsets together.
         `retention_ms` (OffsetCommit v2-4) makes them expire that long after now. With
-        `producer_id` (TxnOffsetCommit) they are kept aside until its transaction ends
-        (kop.groups.txn_offsets), and a generation of -1 without a member is not
-        checked (a producer outside the group), as in Kafka."""
+        `producer` (TxnOffsetCommit's id and epoch) they are kept aside until its
+        transaction ends (kop.groups.txn_offsets), and a generation of -1 without a
+        member is not checked (a producer outside the group), as in Kafka."""
         self.check(group_id)
+        if producer is not None and self.pending.fenced(*producer):
+            return ErrorCode.invalid_producer_epoch
         now = self._driver.clock()
         code = ErrorCode.none
-        if producer_id is None or generation >= 0 or member_id:
+        if producer is None or generation >= 0 or member_id:
             code = self._driver.now(
                 lambda now: self.coordinator.commit_allowed(
                     group_id, generation, member_id, instance_id, now
@@ -204,10 +206,10 @@ class GroupService:
         }
         started = time.monotonic()
         try:
-            if producer_id is None:
+            if producer is None:
                 await self.offsets.commit(group_id, stamped)
             else:
-                await self.pending.add(group_id, producer_id, stamped)
+                await self.pending.add(group_id, producer[0], stamped)
         except StorageError as exc:
             log.warning("commit of %s not persisted: %s", group_id, exc)
             return self._failed(group_id, exc)

@@ -3,7 +3,15 @@ transaction ends, as Kafka keeps pending transactional offsets: the commit marke
 makes them the group's committed offsets (then OffsetFetch returns them and the
 mirrored subscription moves), an abort drops them. They are durable from the
 start (`t|` records of the offsets topic), so a kop that restarts between the
-commit and the marker still has them when the coordinator sends the marker again."""
+commit and the marker still has them when the coordinator sends the marker again.
+
+A marker also fences its producer here, as one fences it in a partition's log: a
+TxnOffsetCommit of an older epoch than the last marker's (a zombie of a transaction
+already aborted: fenced, timed out, or ended by recovery after a restart) is
+refused. Accepted, its offsets would stay pending for good, since no marker for
+that transaction comes again, and the group's read_committed consumers would get
+UNSTABLE_OFFSET_COMMIT forever. (The transaction coordinator verifies it too where
+it is this instance: kop.api.txn_offsets.)"""
 
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ class PendingOffsets:
         self._store = store
         self._offsets = offsets
         self._by_producer: dict[int, ByGroup] = {}
+        self._epochs: dict[int, int] = {}  # producer id -> the epoch of its last marker here
 
     def restore(self, pending: Mapping[int, ByGroup]) -> None:
         for pid, by_group in pending.items():
@@ -48,6 +57,10 @@ class PendingOffsets:
         """The group's partitions with an offset in a transaction not yet ended."""
         return {tp for by_group in self._by_producer.values() for tp in by_group.get(group, {})}
 
+    def fenced(self, producer_id: int, epoch: int) -> bool:
+        """A marker of a later epoch of the producer came here: this one is a zombie."""
+        return epoch < self._epochs.get(producer_id, -1)
+
     async def add(
         self, group: str, producer_id: int, offsets: Mapping[TopicPartition, CommittedOffset]
     ) -> None:
@@ -55,13 +68,14 @@ class PendingOffsets:
         await self._store.commit_pending(group, producer_id, offsets)
         self._by_producer.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
 
-    async def end_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+    async def end_txn(self, partition: int, producer_id: int, epoch: int, commit: bool) -> None:
         """The marker of the producer's transaction for offsets partition `partition`:
         the offsets it committed for that partition's groups are committed or dropped,
         each group's at once (a failure leaves the rest for the marker's retry). Raises
         StorageError while the partition is not loaded here (the marker is retried)."""
         if not self._loaded(partition):
             raise StorageError(f"offsets partition {partition} is not loaded here")
+        self._epochs[producer_id] = max(epoch, self._epochs.get(producer_id, -1))
         by_group = self._by_producer.get(producer_id, {})
         for group in [g for g in by_group if self._store.partition_for(g) == partition]:
             offsets = by_group[group]

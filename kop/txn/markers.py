@@ -30,7 +30,7 @@ from kop.txn.state import Partition
 
 
 class OffsetsMarker(Protocol):
-    async def end_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+    async def end_txn(self, partition: int, producer_id: int, epoch: int, commit: bool) -> None:
         """The transaction's offsets in offsets partition `partition` are committed
         or dropped; raises StorageError when that cannot be done now."""
         ...
@@ -62,7 +62,9 @@ class TxnMarkers:
                     raise StorageError(f"{name} is served by another instance")
                 elsewhere.setdefault(owner.node_id, (owner, []))[1].append((name, index))
             elif self._offsets is not None and name.startswith(self._offsets_prefix):
-                await self._offsets.end_txn(index, marker.producer_id, marker.commit)
+                await self._offsets.end_txn(
+                    index, marker.producer_id, marker.producer_epoch, marker.commit
+                )
             else:
                 await self._append(name, head, batch)
         for owner, parts in elsewhere.values():

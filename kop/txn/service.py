@@ -69,8 +69,8 @@ class TxnService:
         TxnOffsetCommit): the coordinator's answer, COORDINATOR_LOAD_IN_PROGRESS
         while the id's partition loads here (a write of a transaction that recovery
         is about to abort must wait for that), NONE where another instance
-        coordinates the id (not verified there yet: a produced batch is still fenced
-        by its partition's epoch once the abort marker is in)."""
+        coordinates the id (not asked there yet: the abort's marker fences the
+        producer in the partition's log, and a TxnOffsetCommit at the group's)."""
         partition = self.partition_of(txn_id)
         if self.partitions.coordinates(partition):
             return self.coordinator.verify(txn_id, producer_id, epoch, part)

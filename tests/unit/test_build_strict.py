@@ -254,10 +254,16 @@ async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
     s = await _services()
     try:
         return await _answers(s, api, version)
-    finally:  # their background tasks must not outlive the test's loop
-        assert s.txns is not None
-        await s.txns.close()
-        await s.groups.close()
+    finally:
+        await close_services(s)
+
+
+async def close_services(s: Services) -> None:
+    """What `_services` started: their background tasks must not outlive the test's
+    loop ('Task was destroyed but it is pending' at the end of the run)."""
+    assert s.txns is not None and s.groups is not None
+    await s.txns.close()
+    await s.groups.close()
 
 
 async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:

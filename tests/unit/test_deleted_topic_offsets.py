@@ -14,7 +14,7 @@ from kop.groups.service import GroupService
 from kop.groups.types import GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode
 from kop.storage.naming import PulsarTopic
-from tests.unit.test_build_strict import NS, _ns, _services
+from tests.unit.test_build_strict import NS, _ns, _services, close_services
 
 CTX = RequestContext(NS, "test", 5)
 
@@ -64,4 +64,4 @@ async def test_deleting_a_topic_removes_its_offsets_from_every_group_durably() -
         finally:
             await again.close()
     finally:
-        await s.groups.close()
+        await close_services(s)

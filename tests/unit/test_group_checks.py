@@ -14,7 +14,7 @@ from kop.groups.coordinator import PARKED
 from kop.groups.rebalance import SyncResult
 from kop.groups.types import GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode
-from tests.unit.test_build_strict import NS, _ns, _resolved, _services
+from tests.unit.test_build_strict import NS, _ns, _resolved, _services, close_services
 from tests.unit.test_coordinator_rules import Driver, _join, _stable_pair
 
 
@@ -73,7 +73,7 @@ async def test_offset_commit_v2_retention_time_expires_the_offsets() -> None:
         await offsets.offset_commit(s, CTX_V2, default)
         assert s.groups.offsets.of("solo")[tp].expire_ms is None
     finally:
-        await s.groups.close()
+        await close_services(s)
 
 
 def _connect_join(member_id: str) -> Any:
@@ -98,7 +98,7 @@ async def test_offset_delete_on_a_live_group_of_another_protocol_is_non_empty_gr
         answer = await offsets.offset_delete(s, ctx, asked)
         assert (answer["error_code"], answer["topics"]) == (ErrorCode.non_empty_group, [])
     finally:
-        await s.groups.close()
+        await close_services(s)
 
 
 async def test_offset_commit_v9_to_an_unknown_group_is_group_id_not_found() -> None:
@@ -117,4 +117,4 @@ async def test_offset_commit_v9_to_an_unknown_group_is_group_id_not_found() -> N
             answer = await offsets.offset_commit(s, RequestContext(NS, "test", version), request)
             assert answer["topics"][0]["partitions"][0]["error_code"] is code, version
     finally:
-        await s.groups.close()
+        await close_services(s)

@@ -12,7 +12,7 @@ from kop.api import groups, offsets
 from kop.api.context import RequestContext, Services
 from kop.protocol.errors import ErrorCode
 from kop.storage.naming import PulsarTopic
-from tests.unit.test_build_strict import NS, _ns, _resolved, _services
+from tests.unit.test_build_strict import NS, _ns, _resolved, _services, close_services
 
 CTX = RequestContext(NS, "test", 5)
 
@@ -94,8 +94,7 @@ async def test_a_live_group_keeps_offsets_of_subscribed_topics_only() -> None:
         }
         assert s.groups.offsets.of("g") == {}
     finally:
-        assert s.groups is not None
-        await s.groups.close()
+        await close_services(s)
 
 
 def groups_leave(s: Services, member: str) -> list[ErrorCode]:

@@ -15,7 +15,7 @@ from kop.groups.offsets_store import OffsetsStore
 from kop.groups.service import GroupService
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
-from tests.unit.test_build_strict import NS, _ns, _services
+from tests.unit.test_build_strict import NS, _ns, _services, close_services
 
 CTX = RequestContext(NS, "test", 5)
 
@@ -52,7 +52,7 @@ async def test_a_standalone_group_is_empty_to_describe_and_list_after_a_restart(
             await asyncio.sleep(0.001)
         assert await _seen(s) == (("Empty", ""), ("Empty", ""))
     finally:
-        await s.groups.close()
+        await close_services(s)
 
 
 async def test_a_delete_that_was_not_persisted_leaves_the_group_as_it_was() -> None:
@@ -69,4 +69,4 @@ async def test_a_delete_that_was_not_persisted_leaves_the_group_as_it_was() -> N
         assert answer["results"][0]["error_code"] is ErrorCode.coordinator_not_available
         assert await _seen(s) == (("Empty", ""), ("Empty", ""))
     finally:
-        await s.groups.close()
+        await close_services(s)
