@@ -204,10 +204,25 @@ class GoDriver:
 
 
 class FranzGo(GoDriver):
-    """franz-go: kgo's producer and consumer, kadm for offsets (ListMaxTimestampOffsets)."""
+    """franz-go: kgo's producer and consumer, kadm for offsets (ListMaxTimestampOffsets);
+    its transactional client and GroupTransactSession (go/franz/txn.go)."""
 
     name = "franz-go"
     source = "franz"
+
+    def txn_flow(self, bootstrap: str, topic: str, txn_id: str) -> str:
+        """conformance/clients/transactional.py's flow; how the zombie was fenced."""
+        got = self._call("txn_flow", bootstrap, topic=topic, transactional_id=txn_id)
+        return str(got["fenced"])
+
+    def group_transact(
+        self, bootstrap: str, source: str, output: str, group: str, txn_id: str, n: int
+    ) -> dict[str, Any]:
+        """GroupTransactSession copying `n` records of `source` to `output`."""
+        return dict(self._call(
+            "group_transact", bootstrap, timeout=120, topic=source, output=output,
+            group=group, transactional_id=txn_id, n=n,
+        ))  # fmt: skip
 
 
 class Sarama(GoDriver):

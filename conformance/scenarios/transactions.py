@@ -102,6 +102,26 @@ def send_offsets(ctx: Ctx, driver: Any) -> Observation:
     return out
 
 
+@scenario("transactions/group-transact-session", ("franz-go",), quick=True)
+def group_transact_session(ctx: Ctx, driver: Any) -> Observation:
+    """franz-go's GroupTransactSession copies a topic exactly once: every record once
+    in the output (read_committed, in order per partition), the group's offsets at
+    the input's end. (How many transactions, so markers, it takes depends on how the
+    records arrive: the ends are not compared.)"""
+    source, output, group = ctx.name("gts-in"), ctx.name("gts-out"), ctx.name("gts-group")
+    create_topic(ctx.bootstrap, source, PARTITIONS)
+    create_topic(ctx.bootstrap, output, PARTITIONS)
+    p = Producer({"bootstrap.servers": ctx.bootstrap})
+    for i in range(30):
+        p.produce(source, f"v{i}".encode(), partition=i % PARTITIONS)
+    assert p.flush(30) == 0
+    session = driver.group_transact(ctx.bootstrap, source, output, group, ctx.name("tid"), 30)
+    read = _read(ctx, output, "read_committed")
+    return {"session": session,
+            "output": {p: part["values"] for p, part in read.items()},
+            "group's offsets": _committed(ctx, group, source)}  # fmt: skip
+
+
 def _table(lines: list[str], keep: tuple[str, ...]) -> list[dict[str, str]]:
     """A kafka-transactions table (a header line, then rows), the `keep` columns."""
     rows = [line.split() for line in lines]

@@ -1,6 +1,6 @@
 """Transactions on a real Pulsar, with unmodified clients: the Java client's
 read-process-write loop stays exactly-once while kop is killed with -9 under it;
-confluent-kafka, kafka-python and aiokafka commit, abort and get fenced."""
+confluent-kafka, kafka-python, aiokafka and franz-go commit, abort and get fenced."""
 
 from __future__ import annotations
 
@@ -138,6 +138,7 @@ FENCED = {
     "confluent-kafka": {"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"},
     "kafka-python": {"ProducerFencedError", "InvalidProducerEpochError", "KafkaError"},
     "aiokafka": {"ProducerFenced", "InvalidProducerEpoch", "KafkaError"},
+    "franz-go": {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"},
 }
 
 

@@ -54,6 +54,10 @@ func main() {
 		out, err = groupConsume(ctx, cmd)
 	case "committed":
 		out, err = committed(ctx, cmd)
+	case "txn_flow":
+		out, err = txnFlow(ctx, cmd)
+	case "group_transact":
+		out, err = groupTransact(ctx, cmd)
 	default:
 		err = fmt.Errorf("unknown op %q", cmd.Op)
 	}

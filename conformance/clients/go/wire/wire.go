@@ -85,6 +85,8 @@ type Command struct {
 	Group       string          `json:"group"`
 	Timeout     float64         `json:"timeout"` // seconds for the whole command
 	MaxRequest  int32           `json:"max_request_bytes"`
+	TxnID       string          `json:"transactional_id"`
+	Output      string          `json:"output"` // a read-process-write's output topic
 }
 
 // Seconds turns a JSON number of seconds into a Duration.
