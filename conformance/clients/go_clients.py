@@ -195,6 +195,12 @@ class GoDriver:
         got = self._call("committed", bootstrap, topic=topic, group=group, partition=partition)
         return None if got["offset"] is None else int(got["offset"])
 
+    def txn_flow(self, bootstrap: str, topic: str, txn_id: str) -> str:
+        """conformance/clients/transactional.py's flow (go/<lib>/txn.go); how the
+        zombie was fenced."""
+        got = self._call("txn_flow", bootstrap, topic=topic, transactional_id=txn_id)
+        return str(got["fenced"])
+
     def member_loop(
         self, bootstrap: str, topic: str, group: str, stop: threading.Event,
         report: Callable[[frozenset[int]], None],
@@ -205,15 +211,10 @@ class GoDriver:
 
 class FranzGo(GoDriver):
     """franz-go: kgo's producer and consumer, kadm for offsets (ListMaxTimestampOffsets);
-    its transactional client and GroupTransactSession (go/franz/txn.go)."""
+    its transactional client and GroupTransactSession."""
 
     name = "franz-go"
     source = "franz"
-
-    def txn_flow(self, bootstrap: str, topic: str, txn_id: str) -> str:
-        """conformance/clients/transactional.py's flow; how the zombie was fenced."""
-        got = self._call("txn_flow", bootstrap, topic=topic, transactional_id=txn_id)
-        return str(got["fenced"])
 
     def group_transact(
         self, bootstrap: str, source: str, output: str, group: str, txn_id: str, n: int
@@ -226,8 +227,8 @@ class FranzGo(GoDriver):
 
 
 class Sarama(GoDriver):
-    """Sarama with its default Config: SyncProducer, Consumer, ConsumerGroup,
-    Client.GetOffset and ClusterAdmin.ListConsumerGroupOffsets."""
+    """Sarama with its default Config: SyncProducer (transactional too), Consumer,
+    ConsumerGroup, Client.GetOffset and ClusterAdmin.ListConsumerGroupOffsets."""
 
     name = "sarama"
     source = "sarama"

@@ -1,5 +1,5 @@
 """One transactional flow per client family that has transactions (confluent-kafka,
-kafka-python, aiokafka, franz-go): commit, abort, then a second producer with the same
+kafka-python, aiokafka, franz-go, Sarama): commit, abort, then a second producer with the same
 transactional id fences the first while it has a transaction open. Returns how the
 zombie's next commit failed, as the client names it. Used by the conformance
 scenarios (judged against Kafka) and by kop's own tests."""
@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaProducer
 from confluent_kafka import KafkaException, Producer
 from kafka import KafkaProducer
 
-from conformance.clients.go_clients import FranzGo
+from conformance.clients.go_clients import FranzGo, Sarama
 
 PARTITIONS = 2
 # The records: c1, c2 committed (partitions 0 and 1), a1 aborted (0), the zombie's
@@ -115,11 +115,9 @@ def aiokafka(bootstrap: str, topic: str, txn_id: str) -> str:
     return fenced
 
 
-def franz_go(bootstrap: str, topic: str, txn_id: str) -> str:
-    return FranzGo().txn_flow(bootstrap, topic, txn_id)  # the same flow, in Go
-
-
 FLOWS: dict[str, Callable[[str, str, str], str]] = {
     "confluent-kafka": confluent, "kafka-python": kafka_python, "aiokafka": aiokafka,
-    "franz-go": franz_go,
+    # the same flow in Go (conformance/clients/go/<lib>/txn.go)
+    "franz-go": lambda b, t, x: FranzGo().txn_flow(b, t, x),
+    "sarama": lambda b, t, x: Sarama().txn_flow(b, t, x),
 }  # fmt: skip

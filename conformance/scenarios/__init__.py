@@ -2,6 +2,7 @@
 
 from conformance.scenarios import (  # noqa: F401
     admin,
+    apps,
     bad_input,
     compaction,
     compaction_cleaned,

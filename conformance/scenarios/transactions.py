@@ -134,8 +134,9 @@ def _table(lines: list[str], keep: tuple[str, ...]) -> list[dict[str, str]]:
 
 @scenario("tools/kafka-transactions", ("java-tools",), quick=True)
 def kafka_transactions(ctx: Ctx, tools: JavaTools) -> Observation:
-    """list, describe and describe-producers of an open transaction, then `abort` at
-    its partition (a hanging transaction's remedy): read_committed gets past it."""
+    """list, describe, describe-producers and find-hanging of an open transaction,
+    then `abort` at its partition (a hanging transaction's remedy): read_committed
+    gets past it."""
     topic, tid = ctx.name("hanging"), ctx.name("tid")
     create_topic(ctx.bootstrap, topic, PARTITIONS)
     p = Producer({"bootstrap.servers": ctx.bootstrap, "transactional.id": tid})
@@ -148,6 +149,7 @@ def kafka_transactions(ctx: Ctx, tools: JavaTools) -> Observation:
     described = tools.run(ctx, "transactions", *bs, "describe", "--transactional-id", tid)
     producers = tools.run(ctx, "transactions", *bs, "describe-producers", "--topic", topic,
                           "--partition", "0")  # fmt: skip
+    hanging = tools.run(ctx, "transactions", *bs, "find-hanging", "--topic", topic)
     before = _read(ctx, topic, "read_committed")
     aborted = tools.run(ctx, "transactions", *bs, "abort", "--topic", topic, "--partition", "0",
                         "--start-offset", "0")  # fmt: skip
@@ -165,6 +167,8 @@ def kafka_transactions(ctx: Ctx, tools: JavaTools) -> Observation:
             "TopicPartitions"))},
         "describe-producers": {"code": producers.code, "rows": _table(producers.out, (
             "ProducerEpoch", "LastSequence", "CurrentTransactionStartOffset"))},
+        "find-hanging (open, not past the timeout)": {"code": hanging.code, "rows": _table(
+            hanging.out, ("Topic", "Partition", "ProducerId"))},
         "read_committed before the abort": before,
         "abort": aborted.code,
         "read_committed after it": after,

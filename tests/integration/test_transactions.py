@@ -1,6 +1,7 @@
 """Transactions on a real Pulsar, with unmodified clients: the Java client's
 read-process-write loop stays exactly-once while kop is killed with -9 under it;
-confluent-kafka, kafka-python, aiokafka and franz-go commit, abort and get fenced."""
+confluent-kafka, kafka-python, aiokafka, franz-go and Sarama commit, abort and get
+fenced."""
 
 from __future__ import annotations
 
@@ -139,6 +140,7 @@ FENCED = {
     "kafka-python": {"ProducerFencedError", "InvalidProducerEpochError", "KafkaError"},
     "aiokafka": {"ProducerFenced", "InvalidProducerEpoch", "KafkaError"},
     "franz-go": {"PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"},
+    "sarama": {"ErrProducerFenced", "ErrInvalidProducerEpoch"},
 }
 
 

@@ -58,6 +58,8 @@ func main() {
 		out, err = groupConsume(cmd)
 	case "committed":
 		out, err = committed(cmd)
+	case "txn_flow":
+		out, err = txnFlow(cmd)
 	default:
 		err = fmt.Errorf("unknown op %q", cmd.Op)
 	}
