@@ -122,6 +122,11 @@ class KafkaJS:
         )
         return [from_wire(r) for r in answer["records"]]
 
+    def txn_flow(self, bootstrap: str, topic: str, txn_id: str) -> str:
+        """conformance/clients/transactional.py's flow; how the zombie was fenced."""
+        answer = self._call("txn_flow", bootstrap=bootstrap, topic=topic, transactional_id=txn_id)
+        return str(answer["fenced"])
+
     def committed(self, bootstrap: str, group: str, topic: str, partition: int) -> int | None:
         answer = self._call(
             "committed", bootstrap=bootstrap, group=group, topic=topic, partition=partition

@@ -1,8 +1,8 @@
 """One transactional flow per client family that has transactions (confluent-kafka,
-kafka-python, aiokafka, franz-go, Sarama): commit, abort, then a second producer with the same
-transactional id fences the first while it has a transaction open. Returns how the
-zombie's next commit failed, as the client names it. Used by the conformance
-scenarios (judged against Kafka) and by kop's own tests."""
+kafka-python, aiokafka, franz-go, Sarama, kafkajs): commit, abort, then a second
+producer with the same transactional id fences the first while it has a transaction
+open. Returns how the zombie's next commit failed, as the client names it. Used by
+the conformance scenarios (judged against Kafka) and by kop's own tests."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from confluent_kafka import KafkaException, Producer
 from kafka import KafkaProducer
 
 from conformance.clients.go_clients import FranzGo, Sarama
+from conformance.clients.kafkajs import KafkaJS
 
 PARTITIONS = 2
 # The records: c1, c2 committed (partitions 0 and 1), a1 aborted (0), the zombie's
@@ -120,4 +121,5 @@ FLOWS: dict[str, Callable[[str, str, str], str]] = {
     # the same flow in Go (conformance/clients/go/<lib>/txn.go)
     "franz-go": lambda b, t, x: FranzGo().txn_flow(b, t, x),
     "sarama": lambda b, t, x: Sarama().txn_flow(b, t, x),
+    "kafkajs": lambda b, t, x: KafkaJS().txn_flow(b, t, x),  # in Node (node/driver.js)
 }  # fmt: skip

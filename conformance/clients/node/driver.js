@@ -258,7 +258,47 @@ async function member(cmd, input) {
   return { left: true }
 }
 
+// The flow of conformance/clients/transactional.py: c1 and c2 committed, a1
+// aborted, then a second producer with the same transactional id fences the first
+// while its transaction (the zombie's record) is open, and commits c3. The answer
+// is how the first one's next send or commit failed.
+async function txnFlow(cmd) {
+  const kafka = client(cmd)
+  const producer = () =>
+    kafka.producer({ transactionalId: cmd.transactional_id, idempotent: true, maxInFlightRequests: 1 })
+  const send = (txn, partition, value) =>
+    txn.send({ topic: cmd.topic, acks: -1, messages: [{ partition, value: Buffer.from(value) }] })
+  const first = producer()
+  await first.connect()
+  const second = producer()
+  try {
+    for (const [values, commit] of [[['c1', 'c2'], true], [['a1'], false]]) {
+      const txn = await first.transaction()
+      for (const [i, v] of values.entries()) await send(txn, i % 2, v)
+      await (commit ? txn.commit() : txn.abort())
+    }
+    const zombie = await first.transaction()
+    await send(zombie, 0, 'zombie')
+    await second.connect()
+    const txn = await second.transaction()
+    await send(txn, 1, 'c3')
+    await txn.commit()
+    try {
+      await send(zombie, 1, 'late')
+      await zombie.commit()
+    } catch (e) {
+      if (!isClientError(e)) throw e
+      return { fenced: errorName(e) }
+    }
+    return { fenced: 'not fenced' }
+  } finally {
+    await first.disconnect()
+    await second.disconnect()
+  }
+}
+
 const OPS = {
+  txn_flow: txnFlow,
   produce,
   consume,
   list_offset: listOffset,
