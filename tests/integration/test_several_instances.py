@@ -10,9 +10,9 @@ import signal
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -21,6 +21,8 @@ from confluent_kafka.admin import AdminClient
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess, _drop_namespace
 from tests.integration.workload import PARTITIONS, Writer, consume_group
+
+T = TypeVar("T")
 
 FAILOVER_BOUND_S = 10.0
 
@@ -167,14 +169,25 @@ def test_a_transaction_across_every_instance_commits_and_aborts_whole(trio: Trio
             if msg is not None and msg.error() is None:
                 got.append(msg.value())
         assert sorted(got) == sorted(f"commit-{i}".encode() for i in range(PARTITIONS))
-        ends = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
-        assert ends[1] == 4  # commit record, its marker, abort record, its marker: stable
-        committed = consumer.committed([TopicPartition(topic, i) for i in range(PARTITIONS)],
-                                       timeout=15)  # fmt: skip
-        assert [tp.offset for tp in committed] == [1] * PARTITIONS
+        # EndTxn is answered once the end is durable; the markers follow (as on Kafka)
+        first = TopicPartition(topic, 0)
+        stable = until(lambda: reader.get_watermark_offsets(first, timeout=15)[1], 4, within=30)
+        assert stable == 4  # commit record, its marker, abort record, its marker: stable
+        tps = [TopicPartition(topic, i) for i in range(PARTITIONS)]
+        committed = until(lambda: [tp.offset for tp in consumer.committed(tps, timeout=15)],
+                          [1] * PARTITIONS, within=30)  # fmt: skip
+        assert committed == [1] * PARTITIONS
     finally:
         reader.close()
         consumer.close()
+
+
+def until(value: Callable[[], T], wanted: T, within: float) -> T:
+    """`value()` once it is `wanted`, or its last value at the deadline."""
+    deadline = time.monotonic() + within
+    while (got := value()) != wanted and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return got
 
 
 def test_kill9_moves_its_partitions_within_the_bound_losing_nothing(trio: Trio) -> None:
