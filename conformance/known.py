@@ -17,6 +17,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "6) need topic ids in requests or fields kop does not fill yet. Clients use the "
         "common versions, as with an older Kafka."
     ),
+    ("transactions/commit-abort-fence", "franz-go"): (
+        "Kafka 4.3.1 finalizes transaction.version=2 (KIP-890 part 2), kop does not yet: "
+        "franz-go adds the zombie's new partition with Produce v12 on Kafka, whose broker "
+        "answers a fenced epoch as INVALID_PRODUCER_EPOCH, and with AddPartitionsToTxn on "
+        "kop, which answers PRODUCER_FENCED, as Kafka does under transaction version 1. "
+        "Either way the zombie is fenced and what it wrote is aborted (the reads agree)."
+    ),
     ("metadata/offsets-topic-reads", "raw"): (
         "kop lists __consumer_offsets (internal, as Kafka does) but does not serve its records: "
         "kop's offsets topic is a Pulsar topic in its own format, not Kafka's. Reads get "
