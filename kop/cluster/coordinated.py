@@ -117,7 +117,9 @@ class CoordinatedPartitions:
                     "loading %s %d failed (%s); again in %.1fs",
                     self._what, partition, exc, backoff,
                 )  # fmt: skip
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 10.0)
+            except Exception:  # never left unloaded: its keys would wait forever
+                log.exception("loading %s %d; again in %.1fs", self._what, partition, backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 10.0)
         self._loading.pop(partition, None)
         self.loaded.add(partition)

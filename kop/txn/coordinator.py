@@ -172,5 +172,7 @@ class TxnCoordinator:
                 return
             except (StorageError, OSError) as exc:
                 log.warning("ending the transaction of %s: %s; again in %.1fs", txn_id, exc, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_S[1])
+            except Exception:  # never left preparing: its producer and LSO would wait forever
+                log.exception("ending the transaction of %s; again in %.1fs", txn_id, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_S[1])

@@ -22,16 +22,17 @@ A0, B1 = ("a", 0), ("b", 1)
 
 
 class Markers:
-    """Records the markers written; fails the first `failures` writes."""
+    """Records the markers written; fails the first `failures` writes with `error`."""
 
-    def __init__(self, failures: int = 0) -> None:
+    def __init__(self, failures: int = 0, error: Exception | None = None) -> None:
         self.written: list[tuple[frozenset[Partition], Marker]] = []
         self.failures = failures
+        self.error = error or StorageError("the partition's owner is away")
 
     async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
         if self.failures:
             self.failures -= 1
-            raise StorageError("the partition's owner is away")
+            raise self.error
         self.written.append((partitions, marker))
 
 
@@ -68,6 +69,22 @@ def test_a_commit_is_answered_when_prepared_and_completed_after_its_markers(
     assert markers.written == [(frozenset({A0, B1}), Marker(True, pid, 0, 0))]
     meta = c.meta("t")
     assert meta is not None and meta.state is State.COMPLETE_COMMIT
+
+
+def test_an_unexpected_failure_of_the_markers_is_retried_too(loop: SimLoop) -> None:
+    """Whatever a marker write raises (a peer's malformed answer, a bug), the end is
+    retried: a transaction left preparing would answer CONCURRENT_TRANSACTIONS to its
+    producer, and hold the last stable offset of its partitions, forever."""
+    markers = Markers(failures=1, error=RuntimeError("a peer answered nonsense"))
+    c = coordinator(MemoryLog(), markers, Clock())
+    loop.run(c.load(0), within=10)
+    _, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
+    loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10)
+    assert loop.run(c.end_txn("t", pid, epoch, commit=False), within=10) is ErrorCode.none
+    loop.settle(2.0)
+    assert markers.written == [(frozenset({A0}), Marker(False, pid, 0, 0))]
+    meta = c.meta("t")
+    assert meta is not None and meta.state is State.COMPLETE_ABORT
 
 
 def test_a_crash_after_the_prepare_is_finished_by_the_next_owner(loop: SimLoop) -> None:
