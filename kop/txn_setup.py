@@ -17,7 +17,7 @@ from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.txn.coordinator import TxnCoordinator
 from kop.txn.markers import TxnMarkers
-from kop.txn.peer_markers import PeerMarkers
+from kop.txn.peers import Peers
 from kop.txn.service import TxnService
 from kop.txn.store import TxnStore
 
@@ -41,12 +41,13 @@ async def start_transactions(
     loads its partitions in the background (COORDINATOR_LOAD_IN_PROGRESS until done)."""
     topic = await system_topic(admin, c, STATE_TOPIC, c.transaction_state_partitions)
     store = TxnStore(storage, topic.full, c.transaction_state_partitions)
+    peers = Peers(ownership)
     markers = TxnMarkers(
         logs, ownership.mine, wall_ms, groups.pending, groups.offsets_topic,
-        owner=ownership.owner, peers=PeerMarkers(ownership),
+        owner=ownership.owner, peers=peers,
     )  # fmt: skip
     coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)
     scope = GroupScope(Namespace(c.tenant, c.namespace))
-    service = TxnService(store, coordinator, ownership, c.transaction_abort_check_s, scope)
+    service = TxnService(store, coordinator, ownership, c.transaction_abort_check_s, scope, peers)
     await service.start()
     return service

@@ -27,6 +27,7 @@ from kop.api.internal_topics import refuse_produce
 from kop.log.appender import OFFLOAD_RECORDS
 from kop.log.batch_rules import BatchRules, InvalidTimestamps
 from kop.log.entry_format import EntryFormat
+from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_records, split_batches
 from kop.security.authorizer import TopicOp
@@ -93,7 +94,7 @@ async def _begin(
             raise KafkaError(ErrorCode.corrupt_message, "produce without records")
         batches = split_batches(records, max_batch_bytes=view.max_message_bytes)
         for head, _ in batches:
-            _check_transactional(services, head, txn, (view.partition_topic(index), index))
+            _check_transactional(head, txn)
         if view.compacted:
             _require_keys(batches, name, index)
         rules = BatchRules.of(view.configs)
@@ -102,6 +103,8 @@ async def _begin(
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
         plog = await services.logs.of_topic(view, index)
+        for head, _ in batches:
+            await _verify(services, head, txn, (view.partition_topic(index), index), plog)
         work = await plog.begin_append(
             batches, view.entry_format, view.pulsar_batching, shared=view.shared_writes
         )
@@ -228,25 +231,35 @@ def _partition(
     }
 
 
-def _check_transactional(
-    services: Services, head: BatchHeader, txn: str | None, part: Partition
-) -> None:
+def _check_transactional(head: BatchHeader, txn: str | None) -> None:
     """A client writes no control batch, and a transactional batch only with its
-    transactional id, into a partition its ongoing transaction holds (KIP-890's
-    verification, where this instance coordinates the id: a late batch of an ended
-    transaction would otherwise open one no marker ever closes; while the id's
-    state loads here, NOT_ENOUGH_REPLICAS, retriable, as Kafka answers)."""
+    transactional id."""
     if head.is_control:
         raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
-    if not head.is_transactional:
-        return
-    if txn is None:
+    if head.is_transactional and txn is None:
         raise KafkaError(ErrorCode.invalid_record, "a transactional batch needs a transactional id")
-    if services.txns is None:
+
+
+async def _verify(
+    services: Services, head: BatchHeader, txn: str | None, part: Partition, plog: PartitionLog
+) -> None:
+    """A transactional batch goes only into a partition its producer's ongoing
+    transaction holds (KIP-890's verification, by the coordinator of the id, here or at
+    another instance): a late write of an ended transaction would otherwise open one
+    that no marker ever closes. Asked once per transaction and partition, as Kafka
+    asks: while the producer has a transaction open here, its batches belong to it.
+    A coordinator loading or out of reach: NOT_ENOUGH_REPLICAS, retriable, as Kafka
+    answers."""
+    if not head.is_transactional or txn is None or services.txns is None:
         return
-    code = services.txns.verify(txn, head.producer_id, head.producer_epoch, part)
-    if code is ErrorCode.coordinator_load_in_progress:  # retriable, as Kafka maps it
-        raise KafkaError(ErrorCode.not_enough_replicas, "the transaction coordinator is loading")
+    if plog.txns.is_open(head.producer_id):
+        return
+    code = await services.txns.verify(txn, head.producer_id, head.producer_epoch, part)
+    if code in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
+                ErrorCode.not_coordinator):  # fmt: skip
+        raise KafkaError(ErrorCode.not_enough_replicas, f"transaction coordinator: {code.name}")
+    if code is ErrorCode.producer_fenced:
+        code = ErrorCode.invalid_producer_epoch
     if code is not ErrorCode.none:
         raise KafkaError(code, f"{part[0]}: not in an ongoing transaction of this producer")
 

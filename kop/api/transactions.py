@@ -16,6 +16,7 @@ from kop.api.context import RequestContext, Response, Services, existing_topic
 from kop.groups.scope import ReservedGroupName
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.security.authorizer import TopicOp
+from kop.txn.peers import is_peer
 from kop.txn.service import TxnService
 from kop.txn.state import Partition
 
@@ -91,17 +92,46 @@ async def add_partitions(services: Services, ctx: RequestContext, request: Any) 
 
 async def _add_batched(services: Services, ctx: RequestContext, request: Any) -> Response:
     """Kafka takes these from brokers only (ClusterAction); so does kop, from its
-    superusers."""
-    if not await ctx.access.cluster():
+    superusers and from the other instances (kop.txn.peers: their verifications)."""
+    peer = is_peer(ctx.client_id, services.owners.brokers())
+    if not peer and not await ctx.access.cluster():
         return _added(ErrorCode.cluster_authorization_failed)
     out = []
     for t in request.transactions:
-        results = await _add(
-            services, ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
-            verify_only=t.verify_only,
-        )  # fmt: skip
+        if peer:
+            results = _verified_for_peer(services, t)
+        else:
+            results = await _add(
+                services, ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
+                verify_only=t.verify_only,
+            )  # fmt: skip
         out.append({"transactional_id": t.transactional_id, "topic_results": results})
     return _added(ErrorCode.none, batched=out)
+
+
+def _verified_for_peer(services: Services, t: Any) -> list[dict[str, Any]]:
+    """Another instance asks whether a write it is given belongs to the producer's
+    ongoing transaction: the transactional id as kop keys it (its tenant's), the
+    partitions as the coordinator records them (partition topic, index). Each gets
+    the coordinator's own answer (INVALID_PRODUCER_EPOCH for a fenced producer)."""
+    txns = txn_service(services)
+
+    def verdict(part: Partition) -> ErrorCode:
+        if not t.verify_only:  # kop's instances only verify (transaction version 1)
+            return ErrorCode.invalid_request
+        try:
+            txns.check(t.transactional_id)
+        except KafkaError as exc:
+            return exc.code
+        return txns.coordinator.verify(t.transactional_id, t.producer_id, t.producer_epoch, part)
+
+    return [
+        {"name": topic.name, "results_by_partition": [
+            {"partition_index": i, "partition_error_code": verdict((topic.name, i))}
+            for i in topic.partitions
+        ]}
+        for topic in t.topics
+    ]  # fmt: skip
 
 
 def _added(

@@ -25,7 +25,7 @@ from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import read_header
 from kop.security.authorizer import TopicOp
-from kop.txn.peer_markers import PEER_PREFIX
+from kop.txn.peers import is_peer
 from kop.txn.state import State
 
 _STATES = {s.value for s in State}
@@ -141,8 +141,8 @@ async def describe_producers(services: Services, ctx: RequestContext, request: A
 async def write_txn_markers(services: Services, ctx: RequestContext, request: Any) -> Response:
     """Markers into partitions this instance leads; Kafka takes them from its
     coordinators and from admins (ClusterAction), kop from the other live instances
-    (kop.txn.peer_markers) and from superusers."""
-    allowed = _from_peer(services, ctx) or await ctx.access.cluster()
+    (kop.txn.peers) and from superusers."""
+    allowed = is_peer(ctx.client_id, services.owners.brokers()) or await ctx.access.cluster()
     results = []
     for m in request.markers:
         marker = Marker(m.transaction_result, m.producer_id, m.producer_epoch, m.coordinator_epoch)
@@ -157,14 +157,6 @@ async def write_txn_markers(services: Services, ctx: RequestContext, request: An
             topics.append({"name": t.name, "partitions": parts})
         results.append({"producer_id": m.producer_id, "topics": topics})
     return {"markers": results}
-
-
-def _from_peer(services: Services, ctx: RequestContext) -> bool:
-    client = ctx.client_id or ""
-    if not client.startswith(PEER_PREFIX):
-        return False
-    instance = client[len(PEER_PREFIX) :]
-    return any(m.instance == instance for m in services.owners.brokers())
 
 
 async def _write_marker(

@@ -34,7 +34,7 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
     try:
         txn = await txn_key(services, ctx, request.transactional_id)
         key = await group_key(services, ctx, request.group_id)
-        _verify(services, txn, key, request.producer_id, request.producer_epoch)
+        await _verify(services, txn, key, request.producer_id, request.producer_epoch)
     except KafkaError as exc:
         return refused_all(request, for_version(exc.code, "TxnOffsetCommit", ctx.api_version))
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
@@ -51,7 +51,7 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
     return {"throttle_time": 0, "topics": codes_by_topic(codes)}
 
 
-def _verify(services: Services, txn: str, group: str, producer_id: int, epoch: int) -> None:
+async def _verify(services: Services, txn: str, group: str, producer_id: int, epoch: int) -> None:
     """The producer's ongoing transaction holds the group's offsets partition
     (AddOffsetsToTxn), as Kafka verifies it: offsets of a transaction already ended
     (its producer fenced, or aborted by recovery after a restart) would otherwise
@@ -60,6 +60,6 @@ def _verify(services: Services, txn: str, group: str, producer_id: int, epoch: i
     groups = group_service(services)
     partition = groups.partition_of(group)
     part = (groups.partition_topic(partition), partition)
-    code = txn_service(services).verify(txn, producer_id, epoch, part)
+    code = await txn_service(services).verify(txn, producer_id, epoch, part)
     if code is not ErrorCode.none:
         raise KafkaError(code, "not in an ongoing transaction of this producer")

@@ -67,6 +67,9 @@ class TxnIndex:
         if len(kept) != len(self._aborted):
             self._aborted, self._dirty = kept, True
 
+    def is_open(self, producer_id: int) -> bool:
+        return producer_id in self._open
+
     def open_transactions(self) -> dict[int, int]:
         return dict(self._open)
 

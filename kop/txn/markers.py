@@ -4,7 +4,7 @@ A marker is appended through the partition's own log, like a produced batch (the
 owner's fencing writer, the tail follower counting it), so it takes the next
 offset, closes the producer's transaction in the partition's index and, with a later
 epoch, fences the producer there. A partition another instance serves gets its
-marker from that instance (kop.txn.peer_markers), as Kafka's coordinators send
+marker from that instance (kop.txn.peers), as Kafka's coordinators send
 markers to partition leaders. Partitions are named as the coordinator records
 them: (the Pulsar topic of the partition, its Kafka index); a non-partitioned
 topic's is the topic itself. A partition of the offsets topic (AddOffsetsToTxn's)
@@ -25,7 +25,7 @@ from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import BatchHeader, read_header
 from kop.storage.types import StorageError
-from kop.txn.peer_markers import PeerMarkers
+from kop.txn.peers import Peers
 from kop.txn.state import Partition
 
 
@@ -41,7 +41,7 @@ class TxnMarkers:
         self, logs: LogManager, owned: Callable[[str], bool], now_ms: Callable[[], int],
         offsets: OffsetsMarker | None = None, offsets_topic: str = "",
         owner: Callable[[str], Member | None] = lambda _name: None,
-        peers: PeerMarkers | None = None,
+        peers: Peers | None = None,
     ) -> None:  # fmt: skip
         self._owner = owner  # the instance serving a partition topic
         self._peers = peers  # how markers reach it

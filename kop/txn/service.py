@@ -15,6 +15,7 @@ from kop.cluster.ownership import Ownership
 from kop.groups.scope import GroupScope
 from kop.protocol.errors import ErrorCode
 from kop.txn.coordinator import TxnCoordinator
+from kop.txn.peers import Peers
 from kop.txn.state import Partition
 from kop.txn.store import TxnStore
 
@@ -24,8 +25,9 @@ log = logging.getLogger(__name__)
 class TxnService:
     def __init__(
         self, store: TxnStore, coordinator: TxnCoordinator, ownership: Ownership,
-        abort_check_s: float, scope: GroupScope,
+        abort_check_s: float, scope: GroupScope, peers: Peers | None = None,
     ) -> None:  # fmt: skip
+        self._peers = peers  # how a write is verified where another instance coordinates
         # whose each transactional id is: a tenant's own, keyed as its groups are
         self.scope = scope
         self.coordinator = coordinator
@@ -64,19 +66,21 @@ class TxnService:
         coordinates the transactional id now."""
         self.partitions.check(self.partition_of(txn_id))
 
-    def verify(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
+    async def verify(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
         """KIP-890's verification of a write into `part` (a produced batch, a
-        TxnOffsetCommit): the coordinator's answer, COORDINATOR_LOAD_IN_PROGRESS
-        while the id's partition loads here (a write of a transaction that recovery
-        is about to abort must wait for that), NONE where another instance
-        coordinates the id (not asked there yet: the abort's marker fences the
-        producer in the partition's log, and a TxnOffsetCommit at the group's)."""
+        TxnOffsetCommit) by the coordinator of the id, here or at the instance that
+        coordinates it (kop.txn.peers): NONE, or the error the write gets;
+        COORDINATOR_LOAD_IN_PROGRESS while the id's partition loads here (a write of a
+        transaction that recovery is about to abort must wait for that)."""
         partition = self.partition_of(txn_id)
         if self.partitions.coordinates(partition):
             return self.coordinator.verify(txn_id, producer_id, epoch, part)
-        if self.partitions.elsewhere(partition):
-            return ErrorCode.none
-        return ErrorCode.coordinator_load_in_progress
+        if not self.partitions.elsewhere(partition):
+            return ErrorCode.coordinator_load_in_progress
+        owner = self._ownership.owner(self.partition_topic(partition))
+        if owner is None or self._peers is None:
+            return ErrorCode.coordinator_not_available
+        return await self._peers.verify(owner, txn_id, producer_id, epoch, part)
 
     async def _abort_timed_out(self) -> None:
         """Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms loop."""

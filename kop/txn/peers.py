@@ -1,0 +1,140 @@
+"""Requests between kop instances for transactions, as Kafka's brokers make them:
+markers for partitions another instance serves (WriteTxnMarkers, as a coordinator
+sends markers to partition leaders), and the verification of a transactional write
+at the instance coordinating its transactional id (AddPartitionsToTxn v4 verify-only,
+as a partition leader asks the coordinator under KIP-890).
+
+A request goes to the other instance's PLAINTEXT listener (kop's inter-instance
+listener, as Kafka's inter.broker.listener), named `kop-peer-<instance>` after the
+sender's instance id, which only kop's membership topic holds: an instance takes
+these from a live instance so named (`is_peer`), or from a superuser. Partitions are
+named as the coordinator records them, (partition topic, Kafka index), a marker's
+topic by the Kafka name any instance resolves (`kafka_name`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+from kop.cluster.member import Member
+from kop.cluster.ownership import Ownership
+from kop.protocol.control import Marker
+from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import build
+from kop.storage.types import StorageError
+from kop.txn.state import Partition
+
+PEER_PREFIX = "kop-peer-"
+WRITE_TXN_MARKERS, MARKERS_VERSION = 27, 1
+ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
+_SIZE = struct.Struct(">i")
+
+
+def kafka_name(partition_topic: str) -> str:
+    """The Kafka name any instance resolves to the partition's topic: its full Pulsar
+    name (a non-partitioned topic's partition is the topic itself)."""
+    return re.sub(r"-partition-\d+$", "", partition_topic)
+
+
+def is_peer(client_id: str | None, live: Iterable[Member]) -> bool:
+    """A request from another live kop instance (by the client id it names itself by)."""
+    client = client_id or ""
+    instance = client[len(PEER_PREFIX) :]
+    return client.startswith(PEER_PREFIX) and any(m.instance == instance for m in live)
+
+
+class PeerUnreachable(Exception):
+    """The other instance could not be asked (down, not listening, a bad answer)."""
+
+
+class Peers:
+    def __init__(self, ownership: Ownership, timeout_s: float = 10.0) -> None:
+        self._ownership = ownership
+        self._timeout_s = timeout_s
+
+    async def write(self, owner: Member, partitions: Iterable[Partition], marker: Marker) -> None:
+        """Every one of `partitions` (all `owner`'s) holds the marker when this returns;
+        StorageError otherwise (the coordinator retries)."""
+        topics: dict[str, list[int]] = {}
+        for topic, index in sorted(partitions):
+            topics.setdefault(kafka_name(topic), []).append(index)
+        body = {"markers": ({
+            "producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
+            "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
+            "topics": tuple({"name": t, "partition_indexes": tuple(ps)}
+                            for t, ps in topics.items()),
+        },)}  # fmt: skip
+        try:
+            answer = await self._ask(owner, WRITE_TXN_MARKERS, MARKERS_VERSION, body)
+        except PeerUnreachable as exc:
+            raise StorageError(f"markers to instance {owner.node_id}: {exc}") from exc
+        failed = [f"{t.name}-{p.partition_index}: {p.error_code.name}"
+                  for m in answer.markers for t in m.topics for p in t.partitions
+                  if p.error_code != 0]  # fmt: skip
+        if failed:
+            raise StorageError(f"instance {owner.node_id} did not write markers: {failed}")
+
+    async def verify(
+        self, coordinator: Member, txn_key: str, producer_id: int, epoch: int, part: Partition
+    ) -> ErrorCode:
+        """The coordinator's verdict on a write into `part` by the producer's ongoing
+        transaction (the transactional id as kop keys it, tenant included): NONE, or
+        the error the write gets (COORDINATOR_NOT_AVAILABLE when it cannot be asked)."""
+        body = {"transactions": ({
+            "transactional_id": txn_key, "producer_id": producer_id, "producer_epoch": epoch,
+            "verify_only": True, "topics": ({"name": part[0], "partitions": (part[1],)},),
+        },)}  # fmt: skip
+        try:
+            answer = await self._ask(coordinator, ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body)
+        except PeerUnreachable:
+            return ErrorCode.coordinator_not_available
+        if answer.error_code != 0:
+            return ErrorCode(answer.error_code)
+        codes = [p.partition_error_code for t in answer.results_by_transaction
+                 for r in t.topic_results for p in r.results_by_partition]  # fmt: skip
+        return ErrorCode(codes[0]) if codes else ErrorCode.unknown_server_error
+
+    async def _ask(self, to: Member, api: int, version: int, body: dict[str, Any]) -> Any:
+        address = dict(((n, (h, p)) for n, h, p in to.listeners))
+        if "PLAINTEXT" not in address and to.listeners:
+            raise PeerUnreachable(f"instance {to.node_id} has no PLAINTEXT listener")
+        host, port = address.get("PLAINTEXT", (to.host, to.port))
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return await self._request(host, port, api, version, body)
+        except (OSError, EOFError, TimeoutError, ValueError) as exc:
+            raise PeerUnreachable(f"{host}:{port}: {exc!r}") from exc
+
+    async def _request(
+        self, host: str, port: int, api: int, version: int, body: dict[str, Any]
+    ) -> Any:
+        schema = load_request_schema(api, version)
+        out = io.BytesIO()
+        header = schema.__header_schema__(
+            request_api_key=i16(api), request_api_version=i16(version), correlation_id=i32(1),
+            client_id=PEER_PREFIX + self._ownership.me.instance,
+        )  # fmt: skip
+        entity_writer(schema.__header_schema__)(out, header)
+        entity_writer(schema)(out, build(schema, body))
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            frame = out.getvalue()
+            writer.write(_SIZE.pack(len(frame)) + frame)
+            await writer.drain()
+            (size,) = _SIZE.unpack(await reader.readexactly(4))
+            data = await reader.readexactly(size)
+        finally:
+            writer.close()
+        response = load_response_schema(api, version)
+        _head, used = entity_reader(response.__header_schema__)(data, 0)
+        answer, _ = entity_reader(response)(data, used)
+        return answer
