@@ -187,7 +187,23 @@ def _acls(ctx: Ctx, tools: JavaTools, admin: str, *args: str) -> dict[str, Any]:
     login = _login(ctx, "admin")
     run = tools.run(ctx, "acls", "--bootstrap-server", login.bootstrap,
                     "--command-config", admin, *args)  # fmt: skip
-    return run.__dict__
+    return {**run.__dict__, "out": _entries_sorted(run.out)}
+
+
+def _entries_sorted(lines: list[str]) -> list[str]:
+    """kafka-acls prints a resource's ACLs (its tab-indented lines) from a hash set,
+    in an order that differs from run to run (the set hashes the run's topic name):
+    each block sorted, the blocks kept in place."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*lines, ""]:
+        if line.startswith("\t"):
+            block.append(line)
+            continue
+        out += sorted(block)
+        block = []
+        out.append(line)
+    return out[:-1]
 
 
 @scenario("security/acl-tool", ("java-tools",), quick=True)
