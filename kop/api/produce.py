@@ -258,8 +258,6 @@ async def _verify(
     if code in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
                 ErrorCode.not_coordinator):  # fmt: skip
         raise KafkaError(ErrorCode.not_enough_replicas, f"transaction coordinator: {code.name}")
-    if code is ErrorCode.producer_fenced:
-        code = ErrorCode.invalid_producer_epoch
     if code is not ErrorCode.none:
         raise KafkaError(code, f"{part[0]}: not in an ongoing transaction of this producer")
 
