@@ -12,17 +12,10 @@ KNOWN: dict[tuple[str, str], str] = {
         "Not implemented: quota changes, delegation tokens, partition reassignment and "
         "leader election (Pulsar places and replicates data), the KIP-848 consumer "
         "protocol, share and streams groups, telemetry, KRaft quorum APIs. Newer versions "
-        "of APIs it has (Produce 10+, Fetch 13+, ListOffsets 8+, Metadata 13, "
+        "of APIs it has (Produce 13, Fetch 13+, ListOffsets 8+, Metadata 13, "
         "OffsetCommit/OffsetFetch 10, DescribeGroups 6, DescribeLogDirs 5, InitProducerId "
         "6) need topic ids in requests or fields kop does not fill yet. Clients use the "
         "common versions, as with an older Kafka."
-    ),
-    ("transactions/commit-abort-fence", "franz-go"): (
-        "Kafka 4.3.1 finalizes transaction.version=2 (KIP-890 part 2), kop does not yet: "
-        "franz-go adds the zombie's new partition with Produce v12 on Kafka, whose broker "
-        "answers a fenced epoch as INVALID_PRODUCER_EPOCH, and with AddPartitionsToTxn on "
-        "kop, which answers PRODUCER_FENCED, as Kafka does under transaction version 1. "
-        "Either way the zombie is fenced and what it wrote is aborted (the reads agree)."
     ),
     ("metadata/offsets-topic-reads", "raw"): (
         "kop lists __consumer_offsets (internal, as Kafka does) but does not serve its records: "

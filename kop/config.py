@@ -128,6 +128,9 @@ class KopConfig(ListenerSettings):
     transaction_state_partitions: int = Field(16, ge=1, le=1000)  # never change it later
     transaction_max_timeout_ms: int = Field(900_000, ge=1)
     transaction_abort_check_s: float = Field(10.0, gt=0)
+    # The transaction.version finalized in ApiVersions (2: KIP-890 part 2; 1: clients
+    # keep AddPartitionsToTxn and EndTxn keeps the epoch); the same on every instance.
+    transaction_version: Literal[1, 2] = 2
     # Pulsar as our users run it: credentials, TLS, listener (Pulsar's own names:
     # authPlugin/authParams, tlsTrustCertsFilePath, ...; docs/pulsar.md)
     pulsar_auth_plugin: Literal["none", "token", "tls", "oauth2"] = "none"

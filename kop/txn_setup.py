@@ -48,6 +48,9 @@ async def start_transactions(
     )  # fmt: skip
     coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)
     scope = GroupScope(Namespace(c.tenant, c.namespace))
-    service = TxnService(store, coordinator, ownership, c.transaction_abort_check_s, scope, peers)
+    service = TxnService(
+        store, coordinator, ownership, c.transaction_abort_check_s, scope, peers,
+        version=c.transaction_version,
+    )  # fmt: skip
     await service.start()
     return service

@@ -103,8 +103,9 @@ async def _begin(
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
         plog = await services.logs.of_topic(view, index)
+        v2 = transactions.tv2(services, ctx, first=12)
         for head, _ in batches:
-            await _verify(services, head, txn, (view.partition_topic(index), index), plog)
+            await _verify(services, head, txn, (view.partition_topic(index), index), plog, v2)
         work = await plog.begin_append(
             batches, view.entry_format, view.pulsar_batching, shared=view.shared_writes
         )
@@ -241,23 +242,34 @@ def _check_transactional(head: BatchHeader, txn: str | None) -> None:
 
 
 async def _verify(
-    services: Services, head: BatchHeader, txn: str | None, part: Partition, plog: PartitionLog
-) -> None:
+    services: Services, head: BatchHeader, txn: str | None, part: Partition, plog: PartitionLog,
+    v2: bool,
+) -> None:  # fmt: skip
     """A transactional batch goes only into a partition its producer's ongoing
     transaction holds (KIP-890's verification, by the coordinator of the id, here or at
     another instance): a late write of an ended transaction would otherwise open one
-    that no marker ever closes. Asked once per transaction and partition, as Kafka
-    asks: while the producer has a transaction open here, its batches belong to it.
-    A coordinator loading or out of reach: NOT_ENOUGH_REPLICAS, retriable, as Kafka
-    answers."""
+    that no marker ever closes. Under transaction version 2 (`v2`) the coordinator adds
+    the partition instead. Asked once per transaction and partition, as Kafka asks:
+    while the producer has a transaction of this epoch open here, its batches belong
+    to it (version 2 bumps the epoch at every end: a batch of the next transaction
+    is asked about while the last one's marker is on its way). Errors as Kafka answers
+    them: a coordinator loading, out of reach or still ending the producer's previous
+    transaction, NOT_ENOUGH_REPLICAS (retriable); a fenced producer,
+    INVALID_PRODUCER_EPOCH."""
     if not head.is_transactional or txn is None or services.txns is None:
         return
-    if plog.txns.is_open(head.producer_id):
+    pid, epoch = head.producer_id, head.producer_epoch
+    if plog.txns.is_open(pid) and plog.producers.epoch(pid) == epoch:
         return
-    code = await services.txns.verify(txn, head.producer_id, head.producer_epoch, part)
+    if v2:
+        code = await services.txns.add(txn, pid, epoch, part)
+    else:
+        code = await services.txns.verify(txn, pid, epoch, part)
     if code in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
-                ErrorCode.not_coordinator):  # fmt: skip
+                ErrorCode.not_coordinator, ErrorCode.concurrent_transactions):  # fmt: skip
         raise KafkaError(ErrorCode.not_enough_replicas, f"transaction coordinator: {code.name}")
+    if code is ErrorCode.producer_fenced:
+        raise KafkaError(ErrorCode.invalid_producer_epoch, f"producer {pid} is fenced")
     if code is not ErrorCode.none:
         raise KafkaError(code, f"{part[0]}: not in an ongoing transaction of this producer")
 

@@ -2,6 +2,10 @@
 InitProducerId with a transactional id, AddPartitionsToTxn (v0-3 from clients, the
 batched and verify-only v4+ of KIP-890 from brokers and tools) and EndTxn.
 
+Transaction version 2 (KIP-890 part 2) is the request's, as in Kafka: EndTxn v5+ and
+a broker's AddPartitionsToTxn v4+ that is not verify-only, once the cluster
+finalizes version 2 (`tv2`).
+
 A transactional id is its tenant's (kop.groups.scope, as a group id is), and using
 one needs the right to produce in the client's namespace: Kafka's WRITE on the
 TRANSACTIONAL_ID resource, which kop's Pulsar-permission authorizer maps as it maps
@@ -30,6 +34,12 @@ def for_version(code: ErrorCode, api: str, version: int) -> ErrorCode:
     if code is ErrorCode.producer_fenced and version < KNOWS_FENCED[api]:
         return ErrorCode.invalid_producer_epoch
     return code
+
+
+def tv2(services: Services, ctx: RequestContext, first: int) -> bool:
+    """Whether the request (of an API whose version 2 begins at `first`) is made
+    under transaction version 2."""
+    return ctx.api_version >= first and services.txns is not None and services.txns.version >= 2
 
 
 def txn_service(services: Services) -> TxnService:
@@ -99,35 +109,37 @@ async def _add_batched(services: Services, ctx: RequestContext, request: Any) ->
     out = []
     for t in request.transactions:
         if peer:
-            results = _verified_for_peer(services, t)
+            results = await _for_peer(services, t)
         else:
             results = await _add(
                 services, ctx, t.transactional_id, t.producer_id, t.producer_epoch, t.topics,
-                verify_only=t.verify_only,
+                verify_only=t.verify_only, version=1 if t.verify_only else 2,
             )  # fmt: skip
         out.append({"transactional_id": t.transactional_id, "topic_results": results})
     return _added(ErrorCode.none, batched=out)
 
 
-def _verified_for_peer(services: Services, t: Any) -> list[dict[str, Any]]:
+async def _for_peer(services: Services, t: Any) -> list[dict[str, Any]]:
     """Another instance asks whether a write it is given belongs to the producer's
-    ongoing transaction: the transactional id as kop keys it (its tenant's), the
+    ongoing transaction (verify-only), or adds the partition of a write to it
+    (transaction version 2): the transactional id as kop keys it (its tenant's), the
     partitions as the coordinator records them (partition topic, index). Each gets
     the coordinator's own answer (INVALID_PRODUCER_EPOCH for a fenced producer)."""
     txns = txn_service(services)
+    pid, epoch = t.producer_id, t.producer_epoch
 
-    def verdict(part: Partition) -> ErrorCode:
-        if not t.verify_only:  # kop's instances only verify (transaction version 1)
-            return ErrorCode.invalid_request
+    async def verdict(part: Partition) -> ErrorCode:
         try:
             txns.check(t.transactional_id)
         except KafkaError as exc:
             return exc.code
-        return txns.coordinator.verify(t.transactional_id, t.producer_id, t.producer_epoch, part)
+        if t.verify_only:
+            return txns.coordinator.verify(t.transactional_id, pid, epoch, part)
+        return await txns.coordinator.add_partitions(t.transactional_id, pid, epoch, [part], 2)
 
     return [
         {"name": topic.name, "results_by_partition": [
-            {"partition_index": i, "partition_error_code": verdict((topic.name, i))}
+            {"partition_index": i, "partition_error_code": await verdict((topic.name, i))}
             for i in topic.partitions
         ]}
         for topic in t.topics
@@ -146,7 +158,7 @@ def _added(
 
 async def _add(
     services: Services, ctx: RequestContext, txn_id: str, producer_id: int, epoch: int,
-    topics: Any, *, verify_only: bool,
+    topics: Any, *, verify_only: bool, version: int = 1,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Each partition's answer. As Kafka: a partition the client may not write to or
     that does not exist fails on its own, and the others are then not attempted."""
@@ -174,7 +186,9 @@ async def _add(
                 }  # fmt: skip
                 code = ErrorCode.invalid_txn_state
             else:
-                code = await coordinator.add_partitions(key, producer_id, epoch, named.values())
+                code = await coordinator.add_partitions(
+                    key, producer_id, epoch, named.values(), version
+                )
         except KafkaError as exc:
             code = exc.code
     code = for_version(code, "AddPartitionsToTxn", ctx.api_version)
@@ -190,13 +204,15 @@ async def _add(
 
 
 async def end_txn(services: Services, ctx: RequestContext, request: Any) -> Response:
+    """EndTxn; under version 2 (v5) the answer names the producer id and epoch the
+    producer goes on with, bumped by this end."""
+    version = 2 if tv2(services, ctx, first=5) else 1
     try:
         key = await coordinated(services, ctx, request.transactional_id)
-        code = await txn_service(services).coordinator.end_txn(
-            key, request.producer_id, request.producer_epoch, request.committed
+        code, pid, epoch = await txn_service(services).coordinator.end_txn(
+            key, request.producer_id, request.producer_epoch, request.committed, version
         )
     except KafkaError as exc:
-        code = exc.code
+        code, pid, epoch = exc.code, -1, -1
     code = for_version(code, "EndTxn", ctx.api_version)
-    return {"throttle_time": 0, "error_code": code, "producer_id": request.producer_id,
-            "producer_epoch": request.producer_epoch}  # fmt: skip
+    return {"throttle_time": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}

@@ -1,6 +1,7 @@
 """The offsets half of a transaction: AddOffsetsToTxn (the group's offsets partition
 joins the transaction, so its end reaches the group coordinator) and
-TxnOffsetCommit (offsets kept aside until then: kop.groups.txn_offsets)."""
+TxnOffsetCommit (offsets kept aside until then: kop.groups.txn_offsets). Under
+transaction version 2, TxnOffsetCommit v5 adds the offsets partition itself."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services
 from kop.api.groups import group_key, group_service
 from kop.api.offsets import codes_by_topic, refused_all, requested_offsets
-from kop.api.transactions import coordinated, for_version, txn_key, txn_service
+from kop.api.transactions import coordinated, for_version, tv2, txn_key, txn_service
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -34,7 +35,8 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
     try:
         txn = await txn_key(services, ctx, request.transactional_id)
         key = await group_key(services, ctx, request.group_id)
-        await _verify(services, txn, key, request.producer_id, request.producer_epoch)
+        producer = (request.producer_id, request.producer_epoch)
+        await _verify(services, txn, key, producer, tv2(services, ctx, first=5))
     except KafkaError as exc:
         return refused_all(request, for_version(exc.code, "TxnOffsetCommit", ctx.api_version))
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
@@ -42,7 +44,7 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
         code = await group_service(services).commit(
             key, getattr(request, "generation_id", -1), getattr(request, "member_id", ""),
             getattr(request, "group_instance_id", None), offsets,
-            producer=(request.producer_id, request.producer_epoch),
+            producer=producer,
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code
@@ -51,15 +53,27 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
     return {"throttle_time": 0, "topics": codes_by_topic(codes)}
 
 
-async def _verify(services: Services, txn: str, group: str, producer_id: int, epoch: int) -> None:
+async def _verify(
+    services: Services, txn: str, group: str, producer: tuple[int, int], v2: bool
+) -> None:
     """The producer's ongoing transaction holds the group's offsets partition
-    (AddOffsetsToTxn), as Kafka verifies it: offsets of a transaction already ended
-    (its producer fenced, or aborted by recovery after a restart) would otherwise
-    stay pending for good, and the group's read_committed consumers get
-    UNSTABLE_OFFSET_COMMIT forever."""
+    (AddOffsetsToTxn; under version 2, `v2`, it is added now), as Kafka verifies it:
+    offsets of a transaction already ended (its producer fenced, or aborted by
+    recovery after a restart) would otherwise stay pending for good, and the group's
+    read_committed consumers get UNSTABLE_OFFSET_COMMIT forever. The end of the
+    producer's previous transaction still being completed is a retriable
+    COORDINATOR_LOAD_IN_PROGRESS; a fenced producer, INVALID_PRODUCER_EPOCH."""
     groups = group_service(services)
     partition = groups.partition_of(group)
     part = (groups.partition_topic(partition), partition)
-    code = await txn_service(services).verify(txn, producer_id, epoch, part)
+    txns = txn_service(services)
+    if v2:
+        code = await txns.add(txn, *producer, part)
+    else:
+        code = await txns.verify(txn, *producer, part)
+    if code is ErrorCode.concurrent_transactions:
+        code = ErrorCode.coordinator_load_in_progress
+    elif code is ErrorCode.producer_fenced:
+        code = ErrorCode.invalid_producer_epoch
     if code is not ErrorCode.none:
         raise KafkaError(code, "not in an ongoing transaction of this producer")

@@ -137,6 +137,11 @@ class ProducerStates(Generic[T]):
             for pid, state in self._producers.items()
         }
 
+    def epoch(self, pid: int) -> int | None:
+        """The producer's epoch as the log last showed it (None: not remembered)."""
+        state = self._producers.get(pid)
+        return None if state is None else state.epoch
+
     def batch(self, pid: int, first_seq: int, count: int) -> BatchState[T] | None:
         state = self._producers.get(pid)
         return None if state is None else state.find(first_seq, count)

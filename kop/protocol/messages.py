@@ -80,9 +80,11 @@ class ApiKey(IntEnum):
 
 # Exactly the versions kop implements. Lower bounds follow kio (Kafka 4.x's
 # baseline); upper bounds stop before features kop does not implement yet
-# (topic ids in Fetch v13, KIP-951 leader hints in Produce v10).
+# (topic ids in Fetch v13 and Produce v13).
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 9),
+    # v10 adds KIP-951's optional leader hints to the answer (not sent), v11 allows
+    # TRANSACTION_ABORTABLE, v12 is transaction version 2's (an implicit add)
+    ApiKey.PRODUCE: (3, 12),
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (1, 12),

@@ -7,13 +7,16 @@ text), the payload its state as a UTF-8 JSON object with a format version `v` (n
 
     {"v": 1, "producer_id": 4001, "epoch": 3, "last_epoch": 2, "timeout_ms": 60000,
      "state": "Ongoing", "partitions": [["persistent://public/default/orders-partition-0", 0]],
-     "started_ms": 1700000000000}
+     "started_ms": 1700000000000, "tv": 2, "next_producer_id": -1, "prev_producer_id": -1}
 
 `state` is one of Kafka's names (Empty, Ongoing, PrepareCommit, PrepareAbort,
 CompleteCommit, CompleteAbort); a partition is its Pulsar topic (the topic itself
 when not partitioned) and its Kafka index. A null payload is a
-tombstone: compaction forgets an id that expired. `decode` raises `MalformedRecord`,
-and only that, for anything it cannot read, so the loader skips and counts it.
+tombstone: compaction forgets an id that expired. `tv` (the client transaction
+version, KIP-890), `next_producer_id` and `prev_producer_id` (a version-2 end past
+the last epoch) came later: a record without them is version 1 with neither id.
+`decode` raises `MalformedRecord`, and only that, for anything it cannot read, so the
+loader skips and counts it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ def encode(meta: TxnMeta) -> tuple[str, bytes]:
         "v": VERSION, "producer_id": meta.producer_id, "epoch": meta.epoch,
         "last_epoch": meta.last_epoch, "timeout_ms": meta.timeout_ms,
         "state": meta.state.value, "partitions": sorted([t, p] for t, p in meta.partitions),
-        "started_ms": meta.started_ms,
+        "started_ms": meta.started_ms, "tv": meta.version,
+        "next_producer_id": meta.next_producer_id, "prev_producer_id": meta.prev_producer_id,
     }  # fmt: skip
     return meta.txn_id, json.dumps(value, separators=(",", ":")).encode()
 
@@ -64,11 +68,13 @@ def decode(key: str, payload: bytes | None) -> TxnMeta | None:
         key, _int(value, "producer_id", key), _int(value, "epoch", key),
         _int(value, "timeout_ms", key), state, frozenset((t, p) for t, p in parts),
         _int(value, "started_ms", key), _int(value, "last_epoch", key),
+        _int(value, "tv", key, 1), _int(value, "next_producer_id", key, -1),
+        _int(value, "prev_producer_id", key, -1),
     )  # fmt: skip
 
 
-def _int(value: dict[str, Any], name: str, key: str) -> int:
-    got = value.get(name)
+def _int(value: dict[str, Any], name: str, key: str, default: int | None = None) -> int:
+    got = value.get(name, default)
     if type(got) is not int or not _INT64[0] <= got <= _INT64[1]:
         raise MalformedRecord(f"transaction state of {key!r}: {name} is not an integer")
     return got

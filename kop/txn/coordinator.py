@@ -54,7 +54,7 @@ class TxnCoordinator:
         """Take the partition and finish what its last owner left unfinished."""
         metas = await self._store.load(partition)
         tx = Transactions(self._max_timeout_ms)
-        decisions = tx.recover(metas.values(), self._new_id)
+        decisions = tx.recover(metas.values())
         self._partitions[partition] = tx
         for d in decisions:  # a prepared end written again is the same record
             await self._settle(tx, d)
@@ -108,23 +108,34 @@ class TxnCoordinator:
         return error, meta.producer_id, meta.epoch
 
     async def add_partitions(
-        self, txn_id: str, producer_id: int, epoch: int, parts: Iterable[Partition]
-    ) -> ErrorCode:
+        self, txn_id: str, producer_id: int, epoch: int, parts: Iterable[Partition],
+        version: int = 1,
+    ) -> ErrorCode:  # fmt: skip
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator
-        return await self._settle(tx, tx.add(txn_id, producer_id, epoch, parts, self.now_ms()))
+        d = tx.add(txn_id, producer_id, epoch, parts, self.now_ms(), version)
+        return await self._settle(tx, d)
 
-    async def end_txn(self, txn_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
+    async def end_txn(
+        self, txn_id: str, producer_id: int, epoch: int, commit: bool, version: int = 1
+    ) -> tuple[ErrorCode, int, int]:
+        """The answer, and the producer id and epoch to go on with (version 2 bumps
+        the epoch at every end; -1, -1 with an error)."""
         tx = self._owner(txn_id)
         if tx is None:
-            return ErrorCode.not_coordinator
-        return await self._settle(tx, tx.end(txn_id, producer_id, epoch, commit))
+            return ErrorCode.not_coordinator, -1, -1
+        d = tx.end(txn_id, producer_id, epoch, commit, version, self._new_id)
+        error = await self._settle(tx, d)
+        meta = tx.metas.get(txn_id)
+        if error is not ErrorCode.none or meta is None:
+            return error, -1, -1
+        return error, *meta.ids
 
     async def expire(self) -> None:
         """Abort (and fence) every ongoing transaction past its timeout."""
         for tx in list(self._partitions.values()):
-            for d in tx.expired(self.now_ms(), self._new_id):
+            for d in tx.expired(self.now_ms()):
                 if d.write is not None:
                     log.info("transaction of %s timed out: aborting it", d.write.txn_id)
                 await self._settle(tx, d)

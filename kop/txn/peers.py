@@ -2,7 +2,8 @@
 markers for partitions another instance serves (WriteTxnMarkers, as a coordinator
 sends markers to partition leaders), and the verification of a transactional write
 at the instance coordinating its transactional id (AddPartitionsToTxn v4 verify-only,
-as a partition leader asks the coordinator under KIP-890).
+as a partition leader asks the coordinator under KIP-890), or its implicit add there
+(not verify-only: transaction version 2).
 
 A request goes to the other instance's PLAINTEXT listener (kop's inter-instance
 listener, as Kafka's inter.broker.listener), named `kop-peer-<instance>` after the
@@ -83,15 +84,18 @@ class Peers:
         if failed:
             raise StorageError(f"instance {owner.node_id} did not write markers: {failed}")
 
-    async def verify(
-        self, coordinator: Member, txn_key: str, producer_id: int, epoch: int, part: Partition
-    ) -> ErrorCode:
+    async def add_partition(
+        self, coordinator: Member, txn_key: str, producer_id: int, epoch: int, part: Partition,
+        *, verify_only: bool,
+    ) -> ErrorCode:  # fmt: skip
         """The coordinator's verdict on a write into `part` by the producer's ongoing
-        transaction (the transactional id as kop keys it, tenant included): NONE, or
-        the error the write gets (COORDINATOR_NOT_AVAILABLE when it cannot be asked)."""
+        transaction (verify-only), or on adding `part` to it (the transactional id as
+        kop keys it, tenant included): NONE, or the error the write gets
+        (COORDINATOR_NOT_AVAILABLE when it cannot be asked)."""
         body = {"transactions": ({
             "transactional_id": txn_key, "producer_id": producer_id, "producer_epoch": epoch,
-            "verify_only": True, "topics": ({"name": part[0], "partitions": (part[1],)},),
+            "verify_only": verify_only,
+            "topics": ({"name": part[0], "partitions": (part[1],)},),
         },)}  # fmt: skip
         try:
             answer = await self._ask(coordinator, ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body)

@@ -20,13 +20,20 @@ from kop.txn.state import Partition
 from kop.txn.store import TxnStore
 
 log = logging.getLogger(__name__)
+# An implicit add that meets the end of the producer's previous transaction still
+# being completed is tried again for this long, as Kafka's brokers do
+# (add.partitions.to.txn.retry.backoff.ms, .max.ms), before the write is answered.
+CONCURRENT_RETRY_S = (0.02, 0.1)
 
 
 class TxnService:
     def __init__(
         self, store: TxnStore, coordinator: TxnCoordinator, ownership: Ownership,
         abort_check_s: float, scope: GroupScope, peers: Peers | None = None,
+        version: int = 2,
     ) -> None:  # fmt: skip
+        # the transaction version finalized in ApiVersions (2: KIP-890 part 2)
+        self.version = version
         self._peers = peers  # how a write is verified where another instance coordinates
         # whose each transactional id is: a tenant's own, keyed as its groups are
         self.scope = scope
@@ -72,15 +79,36 @@ class TxnService:
         coordinates it (kop.txn.peers): NONE, or the error the write gets;
         COORDINATOR_LOAD_IN_PROGRESS while the id's partition loads here (a write of a
         transaction that recovery is about to abort must wait for that)."""
+        return await self._at_coordinator(txn_id, producer_id, epoch, part, verify_only=True)
+
+    async def add(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
+        """Transaction version 2's implicit add of `part` (a Produce v12, a
+        TxnOffsetCommit v5), made durable by the coordinator of the id, here or at the
+        instance that coordinates it: NONE, or the coordinator's error."""
+        waited, step = 0.0, CONCURRENT_RETRY_S[0]
+        while True:
+            code = await self._at_coordinator(txn_id, producer_id, epoch, part, verify_only=False)
+            if code is not ErrorCode.concurrent_transactions or waited >= CONCURRENT_RETRY_S[1]:
+                return code
+            await asyncio.sleep(step)
+            waited += step
+
+    async def _at_coordinator(
+        self, txn_id: str, producer_id: int, epoch: int, part: Partition, *, verify_only: bool
+    ) -> ErrorCode:
         partition = self.partition_of(txn_id)
         if self.partitions.coordinates(partition):
-            return self.coordinator.verify(txn_id, producer_id, epoch, part)
+            if verify_only:
+                return self.coordinator.verify(txn_id, producer_id, epoch, part)
+            return await self.coordinator.add_partitions(txn_id, producer_id, epoch, [part], 2)
         if not self.partitions.elsewhere(partition):
             return ErrorCode.coordinator_load_in_progress
         owner = self._ownership.owner(self.partition_topic(partition))
         if owner is None or self._peers is None:
             return ErrorCode.coordinator_not_available
-        return await self._peers.verify(owner, txn_id, producer_id, epoch, part)
+        return await self._peers.add_partition(
+            owner, txn_id, producer_id, epoch, part, verify_only=verify_only
+        )
 
     async def _abort_timed_out(self) -> None:
         """Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms loop."""

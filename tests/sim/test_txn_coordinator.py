@@ -58,7 +58,7 @@ def test_a_commit_is_answered_when_prepared_and_completed_after_its_markers(
     error, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
     assert (error, epoch) == (ErrorCode.none, 0)
     assert loop.run(c.add_partitions("t", pid, epoch, [A0, B1]), within=10) is ErrorCode.none
-    assert loop.run(c.end_txn("t", pid, epoch, commit=True), within=10) is ErrorCode.none
+    assert loop.run(c.end_txn("t", pid, epoch, commit=True), within=10)[0] is ErrorCode.none
     meta = c.meta("t")
     assert meta is not None and meta.state is State.PREPARE_COMMIT
     # a new transaction must wait for the markers (Kafka: CONCURRENT_TRANSACTIONS)
@@ -80,7 +80,7 @@ def test_an_unexpected_failure_of_the_markers_is_retried_too(loop: SimLoop) -> N
     loop.run(c.load(0), within=10)
     _, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
     loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10)
-    assert loop.run(c.end_txn("t", pid, epoch, commit=False), within=10) is ErrorCode.none
+    assert loop.run(c.end_txn("t", pid, epoch, commit=False), within=10)[0] is ErrorCode.none
     loop.settle(2.0)
     assert markers.written == [(frozenset({A0}), Marker(False, pid, 0, 0))]
     meta = c.meta("t")
@@ -93,7 +93,7 @@ def test_a_crash_after_the_prepare_is_finished_by_the_next_owner(loop: SimLoop) 
     loop.run(first.load(0), within=10)
     _, pid, epoch = loop.run(first.init_producer_id("t", 10_000), within=10)
     loop.run(first.add_partitions("t", pid, epoch, [A0]), within=10)
-    assert loop.run(first.end_txn("t", pid, epoch, commit=True), within=10) is ErrorCode.none
+    assert loop.run(first.end_txn("t", pid, epoch, commit=True), within=10)[0] is ErrorCode.none
     # kill -9 of the first; the next owner takes the partition over
     markers = Markers()
     second = coordinator(log.instance(), markers, clock)
@@ -117,7 +117,7 @@ def test_an_open_transaction_is_aborted_by_the_next_owner_and_its_producer_fence
     loop.run(second.load(0), within=10)
     loop.settle(1.0)
     assert markers.written == [(frozenset({B1}), Marker(False, pid, epoch + 1, 0))]
-    assert loop.run(second.end_txn("t", pid, epoch, commit=True), within=10) is (
+    assert loop.run(second.end_txn("t", pid, epoch, commit=True), within=10)[0] is (
         ErrorCode.producer_fenced
     )
 

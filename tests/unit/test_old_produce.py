@@ -30,6 +30,6 @@ async def test_produce_is_advertised_from_v0_and_v0_to_v2_close_the_connection()
             code, offset = await asyncio.to_thread(client.produce, "hot", batch)
         finally:
             client.close()
-    assert advertised == [0, 9]
+    assert advertised == [0, 12]  # v12: transaction version 2's implicit add
     assert set(old.values()) == {"connection closed"}
     assert (code.name, offset) == ("none", 0)

@@ -26,6 +26,9 @@ metas = st.builds(
     partitions=st.frozensets(st.tuples(st.text(min_size=1), st.integers(0, 2**31 - 1))),
     started_ms=int64,
     last_epoch=st.integers(-1, 32767),
+    version=st.sampled_from([1, 2]),
+    next_producer_id=int64,
+    prev_producer_id=int64,
 )
 
 
@@ -34,6 +37,16 @@ def test_every_state_reads_back_as_written(meta: TxnMeta) -> None:
     key, payload = encode(meta)
     assert key == meta.txn_id
     assert decode(key, payload) == meta
+
+
+def test_a_record_from_before_transaction_version_2_reads_as_version_1() -> None:
+    """kop wrote no `tv` nor the two ids before KIP-890 part 2: such a record, left in
+    the compacted topic by an older kop, is a version-1 transaction."""
+    old = {"v": 1, "producer_id": 7, "epoch": 3, "last_epoch": 2, "timeout_ms": 60000,
+           "state": "Ongoing", "partitions": [["p", 0]], "started_ms": 5}  # fmt: skip
+    meta = decode("t", json.dumps(old).encode())
+    assert meta == TxnMeta("t", 7, 3, 60000, State.ONGOING, frozenset({("p", 0)}), 5, 2)
+    assert (meta.version, meta.next_producer_id, meta.prev_producer_id) == (1, -1, -1)
 
 
 json_values = st.recursive(
