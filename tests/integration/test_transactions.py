@@ -19,10 +19,11 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from conformance.clients.transactional import FLOWS
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
-from tests.integration.test_java_client import JAVA_DIR, java_classpath  # noqa: F401
+from tests.integration.test_java_client import CACHE, JAVA_DIR, java_classpath  # noqa: F401
 
 PARTITIONS = 2
 REPO = Path(__file__).resolve().parents[2]
+KAFKA_LIB = CACHE.parent / "kafka-4.3.1" / "lib"
 
 
 def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[bytes]:
@@ -50,11 +51,18 @@ def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed"
         consumer.close()
 
 
+# kafka-clients 3.9 adds partitions explicitly (transaction version 1); 4.3.1 uses
+# transaction version 2, which kop finalizes: implicit adds, an epoch bump at every end.
+@pytest.mark.parametrize("clients", ["3.9.1", "4.3.1"])
 def test_java_read_process_write_is_exactly_once_across_kill9(
     fresh_kop: KopProcess,
     java_classpath: str,  # noqa: F811
     tmp_path: Path,
+    clients: str,
 ) -> None:
+    if clients == "4.3.1":
+        java_classpath = f"{KAFKA_LIB}/*"  # the reference Kafka's distribution (make test)
+        assert (KAFKA_LIB / "kafka-clients-4.3.1.jar").exists(), KAFKA_LIB
     run = uuid.uuid4().hex[:8]
     source, sink, n = f"rpw-in-{run}", f"rpw-out-{run}", 4000
     create_topic(fresh_kop.bootstrap, source, partitions=PARTITIONS)

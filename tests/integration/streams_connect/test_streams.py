@@ -2,12 +2,17 @@
 a persistent RocksDB store (its changelog a compacted topic) that Streams creates
 itself. Its counts are what a user relies on: with at_least_once, exact after a clean
 run, and after a SIGKILL and a restart never short (at-least-once may recount); with
-exactly_once_v2 (transactions), exact after a SIGKILL and a restart too."""
+exactly_once_v2 (transactions), exact after a SIGKILL and a restart too, and, as
+against Kafka 4.3.1, under transaction version 2: Streams adds no partition
+explicitly (no AddPartitionsToTxn, no AddOffsetsToTxn) when the broker finalizes it."""
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +32,20 @@ from tests.integration.streams_connect.wordcount import (
 pytestmark = [pytest.mark.apps, pytest.mark.timeout(600)]
 
 INPUT_PARTITIONS, OUTPUT_PARTITIONS = 3, 2
+EXPLICIT_ADDS = ("add_partitions_to_txn", "add_offsets_to_txn")
+
+
+def explicit_adds(request: pytest.FixtureRequest) -> float | None:
+    """How many AddPartitionsToTxn and AddOffsetsToTxn kop has answered (its metrics);
+    None when the applications run against another broker."""
+    if os.environ.get("KOP_APPS_TARGET", "kop") != "kop":
+        return None
+    kop = request.getfixturevalue("kop")
+    with urllib.request.urlopen(f"http://127.0.0.1:{kop.admin_port}/metrics", timeout=10) as r:
+        page = r.read().decode()
+    apis = "|".join(EXPLICIT_ADDS)
+    pattern = r'^kop_requests_total\{[^}]*api="(' + apis + r')"[^}]*\} (\S+)$'
+    return sum(float(m.group(2)) for m in re.finditer(pattern, page, re.M))
 
 
 @pytest.fixture
@@ -81,12 +100,14 @@ def test_killed_and_restarted_counts_are_never_short(
 
 
 def test_exactly_once_v2_counts_are_exact_across_a_kill9(
-    apps_classpath: str, app_bootstrap: str, tmp_path: Path
+    apps_classpath: str, app_bootstrap: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """The same kill and restart under exactly_once_v2: what the killed run had not
     committed is aborted (its transaction fenced by the restarted one, or timed out),
     the store is restored from its changelog as committed, and no word is counted
-    twice or missed in the output read read_committed."""
+    twice or missed in the output read read_committed. Every partition and the
+    offsets joined the transactions implicitly (transaction version 2)."""
+    adds_before = explicit_adds(request)
     app = WordCountApp(apps_classpath, app_bootstrap, f"eos-{uuid.uuid4().hex[:8]}", tmp_path,
                        guarantee="exactly_once_v2")  # fmt: skip
     create_topics(app_bootstrap, {app.input: INPUT_PARTITIONS, app.output: OUTPUT_PARTITIONS})
@@ -116,6 +137,8 @@ def test_exactly_once_v2_counts_are_exact_across_a_kill9(
               f"{sum(word_counts(first).values())} words counted; all counted {took:.1f} s "
               "after the restart", flush=True)  # fmt: skip
         assert table.latest == dict(expected), "a word counted twice under exactly_once_v2"
+        if adds_before is not None:
+            assert explicit_adds(request) == adds_before, "Streams added partitions explicitly"
     finally:
         app.stop()
         table.close()
