@@ -6,7 +6,9 @@ as a partition leader asks the coordinator under KIP-890), or its implicit add t
 (not verify-only: transaction version 2).
 
 A request goes to the other instance's PLAINTEXT listener (kop's inter-instance
-listener, as Kafka's inter.broker.listener), named `kop-peer-<instance>` after the
+listener, as Kafka's inter.broker.listener) over kept connections (a few idle ones
+per instance; one found closed is replaced once), named `kop-peer-<instance>` after
+the
 sender's instance id, which only kop's membership topic holds: an instance takes
 these from a live instance so named (`is_peer`), or from a superuser. Partitions are
 named as the coordinator records them, (partition topic, Kafka index), a marker's
@@ -57,10 +59,22 @@ class PeerUnreachable(Exception):
     """The other instance could not be asked (down, not listening, a bad answer)."""
 
 
+Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+KEPT_IDLE = 4  # connections kept open per instance between requests
+
+
 class Peers:
     def __init__(self, ownership: Ownership, timeout_s: float = 10.0) -> None:
         self._ownership = ownership
         self._timeout_s = timeout_s
+        self._idle: dict[tuple[str, int], list[Connection]] = {}
+        self._correlation = 0
+
+    async def close(self) -> None:
+        for kept in self._idle.values():
+            for _reader, writer in kept:
+                writer.close()
+        self._idle.clear()
 
     async def write(self, owner: Member, partitions: Iterable[Partition], marker: Marker) -> None:
         """Every one of `partitions` (all `owner`'s) holds the marker when this returns;
@@ -121,24 +135,50 @@ class Peers:
     async def _request(
         self, host: str, port: int, api: int, version: int, body: dict[str, Any]
     ) -> Any:
+        """Over an idle kept connection, or a new one. One that the other instance
+        closed meanwhile (a restart, an idle timeout) fails as it is used: the
+        request is sent once more over a new one (each of these requests may be
+        repeated: a marker written twice or a partition added twice changes nothing
+        the second time). A connection whose request failed, or was cancelled, is
+        closed, since its stream may be out of step."""
+        address = (host, port)
+        idle = self._idle.setdefault(address, [])
+        while True:
+            kept = idle.pop() if idle else None
+            connection = kept or await asyncio.open_connection(host, port)
+            try:
+                answer = await self._exchange(connection, api, version, body)
+            except BaseException as exc:
+                connection[1].close()
+                if kept is None or not isinstance(exc, (OSError, EOFError)):
+                    raise
+                continue
+            if len(idle) < KEPT_IDLE:
+                idle.append(connection)
+            else:
+                connection[1].close()
+            return answer
+
+    async def _exchange(self, connection: Connection, api: int, version: int,
+                        body: dict[str, Any]) -> Any:  # fmt: skip
+        reader, writer = connection
+        self._correlation = correlation = (self._correlation + 1) % 2**31
         schema = load_request_schema(api, version)
         out = io.BytesIO()
         header = schema.__header_schema__(
-            request_api_key=i16(api), request_api_version=i16(version), correlation_id=i32(1),
-            client_id=PEER_PREFIX + self._ownership.me.instance,
+            request_api_key=i16(api), request_api_version=i16(version),
+            correlation_id=i32(correlation), client_id=PEER_PREFIX + self._ownership.me.instance,
         )  # fmt: skip
         entity_writer(schema.__header_schema__)(out, header)
         entity_writer(schema)(out, build(schema, body))
-        reader, writer = await asyncio.open_connection(host, port)
-        try:
-            frame = out.getvalue()
-            writer.write(_SIZE.pack(len(frame)) + frame)
-            await writer.drain()
-            (size,) = _SIZE.unpack(await reader.readexactly(4))
-            data = await reader.readexactly(size)
-        finally:
-            writer.close()
+        frame = out.getvalue()
+        writer.write(_SIZE.pack(len(frame)) + frame)
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(4))
+        data = await reader.readexactly(size)
         response = load_response_schema(api, version)
-        _head, used = entity_reader(response.__header_schema__)(data, 0)
+        head, used = entity_reader(response.__header_schema__)(data, 0)
+        if head.correlation_id != correlation:
+            raise ValueError(f"answer to request {head.correlation_id}, not {correlation}")
         answer, _ = entity_reader(response)(data, used)
         return answer

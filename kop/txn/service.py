@@ -61,6 +61,8 @@ class TxnService:
                 await task
         await self.coordinator.close()
         await self._store.close()
+        if self._peers is not None:
+            await self._peers.close()
 
     def partition_of(self, txn_id: str) -> int:
         return self._store.partition_for(txn_id)

@@ -1,0 +1,106 @@
+"""Requests between kop instances (kop.txn.peers) keep their connections: under
+transaction version 2 every transaction asks the coordinating instance once per
+partition, and a TCP connection opened for each request (as before) cost a connect,
+a new connection at the other end and a socket in TIME_WAIT every time. A kept
+connection the other instance closed meanwhile (a restart, an idle timeout) is
+replaced without the request failing."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from kop.cluster.member import Member
+from kop.cluster.ownership import Ownership, Solo
+from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import build
+from kop.txn.peers import ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, Peers
+
+SIZE = struct.Struct(">i")
+PART = ("persistent://public/default/hot-partition-0", 0)
+
+
+class Coordinator:
+    """Another instance as the asking one sees it: answers every verification NONE;
+    counts its connections; with `close_after_answer`, closes each once answered."""
+
+    def __init__(self, close_after_answer: bool = False) -> None:
+        self.connections = 0
+        self.close_after_answer = close_after_answer
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> Member:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return Member(1, "127.0.0.1", port, "other", listeners=(("PLAINTEXT", "127.0.0.1", port),))
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                (size,) = SIZE.unpack(await reader.readexactly(4))
+                frame = await reader.readexactly(size)
+                writer.write(self._answer(frame))
+                await writer.drain()
+                if self.close_after_answer:
+                    break
+        except asyncio.IncompleteReadError:
+            pass
+        finally:
+            writer.close()
+
+    @staticmethod
+    def _answer(frame: bytes) -> bytes:
+        schema = load_request_schema(ADD_PARTITIONS_TO_TXN, VERIFY_VERSION)
+        head, _ = entity_reader(schema.__header_schema__)(frame, 0)
+        response = load_response_schema(ADD_PARTITIONS_TO_TXN, VERIFY_VERSION)
+        out = io.BytesIO()
+        entity_writer(response.__header_schema__)(
+            out, response.__header_schema__(correlation_id=head.correlation_id)
+        )
+        none = ErrorCode.none
+        body = {"throttle_time": 0, "error_code": none, "results_by_transaction": ({
+            "transactional_id": "t", "topic_results": ({"name": PART[0], "results_by_partition": (
+                {"partition_index": 0, "partition_error_code": none},)},),
+        },)}  # fmt: skip
+        entity_writer(response)(out, build(response, body))
+        data = out.getvalue()
+        return SIZE.pack(len(data)) + data
+
+
+def _peers() -> Peers:
+    me = Member(0, "127.0.0.1", 1, "me")
+    return Peers(Ownership(Solo(me), me))
+
+
+async def _verify(peers: Peers, to: Member) -> ErrorCode:
+    return await peers.add_partition(to, "t", 7, 0, PART, verify_only=True)
+
+
+async def test_requests_to_an_instance_share_a_kept_connection() -> None:
+    coordinator = Coordinator()
+    peers = _peers()
+    async with coordinator as other:
+        answers = [await _verify(peers, other) for _ in range(5)]
+        together = await asyncio.gather(*[_verify(peers, other) for _ in range(3)])
+        await peers.close()
+    assert answers == [ErrorCode.none] * 5 and list(together) == [ErrorCode.none] * 3
+    assert coordinator.connections == 3  # one for the five in turn, three at once
+
+
+async def test_a_kept_connection_the_other_instance_closed_is_replaced() -> None:
+    coordinator = Coordinator(close_after_answer=True)
+    peers = _peers()
+    async with coordinator as other:
+        answers = [await _verify(peers, other) for _ in range(3)]
+        await peers.close()
+    assert answers == [ErrorCode.none] * 3
+    assert coordinator.connections == 3
