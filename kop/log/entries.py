@@ -40,6 +40,7 @@ from kop.log import entry_format
 from kop.log.entry_format import (
     P_ENTRY,
     P_PRODUCER,
+    P_TXN,
     EntryFormat,
     ProducerStamp,
     encode_record,
@@ -67,7 +68,7 @@ from kop.protocol.records import (
     with_base_offset,
 )
 from kop.storage import batch_layout
-from kop.storage.types import OutgoingEntry, StoredEntry, StoredMessage
+from kop.storage.types import OutgoingEntry, OutgoingMessage, StoredEntry, StoredMessage
 
 # A stamp and the offset of the last record it covers.
 StampAt = tuple[ProducerStamp, int]
@@ -135,17 +136,23 @@ def pulsar_entries(
     if first_index < 0 or (stamp is not None and first_index >= stamp.count):
         raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
     codec = head.compression
+    # Each record of a transaction names it (`__kafka.txn`): a Pulsar consumer reads a
+    # batch entry's messages with their own properties only, never the entry's, and
+    # filters a transaction's records by it (docs/transactions.md, the Pulsar view).
+    txn = {P_TXN: str(stamp.producer_id)} if stamp is not None and stamp.transactional else {}
     if not batching:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
+        texts = [None if stamp is None else _stamp_text(stamp, first_index + i)
+                 for i in range(len(records))]  # fmt: skip
         return [
-            OutgoingEntry(
-                encode_record(r, None if stamp is None else _stamp_text(stamp, first_index + i)),
-                codec=codec,
-            )
-            for i, r in enumerate(records)
+            OutgoingEntry(_with(encode_record(r, text), txn), codec=codec)
+            for r, text in zip(records, texts, strict=True)
         ]
     fast = native()
-    if fast is not None:
+    if txn:  # the native kernel writes no property of its own per record
+        records = producer_records(batch, head, max_uncompressed)[first_index:]
+        chunks = layouts(records, max_entry_bytes, txn)
+    elif fast is not None:
         section = records_section(batch, head, max_uncompressed)
         try:
             chunks = fast.records_to_layouts(
@@ -170,14 +177,17 @@ def pulsar_entries(
     return out
 
 
-def layouts(records: Sequence[Record], max_entry_bytes: int) -> list[tuple[bytes, int]]:
+def layouts(
+    records: Sequence[Record], max_entry_bytes: int, extra: dict[str, str] | None = None
+) -> list[tuple[bytes, int]]:
     """`records` as batch layouts of at most `max_entry_bytes` (at least one record
-    each): (layout, records in it). The Python twin of the native kernel."""
+    each): (layout, records in it); `extra`, properties every record's message gets.
+    The Python twin of the native kernel (which adds none)."""
     out: list[tuple[bytes, int]] = []
     current: list[bytes] = []
     size = 0
     for r in records:
-        part = batch_layout.build([encode_record(r, None)])
+        part = batch_layout.build([_with(encode_record(r, None), extra or {})])
         if current and size + len(part) > max_entry_bytes:
             out.append((b"".join(current), len(current)))
             current, size = [], 0
@@ -186,6 +196,12 @@ def layouts(records: Sequence[Record], max_entry_bytes: int) -> list[tuple[bytes
     if current:
         out.append((b"".join(current), len(current)))
     return out
+
+
+def _with(message: OutgoingMessage, properties: dict[str, str]) -> OutgoingMessage:
+    if not properties:
+        return message
+    return replace(message, properties={**message.properties, **properties})
 
 
 def _stamp_text(stamp: ProducerStamp, index: int) -> str:

@@ -27,6 +27,12 @@ are not shown to Kafka clients as headers:
 `__kafka.entry=batch`; only that property is read, the stamp comes from the
 batch header.
 
+- `__kafka.txn`: the producer id of the transaction a record belongs to, on every
+  record of a transactional batch (batched or not): Pulsar applications read a
+  batch entry's messages with their own properties only, never the entry's, and
+  filter out what a transaction aborted by it (docs/transactions.md). kop reads
+  the stamp instead.
+
 A transaction marker is a whole control batch in either format, with
 `__kafka.marker=commit|abort/pid/epoch` beside `__kafka.entry=batch`: written for
 Pulsar applications, so they can drop what a transaction aborted without decoding
@@ -72,6 +78,7 @@ P_HEADERS = "__kafka.headers"
 P_TS = "__kafka.ts"
 P_PRODUCER = "__kafka.producer"
 P_MARKER = "__kafka.marker"
+P_TXN = "__kafka.txn"
 
 _INT64 = 1 << 63  # Kafka timestamps and producer ids are int64
 _INT32 = 1 << 31  # sequences and record counts

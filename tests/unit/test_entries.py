@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kop.log import entries
-from kop.log.entry_format import P_KEY, P_PRODUCER, ProducerStamp, encode_batch
+from kop.log.entry_format import P_KEY, P_PRODUCER, P_TXN, ProducerStamp, encode_batch
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import BatchHeader, Record, build_batch, iter_batches, read_header
 from kop.storage import batch_layout
@@ -189,3 +189,29 @@ def test_a_corrupt_record_section_is_refused_before_anything_is_written() -> Non
     broken = data[:-1]
     with pytest.raises(KafkaError):
         entries.pulsar_entries(broken, head, None, 0, batching=True, max_entry_bytes=1 << 20)
+
+
+def test_a_transactional_batchs_records_each_name_the_transaction_for_pulsar_consumers() -> None:
+    """A Pulsar consumer reads a batch entry's messages with their own properties,
+    never the entry's: a transaction's records must each say whose transaction they
+    belong to (`__kafka.txn`), or no Pulsar application could filter out an aborted
+    transaction (docs/transactions.md, the Pulsar view; the Spark job's committed-only
+    view found every aborted record of the pulsar entry format kept). Kafka clients
+    never see it (a reserved property, in the native and the Python decoder alike),
+    and offsets and producer state read the entry as before."""
+    recs = [Record(i, 5, None, b"x" * 30) for i in range(5)]
+    data = build_batch(recs, producer_id=7, producer_epoch=0, base_sequence=10,
+                       transactional=True)  # fmt: skip
+    stamp = ProducerStamp(7, 0, 10, 5, transactional=True)
+    for batching in (True, False):
+        out = entries.pulsar_entries(data, read_header(data), stamp, 0, batching=batching,
+                                     max_entry_bytes=200)  # fmt: skip
+        assert len(out) > 1 and sum(e.count for e in out) == 5
+        messages = [m for e in out for m in batch_layout.messages(stored(e))]
+        assert [m.properties[P_TXN] for m in messages] == ["7"] * 5
+        decoded = entries.decode(stored(out[-1]), 100)
+        assert decoded.stamps == ((ProducerStamp(7, 0, 10, 5, 4, True), 99 + out[-1].count),)
+        assert decoded.anomalies == ()
+        assert [(r.value, r.headers) for r in iter_batches(decoded.data)] == [
+            (b"x" * 30, ())
+        ] * out[-1].count
