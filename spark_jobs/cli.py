@@ -58,6 +58,16 @@ def main() -> None:
     show_default=True,
     help="events written straight to Pulsar by native producers, after them",
 )
+@click.option(
+    "--transactional",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="events written through kop in Kafka transactions, after the others; every "
+    "third transaction is aborted (what replay-check's committed-only view must drop)",
+)
+@click.option("--transaction-size", type=click.IntRange(min=1), default=50, show_default=True,
+              help="events per transaction")  # fmt: skip
 @click.option("--partitions", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option(
     "--entities",
@@ -110,7 +120,8 @@ def validate_offsets(**kwargs: Any) -> None:
               help="micro-batches before the stream is stopped and restarted")  # fmt: skip
 def replay_check(**kwargs: Any) -> None:
     """Per-entity state materialized four ways (batch, streaming with a restart,
-    rollback and replay, the Pulsar view); exit 1 unless all agree."""
+    rollback and replay, the Pulsar view), and committed records only two ways
+    (read_committed through kop, the Pulsar view filtered); exit 1 unless all agree."""
     from spark_jobs.replay import replay_check as body
 
     _run("replay-check", kwargs, body)

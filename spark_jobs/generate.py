@@ -1,5 +1,7 @@
 """generate: N events written through kop by Spark's own Kafka sink (an unmodified
-Java producer), optionally M more by native Pulsar producers straight to Pulsar."""
+Java producer), optionally M more by native Pulsar producers straight to Pulsar,
+and T more in Kafka transactions through kop, every third aborted
+(spark_jobs.transactional)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from spark_jobs.kafka_admin import KafkaAdmin
 from spark_jobs.options import Stack
 from spark_jobs.progress import Phases, say
 from spark_jobs.report import draw_counts_and_rates, write_report
+from spark_jobs.transactional import Written, write_transactions
 
 PRODUCER_DEFAULTS = {"linger.ms": "20", "batch.size": str(1 << 20), "compression.type": "none"}
 
@@ -29,6 +32,8 @@ def generate(
     entry_format: str | None,
     recreate: bool,
     producer: dict[str, str],
+    transactional: int = 0,
+    transaction_size: int = 50,
 ) -> bool:
     admin = KafkaAdmin(spark, stack.bootstrap)
     phases = Phases(spark.sparkContext)
@@ -53,15 +58,31 @@ def generate(
         if pulsar_events:
             with phases.phase("write straight to Pulsar (native producers)", pulsar_events):
                 _write_native(spark, stack, pulsar_events, entities, first=count)
+        written = Written()
+        if transactional:
+            with phases.phase("write transactions through kop (Java producer)", transactional):
+                first = count + pulsar_events
+                written = write_transactions(
+                    spark, stack, transactional, entities, first, transaction_size
+                )
         with phases.phase("wait for kop to count every record"):
-            total = count + pulsar_events
+            total = count + pulsar_events + transactional + written.markers
             ends = admin.caught_up(stack.topic, partitions, lambda e: sum(e.values()) >= total)
     finally:
         phases.close()
         admin.close()
     report = {
         "topic": stack.topic,
-        "events": {"kafka": count, "pulsar": pulsar_events},
+        "events": {
+            "kafka": count,
+            "pulsar": pulsar_events,
+            "transactional": {"committed": written.committed, "aborted": written.aborted},
+        },
+        "transactions": {
+            "count": written.transactions,
+            "markers": written.markers,
+            "aborted_ids": written.aborted_ids,
+        },
         "entry_format": entry_format or "kop's default",
         "partitions": {str(p): n for p, n in ends.items()},
         "producer": {**PRODUCER_DEFAULTS, **producer},
@@ -73,11 +94,12 @@ def generate(
         report,
         lambda fig: draw_counts_and_rates(fig, stack.topic, {"records": ends}, phases.timings),
     )
-    total = sum(ends.values())
-    if total != count + pulsar_events:
-        say(f"generate FAILED: kop counts {total:,} records; {count + pulsar_events:,} written")
+    counted = sum(ends.values())
+    if counted != total:
+        say(f"generate FAILED: kop counts {counted:,} offsets; {total:,} written "
+            f"({written.markers:,} of them transaction markers)")  # fmt: skip
         return False
-    say(f"generate: {total:,} records in {stack.topic}")
+    say(f"generate: {counted - written.markers:,} records in {stack.topic}")
     return True
 
 

@@ -4,10 +4,14 @@ partitions straight from Pulsar with pulsar-client readers, one task per split.
 Each row is one Kafka record as DESIGN.md's offset model counts them: a message
 in the `kafka` entry format yields every record of its batch (numbered by place,
 not by the batch's own offset deltas: the position is the truth), any other
-message is one record. The offset is not computed here (a split does not know
-how many records precede it); `ordinal` is the record's place within its split
-and spark_jobs/offsets.py turns that into offsets. Rows go out as Arrow record
-batches: about 8x faster than tuples.
+message is one record. A transaction's marker is a row too (it takes an offset, as
+in Kafka), with `control` "commit" or "abort"; a transactional record names its
+producer (`producer_id`, -1 for any other), so the committed-only view can be
+filtered as docs/transactions.md says (spark_jobs.views.committed). The offset
+is not computed here (a split does not know how many records precede it);
+`ordinal` is the record's place within its split and spark_jobs/offsets.py turns
+that into offsets. Rows go out as Arrow record batches: about 8x faster than
+tuples.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ NAME = "kop-pulsar"
 SCHEMA = (
     "partition int, split int, ordinal long, ledger long, entry long, batch int, rec int, "
     "count int, key binary, value binary, timestamp long, "
-    "headers array<struct<key:string,value:binary>>, in_order boolean"
+    "headers array<struct<key:string,value:binary>>, in_order boolean, producer_id long, "
+    "control string"
 )
 ROWS_PER_BATCH = 8192
 READ_TIMEOUT_MS = 60_000
@@ -151,14 +156,25 @@ class _Rows:
 
     def add(self, msg: Any) -> None:
         from kop.log.entries import decode
+        from kop.log.entry_format import P_TXN
         from kop.protocol.records import iter_batches
         from kop.storage.types import StoredEntry
 
         pos = tuple(msg.position)
         in_order = self.previous is None or pos > self.previous
         self.previous = pos
-        # The message alone, as kop would read it if it were an entry of its own.
-        records = list(iter_batches(decode(StoredEntry(msg.position, "", 0, 0, 1, msg), 0).data))
+        # The message alone, as kop would read it if it were an entry of its own: its
+        # records, and whose transaction it belongs to (a record's `__kafka.txn`, a
+        # kafka-format batch's header) or which marker it is.
+        entry = decode(StoredEntry(msg.position, "", 0, 0, 1, msg), 0)
+        records = list(iter_batches(entry.data))
+        producer_id = _txn_of(msg.properties.get(P_TXN))
+        if producer_id < 0:
+            producer_id = next((s.producer_id for s, _ in entry.stamps if s.transactional), -1)
+        marker = entry.marker
+        control = None
+        if marker is not None:
+            producer_id, control = marker.producer_id, "commit" if marker.commit else "abort"
         c = self.cols
         for rec, r in enumerate(records):
             c["partition"].append(self.split.partition)
@@ -174,6 +190,8 @@ class _Rows:
             c["timestamp"].append(r.timestamp)
             c["headers"].append([{"key": k, "value": v} for k, v in r.headers])
             c["in_order"].append(in_order)
+            c["producer_id"].append(producer_id)
+            c["control"].append(control)
             self.ordinal += 1
 
     def flush(self) -> Any:
@@ -183,6 +201,15 @@ class _Rows:
         for values in self.cols.values():
             values.clear()
         return batch
+
+
+def _txn_of(text: str | None) -> int:
+    """The producer id a `__kafka.txn` property names; -1 for none or garbage (any
+    Pulsar application may write the property)."""
+    try:
+        return int(text) if text is not None and text.isdigit() else -1
+    except ValueError:
+        return -1
 
 
 def _arrow_schema() -> Any:
@@ -196,5 +223,6 @@ def _arrow_schema() -> Any:
             ("rec", pa.int32()), ("count", pa.int32()), ("key", pa.binary()),
             ("value", pa.binary()), ("timestamp", pa.int64()),
             ("headers", pa.list_(header)), ("in_order", pa.bool_()),
+            ("producer_id", pa.int64()), ("control", pa.string()),
         ]
     )  # fmt: skip

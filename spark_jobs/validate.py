@@ -7,7 +7,8 @@ Checks, per partition:
   spark_jobs.offsets), and no Kafka offset comes twice;
 - key, value, timestamp and headers are equal;
 - Kafka offsets are dense from the log start (the recomputed start, or kop's
-  DeleteRecords floor above it); Pulsar positions strictly increase;
+  DeleteRecords floor above it), but for the transactions' markers, which take an
+  offset and are no record; Pulsar positions strictly increase;
 - kop's persisted offset-index checkpoints and mark name the positions the
   recomputed offsets say.
 
@@ -30,7 +31,7 @@ from spark_jobs.offsets import with_offsets
 from spark_jobs.options import Stack
 from spark_jobs.progress import Phases, say
 from spark_jobs.report import draw_counts_and_rates, write_report
-from spark_jobs.views import RECORD, kafka_view, pulsar_rows
+from spark_jobs.views import RECORD, kafka_view, pulsar_rows, records_only
 
 FIELDS = ("key", "value", "timestamp", "headers")
 SHOWN = 20  # mismatches listed in the report
@@ -113,7 +114,7 @@ class _Checks:
         }
 
     def run(self) -> dict[str, Any]:
-        visible = self._above_floor()
+        visible = records_only(self._above_floor())
         mismatches = self._join(visible)
         self._density()
         self._order()
@@ -174,8 +175,9 @@ class _Checks:
             F.min("offset").alias("first"),
             F.max("offset").alias("last"),
         )
-        counted = self.pulsar.groupBy("partition").count().collect()
+        counted = records_only(self.pulsar).groupBy("partition").count().collect()
         pulsar_n: dict[int, int] = {r.partition: r["count"] for r in counted}
+        markers = self._markers_within(stats)
         for lay in self.layouts:
             info = self.partitions[lay.partition]
             info["pulsar_records"] = int(pulsar_n.get(lay.partition, 0))
@@ -186,8 +188,9 @@ class _Checks:
             info.update(kafka_records=r.n, first_offset=r.first, last_offset=r.last)
             if r.distinct != r.n:
                 self.failures.append(f"partition {r.partition}: {r.n - r.distinct} offsets twice")
-            if r.last - r.first + 1 != r.distinct:
-                gaps = r.last - r.first + 1 - r.distinct
+            info["markers"] = markers.get(r.partition, 0)
+            if r.last - r.first + 1 != r.distinct + info["markers"]:
+                gaps = r.last - r.first + 1 - r.distinct - info["markers"]
                 self.failures.append(
                     f"partition {r.partition}: {gaps} gaps in offsets {r.first}..{r.last}"
                 )
@@ -196,6 +199,14 @@ class _Checks:
                     f"partition {r.partition}: Kafka view starts at {r.first}, "
                     f"the log start is {info['log_start']}"
                 )
+
+    def _markers_within(self, stats: DataFrame) -> dict[int, int]:
+        """Per partition, the transaction markers between the Kafka view's first and
+        last offsets: each takes an offset no consumer is given a record at."""
+        spans = stats.select("partition", "first", "last")
+        markers = self.pulsar.filter(F.col("control").isNotNull()).join(spans, "partition")
+        within = markers.filter(F.col("offset").between(F.col("first"), F.col("last")))
+        return {r.partition: r["count"] for r in within.groupBy("partition").count().collect()}
 
     def _order(self) -> None:
         for r in self.pulsar.filter(~F.col("in_order")).groupBy("partition").count().collect():

@@ -1,12 +1,14 @@
 """The two views of one topic as DataFrames with the same columns: the Kafka view
 through kop (Spark's own Kafka source: an unmodified Java consumer) and the
-Pulsar view straight from Pulsar (spark_jobs.pulsar_source)."""
+Pulsar view straight from Pulsar (spark_jobs.pulsar_source), each whole or
+committed records only (Kafka's read_committed; the Pulsar view filtered as
+docs/transactions.md says a Pulsar application filters it)."""
 
 from __future__ import annotations
 
 import json
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs.layout import PartitionLayout
@@ -23,14 +25,17 @@ def kafka_view(
     min_partitions: int | None = None,
     by_time: bool = False,
     lossy: bool = False,
+    committed: bool = False,
 ) -> DataFrame:
     """Every record from the earliest offset to `ending` (partition -> offset,
     exclusive, or with `by_time` -> a timestamp: up to the first record at or
     after it; default the latest), as a batch. `lossy`: skip offsets that do not
-    come instead of failing (Spark's failOnDataLoss=false)."""
+    come instead of failing (Spark's failOnDataLoss=false). `committed`: read as
+    isolation.level=read_committed."""
     reader = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", stack.bootstrap)
+        .option("kafka.isolation.level", "read_committed" if committed else "read_uncommitted")
         .option("subscribe", stack.topic)
         .option("startingOffsets", "earliest")
         .option("includeHeaders", "true")
@@ -63,4 +68,37 @@ def pulsar_rows(spark: SparkSession, stack: Stack, layouts: list[PartitionLayout
         .option("serviceUrl", stack.pulsar_url)
         .option("splits", splits_option(splits))
         .load()
+    )
+
+
+def records_only(rows: DataFrame) -> DataFrame:
+    """The Pulsar view's rows (with offsets) without the transactions' markers, which
+    take an offset but are no record a Kafka consumer is given."""
+    return rows.filter(F.col("control").isNull())
+
+
+def committed(rows: DataFrame) -> DataFrame:
+    """What a read_committed consumer reads, from the Pulsar view's rows (with
+    offsets): a producer's transactional records are held until its next marker in
+    the partition, kept on commit, dropped on abort; the markers are dropped; and,
+    as Kafka's last stable offset, a partition ends at the first record of a
+    transaction with no marker yet."""
+    following = (
+        Window.partitionBy("partition", "producer_id")
+        .orderBy("offset")
+        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    )
+    txn = rows.filter(F.col("producer_id") >= 0).withColumn(
+        "fate", F.first("control", ignorenulls=True).over(following)
+    )
+    stable = (
+        txn.filter(F.col("fate").isNull()).groupBy("partition").agg(F.min("offset").alias("stable"))
+    )
+    kept = rows.filter(F.col("producer_id") < 0).unionByName(
+        txn.filter(F.col("control").isNull() & (F.col("fate") == "commit")).drop("fate")
+    )
+    return (
+        kept.join(F.broadcast(stable), "partition", "left")
+        .filter(F.col("stable").isNull() | (F.col("offset") < F.col("stable")))
+        .drop("stable")
     )

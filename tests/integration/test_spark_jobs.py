@@ -227,6 +227,42 @@ def test_replay_check_agrees_through_a_stream_restart_and_a_killed_kop(
     assert runs["streaming"]["micro_batches"]["after_restart"] >= 1
 
 
+@pytest.mark.parametrize("fmt", ["pulsar", "kafka"])
+def test_the_committed_only_views_agree_and_leave_out_every_aborted_transaction(
+    kop: KopProcess, tmp_path: Path, fmt: str
+) -> None:
+    """A topic written by Spark's sink and in transactions of 50 by the Java
+    producer, every third aborted: read_committed through kop and the Pulsar view
+    filtered as docs/transactions.md says agree, both without the aborted events;
+    the whole views agree too, markers taking their offsets in both."""
+    topic = f"spark-txn-{fmt}-{uuid.uuid4().hex[:8]}"
+    made = kop_spark(
+        "generate", kop, topic, tmp_path / "gen", "--events", "3000", "--partitions", "3",
+        "--entities", "200", "--entry-format", fmt, "--transactional", "1500",
+        "--transaction-size", "50",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-4000:]
+    written = report(tmp_path / "gen", "generate")
+    assert written["events"]["transactional"] == {"committed": 1000, "aborted": 500}
+    markers = written["transactions"]["markers"]
+    assert 30 <= markers <= 90  # one per transaction and partition it wrote to
+    assert sum(end_offsets(kop.bootstrap, topic, 3).values()) == 4500 + markers
+    checked = kop_spark("replay-check", kop, topic, tmp_path / "replay", "--stop-after", "2")
+    assert checked.returncode == 0, _why(checked.stderr.splitlines(keepends=True))
+    found = report(tmp_path / "replay", "replay-check")
+    assert found["ok"] and found["events"] == 4500
+    runs = found["materializations"]
+    for name, run in runs.items():
+        assert run["differing_entities"] == 0, (name, run)
+    only = runs["committed only"]
+    assert (only["events"], only["dropped"], only["pulsar_view_events"]) == (4000, 500, 4000)
+    validated = kop_spark("validate-offsets", kop, topic, tmp_path / "validate")
+    assert validated.returncode == 0, validated.stderr[-4000:]
+    found = report(tmp_path / "validate", "validate-offsets")
+    assert found["records"] == {"kafka": 4500, "pulsar": 4500}
+    assert sum(p["markers"] for p in found["partitions"].values()) <= markers
+
+
 @pytest.mark.parametrize("generated", ["kafka"], indirect=True)
 def test_the_same_module_runs_under_spark_submit(
     generated: tuple[str, str, Path], kop: KopProcess, tmp_path: Path
