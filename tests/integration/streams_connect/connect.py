@@ -19,7 +19,11 @@ MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 class ConnectWorker(JavaApp):
     """One worker of a Connect cluster of its own (group, internal topics)."""
 
-    def __init__(self, classpath: str, bootstrap: str, work: Path) -> None:
+    def __init__(
+        self, classpath: str, bootstrap: str, work: Path, exactly_once: bool = False
+    ) -> None:
+        """`exactly_once`: exactly.once.source.support=enabled (KIP-618): source tasks
+        write their records and their offsets in one transaction each."""
         cluster = f"connect-{uuid.uuid4().hex[:8]}"
         self.port = free_port()
         self.internal_topics = {
@@ -39,6 +43,8 @@ class ConnectWorker(JavaApp):
             "listeners": f"http://127.0.0.1:{self.port}",
             "rest.advertised.host.name": "127.0.0.1",
         }
+        if exactly_once:
+            settings["exactly.once.source.support"] = "enabled"
         properties = work / f"{cluster}.properties"
         properties.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         fatal = r"^.*(Failed to start Connect|Uncaught exception in herder work thread).*"

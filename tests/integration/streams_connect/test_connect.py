@@ -2,15 +2,20 @@
 config, offset and status topics itself (compacted, checked with DescribeConfigs at
 start), a FileStreamSource and a FileStreamSink configured through the REST API,
 then a restart of the worker. The sink file must equal the source file, line for
-line: nothing lost, nothing written twice, in order."""
+line: nothing lost, nothing written twice, in order. With exactly-once source
+support (KIP-618: each poll's records and source offsets in one transaction), a
+worker killed with -9 mid-way leaves the topic, read read_committed, holding every
+line exactly once."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from tests.integration.streams_connect.connect import ConnectWorker
@@ -96,3 +101,59 @@ def test_file_source_to_file_sink_survives_a_worker_restart(
                       lambda: f"{len(_lines(sink))} lines", [worker])  # fmt: skip
     print(f"[apps] the sink caught up {took:.1f} s after the last lines", flush=True)
     assert _lines(sink) == _lines(source)
+
+
+def _read_committed(bootstrap: str, topic: str) -> list[str]:
+    """The topic's values up to its last stable offset, as a read_committed reader."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
+        "isolation.level": "read_committed", "enable.auto.commit": False,
+    })  # fmt: skip
+    try:
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        out: list[str] = []
+        deadline = time.monotonic() + 60
+        while consumer.position([TopicPartition(topic, 0)])[0].offset < end:
+            assert time.monotonic() < deadline, f"{topic} not read to {end}"
+            msg = consumer.poll(1.0)
+            if msg is not None and msg.error() is None:
+                out.append(msg.value().decode())
+        return out
+    finally:
+        consumer.close()
+
+
+def test_an_exactly_once_source_writes_every_line_once_across_a_kill9(
+    apps_classpath: str, app_bootstrap: str, tmp_path: Path
+) -> None:
+    worker = ConnectWorker(apps_classpath, app_bootstrap, tmp_path, exactly_once=True)
+    topic = f"connect-eos-{uuid.uuid4().hex[:8]}"
+    create_topics(app_bootstrap, {topic: 1})
+    source = tmp_path / "source.txt"
+    _append(source, 0, 2000)
+    config = {"connector.class": "FileStreamSource", "tasks.max": "1", "file": str(source),
+              "topic": topic, "exactly.once.support": "required",
+              "transaction.boundary": "poll", "batch.size": "50"}  # fmt: skip
+    try:
+        worker.start()
+        wait_until("the REST API", lambda: worker.rest("GET", "/connectors")[0] == 200, 120,
+                   lambda: str(worker.rest("GET", "/connectors")), [worker])  # fmt: skip
+        _create(worker, "eos-source", config)
+        wait_until("eos-source RUNNING", lambda: worker.all_running(["eos-source"]), 120,
+                   lambda: worker.statuses(["eos-source"]), [worker])  # fmt: skip
+        wait_until("some lines committed", lambda: len(_read_committed(app_bootstrap, topic)) > 0,
+                   120, lambda: "none yet", [worker])  # fmt: skip
+        worker.kill9()  # mid-way: a transaction may be open, its offsets not committed
+        _append(source, 2000, 500)
+        worker.start()
+        wait_until("eos-source RUNNING after the kill", lambda: worker.all_running(["eos-source"]),
+                   180, lambda: worker.statuses(["eos-source"]), [worker])  # fmt: skip
+        took = wait_until("2500 lines committed",
+                          lambda: len(_read_committed(app_bootstrap, topic)) >= 2500, 180,
+                          lambda: f"{len(_read_committed(app_bootstrap, topic))} lines",
+                          [worker])  # fmt: skip
+        print(f"[apps] exactly-once source caught up {took:.1f} s after the restart", flush=True)
+        assert _read_committed(app_bootstrap, topic) == _lines(source)
+    finally:
+        worker.stop()
