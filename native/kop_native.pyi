@@ -2,7 +2,12 @@
 kop.log.entries; see kop.log.native.Kernels."""
 
 def records_to_layouts(
-    records: bytes, count: int, base_timestamp: int, first_index: int, max_bytes: int
+    records: bytes,
+    count: int,
+    base_timestamp: int,
+    first_index: int,
+    max_bytes: int,
+    extra: tuple[str, str] | None = None,
 ) -> list[tuple[bytes, int]]: ...
 def decode_layout(
     layout: bytes, count: int, base_offset: int, publish_time: int

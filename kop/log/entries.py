@@ -149,20 +149,19 @@ def pulsar_entries(
             for r, text in zip(records, texts, strict=True)
         ]
     fast = native()
-    if txn:  # the native kernel writes no property of its own per record
-        records = producer_records(batch, head, max_uncompressed)[first_index:]
-        chunks = layouts(records, max_entry_bytes, txn)
-    elif fast is not None:
+    if fast is not None:
         section = records_section(batch, head, max_uncompressed)
+        extra = next(iter(txn.items()), None)
         try:
             chunks = fast.records_to_layouts(
-                section, head.record_count, head.base_timestamp, first_index, max_entry_bytes
-            )
+                section, head.record_count, head.base_timestamp, first_index, max_entry_bytes,
+                extra,
+            )  # fmt: skip
         except ValueError as exc:
             raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
     else:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
-        chunks = layouts(records, max_entry_bytes)
+        chunks = layouts(records, max_entry_bytes, txn)
     out: list[OutgoingEntry] = []
     index = first_index
     for layout, count in chunks:
@@ -181,8 +180,8 @@ def layouts(
     records: Sequence[Record], max_entry_bytes: int, extra: dict[str, str] | None = None
 ) -> list[tuple[bytes, int]]:
     """`records` as batch layouts of at most `max_entry_bytes` (at least one record
-    each): (layout, records in it); `extra`, properties every record's message gets.
-    The Python twin of the native kernel (which adds none)."""
+    each): (layout, records in it); `extra`, properties every record's message gets
+    after its own. The Python twin of the native kernel."""
     out: list[tuple[bytes, int]] = []
     current: list[bytes] = []
     size = 0

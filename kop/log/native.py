@@ -21,10 +21,12 @@ NativeStamp = tuple[int, int, int, int, int, int]
 
 class Kernels(Protocol):
     def records_to_layouts(
-        self, records: bytes, count: int, base_timestamp: int, first_index: int, max_bytes: int
-    ) -> list[tuple[bytes, int]]:
+        self, records: bytes, count: int, base_timestamp: int, first_index: int, max_bytes: int,
+        extra: tuple[str, str] | None = None,
+    ) -> list[tuple[bytes, int]]:  # fmt: skip
         """Records `first_index ..` of a Kafka batch's (decompressed) records section
-        as batch layouts of at most `max_bytes` each: (layout, records in it)."""
+        as batch layouts of at most `max_bytes` each: (layout, records in it);
+        `extra`, a (name, value) property every record's message gets."""
         ...
 
     def decode_layout(

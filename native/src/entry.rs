@@ -49,13 +49,14 @@ impl Layouts<'_> {
 
 /// `layouts(list(iter_records(batch))[first_index:], max_bytes)`: `Err` where
 /// `iter_records` raises.
-pub fn records_to_layouts(
-    section: &[u8],
+pub fn records_to_layouts<'a>(
+    section: &'a [u8],
     count: i64,
     base_timestamp: i64,
     first_index: i64,
     max_bytes: i64,
-) -> Result<Layouts<'_>, String> {
+    extra: Option<(&[u8], &[u8])>,
+) -> Result<Layouts<'a>, String> {
     let sec = kafka::parse_section(section, count, base_timestamp)
         .map_err(|e| format!("undecodable records: {e}"))?;
     let n = sec.records.len() as i64;
@@ -79,6 +80,7 @@ pub fn records_to_layouts(
             &sec.headers[rec.headers.clone()],
             &mut out.meta,
             &mut scratch,
+            extra,
         )?;
         let payload = rec.value.unwrap_or(b"");
         let part_len = 4 + (out.meta.len() - from) + payload.len();
@@ -105,12 +107,14 @@ struct Scratch {
     json: Vec<u8>,
 }
 
-/// `batch_layout.build([encode_record(record)])`'s metadata, appended to `meta`.
+/// `batch_layout.build([encode_record(record)])`'s metadata, appended to `meta`;
+/// `extra`, one more property after the record's own (`entries._with`).
 fn encode_record(
     rec: &kafka::Record<'_>,
     headers: &[(&str, Option<&[u8]>)],
     meta: &mut Vec<u8>,
     scratch: &mut Scratch,
+    extra: Option<(&[u8], &[u8])>,
 ) -> Result<(), String> {
     let mut utf8_key: Option<&[u8]> = None;
     let mut b64_key: Option<Vec<u8>> = None; // a binary key's base64
@@ -170,6 +174,9 @@ fn encode_record(
     } else {
         Some(rec.timestamp as u64)
     };
+    if let Some((k, v)) = extra {
+        proto::put_property(meta, k, v);
+    }
     let payload_len = rec.value.map_or(0, <[u8]>::len);
     let payload_size = i32::try_from(payload_len)
         .map_err(|_| "value too large for a Pulsar message".to_string())?;

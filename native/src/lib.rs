@@ -79,15 +79,16 @@ fn python_int(text: &str) -> text::PyInt {
     })
 }
 
-/// records_to_layouts(records, count, base_timestamp, first_index, max_bytes)
+/// records_to_layouts(records, count, base_timestamp, first_index, max_bytes, extra=None)
 /// --
 ///
 /// Records `first_index ..` of a Kafka batch's (decompressed) records section as
 /// batch layouts of at most `max_bytes` each (at least one record each):
-/// [(layout, records in it)]. Raises ValueError when the section does not
+/// [(layout, records in it)]; `extra`, a (name, value) property every record's
+/// message gets after its own. Raises ValueError when the section does not
 /// decode as `count` records.
 #[pyfunction]
-#[pyo3(signature = (records, count, base_timestamp, first_index, max_bytes))]
+#[pyo3(signature = (records, count, base_timestamp, first_index, max_bytes, extra=None))]
 fn records_to_layouts<'py>(
     py: Python<'py>,
     records: &[u8],
@@ -95,10 +96,12 @@ fn records_to_layouts<'py>(
     base_timestamp: i64,
     first_index: i64,
     max_bytes: i64,
+    extra: Option<(String, String)>,
 ) -> PyResult<Bound<'py, PyList>> {
     let detach = records.len() >= DETACH_MIN;
+    let extra_ref = extra.as_ref().map(|(k, v)| (k.as_bytes(), v.as_bytes()));
     let plan = run(py, detach, || {
-        entry::records_to_layouts(records, count, base_timestamp, first_index, max_bytes)
+        entry::records_to_layouts(records, count, base_timestamp, first_index, max_bytes, extra_ref)
     })
     .map_err(PyValueError::new_err)?;
     let mut layouts = Vec::with_capacity(plan.chunks.len());

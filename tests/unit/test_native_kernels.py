@@ -108,21 +108,24 @@ def _batch(recs: list[Record], compression: int = 0) -> bytes:
         raise
 
 
-def _python_layouts(batch: bytes, first_index: int, limit: int) -> list[tuple[bytes, int]] | None:
+def _python_layouts(
+    batch: bytes, first_index: int, limit: int, extra: tuple[str, str] | None = None
+) -> list[tuple[bytes, int]] | None:
     """The twin as `pulsar_entries` runs it; None where iter_records refuses the batch."""
     try:
         recs = entries.producer_records(batch, read_header(batch))
     except KafkaError:
         return None
-    return entries.layouts(recs[first_index:], limit)
+    return entries.layouts(recs[first_index:], limit, dict([extra]) if extra else None)
 
 
 def _native_layouts(
-    section: bytes, count: int, base_ts: int, first_index: int, limit: int
-) -> list[tuple[bytes, int]] | None:
+    section: bytes, count: int, base_ts: int, first_index: int, limit: int,
+    extra: tuple[str, str] | None = None,
+) -> list[tuple[bytes, int]] | None:  # fmt: skip
     try:
         out: list[tuple[bytes, int]] = _native().records_to_layouts(
-            section, count, base_ts, first_index, limit
+            section, count, base_ts, first_index, limit, extra
         )
     except ValueError:
         return None
@@ -136,16 +139,22 @@ def _native_layouts(
     first_index=st.integers(-2, 9),
     limit=max_bytes,
     compression=st.sampled_from(CODECS),
+    extra=st.sampled_from([None, ("__kafka.txn", "7"), ("__kafka.txn", "9223372036854775807")]),
 )
 def test_layouts_are_the_python_layouts(
-    recs: list[Record], first_index: int, limit: int, compression: int
-) -> None:
+    recs: list[Record], first_index: int, limit: int, compression: int,
+    extra: tuple[str, str] | None,
+) -> None:  # fmt: skip
+    """Byte for byte, also with a property every record gets (a transaction's
+    `__kafka.txn`)."""
     batch = _batch(recs, compression)
     head = read_header(batch)
     section = records_section(batch, head)
-    got = _native_layouts(section, head.record_count, head.base_timestamp, first_index, limit)
+    got = _native_layouts(
+        section, head.record_count, head.base_timestamp, first_index, limit, extra
+    )
     assert got is not None
-    assert got == _python_layouts(batch, first_index, limit)
+    assert got == _python_layouts(batch, first_index, limit, extra)
 
 
 def _with_section(batch: bytes, section: bytes, count: int) -> bytes:
