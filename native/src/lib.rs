@@ -101,7 +101,14 @@ fn records_to_layouts<'py>(
     let detach = records.len() >= DETACH_MIN;
     let extra_ref = extra.as_ref().map(|(k, v)| (k.as_bytes(), v.as_bytes()));
     let plan = run(py, detach, || {
-        entry::records_to_layouts(records, count, base_timestamp, first_index, max_bytes, extra_ref)
+        entry::records_to_layouts(
+            records,
+            count,
+            base_timestamp,
+            first_index,
+            max_bytes,
+            extra_ref,
+        )
     })
     .map_err(PyValueError::new_err)?;
     let mut layouts = Vec::with_capacity(plan.chunks.len());
