@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import importlib
 import time
 from typing import Any
 
 from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnTopic
-from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from conformance.clients.raw import RawClient
 from kop.app import Gateway
@@ -27,12 +27,18 @@ from tests.unit.test_zombie_txn_offsets import _fetch_stable, _init, _txn_commit
 PRODUCE, ADD_PARTITIONS = 0, 24
 
 
-def _produce(client: RawClient, txn_id: str, pid: int, epoch: int, seq: int) -> int:
-    records = build_batch([Record(0, int(time.time() * 1000), None, b"v")], producer_id=pid,
+def _produce(
+    client: RawClient, txn_id: str, pid: int, epoch: int, seq: int, value: bytes = b"v",
+    version: int = 9,
+) -> int:  # fmt: skip
+    """A transactional batch of one record to hot-0 (Produce v12: transaction version 2's,
+    which adds the partition itself)."""
+    records = build_batch([Record(0, int(time.time() * 1000), None, value)], producer_id=pid,
                           producer_epoch=epoch, base_sequence=seq, transactional=True)  # fmt: skip
-    part = PartitionProduceData(index=0, records=records)
-    topic = TopicProduceData(name="hot", partition_data=(part,))
-    r = client.request(PRODUCE, 9, transactional_id=txn_id, acks=-1,
+    schema = importlib.import_module(f"kio.schema.produce.v{version}.request")
+    part = schema.PartitionProduceData(index=0, records=records)
+    topic = schema.TopicProduceData(name="hot", partition_data=(part,))
+    r = client.request(PRODUCE, version, transactional_id=txn_id, acks=-1,
                        timeout=datetime.timedelta(seconds=30), topic_data=(topic,))  # fmt: skip
     return int(r.responses[0].partition_responses[0].error_code)
 

@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
-from kio.schema.produce.v12.request import PartitionProduceData, TopicProduceData
 from kio.schema.txn_offset_commit.v5.request import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
@@ -24,10 +23,11 @@ from kio.schema.txn_offset_commit.v5.request import (
 
 from conformance.clients.raw import RawClient
 from kop.protocol.errors import ErrorCode
-from kop.protocol.records import Record, build_batch, iter_records, split_batches
+from kop.protocol.records import iter_records, split_batches
 from tests.unit.memory_gateway import gateway_with_hot_topic, until
 from tests.unit.test_groups_across_instances import group_coordinated_by, two_instances
 from tests.unit.test_txn_across_instances import txn_coordinated_by
+from tests.unit.test_txn_verified_across_instances import _produce as produce_v
 from tests.unit.test_zombie_txn_offsets import _fetch_stable, _init
 
 PRODUCE, FETCH, API_VERSIONS, END_TXN, TXN_OFFSET_COMMIT = 0, 1, 18, 26, 28
@@ -47,13 +47,7 @@ def _until_settled(send: Any) -> int:
 
 
 def _produce(client: RawClient, txn_id: str, pid: int, epoch: int, seq: int, value: bytes) -> int:
-    records = build_batch([Record(0, int(time.time() * 1000), None, value)], producer_id=pid,
-                          producer_epoch=epoch, base_sequence=seq, transactional=True)  # fmt: skip
-    part = PartitionProduceData(index=0, records=records)
-    topic = TopicProduceData(name="hot", partition_data=(part,))
-    r = client.request(PRODUCE, 12, transactional_id=txn_id, acks=-1,
-                       timeout=datetime.timedelta(seconds=30), topic_data=(topic,))  # fmt: skip
-    return int(r.responses[0].partition_responses[0].error_code)
+    return produce_v(client, txn_id, pid, epoch, seq, value, version=12)
 
 
 def _commit_offset(client: RawClient, txn_id: str, group: str, pid: int, epoch: int) -> int:
