@@ -206,10 +206,8 @@ class _Rows:
 def _txn_of(text: str | None) -> int:
     """The producer id a `__kafka.txn` property names; -1 for none or garbage (any
     Pulsar application may write the property)."""
-    try:
-        return int(text) if text is not None and text.isdigit() else -1
-    except ValueError:
-        return -1
+    ok = text is not None and text.isascii() and text.isdigit()
+    return int(text) if ok else -1  # type: ignore[arg-type]
 
 
 def _arrow_schema() -> Any:

@@ -261,10 +261,7 @@ async def _verify(
     pid, epoch = head.producer_id, head.producer_epoch
     if plog.txns.is_open(pid) and plog.producers.epoch(pid) == epoch:
         return
-    if v2:
-        code = await services.txns.add(txn, pid, epoch, part)
-    else:
-        code = await services.txns.verify(txn, pid, epoch, part)
+    code = await services.txns.admit(txn, pid, epoch, part, add=v2)
     if code in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
                 ErrorCode.not_coordinator, ErrorCode.concurrent_transactions):  # fmt: skip
         raise KafkaError(ErrorCode.not_enough_replicas, f"transaction coordinator: {code.name}")

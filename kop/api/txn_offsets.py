@@ -66,11 +66,7 @@ async def _verify(
     groups = group_service(services)
     partition = groups.partition_of(group)
     part = (groups.partition_topic(partition), partition)
-    txns = txn_service(services)
-    if v2:
-        code = await txns.add(txn, *producer, part)
-    else:
-        code = await txns.verify(txn, *producer, part)
+    code = await txn_service(services).admit(txn, *producer, part, add=v2)
     if code is ErrorCode.concurrent_transactions:
         code = ErrorCode.coordinator_load_in_progress
     elif code is ErrorCode.producer_fenced:

@@ -8,8 +8,7 @@ as a partition leader asks the coordinator under KIP-890), or its implicit add t
 A request goes to the other instance's PLAINTEXT listener (kop's inter-instance
 listener, as Kafka's inter.broker.listener) over kept connections (a few idle ones
 per instance; one found closed is replaced once), named `kop-peer-<instance>` after
-the
-sender's instance id, which only kop's membership topic holds: an instance takes
+the sender's instance id, which only kop's membership topic holds: an instance takes
 these from a live instance so named (`is_peer`), or from a superuser. Partitions are
 named as the coordinator records them, (partition topic, Kafka index), a marker's
 topic by the Kafka name any instance resolves (`kafka_name`).

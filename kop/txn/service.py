@@ -75,21 +75,21 @@ class TxnService:
         coordinates the transactional id now."""
         self.partitions.check(self.partition_of(txn_id))
 
-    async def verify(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
-        """KIP-890's verification of a write into `part` (a produced batch, a
-        TxnOffsetCommit) by the coordinator of the id, here or at the instance that
-        coordinates it (kop.txn.peers): NONE, or the error the write gets;
-        COORDINATOR_LOAD_IN_PROGRESS while the id's partition loads here (a write of a
-        transaction that recovery is about to abort must wait for that)."""
-        return await self._at_coordinator(txn_id, producer_id, epoch, part, verify_only=True)
-
-    async def add(self, txn_id: str, producer_id: int, epoch: int, part: Partition) -> ErrorCode:
-        """Transaction version 2's implicit add of `part` (a Produce v12, a
-        TxnOffsetCommit v5), made durable by the coordinator of the id, here or at the
-        instance that coordinates it: NONE, or the coordinator's error."""
+    async def admit(
+        self, txn_id: str, producer_id: int, epoch: int, part: Partition, *, add: bool
+    ) -> ErrorCode:
+        """Whether a transactional write into `part` (a produced batch, a
+        TxnOffsetCommit) may go in, by the coordinator of the id, here or at the
+        instance that coordinates it (kop.txn.peers): KIP-890's verification that the
+        producer's ongoing transaction holds `part`, or, with `add` (transaction
+        version 2's Produce v12 and TxnOffsetCommit v5), its implicit add, made
+        durable there. NONE, or the error the write gets; COORDINATOR_LOAD_IN_PROGRESS
+        while the id's partition loads here (a write of a transaction that recovery is
+        about to abort must wait for that). An add that meets the end of the
+        producer's previous transaction still completing is tried again for a while."""
         waited, step = 0.0, CONCURRENT_RETRY_S[0]
         while True:
-            code = await self._at_coordinator(txn_id, producer_id, epoch, part, verify_only=False)
+            code = await self._at_coordinator(txn_id, producer_id, epoch, part, verify_only=not add)
             if code is not ErrorCode.concurrent_transactions or waited >= CONCURRENT_RETRY_S[1]:
                 return code
             await asyncio.sleep(step)

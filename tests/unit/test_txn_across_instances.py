@@ -12,7 +12,19 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kop.app import Gateway
 from tests.unit.memory_gateway import until
-from tests.unit.test_groups_across_instances import PARTITION, two_instances
+from tests.unit.test_groups_across_instances import (
+    PARTITION,
+    group_coordinated_by,
+    two_instances,
+)
+
+
+async def split_roles(txns_at: Gateway, groups_at: Gateway) -> tuple[str, str]:
+    """Once both instances loaded their transaction state: a transactional id that
+    `txns_at` coordinates and a group that `groups_at` coordinates."""
+    for gateway in (txns_at, groups_at):
+        await until(lambda g=gateway: g.txns.partitions.all_loaded, 5)  # type: ignore[misc]
+    return txn_coordinated_by(txns_at), group_coordinated_by(groups_at)
 
 
 def txn_coordinated_by(gateway: Gateway) -> str:

@@ -19,9 +19,8 @@ from conformance.clients.raw import RawClient
 from kop.app import Gateway
 from kop.protocol.errors import ErrorCode
 from kop.protocol.records import Record, build_batch
-from tests.unit.memory_gateway import until
-from tests.unit.test_groups_across_instances import group_coordinated_by, two_instances
-from tests.unit.test_txn_across_instances import txn_coordinated_by
+from tests.unit.test_groups_across_instances import two_instances
+from tests.unit.test_txn_across_instances import split_roles
 from tests.unit.test_zombie_txn_offsets import _fetch_stable, _init, _txn_commit
 
 PRODUCE, ADD_PARTITIONS = 0, 24
@@ -71,9 +70,7 @@ def _flow(coordinator: int, owner: int, txn_id: str, group: str) -> dict[str, An
 
 async def test_writes_are_verified_with_the_coordinator_on_another_instance() -> None:
     async with two_instances() as (owner, other, _backend):
-        for gateway in (owner, other):
-            await until(lambda g=gateway: g.txns.partitions.all_loaded, 5)  # type: ignore[misc]
-        txn_id, group = txn_coordinated_by(other), group_coordinated_by(owner)
+        txn_id, group = await split_roles(other, owner)
         out = await asyncio.to_thread(_flow, other.kafka_port, owner.kafka_port, txn_id, group)
         plog = _hot(owner)
         stable = (plog.high_watermark, plog.last_stable)

@@ -25,8 +25,8 @@ from conformance.clients.raw import RawClient
 from kop.protocol.errors import ErrorCode
 from kop.protocol.records import iter_records, split_batches
 from tests.unit.memory_gateway import gateway_with_hot_topic, until
-from tests.unit.test_groups_across_instances import group_coordinated_by, two_instances
-from tests.unit.test_txn_across_instances import txn_coordinated_by
+from tests.unit.test_groups_across_instances import two_instances
+from tests.unit.test_txn_across_instances import split_roles
 from tests.unit.test_txn_verified_across_instances import _produce as produce_v
 from tests.unit.test_zombie_txn_offsets import _fetch_stable, _init
 
@@ -146,9 +146,7 @@ async def test_a_version_2_producer_adds_its_partitions_implicitly_and_bumps_at_
 
 async def test_so_it_is_with_the_coordinator_on_another_instance() -> None:
     async with two_instances() as (owner, other, _backend):
-        for gateway in (owner, other):
-            await until(lambda g=gateway: g.txns.partitions.all_loaded, 5)  # type: ignore[misc]
-        txn_id, group = txn_coordinated_by(other), group_coordinated_by(owner)
+        txn_id, group = await split_roles(other, owner)
         out = await asyncio.to_thread(_flow, other.kafka_port, owner.kafka_port, txn_id, group)
         assert other.txns is not None
         meta = other.txns.coordinator.meta(txn_id)

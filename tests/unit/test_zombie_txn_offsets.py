@@ -23,9 +23,9 @@ from kio.schema.txn_offset_commit.v3.request import (
 
 from conformance.clients.raw import RawClient
 from kop.protocol.errors import ErrorCode
-from tests.unit.memory_gateway import gateway_with_hot_topic, until
-from tests.unit.test_groups_across_instances import group_coordinated_by, two_instances
-from tests.unit.test_txn_across_instances import txn_coordinated_by
+from tests.unit.memory_gateway import gateway_with_hot_topic
+from tests.unit.test_groups_across_instances import two_instances
+from tests.unit.test_txn_across_instances import split_roles
 
 INIT_PRODUCER_ID, ADD_OFFSETS, TXN_OFFSET_COMMIT, OFFSET_FETCH = 22, 25, 28, 9
 
@@ -110,8 +110,6 @@ async def test_a_fenced_producers_txn_offset_commit_is_refused_leaving_nothing_p
 
 async def test_so_it_is_where_the_group_coordinator_is_another_instance() -> None:
     async with two_instances() as (first, second, _backend):
-        for gateway in (first, second):
-            await until(lambda g=gateway: g.txns.partitions.all_loaded, 5)  # type: ignore[misc]
-        txn_id, group = txn_coordinated_by(first), group_coordinated_by(second)
+        txn_id, group = await split_roles(first, second)
         out = await asyncio.to_thread(_zombie, first.kafka_port, txn_id, second.kafka_port, group)
     assert out == EXPECTED
