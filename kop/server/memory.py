@@ -33,23 +33,29 @@ class Holder(Protocol):
 
 
 class Holders:
-    """Who holds part of a budget now."""
+    """Who holds part of a budget now, and the progress each made in getting it."""
 
     def __init__(self) -> None:
-        self._held: dict[Holder, None] = {}
+        self._held: dict[Holder, float] = {}
 
     def __len__(self) -> int:
         return len(self._held)
 
-    def add(self, holder: Holder) -> None:
-        self._held[holder] = None
+    def add(self, holder: Holder, granted: float = float("-inf")) -> None:
+        """`granted`: when it was given memory it had waited for (that counts as
+        progress, the wait not being its doing)."""
+        self._held[holder] = max(granted, self._held.get(holder, granted))
 
     def discard(self, holder: object) -> None:
         self._held.pop(holder, None)  # type: ignore[call-overload]
 
     def evict_idle(self, now: float, exempt: Container[object] = ()) -> int:
         """Evicts the holders idle for EVICT_IDLE_S (but those `exempt`)."""
-        idle = [h for h in self._held if h not in exempt and h.idle_since() <= now - EVICT_IDLE_S]
+        idle = [
+            h
+            for h, granted in self._held.items()
+            if h not in exempt and max(granted, h.idle_since()) <= now - EVICT_IDLE_S
+        ]
         for holder in idle:
             del self._held[holder]
             holder.evict()
@@ -126,9 +132,9 @@ class RequestMemory:
             return True
         return self._overdrawn is None and self.used <= self.limit
 
-    def _charge(self, owner: Holder, nbytes: int) -> None:
+    def _charge(self, owner: Holder, nbytes: int, granted: float = float("-inf")) -> None:
         self.used += nbytes
-        self.holders.add(owner)
+        self.holders.add(owner, granted)
         if self.used > self.limit and self._overdrawn is None:
             self._overdrawn = owner
 
@@ -138,7 +144,8 @@ class RequestMemory:
             if not self._fits(owner, nbytes):
                 return
             del self._waiting[owner]
-            self._charge(owner, nbytes)
+            # Muted while it waited, it has had no chance to read yet: not idle now.
+            self._charge(owner, nbytes, granted=time.monotonic())
             wake()
 
 

@@ -86,6 +86,26 @@ def test_while_anyone_waits_holders_that_stopped_are_evicted() -> None:
     assert not waiter.evicted  # waiting on the budget is not its own doing
 
 
+def test_a_waiter_given_memory_is_not_idle_before_it_could_read() -> None:
+    """It waited muted for long; the moment it is granted, another waiter's eviction
+    round must not take it for a stopped client (seen in CI: a producer closed right
+    after the holders before it were evicted)."""
+    memory, wakes = RequestMemory(100), _Wakes()
+    holder = _Owner("holder")
+    assert memory.take(holder, 150, wakes(holder))  # the overdraft
+    long_ago = time.monotonic() - EVICT_IDLE_S - 1
+    waiter, later = _Owner("waiter", idle=long_ago), _Owner("later", idle=long_ago)
+    assert not memory.take(waiter, 60, wakes(waiter))
+    memory.finished(holder)
+    memory.release(100)
+    assert wakes.woken == ["waiter"]  # 110 of 100 used: the waiter overdraws now
+    assert not memory.take(later, 60, wakes(later))  # an eviction round
+    assert not waiter.evicted
+    # Given memory and still no byte EVICT_IDLE_S later: stopped after all.
+    assert memory.holders.evict_idle(time.monotonic() + EVICT_IDLE_S + 1, exempt=[later]) == 1
+    assert waiter.evicted
+
+
 class _Transport(asyncio.Transport):
     def __init__(self) -> None:
         super().__init__()
