@@ -40,7 +40,11 @@ class ReceiveDeadline:
     """A frame under way (its first byte arrived) must be whole within `timeout_s`;
     a frame that arrives whole within one receive never needs a deadline. One timer
     per connection, re-armed for the frame under way when it fires, not one per frame
-    (that cost about 40% more CPU per 40 KB frame)."""
+    (that cost about 40% more CPU per 40 KB frame).
+
+    While the frame waits for request memory kop does not read it, so its sender
+    cannot be late: the deadline is held, and runs in full from the grant (a waiter
+    holds no memory, only its kernel buffers)."""
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, timeout_s: float, expired: Callable[[], None]
@@ -51,6 +55,7 @@ class ReceiveDeadline:
         self._timer: asyncio.TimerHandle | None = None
         self._frame = -1  # the frame under way (by number) ...
         self._since = -1.0  # ... and when its first byte came (-1: none)
+        self._held = False
 
     def watch(self, under_way: bool, frame: int) -> None:
         """After a receive: whether a frame is under way, and which."""
@@ -58,6 +63,18 @@ class ReceiveDeadline:
             self._since = -1.0
         elif self._frame != frame or self._since < 0:
             self._frame, self._since = frame, self._loop.time()
+            if self._timer is None:
+                self._timer = self._loop.call_at(self._since + self.timeout_s, self._check)
+
+    def hold(self) -> None:
+        """The frame waits for memory: not late while it does."""
+        self._held = True
+
+    def resume(self) -> None:
+        """Memory given: the frame has `timeout_s` from now."""
+        self._held = False
+        if self._since >= 0:
+            self._since = self._loop.time()
             if self._timer is None:
                 self._timer = self._loop.call_at(self._since + self.timeout_s, self._check)
 
@@ -69,7 +86,7 @@ class ReceiveDeadline:
 
     def _check(self) -> None:
         self._timer = None
-        if self._since < 0:
+        if self._since < 0 or self._held:
             return
         due = self._since + self.timeout_s
         if self._loop.time() < due:

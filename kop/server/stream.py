@@ -96,6 +96,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
             self._memory.force(self, wanted)
             self._charged += self._frames.allow()
             self._muting.reasons &= ~_MEMORY
+            self._deadline.resume()
         return self._frames.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -126,6 +127,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
                 self._charged += frames.allow()
             else:
                 self._muting.add(_MEMORY)
+                self._deadline.hold()
                 self._recheck(EVICT_IDLE_S)
         self._deadline.watch(frames.partial is not None, self._completed)
         if self._queue:
@@ -231,6 +233,7 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
     def _memory_granted(self) -> None:
         self._charged += self._frames.allow()  # never after connection_lost: forgotten
         self._muting.remove(_MEMORY)
+        self._deadline.resume()
 
     def _late(self) -> None:
         late = f"a frame did not arrive whole in {self._deadline.timeout_s}s"

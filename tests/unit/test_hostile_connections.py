@@ -160,10 +160,12 @@ async def test_a_spent_request_budget_delays_large_frames_never_small_ones() -> 
         assert listener.requests.used <= MiB + MiB  # the limit, plus one frame past it
         # Small requests need nothing of the budget: answered at once.
         assert (await asyncio.to_thread(_versions, client)).error_code == 0
-        # A large one waits its turn, and is answered once the holders are closed.
+        # A large one waits its turn, and is answered once holders before it are
+        # closed (each late from the moment it got memory, not while it waited).
         producer = RawClient(gateway.kafka_port)
         assert await asyncio.to_thread(_produced, producer, bytes(600_000)) == 0
-        assert _closed(gateway, "receive_timeout") == 3  # it waited for them to go
+        assert _closed(gateway, "receive_timeout") >= 1  # it waited for one to go
+        await until(lambda: _closed(gateway, "receive_timeout") == 3, 10)
         for holder in holders:
             assert await asyncio.to_thread(closed_by_peer, holder, 5)
         await until(lambda: listener.requests.used == 0, 5)

@@ -135,6 +135,38 @@ async def test_a_frame_not_whole_in_time_ends_the_stream_and_its_memory_goes_bac
     assert memory.used == 0
 
 
+async def test_a_frame_waiting_for_memory_is_not_late_for_the_wait() -> None:
+    """kop does not read it while it waits: its deadline runs from the grant (CI
+    closed a producer queued behind three stalled holders at their common deadline)."""
+    memory = RequestMemory(limit=50_000)
+    holder, _ = _stream(memory)
+    waiter, waiter_t = _stream(memory, receive_timeout_s=0.05)
+    big = bytes(range(256)) * 300
+    _feed(holder, _frame(big))
+    data = _frame(big[::-1])
+    fed = _feed(waiter, data)
+    assert not waiter_t.reading
+    await asyncio.sleep(0.15)  # three of its deadlines spent waiting
+    assert await holder.next_frame() is not None
+    holder.frame_done()
+    assert waiter_t.reading
+    assert _feed(waiter, data[fed:]) == len(data) - fed
+    assert bytes(await waiter.next_frame() or b"") == big[::-1]
+
+
+async def test_a_frame_given_memory_is_late_from_the_grant_on() -> None:
+    memory = RequestMemory(limit=50_000)
+    holder, _ = _stream(memory)
+    waiter, _ = _stream(memory, receive_timeout_s=0.05)
+    big = bytes(range(256)) * 300
+    _feed(holder, _frame(big))
+    _feed(waiter, _frame(big))
+    assert await holder.next_frame() is not None
+    holder.frame_done()  # memory given; the rest of the frame never comes
+    with pytest.raises(ReceiveTimeout):
+        await asyncio.wait_for(waiter.next_frame(), 5)
+
+
 async def test_whole_frames_however_far_apart_are_not_timed_out() -> None:
     stream, _ = _stream(receive_timeout_s=0.05)
     _feed(stream, _frame(b"one"))
