@@ -19,7 +19,8 @@ from typing import Protocol
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
-from kop.txn.state import Decision, Partition, State, Transactions, TxnMeta
+from kop.txn.requests import Transactions
+from kop.txn.state import Decision, Partition, State, TxnMeta
 from kop.txn.store import TxnStore
 
 log = logging.getLogger(__name__)

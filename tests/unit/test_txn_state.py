@@ -1,9 +1,9 @@
-"""The transaction coordinator's rules (kop/txn/state.py) against a simple model,
-driven by a hypothesis state machine: producers of a few transactional ids (each
-InitProducerId a new incarnation, older ones zombies) add partitions, commit and
-abort, under transaction version 1 or 2 (an epoch bump at every end); writes to
-the state topic fail; time passes and timeouts fire; the
-coordinator crashes and recovers from what was durable. After every step:
+"""The transaction coordinator's rules (kop/txn/requests.py over kop/txn/state.py) against
+a simple model, driven by a hypothesis state machine: producers of a few transactional
+ids (each InitProducerId a new incarnation, older ones zombies) add partitions, commit
+and abort, under transaction version 1 or 2 (an epoch bump at every end); writes to the
+state topic fail; time passes and timeouts fire; the coordinator crashes and recovers
+from what was durable. After every step:
 
 - every transaction ends exactly once, with markers on exactly the partitions it
   added, committed only if its producer asked to commit and that was made durable;
@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from kop.protocol.errors import ErrorCode
-from kop.txn.state import MAX_EPOCH, Decision, State, Transactions, TxnMeta
+from kop.txn.requests import Transactions
+from kop.txn.state import MAX_EPOCH, Decision, State, TxnMeta
 
 IDS = ("t1", "t2")
 PARTS = [("a", 0), ("a", 1), ("b", 0)]
