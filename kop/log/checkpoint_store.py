@@ -140,7 +140,7 @@ class CheckpointStore:
         ]
         messages += [
             OutgoingMessage(
-                None if snap is None else json.dumps({"e": snap[0], "b": snap[1]}).encode(),
+                None if snap is None else _snapshot_body(snap),
                 {},
                 f"{partition}|p{pid}",
                 None,
@@ -319,8 +319,16 @@ def _read_position(v: dict[str, Any]) -> Position:
     return Position(_i64(v["l"]), _i64(v["e"]), _i64(v["b"]))
 
 
+def _snapshot_body(snap: Snapshot) -> bytes:
+    body: dict[str, Any] = {"e": snap.epoch, "b": snap.batches}
+    if snap.starts_at_zero:
+        body["z"] = 1  # absent in what kop wrote before it was kept: False
+    return json.dumps(body).encode()
+
+
 def _snapshot(v: dict[str, Any]) -> Snapshot:
-    return _i64(v["e"]), [(_i64(a), _i64(b), _i64(c), _i64(d)) for a, b, c, d in v["b"]]
+    batches = [(_i64(a), _i64(b), _i64(c), _i64(d)) for a, b, c, d in v["b"]]
+    return Snapshot(_i64(v["e"]), batches, v.get("z") == 1)
 
 
 def _mark(v: dict[str, Any]) -> Mark:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -86,8 +86,12 @@ class InFlight(Generic[T]):
 Decision = Write | Duplicate | InFlight[T]
 
 
-# A producer as persisted: its epoch and its batches as (first_seq, count, base_offset, stored).
-Snapshot = tuple[int, list[tuple[int, int, int, int]]]
+class Snapshot(NamedTuple):
+    """A producer as persisted."""
+
+    epoch: int
+    batches: list[tuple[int, int, int, int]]  # (first_seq, count, base_offset, stored)
+    starts_at_zero: bool = False  # a marker began the epoch: its first batch is sequence 0
 
 
 class ProducerStates(Generic[T]):
@@ -105,13 +109,14 @@ class ProducerStates(Generic[T]):
             out[pid] = (
                 None
                 if state is None
-                else (
+                else Snapshot(
                     state.epoch,
                     [
                         (b.first_seq, b.count, b.base_offset, b.stored)
                         for b in state.batches
                         if b.base_offset is not None
                     ],
+                    state.starts_at_zero,
                 )
             )
         return out
@@ -120,9 +125,9 @@ class ProducerStates(Generic[T]):
         self._changed.update(pids)
 
     def restore(self, snapshots: dict[int, Snapshot]) -> None:
-        for pid, (epoch, batches) in snapshots.items():
-            state: _Producer[T] = _Producer(epoch)
-            for first, count, base, stored in batches:
+        for pid, snap in snapshots.items():
+            state: _Producer[T] = _Producer(snap.epoch, starts_at_zero=snap.starts_at_zero)
+            for first, count, base, stored in snap.batches:
                 state.batches.append(BatchState(first, count, base, stored))
             self._producers[pid] = state
 
@@ -225,7 +230,7 @@ class ProducerStates(Generic[T]):
         state = self._producers.get(pid)
         if state is not None and epoch <= state.epoch:
             return
-        self._install(pid, _Producer(epoch, starts_at_zero=True))  # (not in a snapshot)
+        self._install(pid, _Producer(epoch, starts_at_zero=True))
         self._producers.move_to_end(pid)
         self._changed.add(pid)
 

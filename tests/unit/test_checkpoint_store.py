@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from kop.log.checkpoint_store import Persisted, _apply
+from kop.log.checkpoint_store import Persisted, _apply, _snapshot_body
+from kop.log.producer_state import Snapshot
 from kop.storage.types import Position, StoredMessage
 
 
@@ -58,3 +59,15 @@ def test_an_unreadable_index_message_is_skipped_and_loading_goes_on(
     assert state.mark is not None and state.mark.next_offset == 50
     assert state.checkpoints == {} and state.producers == {} and state.floor == 0
     assert state.txns == ({}, [])
+
+
+@pytest.mark.parametrize("starts_at_zero", [True, False])
+def test_a_producer_snapshot_reads_back_as_written(starts_at_zero: bool) -> None:
+    snap = Snapshot(3, [(0, 5, 40, 5)], starts_at_zero)
+    found = _load(_msg("t-0|p7", _snapshot_body(snap)))
+    assert found["t-0"].producers == {7: snap}
+
+
+def test_a_producer_snapshot_written_before_starts_at_zero_reads_as_not() -> None:
+    found = _load(_msg("t-0|p7", b'{"e": 3, "b": [[0, 5, 40, 5]]}'))
+    assert found["t-0"].producers == {7: Snapshot(3, [(0, 5, 40, 5)], False)}

@@ -141,6 +141,20 @@ def test_a_marker_of_a_later_epoch_fences_the_old_one_and_restarts_sequences() -
     assert s.check(7, 3, 0, 1) == Write(0)
 
 
+def test_a_new_epoch_begun_by_a_marker_starts_at_zero_after_a_restart() -> None:
+    """The snapshot keeps that the fenced producer's next epoch begins at sequence 0;
+    without it a restarted kop took that epoch's first batch at any sequence."""
+    s: ProducerStates[str] = ProducerStates()
+    s.observe(7, 2, 0, 3, 2, 12)
+    s.marker(7, 3)
+    restarted: ProducerStates[str] = ProducerStates()
+    restarted.restore({pid: snap for pid, snap in s.take_changes().items() if snap})
+    with pytest.raises(KafkaError) as gap:
+        restarted.check(7, 3, 5, 1)
+    assert gap.value.code == ErrorCode.out_of_order_sequence_number
+    assert restarted.check(7, 3, 0, 1) == Write(0)
+
+
 def test_a_marker_of_the_same_epoch_keeps_the_sequences() -> None:
     """A commit ends a transaction, not the producer's epoch: its next transaction
     continues the sequence, and a retry of a batch before the marker is still known."""
