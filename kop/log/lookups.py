@@ -5,6 +5,10 @@ call to Pulsar. A client naming 100,000 topics, or a thousand clients asking for
 the same one at once, must not become that many calls: concurrent asks for one
 key share one call, at most `concurrency` calls run at a time, and what is
 remembered is bounded in entries (least recently used first out).
+
+An answer of "none" (a topic that does not exist) may be remembered for less time
+than the others (`missing_ttl_s`): another instance may create it any moment, and
+clients that go on to use a topic they just created would be told it is unknown.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ class Lookups(Generic[K, V]):
         ttl_s: float,
         max_entries: int = 10_000,
         concurrency: int = 16,
+        missing_ttl_s: float | None = None,
     ) -> None:
         self._fetch = fetch
         self._ttl = ttl_s
+        self._missing_ttl = ttl_s if missing_ttl_s is None else missing_ttl_s
         self._max = max_entries
         self._gate = asyncio.Semaphore(concurrency)
         self._known: OrderedDict[K, tuple[float, V]] = OrderedDict()
@@ -42,7 +48,8 @@ class Lookups(Generic[K, V]):
 
     async def get(self, key: K) -> V:
         known = self._known.get(key)
-        if known is not None and time.monotonic() - known[0] < self._ttl:
+        ttl = self._ttl if known is None or known[1] is not None else self._missing_ttl
+        if known is not None and time.monotonic() - known[0] < ttl:
             self._known.move_to_end(key)
             return known[1]
         asking = self._asking.get(key)

@@ -101,6 +101,9 @@ class TopicView:
         return self.configs.get("message.timestamp.type") == "LogAppendTime"
 
 
+MISSING_TTL_S = 0.5
+
+
 class TopicCatalog:
     def __init__(
         self,
@@ -115,7 +118,11 @@ class TopicCatalog:
         self.defaults = defaults
         self.budget = budget
         # By full Pulsar name: `t` and `persistent://public/default/t` are one topic.
-        self._views: Lookups[str, TopicView | None] = Lookups(self._view, ttl_s)
+        # A topic created through another instance is unknown here for at most
+        # MISSING_TTL_S after this one last looked (Kafka's brokers learn of it in ms).
+        self._views: Lookups[str, TopicView | None] = Lookups(
+            self._view, ttl_s, missing_ttl_s=MISSING_TTL_S
+        )
         self._names: Lookups[Namespace, list[str]] = Lookups(self._list, ttl_s, 1000)
         self._lock = asyncio.Lock()
         self._served: dict[Namespace, asyncio.Task[None]] = {}

@@ -13,6 +13,7 @@ import datetime
 from collections.abc import AsyncIterator
 
 from kio.schema.create_topics.v7.request import CreatableReplicaAssignment, CreatableTopic
+from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.types import BrokerId, TopicName
 
 from conformance.clients.raw import RawClient
@@ -145,3 +146,34 @@ async def test_a_topic_deleted_through_another_instance_is_let_go_by_the_partiti
         await until(lambda: not owner.logs.is_open(PARTITION), 5)  # type: ignore[union-attr]
         to_owner.close()
         to_other.close()
+
+
+async def test_a_topic_created_through_another_instance_is_soon_known_here() -> None:
+    """An instance that had looked the topic up before it existed remembered "no such
+    topic" for the whole lookup TTL (5 s): a client creating a topic through one
+    instance and using it through another was told it is unknown meanwhile."""
+    async with two_instances() as (one, other, _backend):
+        here, there = RawClient(one.kafka_port), RawClient(other.kafka_port)
+
+        def known_here() -> bool:
+            topics = [MetadataRequestTopic(topic_id=None, name=TopicName("fresh"))]
+            answer = here.request(3, 12, topics=topics, allow_auto_topic_creation=False,
+                                  include_topic_authorized_operations=False)  # fmt: skip
+            return bool(answer.topics[0].error_code == 0)
+
+        assert not await asyncio.to_thread(known_here)  # looked up: not there yet
+        fresh = CreatableTopic(
+            name=TopicName("fresh"), num_partitions=1, replication_factor=1, assignments=(),
+            configs=(),
+        )  # fmt: skip
+        created = await asyncio.to_thread(
+            there.request, 19, 7, topics=(fresh,), timeout=datetime.timedelta(seconds=10),
+            validate_only=False,
+        )  # fmt: skip
+        assert created.topics[0].error_code == 0
+        deadline = asyncio.get_running_loop().time() + 2  # well under the 5 s TTL
+        while not await asyncio.to_thread(known_here):
+            assert asyncio.get_running_loop().time() < deadline, "still unknown here"
+            await asyncio.sleep(0.05)
+        here.close()
+        there.close()

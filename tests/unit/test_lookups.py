@@ -91,3 +91,19 @@ async def test_forgotten_and_expired_keys_are_asked_again() -> None:
     forever.forget("u")
     await forever.get("u")
     assert admin.calls == ["t", "t", "u", "u"]
+
+
+async def test_a_missing_answer_is_remembered_for_less_time() -> None:
+    """A topic another instance creates must not stay unknown here for the full TTL."""
+    admin = Admin()
+    admin.release.set()
+    missing: set[str] = {"t"}
+
+    async def fetch(key: str) -> str | None:
+        return None if key in missing else await admin.fetch(key)
+
+    lookups: Lookups[str, str | None] = Lookups(fetch, ttl_s=3600, missing_ttl_s=0)
+    assert await lookups.get("t") is None
+    missing.clear()  # created elsewhere
+    assert await lookups.get("t") == "T"
+    assert await lookups.get("t") == "T" and admin.calls == ["t"]  # found: remembered
