@@ -1,6 +1,7 @@
 """What the kop target asks Pulsar's admin REST to make compaction show on demand:
-whether kop's compaction cycle has noted a partition's survivors, then retention
-(unload, then truncate), as tests/integration/test_compacted_topics.py does it."""
+retention (unload, then truncate), as tests/integration/test_compacted_topics.py does
+it, once kop's compaction cycle noted the partition's survivors (`kop_noted`, from
+kop's admin HTTP)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,6 @@ import os
 import time
 import urllib.request
 from typing import Any
-
-# kop's durable subscription that keeps what its compaction cycle has not noted
-# (kop/pulsar/compaction.py): placed at the horizon, the last entry, once all is noted.
-PIN = "kop-compaction"
-COMPACTOR = "__compaction"  # Pulsar's: marks the last entry its last compaction covered
-
-
-def noted(stats: dict[str, Any]) -> bool:
-    """From a partition's internal stats: Pulsar compacted up to the last entry (its
-    `__compaction` cursor marks the horizon) and kop noted the survivors (its pin was
-    placed at that entry). Both, since a truncate moves every cursor to the end: the
-    pin alone then looks placed at the next entry written, before any compaction."""
-    last, cursors = stats.get("lastConfirmedEntry"), stats.get("cursors", {})
-    pin, pulsar = cursors.get(PIN, {}), cursors.get(COMPACTOR, {})
-    return bool(pin.get("readPosition") == last == pulsar.get("markDeletePosition"))
 
 
 class PulsarPartition:
@@ -41,18 +27,37 @@ class PulsarPartition:
             raw = resp.read()
         return json.loads(raw) if raw else None
 
-    def noted(self) -> bool:
-        return noted(self._call("GET", "internalStats"))
-
     def delete_live_ledgers(self) -> None:
         """Retention, on demand: close the current ledger (unload), then delete every
         closed ledger (truncate). Only the compacted ledger keeps the old records."""
         self._call("PUT", "unload")
         self._call("DELETE", "truncate")
 
-    def wait_noted(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not self.noted():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"kop did not note {self._base} in {timeout_s:.0f} s")
-            time.sleep(0.2)
+
+def kop_noted(partitions: dict[str, dict[str, Any]], topic: str, partition: int) -> bool:
+    """From kop's `/v1/topics` (of the instance that owns the partition): every record
+    counted so far is noted and pinned by a compaction cycle. Only then may the live
+    ledgers go; Pulsar's own cursors cannot tell (a truncate moves kop's pin to the end,
+    and Pulsar's compaction ends before kop's cycle has noted its survivors)."""
+    for name, state in partitions.items():
+        if name.endswith(f"/{topic}-partition-{partition}"):
+            hw = state.get("high_watermark", 0)
+            return bool(hw > 0 and state.get("compaction_noted_offset") == hw)
+    return False
+
+
+def wait_kop_noted(
+    admin_ports: list[int], topic: str, partition: int, timeout_s: float, token: str | None
+) -> None:
+    """Until one of the instances (`admin_ports`) reports the partition noted."""
+    deadline = time.monotonic() + timeout_s
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    while True:
+        for port in admin_ports:
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/topics", headers=headers)
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                if kop_noted(json.loads(resp.read())["partitions"], topic, partition):
+                    return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"kop did not note {topic}[{partition}] in {timeout_s:.0f} s")
+        time.sleep(0.2)

@@ -23,6 +23,7 @@ retention deleted the live ledgers (docs/decisions.md D10)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -33,9 +34,10 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import jwt
 from confluent_kafka.admin import (
     AdminClient,
     ScramCredentialInfo,
@@ -43,7 +45,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from conformance.pulsar_admin import PulsarPartition
+from conformance.pulsar_admin import PulsarPartition, wait_kop_noted
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "tools"
@@ -82,17 +84,23 @@ class Broker:
         rolls the active segment with a later record, and waits for the result."""
 
 
+# The conformance kop's token key: its admin HTTP asks for a token once authorization is on.
+ADMIN_KEY = b"conformance-admin-http-token-key!"
+
+
 @dataclass
 class KopBroker(Broker):
+    admin_ports: list[int] = field(default_factory=list)
+    admin_token: str | None = None  # a super user's, where the admin HTTP needs one
+
     def force_compaction(self, topic: str, partitions: int = 1) -> None:
-        """Once Pulsar compacted every entry written so far and kop's compaction
-        cycle (every second here) noted the survivors, delete the live ledgers as
-        retention would: only Pulsar's compacted view is left, which kop serves at the
-        original offsets. A caller waits for kop's retention check to notice."""
+        """Once kop's compaction cycle (every second here) noted the survivors of
+        every record written so far, delete the live ledgers as retention would: only
+        Pulsar's compacted view is left, which kop serves at the original offsets. A
+        caller waits for kop's retention check to notice."""
         for p in range(partitions):
-            part = PulsarPartition(topic, p)
-            part.wait_noted(60)
-            part.delete_live_ledgers()
+            wait_kop_noted(self.admin_ports, topic, p, 60, self.admin_token)
+            PulsarPartition(topic, p).delete_live_ledgers()
 
 
 def _tool(name: str, *args: str) -> int:
@@ -132,6 +140,8 @@ def _secure_env(port: int, sasl_port: int, kafka: Secure) -> dict[str, str]:
         "KOP_SSL_CERT_FILE": str(tls / "server.cert.pem"),
         "KOP_SSL_KEY_FILE": str(tls / "server.key.pem"),
         "KOP_ANONYMOUS_ROLE": "ANONYMOUS", "KOP_SUPERUSER_ROLES": "ANONYMOUS,admin",
+        # for the harness's admin HTTP calls (force_compaction): no SASL mechanism uses it
+        "KOP_AUTH_TOKEN_SECRET_KEY": "data:;base64," + base64.b64encode(ADMIN_KEY).decode(),
     }  # fmt: skip
 
 
@@ -237,7 +247,8 @@ def kop_target(log_dir: Path, instances: int = 1) -> Iterator[Broker]:
             if kafka is not None:
                 secure = Secure(f"127.0.0.1:{sasl_port}", kafka.ca_file, kafka.users)
                 make_users(f"127.0.0.1:{ports[0]}", kafka.users)
-            yield KopBroker("kop", ports[0], secure)
+            token = jwt.encode({"sub": "admin"}, ADMIN_KEY, "HS256") if secure else None
+            yield KopBroker("kop", ports[0], secure, admin_ports, token)
         finally:
             _stop(procs)
 

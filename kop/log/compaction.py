@@ -57,11 +57,15 @@ class Compactor:
         self._stats = stats
         self._settings = settings
         self._lock = asyncio.Lock()
+        # Offsets below this are noted and pinned (a cycle ran to its end): the live
+        # ledgers below may go (operators, and tests that truncate on demand, wait on it).
+        self.noted_offset = 0
 
     async def pin(self) -> None:
         """Keep what no pass has covered yet (at open: a new partition from its start)."""
         horizon = self._survivors.horizon
         await self._port.pin(self._topic, horizon.position if horizon else None)
+        self.noted_offset = horizon.next_offset if horizon else 0
 
     async def run_forever(self) -> None:
         while True:
@@ -93,6 +97,7 @@ class Compactor:
                 self._survivors.return_changes(*changes)
                 raise
             await self._port.pin(self._topic, horizon.position)
+            self.noted_offset = horizon.next_offset
             self._stats.add("compactions")
             log.info(
                 "%s: compacted up to offset %d: %d surviving entries",
@@ -137,13 +142,16 @@ class _LiveCount:
     ) -> None:
         self._storage = storage
         self._topic = topic
-        if old is not None:
+        first = index.first
+        if old is not None and (first is None or first.offset < old.next_offset):
             self._anchor = Anchor(old.position, old.next_offset, inclusive=False)
+        elif first is not None:
+            # No horizon yet, or its own entry is gone (a truncate, a backlog quota's
+            # eviction: what moved kop's pin too): count from where the live data
+            # begins. A survivor between the two has no known offset (logged), lost.
+            self._anchor = Anchor(first.position, first.offset)
         else:
-            first = index.first
-            self._anchor = (
-                Anchor(first.position, first.offset) if first is not None else Anchor(None, 0)
-            )
+            self._anchor = Anchor(None, 0)
         self._reader: TopicReader | None = None
         self._counter = LogCounter(self._anchor)
         self._last: LogEntry | None = None

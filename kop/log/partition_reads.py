@@ -18,7 +18,7 @@ from kop.log.history import HistoryReader
 from kop.log.offset_index import OffsetIndex
 from kop.log.tail_buffer import TailBuffer
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import iter_batches
+from kop.protocol.records import gap_batch, iter_batches
 from kop.storage.types import Position
 
 
@@ -53,6 +53,19 @@ class PartitionReads:
         (Kafka's rule, KIP-74: a fetch's first batch, so a consumer always progresses)."""
         self._check_range(offset)
         items = await self._entries(offset, max_bytes, min_one)
+        compacted = self.compacted
+        if compacted is None or not compacted.below_live(offset):
+            return b"".join([item.entry.data for item in items])
+        # Where compaction removed every record from `offset` on, up to the live
+        # ledgers or to the end of the entry holding `offset`, a batch of no records
+        # spans the gap: a consumer served only records below its position would ask
+        # for `offset` for ever, short of the high watermark (librdkafka did; a
+        # changelog ending in tombstones would never restore).
+        if not items and min_one:
+            return gap_batch(offset, self.index.data_start - offset)
+        if items and items[0].base_offset < offset and not _holds_from(items[0], offset):
+            gap = gap_batch(offset, items[0].next_offset - offset)
+            return gap + b"".join([item.entry.data for item in items[1:]])
         return b"".join([item.entry.data for item in items])
 
     async def offset_for_time(self, timestamp: int) -> tuple[int, int] | None:
@@ -134,3 +147,9 @@ class PartitionReads:
         if out and out[0].last_offset < self.log_start:  # trimmed while we read
             raise KafkaError(ErrorCode.offset_out_of_range, f"offset {offset} was just trimmed")
         return out
+
+
+def _holds_from(item: LogEntry, offset: int) -> bool:
+    """Whether a served entry holds a record at or after `offset` (compaction may
+    have left only records before it)."""
+    return any(r.offset >= offset for r in iter_batches(item.entry.data))

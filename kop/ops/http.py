@@ -90,6 +90,14 @@ class AdminServer:
             topic: {
                 "log_start_offset": plog.log_start,
                 "high_watermark": plog.high_watermark,
+                # Where Pulsar's live ledgers begin (below it: a compacted topic's
+                # survivors, or nothing); above the log start once retention deleted.
+                "data_start_offset": plog.index.data_start,
+                # A compacted partition: offsets below this are noted and pinned by a
+                # compaction cycle, so retention may delete the live ledgers below.
+                "compaction_noted_offset": (
+                    plog.compacted.compactor.noted_offset if plog.compacted else None
+                ),
                 "checkpoints": len(plog.index.checkpoints),
                 "resumed_from_offset": plog.follower.resumed_from,
                 "persisted_offset": plog.persisted_offset,

@@ -263,6 +263,22 @@ def null_batch(base_offset: int, count: int, offsets: int, timestamp: int) -> by
     return bytes(batch)
 
 
+def gap_batch(base_offset: int, offsets: int) -> bytes:
+    """A batch of no records spanning `offsets` offsets from `base_offset`: what a
+    compacted log serves where compaction removed every record up to its end. Kafka's
+    cleaner leaves such empty batches too; clients take them and move on to the
+    offset after (a fetch that returned nothing would be asked again, for ever)."""
+    if not 0 < offsets <= _INT32_MAX:
+        raise ValueError(f"a gap of {offsets} offsets")
+    batch = bytearray(HEADER_SIZE)
+    _HEADER.pack_into(
+        batch, 0, base_offset, len(batch) - _LOG_OVERHEAD, -1, 2, 0, 0, offsets - 1,
+        -1, -1, NO_PRODUCER_ID, -1, NO_SEQUENCE, 0,
+    )  # fmt: skip
+    struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[_CRC_START:]))
+    return bytes(batch)
+
+
 def _null_record(offset_delta: int) -> bytes:
     delta = uvarint(offset_delta << 1)
     # length, attributes 0, timestamp delta 0, offset delta, null key, null value, 0 headers

@@ -4,9 +4,10 @@ same table.
 
 How the test makes retention delete the live ledgers on demand (see
 test_retention.py for what `unload` and `truncate` do): once kop's compaction
-cycle has noted every survivor (the `kop_compactions` metric moved after the last
-write), the partition is unloaded (its ledger closed) and truncated (closed
-ledgers deleted). Only Pulsar's compacted ledger then holds the old records.
+cycle has noted every survivor (`compaction_noted_offset` in kop's `/v1/topics`
+reached the high watermark: the survivors persisted, kop's pin moved), the
+partition is unloaded (its ledger closed) and truncated (closed ledgers deleted).
+Only Pulsar's compacted ledger then holds the old records.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from bench.java_side import pulsar_lib
+from conformance.clients.raw import RawClient
+from kop.protocol.records import iter_records, read_header
 from tests.integration.admin import create_topic
 from tests.integration.conftest import PULSAR_URL, KopProcess
-from tests.integration.observe import ledgers, metric, truncate, unload, wait_for_partition
+from tests.integration.observe import ledgers, truncate, unload, wait_for_partition
 
 # Written in this order: every key's last write wins, and `k3` ends deleted.
 WRITES: list[tuple[bytes, bytes | None]] = [
@@ -80,18 +83,6 @@ def _read_all(bootstrap: str, topic: str, start: int = 0) -> list[tuple[int, byt
         consumer.close()
 
 
-def _compactions(gateway: KopProcess) -> float:
-    return metric(gateway, "kop_compactions_total") or 0.0
-
-
-def _wait(what: str, check: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} within {timeout:.0f} s")
-        time.sleep(0.2)
-
-
 def test_compacted_topic_after_retention_is_kafkas_table(
     compacting_kop: KopProcess, topic: str
 ) -> None:
@@ -106,8 +97,9 @@ def test_compacted_topic_after_retention_is_kafkas_table(
     before = _read_all(boot, topic)
     assert [(k, v) for _o, k, v in before] == WRITES  # the live log: every record
 
-    done = _compactions(compacting_kop)
-    _wait("compacted", lambda: _compactions(compacting_kop) > done)
+    wait_for_partition(
+        compacting_kop, topic, lambda s: s.get("compaction_noted_offset") == len(WRITES), "noted"
+    )
     unload(topic)
     truncate(topic)  # retention, on demand: only the compacted ledger keeps the old records
     assert ledgers(topic)[-1][1] == 0 and len(ledgers(topic)) == 1
@@ -123,6 +115,73 @@ def test_compacted_topic_after_retention_is_kafkas_table(
 
     # The official Java client's reader with readCompacted sees the same table.
     assert _java_compacted_table(f"persistent://public/default/{topic}-partition-0") == TABLE
+
+
+def test_a_second_cleaning_serves_every_survivor_from_any_offset(
+    compacting_kop: KopProcess, topic: str
+) -> None:
+    """Two rounds of write, compact, retention (conformance's compaction/after-cleaning
+    stalled once at the last survivor: the second cycle never noted it), the second
+    ending in a key and its tombstone, which compaction removes: a read from each
+    surviving offset gets it first, and every read reaches the high watermark across
+    the trailing offsets nothing is left of."""
+    boot = compacting_kop.bootstrap
+    create_topic(boot, topic, configs={"cleanup.policy": "compact"})
+    log: list[tuple[bytes, bytes | None]] = []
+    last_round = [[(b"k9", b"last"), (b"k8", b"gone")], [(b"k8", None)]]  # an entry each
+    for round_ in ([WRITES], last_round):
+        for writes in round_:
+            _produce(boot, topic, writes)
+            log += writes
+        _cleaned(compacting_kop, topic, len(log))
+    latest = {k: o for o, (k, _v) in enumerate(log)}
+    survivors = sorted(o for k, o in latest.items() if log[o][1] is not None)
+    for offset in survivors:
+        first = _wire_read(boot, topic, offset)[0]
+        assert first == (offset, *log[offset]), (offset, first)
+    assert [o for o, _k, _v in _wire_read(boot, topic, 0)] == survivors
+    assert _wire_read(boot, topic, len(log) - 2) == []  # reaches the end all the same
+
+
+def _wire_read(bootstrap: str, topic: str, start: int) -> list[tuple[int, bytes, Any]]:
+    """Fetches from `start` as a Java consumer does (the next fetch after each
+    batch's last offset, records below the fetch offset dropped) until the high
+    watermark, failing if a fetch brings no progress. (librdkafka moves its fetch
+    offset the same way, but its position() is the last message + 1: across
+    trailing offsets compaction emptied it never reports the high watermark.)"""
+    client = RawClient.at(bootstrap)
+    out: list[tuple[int, bytes, Any]] = []
+    at = start
+    try:
+        while True:
+            part = client.fetch(topic, at).responses[0].partitions[0]
+            assert part.error_code == 0, part.error_code
+            if at >= part.high_watermark:
+                return out
+            raw, pos = bytes(part.records or b""), 0
+            assert raw, f"no progress at {at} below the high watermark {part.high_watermark}"
+            while pos < len(raw):
+                head = read_header(raw, pos)
+                batch = iter_records(raw[pos : pos + head.length])
+                out += [(r.offset, r.key, r.value) for r in batch if r.offset >= at]
+                at = head.base_offset + head.last_offset_delta + 1
+                pos += head.length
+    finally:
+        client.close()
+
+
+def _cleaned(gateway: KopProcess, topic: str, written: int) -> None:
+    """Once kop's compaction cycle noted the `written` records (survivors persisted,
+    pin moved), retention on demand, until kop saw that no live ledger is left."""
+    wait_for_partition(gateway, topic, lambda s: s.get("high_watermark") == written, "counted")
+    wait_for_partition(
+        gateway, topic, lambda s: s.get("compaction_noted_offset") == written, "noted", 60
+    )
+    unload(topic)
+    truncate(topic)
+    wait_for_partition(
+        gateway, topic, lambda s: s.get("data_start_offset") == written, "retention seen"
+    )
 
 
 def _java_compacted_table(partition: str) -> dict[bytes, bytes]:
