@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +13,7 @@ from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import (
     Record,
     build_batch,
+    gap_batch,
     iter_records,
     read_header,
     split_batches,
@@ -132,3 +134,14 @@ def test_a_first_timestamp_of_minus_one_is_kept() -> None:
     with the next one's timestamp."""
     built = build_batch([Record(0, -1, None, b"a"), Record(1, 0, None, b"b")])
     assert [r.timestamp for r in iter_records(built)] == [-1, 0]
+
+
+@given(base=st.integers(0, 2**62), offsets=st.integers(1, 2**31 - 1))
+def test_a_gap_batch_spans_its_offsets_with_no_record(base: int, offsets: int) -> None:
+    """What compaction emptied: a valid batch (its CRC checked as clients check it)
+    holding no record, whose next offset is past the gap."""
+    batch = gap_batch(base, offsets)
+    head = read_header(batch)
+    assert head.length == len(batch) and crc32c.crc32c(batch[21:]) == head.crc
+    assert (head.base_offset, head.last_offset_delta, head.record_count) == (base, offsets - 1, 0)
+    assert list(iter_records(batch)) == []
