@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import datetime
 from collections.abc import AsyncIterator
+from typing import Any
 
 from kio.schema.create_topics.v7.request import CreatableReplicaAssignment, CreatableTopic
 from kio.schema.metadata.v12.request import MetadataRequestTopic
@@ -97,6 +98,14 @@ async def test_deleting_a_topic_at_one_instance_removes_its_offsets_at_the_coord
         to_coordinator.close()
 
 
+async def _create(client: RawClient, topic: CreatableTopic) -> Any:
+    """CreateTopics v7 of `topic`: the response."""
+    return await asyncio.to_thread(
+        client.request, 19, 7, topics=(topic,), timeout=datetime.timedelta(seconds=10),
+        validate_only=False,
+    )  # fmt: skip
+
+
 async def test_an_assignment_may_name_any_live_instance() -> None:
     """Found by the conformance suite against three instances: an explicit replica
     assignment naming another live instance was refused ('no such broker is
@@ -111,19 +120,13 @@ async def test_an_assignment_may_name_any_live_instance() -> None:
             configs=(),
         )  # fmt: skip
         client = RawClient(owner.kafka_port)
-        created = await asyncio.to_thread(
-            client.request, 19, 7, topics=(topic,), timeout=datetime.timedelta(seconds=10),
-            validate_only=False,
-        )  # fmt: skip
+        created = await _create(client, topic)
         nowhere = CreatableTopic(
             name=TopicName("nowhere"), num_partitions=-1, replication_factor=-1,
             assignments=(CreatableReplicaAssignment(partition_index=0, broker_ids=(BrokerId(7),)),),
             configs=(),
         )  # fmt: skip
-        refused = await asyncio.to_thread(
-            client.request, 19, 7, topics=(nowhere,), timeout=datetime.timedelta(seconds=10),
-            validate_only=False,
-        )  # fmt: skip
+        refused = await _create(client, nowhere)
         client.close()
     assert (created.topics[0].error_code, created.topics[0].num_partitions) == (0, 2)
     assert refused.topics[0].error_code == 39  # INVALID_REPLICA_ASSIGNMENT: no broker 7
@@ -166,11 +169,7 @@ async def test_a_topic_created_through_another_instance_is_soon_known_here() -> 
             name=TopicName("fresh"), num_partitions=1, replication_factor=1, assignments=(),
             configs=(),
         )  # fmt: skip
-        created = await asyncio.to_thread(
-            there.request, 19, 7, topics=(fresh,), timeout=datetime.timedelta(seconds=10),
-            validate_only=False,
-        )  # fmt: skip
-        assert created.topics[0].error_code == 0
+        assert (await _create(there, fresh)).topics[0].error_code == 0
         deadline = asyncio.get_running_loop().time() + 2  # well under the 5 s TTL
         while not await asyncio.to_thread(known_here):
             assert asyncio.get_running_loop().time() < deadline, "still unknown here"
