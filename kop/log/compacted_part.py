@@ -73,6 +73,11 @@ class CompactedPart:
             start = max(start, min(kept.offset, live) if kept else live)
         return max(start, min(self._index.deleted_below, self._index.high_watermark))
 
+    @property
+    def noted_offset(self) -> int:
+        """Offsets below this are noted and pinned: retention may delete them."""
+        return self.compactor.noted_offset
+
     def below_live(self, offset: int) -> bool:
         return offset < self._index.data_start
 

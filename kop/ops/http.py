@@ -96,7 +96,7 @@ class AdminServer:
                 # A compacted partition: offsets below this are noted and pinned by a
                 # compaction cycle, so retention may delete the live ledgers below.
                 "compaction_noted_offset": (
-                    plog.compacted.compactor.noted_offset if plog.compacted else None
+                    plog.compacted.noted_offset if plog.compacted else None
                 ),
                 "checkpoints": len(plog.index.checkpoints),
                 "resumed_from_offset": plog.follower.resumed_from,

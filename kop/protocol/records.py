@@ -254,13 +254,7 @@ def null_batch(base_offset: int, count: int, offsets: int, timestamp: int) -> by
     body = b"".join(map(_NULL_RECORDS.__getitem__, range(min(count, _CACHED_NULLS))))
     if count > _CACHED_NULLS:
         body += b"".join(_null_record(i) for i in range(_CACHED_NULLS, count))
-    batch = bytearray(HEADER_SIZE) + body
-    _HEADER.pack_into(
-        batch, 0, base_offset, len(batch) - _LOG_OVERHEAD, -1, 2, 0, 0, offsets - 1,
-        timestamp, timestamp, NO_PRODUCER_ID, -1, NO_SEQUENCE, count,
-    )  # fmt: skip
-    struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[_CRC_START:]))
-    return bytes(batch)
+    return _plain_batch(base_offset, offsets, timestamp, count, body)
 
 
 def gap_batch(base_offset: int, offsets: int) -> bytes:
@@ -270,10 +264,16 @@ def gap_batch(base_offset: int, offsets: int) -> bytes:
     offset after (a fetch that returned nothing would be asked again, for ever)."""
     if not 0 < offsets <= _INT32_MAX:
         raise ValueError(f"a gap of {offsets} offsets")
-    batch = bytearray(HEADER_SIZE)
+    return _plain_batch(base_offset, offsets, -1, 0, b"")
+
+
+def _plain_batch(base_offset: int, offsets: int, timestamp: int, count: int, body: bytes) -> bytes:
+    """An uncompressed batch of no producer holding `count` records (`body`) at one
+    `timestamp`, spanning `offsets` offsets; its CRC computed."""
+    batch = bytearray(HEADER_SIZE) + body
     _HEADER.pack_into(
         batch, 0, base_offset, len(batch) - _LOG_OVERHEAD, -1, 2, 0, 0, offsets - 1,
-        -1, -1, NO_PRODUCER_ID, -1, NO_SEQUENCE, 0,
+        timestamp, timestamp, NO_PRODUCER_ID, -1, NO_SEQUENCE, count,
     )  # fmt: skip
     struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[_CRC_START:]))
     return bytes(batch)
