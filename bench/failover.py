@@ -103,6 +103,7 @@ def run_cycles(args: argparse.Namespace) -> dict[str, Any]:
         "KOP_NAMESPACE": f"failover-{suffix}",
         "KOP_SYSTEM_NAMESPACE": f"public/__kop-failover-{suffix}",
         "KOP_OFFSETS_TOPIC_PARTITIONS": "4",
+        "KOP_CLUSTER_SECRET": f"bench-secret-{suffix}",
     }
     logs = RESULTS / "failover-logs"
     nodes = [

@@ -53,6 +53,7 @@ def start_nodes(n: int, args: argparse.Namespace, label: str) -> list[KopProcess
         "KOP_NAMESPACE": f"{label}-{suffix}",
         "KOP_SYSTEM_NAMESPACE": f"public/__kop-{label}-{suffix}",
         "KOP_OFFSETS_TOPIC_PARTITIONS": "4",
+        "KOP_CLUSTER_SECRET": f"bench-secret-{suffix}",
     }
     nodes = [
         KopProcess(RESULTS / "instances-logs" / f"{label}-{i}.log", pulsar_url=args.pulsar_url,

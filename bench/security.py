@@ -138,7 +138,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     ports = {"SASL_PLAINTEXT": free_port(), "SASL_SSL": free_port()}
     env = {"KOP_SSL_CERT_FILE": str(cert), "KOP_SSL_KEY_FILE": str(key),
            "KOP_AUTH_TOKEN_SECRET_KEY": keys.spec, "KOP_AUTHORIZATION_ENABLED": "true",
-           "KOP_ANONYMOUS_ROLE": ROLE}  # fmt: skip
+           "KOP_ANONYMOUS_ROLE": ROLE,
+           # connections opened one after another from this host: measured, not refused
+           "KOP_MAX_CONNECTION_CREATION_RATE_PER_IP": "100000"}  # fmt: skip
     kop = KopProcess(RESULTS / "security-kop.log", pulsar_url=args.pulsar_url,
                      http_url=args.pulsar_http, env=env)  # fmt: skip
     ports["PLAINTEXT"] = kop.port  # the port kop is told; the listeners say where

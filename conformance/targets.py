@@ -167,6 +167,7 @@ def _kop_env(node_id: int, port: int, admin_port: int, system: str) -> dict[str,
         "KOP_ADMIN_PORT": str(admin_port), "KOP_ADVERTISED_HOST": "127.0.0.1",
         # its own cluster: not one with a kop that may be running beside it
         "KOP_SYSTEM_NAMESPACE": system,
+        "KOP_CLUSTER_SECRET": f"conformance-secret-{system}",  # the instances' credential
         # force_compaction waits for a compaction cycle (compacted topics only),
         # then deletes the live ledgers, which kop notices at its next retention
         # check (one admin call per open partition; Kafka's cleaner takes longer)
@@ -174,15 +175,20 @@ def _kop_env(node_id: int, port: int, admin_port: int, system: str) -> dict[str,
     }  # fmt: skip
 
 
-def _live_nodes(admin_port: int) -> list[int]:
-    """The node ids an instance counts as live (its admin HTTP /v1/instances)."""
+def _live_nodes(admin_port: int, token: str | None) -> list[int]:
+    """The node ids an instance counts as live (its admin HTTP /v1/instances; a
+    superuser's token where kop authorizes)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     url = f"http://127.0.0.1:{admin_port}/v1/instances"
-    with urllib.request.urlopen(url, timeout=5) as resp:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as resp:
         return sorted(i["node_id"] for i in json.loads(resp.read())["instances"])
 
 
 def _await_cluster(
-    procs: list[subprocess.Popen[bytes]], admin_ports: list[int], logs: list[Path]
+    procs: list[subprocess.Popen[bytes]],
+    admin_ports: list[int],
+    logs: list[Path],
+    token: str | None,
 ) -> None:
     """Until every instance answers and counts all of them live, so that Metadata
     lists every broker and ownership has settled before the first scenario."""
@@ -196,7 +202,7 @@ def _await_cluster(
         seen = []
         for port in admin_ports:
             try:
-                seen.append(_live_nodes(port))
+                seen.append(_live_nodes(port, token))
             except OSError as exc:
                 seen.append(str(exc))
         if all(s == everyone for s in seen):
@@ -242,12 +248,13 @@ def kop_target(log_dir: Path, instances: int = 1) -> Iterator[Broker]:
                 ports.append(port)
                 admin_ports.append(admin_port)
                 logs.append(log_path)
-            _await_cluster(procs, admin_ports, logs)
+            # a super user's: the secure kop authorizes, and its admin HTTP then wants one
+            token = jwt.encode({"sub": "admin"}, ADMIN_KEY, "HS256") if kafka is not None else None
+            _await_cluster(procs, admin_ports, logs, token)
             secure = None
             if kafka is not None:
                 secure = Secure(f"127.0.0.1:{sasl_port}", kafka.ca_file, kafka.users)
                 make_users(f"127.0.0.1:{ports[0]}", kafka.users)
-            token = jwt.encode({"sub": "admin"}, ADMIN_KEY, "HS256") if secure else None
             yield KopBroker("kop", ports[0], secure, admin_ports, token)
         finally:
             _stop(procs)

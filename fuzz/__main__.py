@@ -137,6 +137,8 @@ def soak(args: argparse.Namespace) -> int:
         "KOP_MAX_PARTITIONS_PER_TOPIC": "8",
         "KOP_MAX_PARTITIONS_TOTAL": "64",
         "KOP_FETCH_MAX_WAIT_CAP_MS": "500",
+        # The fuzzer reconnects after every mutant kop refuses, from one address.
+        "KOP_MAX_CONNECTION_CREATION_RATE_PER_IP": "100000",
     }
     log_path = Path(args.log or f"/tmp/kop-fuzz-soak-{suffix}.log")
     with open(log_path, "wb") as log:

@@ -42,6 +42,7 @@ from kop.pulsar.preflight import Preflight, PreflightError
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
 from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
+from kop.security.instances import ClusterSecret
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
 from kop.storage.credentials import CredentialStore
@@ -145,6 +146,10 @@ def connection_limits(c: KopConfig) -> Limits:
         request_receive_timeout_s=c.request_receive_timeout_s,
         response_send_timeout_s=c.response_send_timeout_s,
         max_connections=c.max_connections,
+        max_connections_per_ip=c.max_connections_per_ip,
+        max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
+        max_connection_creation_rate_per_ip=c.max_connection_creation_rate_per_ip,
+        connection_setup_timeout_s=c.connection_setup_timeout_s,
         max_queued_request_bytes=c.max_queued_request_bytes,
         max_queued_response_bytes=c.max_queued_response_bytes,
     )
@@ -201,14 +206,17 @@ class Gateway:
         self._security: Security | None = None
         self._stopped = False
 
-    async def _join(self, storage: MessageLog, broker: Broker) -> Ownership:
+    async def _join(
+        self, storage: MessageLog, broker: Broker, secret: ClusterSecret | None
+    ) -> Ownership:
         """Join the live instances (kop.cluster.joining), or a StartupError saying why not."""
         c = self.config
         me = broker.member(uuid.uuid4().hex)
         system = Namespace(*c.system_namespace.split("/"))
         liveness = Liveness(c.heartbeat_interval_s, c.member_ttl_s)
+        admin = self.backend.admin
         try:
-            self.membership = await join(storage, self.backend.admin, system, me, liveness)
+            self.membership = await join(storage, admin, system, me, liveness, secret)
         except JoinRefused as exc:
             raise StartupError(str(exc)) from None
         return Ownership(self.membership, me)
@@ -225,13 +233,18 @@ class Gateway:
     async def _start(self) -> None:
         c = self.config
         storage = await self.backend.prepare(c)
+        try:
+            self._security = Security(c, self.backend.permissions, self.backend.credentials)
+        except ListenerSetupError as exc:
+            raise StartupError(str(exc)) from None
+        secret = self._security.secret
         if isinstance(storage, PulsarSession):
             self.metrics.watch_readers(storage.reader_stats)
             self.metrics.watch_pulsar_memory(storage.read_ahead, storage.send_budget)
         plan = c.listener_plan()
         shown = plan[0].advertised
         broker = Broker(c.node_id, shown.host, shown.port, c.cluster_id, advertised(plan))
-        ownership = await self._join(storage, broker)
+        ownership = await self._join(storage, broker, secret)
         store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
         self.epochs = LeaderEpochs(
             storage, f"persistent://{c.system_namespace}/kop-leader-epochs", ownership.me
@@ -256,12 +269,9 @@ class Gateway:
         )
         producer_ids = ProducerIds(c.node_id)
         self.txns = await start_transactions(
-            c, self.backend.admin, storage, self.logs, ownership, producer_ids.next, self.groups
-        )
-        try:
-            self._security = Security(c, self.backend.permissions, self.backend.credentials)
-        except ListenerSetupError as exc:
-            raise StartupError(str(exc)) from None
+            c, self.backend.admin, storage, self.logs, ownership, producer_ids.next, self.groups,
+            secret,
+        )  # fmt: skip
         services = Services(
             broker=broker,
             catalog=catalog,
@@ -289,10 +299,14 @@ class Gateway:
             viewer = None
             if security is not None and security.authorizer is not None:
                 viewer = Viewer(security.authorizer, security.tokens, self.groups.scope)
-            self._http = AdminServer(
-                self.metrics, self.logs, self.backend.admin.healthy, groups=report,
-                ownership=ownership, viewer=viewer,
-            )  # fmt: skip
+            try:  # admin_token: ValueError (AdminTokenError) if its file cannot be read
+                self._http = AdminServer(
+                    self.metrics, self.logs, self.backend.admin.healthy, groups=report,
+                    ownership=ownership, viewer=viewer,
+                    admin_token=c.admin_token.get_secret_value(),
+                )  # fmt: skip
+            except ValueError as exc:
+                raise StartupError(str(exc)) from None
             try:
                 await self._http.start(c.admin_host, c.admin_port)
             except OSError as exc:

@@ -32,7 +32,6 @@ TOOL_ENV = frozenset(
         "KOP_DECODER_FUZZ",
         "KOP_APIS",
         "KOP_ADMIN_URL",
-        "KOP_ADMIN_TOKEN",
         "KOP_PULSAR",
         "KOP_PULSAR_TOOL",
         "KOP_PULSAR_PORT",
@@ -93,6 +92,23 @@ class KopConfig(ListenerSettings):
     # Bounded under abuse (docs/decisions.md, "Bounded under abuse"): connections, a
     # frame's arrival, an answer's departure, request and answer bytes held in total.
     max_connections: int = Field(1000, ge=1, le=1_000_000)
+    # Per client address (docs/decisions.md D6; kop.server.addresses): Kafka's
+    # max.connections.per.ip and its overrides (`host:count,...`, IPs or names), and
+    # KIP-612's per-IP connection_creation_rate (a second, 10 s of it at once). Then
+    # from accept to a whole request (on a SASL listener, to authentication).
+    max_connections_per_ip: int = Field(200, ge=1, le=1_000_000)
+    max_connections_per_ip_overrides: str = ""
+    max_connection_creation_rate_per_ip: float = Field(50.0, gt=0)
+    connection_setup_timeout_s: float = Field(10.0, gt=0)
+
+    @field_validator("max_connections_per_ip_overrides")
+    @classmethod
+    def _per_ip_overrides(cls, v: str) -> str:
+        from kop.server.addresses import parse_overrides  # the listener's own parser
+
+        parse_overrides(v)
+        return v
+
     request_receive_timeout_s: float = Field(60.0, gt=0)
     response_send_timeout_s: float = Field(60.0, gt=0)
     max_queued_request_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024)
@@ -203,6 +219,15 @@ class KopConfig(ListenerSettings):
         if v.count("/") != 1 or not all(v.split("/")):
             raise ValueError("must be tenant/namespace")
         return v
+
+    @model_validator(mode="after")
+    def _clients_outside_system(self) -> KopConfig:
+        if f"{self.tenant}/{self.namespace}" == self.system_namespace:
+            raise ValueError(
+                f"tenant/namespace {self.system_namespace} is system_namespace: kop's own "
+                "state is never a namespace Kafka clients work in"
+            )
+        return self
 
     @model_validator(mode="after")
     def _partition_limits(self) -> KopConfig:

@@ -62,6 +62,15 @@ class ListenerSettings(BaseSettings):
     authorization_refresh_s: float = Field(30.0, gt=0)  # permissions cached at most this long
     # SCRAM users (kept in Pulsar) made at another instance sign in here within this
     scram_refresh_s: float = Field(5.0, gt=0)
+    # Instance identity (docs/security.md, "Instances"): the secret every kop instance of
+    # one cluster shares (a value, file:///path or data:;base64,...). Requests only kop
+    # instances may make (transaction markers, verifications) are taken only from a
+    # connection that proved it holds it; several instances refuse to start without it.
+    cluster_secret: SecretStr = SecretStr("")
+    # The admin HTTP (docs/security.md, "The admin HTTP API"): this bearer token may see
+    # everything. Without it (and without authorization), only loopback clients may see
+    # more than /healthz and /readyz.
+    admin_token: SecretStr = SecretStr("")
 
     @field_validator("ssl_cert_file", "ssl_key_file", "ssl_ca_file")
     @classmethod

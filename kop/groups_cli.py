@@ -7,10 +7,11 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import click
+
+from kop.ops.admin_access import AdminTokenError, read_token
 
 _ADMIN = click.option(
     "--admin-url",
@@ -24,15 +25,18 @@ _TOKEN = click.option(
     "--token",
     envvar="KOP_ADMIN_TOKEN",
     default="",
-    help="a JWT (or file:///path to one) when kop authorizes: it then shows what the "
-    "token's role may see",
+    help="kop's admin_token, or a JWT when kop authorizes (it then shows what the "
+    "token's role may see); or file:///path to either. Without: only from loopback, "
+    "where kop has neither",
 )
 
 
 def _get(admin_url: str, path: str, token: str = "") -> Any:
     url = admin_url.rstrip("/") + path
-    if token.startswith("file://"):
-        token = Path(urllib.parse.urlparse(token).path).read_text().strip()
+    try:
+        token = read_token(token, "--token")
+    except AdminTokenError as exc:
+        raise click.ClickException(str(exc)) from None
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:

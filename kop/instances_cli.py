@@ -10,6 +10,7 @@ always does: hands over, finishes in-flight requests, flushes its index.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -48,6 +49,9 @@ def run_instances(count: int, config_file: Path | None, flags: dict[str, Any]) -
     command = [sys.executable, "-m", "kop.cli", "serve"]
     if config_file is not None:
         command += ["--config", str(config_file)]
+    if not (flags.get("cluster_secret") or os.environ.get("KOP_CLUSTER_SECRET")):
+        # The instances' shared credential (docs/security.md), new for this run.
+        flags = {**flags, "cluster_secret": secrets.token_urlsafe(32)}
     procs: list[subprocess.Popen[bytes]] = []
     relays: list[threading.Thread] = []
     for i in range(count):

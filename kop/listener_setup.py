@@ -16,12 +16,13 @@ from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import Authorizer
 from kop.security.credentials import ScramUsers
 from kop.security.errors import SecurityConfigError
+from kop.security.instances import PEER_MECHANISM, ClusterSecret, PeerExchange
+from kop.security.keys import read_key
 from kop.security.mechanisms import (
     OAUTHBEARER,
     PLAIN,
     SCRAM_SHA_256,
     SCRAM_SHA_512,
-    Mechanism,
     OAuthBearer,
     Plain,
 )
@@ -49,19 +50,21 @@ def sasl_mechanisms(
     """PLAIN takes `token:<JWT>` passwords and SCRAM users' passwords; OAUTHBEARER
     tokens; SCRAM-SHA-* the users kept in Pulsar."""
     decoy = secrets.token_bytes(32)  # salts shown for users that do not exist
+    system = system_namespace(c)
     factories: dict[str, MechanismFactory] = {}
     for name in c.mechanisms:
         if name == PLAIN:
-            factories[name] = partial(_plain, tokens, default, users)
+            factories[name] = partial(Plain, tokens, default, users.check_password, system)
         elif name == OAUTHBEARER and tokens is not None:
-            factories[name] = partial(OAuthBearer, tokens, default)
+            factories[name] = partial(OAuthBearer, tokens, default, system)
         elif name in (SCRAM_SHA_256, SCRAM_SHA_512):
             factories[name] = partial(ScramServer, name, users.lookup, default, decoy)
     return factories
 
 
-def _plain(tokens: TokenValidator | None, default: Namespace, users: ScramUsers) -> Mechanism:
-    return Plain(tokens, default, users.check_password)
+def system_namespace(c: KopConfig) -> Namespace:
+    tenant, name = c.system_namespace.split("/")
+    return Namespace(tenant, name)
 
 
 def server_tls(c: KopConfig) -> ServerTls | None:
@@ -88,6 +91,18 @@ def acl_admin(c: KopConfig, authorizing: Authorizer | None) -> AclAdmin | None:
     return AclAdmin(authorizing, SubscriptionNames(c.group_subscription_prefix))
 
 
+def cluster_secret(c: KopConfig) -> ClusterSecret | None:
+    """The secret kop instances prove themselves with (None: not set, one instance)."""
+    spec = c.cluster_secret.get_secret_value()
+    if not spec:
+        return None
+    try:
+        raw = read_key(spec) if spec.startswith(("file:", "data:")) else spec.encode()
+        return ClusterSecret(raw.strip())
+    except (SecurityConfigError, ValueError) as exc:
+        raise ListenerSetupError(f"cluster_secret: {exc}") from None
+
+
 def binds(
     c: KopConfig,
     default: Namespace,
@@ -95,12 +110,15 @@ def binds(
     authorizer: Authorizer | None,
     users: ScramUsers,
     tokens: TokenValidator | None,
+    secret: ClusterSecret | None = None,
 ) -> list[Bind]:
     mechanisms = sasl_mechanisms(c, default, users, tokens)
     delay = c.connection_failed_authentication_delay_ms / 1000
+    peer = None if secret is None else partial(PeerExchange, secret, default)
+    unlisted = {} if peer is None else {PEER_MECHANISM: peer}
 
     def session() -> SaslSession:
-        return SaslSession(mechanisms, c.connections_max_reauth_ms)
+        return SaslSession(mechanisms, c.connections_max_reauth_ms, unlisted=unlisted)
 
     out = []
     for listener in c.listener_plan():
@@ -112,6 +130,8 @@ def binds(
             delay,
             c.anonymous_role,
             authorizer,
+            peer,
+            system_namespace(c),
         )
         context = tls.context if protocol.tls and tls is not None else None
         out.append(Bind(listener.bind.host, listener.bind.port, security, context))
@@ -149,10 +169,13 @@ class Security:
         except SecurityConfigError as exc:
             raise ListenerSetupError(str(exc)) from None
         self.tls = server_tls(c)  # raises ListenerSetupError
+        self.secret = cluster_secret(c)  # raises ListenerSetupError
         self._tasks: list[asyncio.Task[None]] = []
 
     def binds(self, default: Namespace) -> list[Bind]:
-        return binds(self._config, default, self.tls, self.authorizer, self.users, self.tokens)
+        return binds(
+            self._config, default, self.tls, self.authorizer, self.users, self.tokens, self.secret
+        )
 
     def start(self) -> None:
         c = self._config

@@ -13,6 +13,7 @@ from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
 from kop.groups_setup import system_topic
 from kop.log.manager import LogManager
+from kop.security.instances import ClusterSecret
 from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.txn.coordinator import TxnCoordinator
@@ -36,12 +37,13 @@ async def start_transactions(
     ownership: Ownership,
     new_id: Callable[[], int],
     groups: GroupService,
+    secret: ClusterSecret | None = None,
 ) -> TxnService:
     """The state topic (created partitioned on first start) and the coordinator, which
     loads its partitions in the background (COORDINATOR_LOAD_IN_PROGRESS until done)."""
     topic = await system_topic(admin, c, STATE_TOPIC, c.transaction_state_partitions)
     store = TxnStore(storage, topic.full, c.transaction_state_partitions)
-    peers = Peers(ownership)
+    peers = Peers(ownership, secret)
     markers = TxnMarkers(
         logs, ownership.mine, wall_ms, groups.pending, groups.offsets_topic,
         owner=ownership.owner, peers=peers,

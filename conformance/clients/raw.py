@@ -27,14 +27,20 @@ from kio.serial import entity_reader, entity_writer
 
 
 class RawClient:
+    #: the client id of every request; a class default so that tests which build a
+    #: RawClient around their own socket (through ``__new__``) still carry one
+    client_id = "raw-test"
+
     def __init__(
         self,
         port: int,
         timeout: float = 30.0,
         host: str = "127.0.0.1",
         tls: ssl.SSLContext | None = None,
+        client_id: str = "raw-test",
     ) -> None:
         sock = socket.create_connection((host, port), timeout=timeout)
+        self.client_id = client_id
         self.sock = tls.wrap_socket(sock, server_hostname=host) if tls is not None else sock
         self._correlation = 0
 
@@ -87,7 +93,7 @@ class RawClient:
             request_api_key=api_key,
             request_api_version=version,
             correlation_id=self._correlation,
-            client_id="raw-test",
+            client_id=self.client_id,
         )
         entity_writer(schema.__header_schema__)(out, header)
         entity_writer(schema)(out, schema(**fields))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of
+from kop.api.context import RequestContext, Response, Services, error_of, refuse_system
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.security.acl_admin import AclAdmin
 from kop.security.acls import Binding, Filter, Resource, Unmappable
@@ -122,9 +122,11 @@ def _namespace(ctx: RequestContext, name: str | None) -> Namespace:
     """A full Pulsar name's namespace; otherwise the client's own."""
     if name is not None and name.startswith(_PREFIX):
         try:
-            return resolve(name, ctx.namespace).namespace
+            ns = resolve(name, ctx.namespace).namespace
         except InvalidTopicName as exc:
             raise KafkaError(ErrorCode.invalid_request, str(exc)) from None
+        refuse_system(ctx, ns, name)
+        return ns
     return ctx.namespace
 
 

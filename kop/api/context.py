@@ -156,6 +156,7 @@ class RequestContext:
     listener: str = "PLAINTEXT"  # the listener the client came in through (its protocol)
     principal: Principal | None = None  # who the client authenticated as (None: nobody)
     access: Access = ALLOW_ALL  # what that principal may do
+    system: Namespace | None = None  # kop's system namespace, closed to every client
 
 
 def lead(services: Services, partition_topic: str) -> None:
@@ -169,12 +170,22 @@ def lead(services: Services, partition_topic: str) -> None:
 
 def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
     """The Pulsar topic a Kafka name means; `__consumer_offsets` is not one a client
-    may use (see `internal_topics`)."""
+    may use (see `internal_topics`), nor is any topic of kop's system namespace."""
     refuse_access(name)
     try:
-        return resolve(name, ctx.namespace)
+        topic = resolve(name, ctx.namespace)
     except InvalidTopicName as exc:
         raise KafkaError(ErrorCode.invalid_topic_exception, str(exc)) from exc
+    refuse_system(ctx, topic.namespace, name)
+    return topic
+
+
+def refuse_system(ctx: RequestContext, ns: Namespace, name: str) -> None:
+    """kop's own state (offsets, transactions, members, index) is no client's topic,
+    whoever asks and under whatever name: refused as a topic the client may not see,
+    so it does not even learn that it exists (docs/security.md)."""
+    if ns == ctx.system:
+        raise KafkaError(ErrorCode.topic_authorization_failed, f"not authorized to access {name}")
 
 
 async def permitted(ctx: RequestContext, name: str, op: TopicOp) -> PulsarTopic:

@@ -7,17 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services
-from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import ApiKey
+from kop.security.session import no_exchange
 
 
 async def handshake(services: Services, ctx: RequestContext, request: Any) -> Response:
-    return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
+    return no_exchange(ApiKey.SASL_HANDSHAKE)
 
 
 async def authenticate(services: Services, ctx: RequestContext, request: Any) -> Response:
-    return {
-        "error_code": ErrorCode.illegal_sasl_state,
-        "error_message": "no SASL exchange on this connection",
-        "auth_bytes": b"",
-        "session_lifetime": 0,
-    }
+    return no_exchange(ApiKey.SASL_AUTHENTICATE)

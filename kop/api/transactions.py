@@ -103,7 +103,7 @@ async def add_partitions(services: Services, ctx: RequestContext, request: Any) 
 async def _add_batched(services: Services, ctx: RequestContext, request: Any) -> Response:
     """Kafka takes these from brokers only (ClusterAction); so does kop, from its
     superusers and from the other instances (kop.txn.peers: their verifications)."""
-    peer = is_peer(ctx.client_id, services.owners.brokers())
+    peer = is_peer(ctx.principal, services.owners.instances())
     if not peer and not await ctx.access.cluster():
         return _added(ErrorCode.cluster_authorization_failed)
     out = []

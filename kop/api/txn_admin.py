@@ -19,6 +19,7 @@ from kop.api.context import (
     topic_for,
     topic_partition,
 )
+from kop.api.patterns import compile_client_pattern
 from kop.api.transactions import txn_key, txn_service
 from kop.log.entry_format import EntryFormat
 from kop.protocol.control import Marker, marker_batch
@@ -38,11 +39,15 @@ def _ms_time(ms: int) -> datetime.datetime:
 
 async def list_transactions(services: Services, ctx: RequestContext, request: Any) -> Response:
     """The transactions this instance coordinates, of the client's namespace, if it
-    may use transactional ids there (Kafka leaves out what it may not describe)."""
+    may use transactional ids there (Kafka leaves out what it may not describe).
+    A `transactional_id_pattern` (v2, KIP-1152) must match a whole id, as Kafka's
+    RE2/J `matches()`; null or empty filters nothing; one RE2 refuses, or longer than
+    MAX_PATTERN_CHARS, is INVALID_REGULAR_EXPRESSION with nothing listed (Kafka's
+    error answer), whether or not the client may see any id."""
     wanted = set(request.state_filters)
     pids = set(request.producer_id_filters)
     duration = getattr(request, "duration_filter", -1)
-    pattern = getattr(request, "transactional_id_pattern", None)
+    pattern_text = getattr(request, "transactional_id_pattern", None)
     out: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.none,
                            "unknown_state_filters": sorted(wanted - _STATES),
                            "transaction_states": []}  # fmt: skip
@@ -50,10 +55,18 @@ async def list_transactions(services: Services, ctx: RequestContext, request: An
         txns = txn_service(services)
     except KafkaError as exc:
         return {**out, "error_code": exc.code}
-    if not await ctx.access.idempotent_write(ctx.namespace):  # may use no transactional id
-        return out
+    allowed = await ctx.access.idempotent_write(ctx.namespace)  # may use transactional ids
     if not txns.partitions.all_loaded:
         return {**out, "error_code": ErrorCode.coordinator_load_in_progress}
+    # Compiled after the last await: one compiled pattern at a time, for this loop only.
+    pattern = None
+    if pattern_text:
+        try:
+            pattern = compile_client_pattern(pattern_text, "transactional_id_pattern")
+        except KafkaError as exc:
+            return {**out, "error_code": exc.code, "unknown_state_filters": []}
+    if not allowed:
+        return out
     now = txns.coordinator.now_ms()
     for meta in sorted(txns.coordinator.metas(), key=lambda m: m.txn_id):
         ns, txn_id = txns.scope.split(meta.txn_id)
@@ -63,7 +76,7 @@ async def list_transactions(services: Services, ctx: RequestContext, request: An
             duration >= 0 and (meta.started_ms < 0 or now - meta.started_ms < duration)
         ):
             continue
-        if pattern is not None and not re.fullmatch(pattern, txn_id):
+        if pattern is not None and not pattern.fullmatch(txn_id):
             continue
         out["transaction_states"].append({"transactional_id": txn_id,
                                           "producer_id": meta.producer_id,
@@ -142,7 +155,7 @@ async def write_txn_markers(services: Services, ctx: RequestContext, request: An
     """Markers into partitions this instance leads; Kafka takes them from its
     coordinators and from admins (ClusterAction), kop from the other live instances
     (kop.txn.peers) and from superusers."""
-    allowed = is_peer(ctx.client_id, services.owners.brokers()) or await ctx.access.cluster()
+    allowed = is_peer(ctx.principal, services.owners.instances()) or await ctx.access.cluster()
     results = []
     for m in request.markers:
         marker = Marker(m.transaction_result, m.producer_id, m.producer_epoch, m.coordinator_epoch)

@@ -1,11 +1,13 @@
 """Heartbeats as read back from the members topic: decoded (what another program
-wrote there is skipped and counted), and a joiner's first read, up to its own beat."""
+wrote there is skipped and counted; with a cluster secret, so is a beat it did not
+sign), and a joiner's first read, up to its own beat."""
 
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
-from kop.cluster.member import MalformedBeat, Member
+from kop.cluster.member import MalformedBeat, Member, proof_of
 from kop.storage import batch_layout
 from kop.storage.port import TopicReader
 from kop.storage.types import Idle, StoredEntry
@@ -13,10 +15,23 @@ from kop.storage.types import Idle, StoredEntry
 log = logging.getLogger("kop.cluster.membership")  # where these lines always went
 
 
+class BeatSeal(Protocol):
+    """Signs and checks beats with the cluster secret (kop.security.instances)."""
+
+    def beat_proof(self, beat: bytes) -> str: ...
+
+    def verifies_beat(self, beat: bytes, proof: str) -> bool: ...
+
+
 class BeatDecoder:
-    def __init__(self, topic: str) -> None:
+    def __init__(self, topic: str, seal: BeatSeal | None = None) -> None:
         self.topic = topic
         self.malformed = 0
+        self._seal = seal
+        # Beats that did not prove they came from an instance of this cluster: node id
+        # -> the last one's publish time (a forged beat, or an instance without the
+        # same cluster secret). Never counted as members.
+        self.unproven: dict[int, int] = {}
 
     def decoded(self, got: StoredEntry | Idle) -> list[tuple[Member, int]]:
         """The beats in one entry, each with its publish time (ms, the broker's clock)."""
@@ -25,11 +40,23 @@ class BeatDecoder:
         out = []
         for msg in batch_layout.messages(got):
             try:
-                out.append((Member.decode(msg.payload), msg.publish_time))
+                member = Member.decode(msg.payload)
             except MalformedBeat as exc:
                 self.malformed += 1
                 if self.malformed == 1:
                     log.warning("%s holds a message that is not a heartbeat: %s", self.topic, exc)
+                continue
+            if self._seal is not None and not self._seal.verifies_beat(
+                member.encode(), proof_of(msg.payload)
+            ):
+                if member.node_id not in self.unproven:
+                    log.warning(
+                        "%s: a heartbeat as node %d not signed with this cluster's secret "
+                        "is ignored", self.topic, member.node_id,
+                    )  # fmt: skip
+                self.unproven[member.node_id] = msg.publish_time
+                continue
+            out.append((member, msg.publish_time))
         return out
 
 

@@ -9,6 +9,7 @@ import logging
 import socket
 from dataclasses import dataclass
 
+from kop.cluster.beats import BeatSeal
 from kop.cluster.member import Member
 from kop.cluster.membership import Membership
 from kop.storage.naming import Namespace, PulsarTopic
@@ -31,8 +32,16 @@ class Liveness:
 
 
 async def join(
-    storage: MessageLog, admin: StorageAdmin, system: Namespace, me: Member, liveness: Liveness
+    storage: MessageLog,
+    admin: StorageAdmin,
+    system: Namespace,
+    me: Member,
+    liveness: Liveness,
+    seal: BeatSeal | None = None,
 ) -> Membership:
+    """Joined, or JoinRefused. Several instances need `seal` (the cluster secret), the
+    same on each: an instance without it refuses to join another, and one with it
+    refuses to join an instance whose beats it cannot verify (docs/security.md)."""
     try:
         await asyncio.get_running_loop().getaddrinfo(me.host, me.port)
     except socket.gaierror as exc:
@@ -50,11 +59,34 @@ async def join(
         ) from None
     topic = PulsarTopic(system, "kop-members", "")
     membership = Membership(
-        storage, topic.full, me, interval_s=liveness.interval_s, ttl_s=liveness.ttl_s
+        storage, topic.full, me, interval_s=liveness.interval_s, ttl_s=liveness.ttl_s, seal=seal
     )
     await membership.join()
+    refusal = _alone_or_sealed(membership, system, seal is not None)
+    if refusal:
+        await membership.leave()
+        raise JoinRefused(refusal)
     try:
         await admin.set_retention(topic, MEMBERS_RETENTION_MS, 64 << 20)
     except (AdminError, StorageError) as exc:
         log.warning("could not limit the retention of %s: %s", topic.full, exc)
     return membership
+
+
+def _alone_or_sealed(membership: Membership, system: Namespace, sealed: bool) -> str:
+    """Why this instance may not join the others it found ("" if it may)."""
+    others = [m for m in membership.live() if m.node_id != membership.me.node_id]
+    if not sealed and others:
+        other = others[0]
+        return (
+            f"node {other.node_id} ({other.host}:{other.port}) is a live kop instance "
+            f"sharing system_namespace {system.path}: several instances need "
+            "cluster_secret (KOP_CLUSTER_SECRET), the same on each"
+        )
+    if sealed and membership.strangers:
+        return (
+            f"node {membership.strangers[0]} is beating in system_namespace {system.path} "
+            "without this instance's cluster_secret: give every instance the same "
+            "cluster_secret (KOP_CLUSTER_SECRET)"
+        )
+    return ""

@@ -41,11 +41,15 @@ class Member:
         """The heartbeat's partition key: compaction keeps each node's latest."""
         return str(self.node_id)
 
-    def encode(self) -> bytes:
+    def encode(self, proof: str = "") -> bytes:
+        """The beat; `proof` (the cluster secret's signature of the beat without it)
+        is added last when given."""
         body = asdict(self)
         body["state"] = self.state.value
         if not self.listeners:
             del body["listeners"]
+        if proof:
+            body["proof"] = proof
         return json.dumps(body, separators=(",", ":")).encode()
 
     @classmethod
@@ -65,6 +69,15 @@ class Member:
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise MalformedBeat(f"not a kop heartbeat: {exc}") from None
+
+
+def proof_of(payload: bytes) -> str:
+    """The signature a beat carries ("" when it carries none)."""
+    try:
+        proof = json.loads(payload).get("proof", "")
+    except (ValueError, AttributeError):
+        return ""
+    return proof if isinstance(proof, str) else ""
 
 
 def _int(value: object) -> int:

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import replace
 
-from kop.cluster.beats import BeatDecoder, read_to_own_beat
+from kop.cluster.beats import BeatDecoder, BeatSeal, read_to_own_beat
 from kop.cluster.lease import Lease, Resume
 from kop.cluster.member import Member, State
 from kop.storage.port import MessageLog, TopicReader, TopicWriter
@@ -40,6 +40,7 @@ class Membership:
         *,
         interval_s: float = 1.0,
         ttl_s: float = 4.0,
+        seal: BeatSeal | None = None,
     ) -> None:
         self._storage = storage
         self.topic = topic
@@ -51,7 +52,9 @@ class Membership:
         self._bumped = asyncio.Event()
         self._writer: TopicWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._decoder = BeatDecoder(topic)
+        self._seal = seal  # signs this instance's beats, checks the others'
+        self._decoder = BeatDecoder(topic, seal)
+        self.strangers: list[int] = []  # nodes beating unsigned when this one joined
         self._rivals: set[str] = set()  # other instances seen with this node id
         self._lease = Lease(interval_s, ttl_s, 0.0)
 
@@ -59,6 +62,12 @@ class Membership:
     def malformed(self) -> int:
         """Messages on the topic that were not heartbeats."""
         return self._decoder.malformed
+
+    @property
+    def unproven(self) -> list[int]:
+        """Node ids of beats this instance did not count: not signed with its cluster
+        secret (forged, or an instance configured with another secret)."""
+        return sorted(self._decoder.unproven)
 
     # -- the view ------------------------------------------------------------------
 
@@ -91,6 +100,10 @@ class Membership:
             await reader.close()
             raise
         now = asyncio.get_running_loop().time()
+        self.strangers = sorted(
+            node for node, published in self._decoder.unproven.items()
+            if (joined_ms - published) / 1000 < self._ttl_s
+        )  # fmt: skip
         for member, published in seen.values():
             age = (joined_ms - published) / 1000
             if member.state is State.LIVE and age < self._ttl_s:
@@ -132,7 +145,8 @@ class Membership:
 
     async def _beat(self, member: Member) -> None:
         assert self._writer is not None
-        message = OutgoingMessage(member.encode(), {}, member.key, None)
+        proof = "" if self._seal is None else self._seal.beat_proof(member.encode())
+        message = OutgoingMessage(member.encode(proof), {}, member.key, None)
         await self._writer.send_all([OutgoingEntry.of(message)])[1]
 
     async def _beating(self) -> None:

@@ -52,6 +52,10 @@ class Ownership:
         """The live instances, as Metadata lists brokers."""
         return list(self._live().values())
 
+    def instances(self) -> set[str]:
+        """The live instances' ids (what a connection proves it is: security.instances)."""
+        return {m.instance for m in self._live().values()}
+
     def owner(self, key: str) -> Member | None:
         """The instance that owns `key` (None: no instance is alive)."""
         members = self._live()

@@ -1,9 +1,9 @@
 """Admin HTTP: /healthz (process alive), /readyz (Pulsar reachable), /metrics,
-/v1/topics, /v1/groups, /v1/groups/{group} and /v1/instances."""
+/v1/topics, /v1/groups, /v1/groups/{group} and /v1/instances. Only the first two are
+open to anyone; who may see the rest is kop.ops.admin_access's rule."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -12,11 +12,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from kop.cluster.ownership import Ownership
 from kop.groups.report import GroupReport
 from kop.log.manager import LogManager
+from kop.ops.admin_access import Grant, admin_access, bearer_of, read_token
 from kop.ops.metrics import Metrics
 from kop.ops.viewer import Unauthorized, Viewer
 from kop.security.authorizer import Access
 
 ReadyCheck = Callable[[], Awaitable[bool]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# the request's Access (set by AdminServer._guard); None: everything is shown
+_ACCESS = web.RequestKey[Access | None]("access")
 
 
 class AdminServer:
@@ -28,15 +32,19 @@ class AdminServer:
         groups: GroupReport | None = None,
         ownership: Ownership | None = None,
         viewer: Viewer | None = None,
+        admin_token: str = "",
     ) -> None:
-        self._viewer = viewer  # None: everything is shown to everyone (no authorization)
+        """`viewer`: None without authorization. `admin_token`: the token that may see
+        everything (itself or file:///path; "" none); AdminTokenError if unreadable."""
+        self._viewer = viewer
+        self._admin_token = read_token(admin_token)
         self._metrics = metrics
         self._ownership = ownership
         self._groups = groups
         self._logs = logs
         self._ready = ready
         self._runner: web.AppRunner | None = None
-        app = web.Application()
+        app = web.Application(middlewares=[self._guard])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics_page)
@@ -69,19 +77,41 @@ class AdminServer:
             headers={"Content-Type": CONTENT_TYPE_LATEST},
         )
 
-    async def _access(self, request: web.Request) -> Access | None:
-        """The asker's access; None: no authorization (everything shown)."""
-        if self._viewer is None:
-            return None
-        try:
-            return self._viewer.access(request)
-        except Unauthorized as exc:
-            raise web.HTTPUnauthorized(
-                text=json.dumps({"error": str(exc)}), content_type="application/json"
-            ) from None
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """admin_access's rule, before any handler (an unknown path included)."""
+        decision = admin_access(
+            request.path,
+            _peer_ip(request),
+            bearer_of(request.headers.get("Authorization", "")),
+            admin_token=self._admin_token,
+            authorizing=self._viewer is not None,
+        )
+        if decision.grant is Grant.DENIED:
+            return _unauthorized(decision.reason)
+        access: Access | None = None
+        if decision.grant is not Grant.EVERYTHING:
+            assert self._viewer is not None  # a JWT decides only with authorization on
+            try:
+                access = self._viewer.access(request)
+            except Unauthorized as exc:
+                return _unauthorized(str(exc))
+            if decision.grant is Grant.SUPERUSER:
+                if not await access.cluster():
+                    return web.json_response(
+                        {"error": "only a superuser or the admin token may see this: it "
+                                  "shows every tenant"}, status=403,
+                    )  # fmt: skip
+                access = None
+        request[_ACCESS] = access
+        return await handler(request)
+
+    @staticmethod
+    def _access(request: web.Request) -> Access | None:
+        return request[_ACCESS]
 
     async def _topics(self, request: web.Request) -> web.Response:
-        access = await self._access(request)
+        access = self._access(request)
         shown = {
             t: plog for t, plog in self._logs.owned().items()
             if access is None or await self._viewer.may_see_partition(access, t)  # type: ignore[union-attr]
@@ -123,7 +153,7 @@ class AdminServer:
         return web.json_response({"node_id": me.node_id, "instances": live})
 
     async def _group_list(self, request: web.Request) -> web.Response:
-        access = await self._access(request)
+        access = self._access(request)
         if self._groups is None:
             return web.json_response({"error": "groups are not served"}, status=404)
         if not self._groups.groups.loaded:
@@ -135,7 +165,7 @@ class AdminServer:
         return web.json_response({"groups": listed})
 
     async def _group(self, request: web.Request) -> web.Response:
-        access = await self._access(request)
+        access = self._access(request)
         if self._groups is None:
             return web.json_response({"error": "groups are not served"}, status=404)
         if not self._groups.groups.loaded:
@@ -146,3 +176,13 @@ class AdminServer:
         if found is None:  # one not to be seen is answered as one that does not exist
             return web.json_response({"error": f"no group {group!r}"}, status=404)
         return web.json_response(found)
+
+
+def _peer_ip(request: web.Request) -> str | None:
+    """The TCP peer's address (never a header a proxy or the client may set)."""
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    return str(peer[0]) if isinstance(peer, tuple) and peer else None
+
+
+def _unauthorized(reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=401, headers={"WWW-Authenticate": "Bearer"})

@@ -2,7 +2,8 @@
 authorization on, /v1/groups and /v1/topics need `Authorization: Bearer <JWT>` (a
 token of the key Kafka clients' tokens are checked with), and show that role only the
 groups and topics its Pulsar permissions let it use; superusers see everything.
-/healthz, /readyz and /metrics stay open (probes and Prometheus)."""
+Whether the asker may see more than /healthz and /readyz at all is
+`kop.ops.admin_access`'s to say, before this."""
 
 from __future__ import annotations
 

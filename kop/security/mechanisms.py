@@ -55,10 +55,12 @@ class Plain:
         tokens: TokenValidator | None,
         default: Namespace,
         passwords: PasswordCheck | None = None,
+        reserved: Namespace | None = None,
     ) -> None:
         self._tokens = tokens
         self._default = default
         self._passwords = passwords
+        self._reserved = reserved  # kop's system namespace: never selected
 
     def step(self, client: bytes) -> Step:
         try:
@@ -73,7 +75,7 @@ class Plain:
             if self._tokens is None:
                 raise AuthenticationFailed("token passwords are not accepted (no token key set)")
             ident = self._tokens.validate(password[len(TOKEN_PREFIX) :])
-            namespace = select_namespace(user, self._default)
+            namespace = select_namespace(user, self._default, self._reserved)
             return Step(b"", Principal(ident.role, namespace, PLAIN, ident.expires_at))
         if self._passwords is None or not user:
             raise AuthenticationFailed("PLAIN password is not token:<JWT>")
@@ -93,9 +95,12 @@ class OAuthBearer:
 
     name = OAUTHBEARER
 
-    def __init__(self, tokens: TokenValidator, default: Namespace) -> None:
+    def __init__(
+        self, tokens: TokenValidator, default: Namespace, reserved: Namespace | None = None
+    ) -> None:
         self._tokens = tokens
         self._default = default
+        self._reserved = reserved  # kop's system namespace: never selected
 
     def step(self, client: bytes) -> Step:
         try:
@@ -118,5 +123,5 @@ class OAuthBearer:
         authzid = head.group("authzid")
         if authzid and authzid != ident.role:
             raise AuthenticationFailed("OAUTHBEARER authorization id differs from the token's role")
-        namespace = select_namespace(pairs.get(TENANT_EXTENSION, ""), self._default)
+        namespace = select_namespace(pairs.get(TENANT_EXTENSION, ""), self._default, self._reserved)
         return Step(b"", Principal(ident.role, namespace, OAUTHBEARER, ident.expires_at))

@@ -9,7 +9,7 @@ from kop.security.errors import AuthenticationFailed
 from kop.storage.naming import Namespace
 
 # Pulsar's tenant and namespace names (NamedEntity): letters, digits, `-_=:.`.
-_NAME = re.compile(r"^[-=:.\w]{1,128}$")
+_NAME = re.compile(r"^[-=:.a-zA-Z0-9_]{1,128}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,7 @@ class Principal:
     namespace: Namespace
     mechanism: str
     expires_at: float | None = None
+    instance: str = ""  # the kop instance a connection proved to be (security.instances)
 
     @property
     def kafka_name(self) -> str:
@@ -29,14 +30,18 @@ class Principal:
         return f"User:{self.role}"
 
 
-def select_namespace(selector: str, default: Namespace) -> Namespace:
+def select_namespace(
+    selector: str, default: Namespace, reserved: Namespace | None = None
+) -> Namespace:
     """`tenant/namespace`, or `tenant` (with the default namespace's name), or empty
-    (the defaults): what a SASL username says about where the client works."""
+    (the defaults): what a SASL username says about where the client works. Never
+    `reserved` (kop's system namespace: no client works there)."""
     if not selector:
         return default
     parts = selector.split("/")
-    if len(parts) > 2 or not all(_NAME.match(p) for p in parts):
+    if len(parts) > 2 or not all(_NAME.match(p) and p not in (".", "..") for p in parts):
         raise AuthenticationFailed(f"{selector!r} is not tenant or tenant/namespace")
-    if len(parts) == 1:
-        return Namespace(parts[0], default.namespace)
-    return Namespace(parts[0], parts[1])
+    chosen = Namespace(parts[0], parts[1] if len(parts) == 2 else default.namespace)
+    if chosen == reserved:
+        raise AuthenticationFailed(f"{selector!r} is not a namespace clients may work in")
+    return chosen

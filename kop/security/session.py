@@ -13,9 +13,10 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import ApiKey
 from kop.security.errors import AuthenticationFailed
 from kop.security.mechanisms import Mechanism
 from kop.security.principal import Principal
@@ -59,8 +60,11 @@ class SaslSession:
         mechanisms: Mapping[str, MechanismFactory],
         max_reauth_ms: int = 0,
         clock: Callable[[], float] = time.time,
+        unlisted: Mapping[str, MechanismFactory] | None = None,
     ) -> None:
-        self._factories = dict(mechanisms)
+        self._listed = sorted(mechanisms)  # what a client is told is enabled
+        # `unlisted`: taken but never told (kop instances' own, security.instances)
+        self._factories = {**mechanisms, **(unlisted or {})}
         self._max_reauth_ms = max_reauth_ms
         self._clock = clock
         self.state = State.START
@@ -73,7 +77,7 @@ class SaslSession:
         return self.state in (State.AUTHENTICATED, State.REAUTH)
 
     def handshake(self, mechanism: str) -> Answer:
-        enabled = sorted(self._factories)
+        enabled = self._listed
         if self.state not in (State.START, State.AUTHENTICATED):
             return self._refuse(ErrorCode.illegal_sasl_state, "SaslHandshake out of order", enabled)
         old = self.principal if self.state is State.AUTHENTICATED else None
@@ -119,7 +123,7 @@ class SaslSession:
         cap = self._clock() + self._max_reauth_ms / 1000
         if principal.expires_at is not None and principal.expires_at <= cap:
             return principal
-        return Principal(principal.role, principal.namespace, principal.mechanism, cap)
+        return replace(principal, expires_at=cap)
 
     def _refuse(self, code: ErrorCode, reason: str, enabled: list[str]) -> Answer:
         self.state = State.CLOSED
@@ -139,4 +143,17 @@ def _authenticate_body(challenge: bytes, lifetime_ms: int) -> dict[str, object]:
         "error_message": None,
         "auth_bytes": challenge,
         "session_lifetime": lifetime_ms,
+    }
+
+
+def no_exchange(api_key: int) -> dict[str, object]:
+    """The answer to SaslHandshake or SaslAuthenticate where no SASL exchange is
+    expected (a listener without SASL, or after the exchange): Kafka's
+    ILLEGAL_SASL_STATE, the connection kept."""
+    if api_key == ApiKey.SASL_HANDSHAKE:
+        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
+    return {
+        **_authenticate_body(b"", 0),
+        "error_code": ErrorCode.illegal_sasl_state,
+        "error_message": "no SASL exchange on this connection",
     }

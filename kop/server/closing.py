@@ -8,6 +8,9 @@ import time
 
 # The reasons kop closes a connection itself (metric label values).
 MAX_CONNECTIONS = "max_connections"
+MAX_CONNECTIONS_PER_IP = "max_connections_per_ip"  # its address holds its cap already
+CONNECTION_RATE = "connection_rate"  # its address opens them faster than allowed
+SETUP_TIMEOUT = "setup_timeout"  # no whole request (or no SASL authentication) in time
 IDLE = "idle"
 RECEIVE_TIMEOUT = "receive_timeout"
 SEND_TIMEOUT = "send_timeout"

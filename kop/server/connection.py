@@ -44,6 +44,7 @@ from kop.server.closing import (
     INVALID,
     RECEIVE_TIMEOUT,
     SESSION_EXPIRED,
+    SETUP_TIMEOUT,
     UNAUTHENTICATED,
     ThrottledLog,
 )
@@ -68,6 +69,14 @@ class Limits:
     max_connections: int = 1000
     max_queued_request_bytes: int = 64 << 20
     max_queued_response_bytes: int = 128 << 20
+    # Per client address (kop.server.addresses): connections held, their overrides in
+    # Kafka's `host:count,...` (names resolved when the listener starts), and
+    # connections opened a second.
+    max_connections_per_ip: int = 200
+    max_connections_per_ip_overrides: str = ""
+    max_connection_creation_rate_per_ip: float = 50.0
+    # From accept to the first whole request (on a SASL listener: to authentication).
+    connection_setup_timeout_s: float = 10.0
 
 
 class _Close(Exception):
@@ -105,6 +114,9 @@ class Connection:
         self._chains = PartitionChains()  # produce begins still running, per partition
         self._stopping = False
         self._peer: str | None = None
+        # Made at accept: the set-up deadline runs from here (a TLS handshake included).
+        self._accepted = time.monotonic()
+        self._setup: asyncio.TimerHandle | None = None
 
     @property
     def peer(self) -> str:
@@ -131,6 +143,9 @@ class Connection:
         away or a write that failed ends both sides at once, and what was in flight
         is dropped (writes to Pulsar still complete: the log owns them)."""
         self._observer.connection_change(1)
+        loop = asyncio.get_running_loop()
+        left = self._accepted + self._limits.connection_setup_timeout_s - time.monotonic()
+        self._setup = loop.call_later(max(0.0, left), self._setup_expired)
         queue: asyncio.Queue[Item | None] = asyncio.Queue(self._limits.max_inflight)
         writer_task = asyncio.create_task(self._answers.run(queue))
         reader_task = asyncio.create_task(self._read_loop(queue))
@@ -140,6 +155,7 @@ class Connection:
                 await queue.put(None)
                 await writer_task
         finally:
+            self._set_up()
             for task in (reader_task, writer_task):
                 task.cancel()
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
@@ -156,11 +172,15 @@ class Connection:
         should still be answered."""
         try:
             while (frame := await self._read_frame()) is not None:
+                if not self._gate.authenticating:
+                    self._set_up()  # a whole request, on a listener without SASL
                 # No request is handled while the client leaves its answers unread:
                 # an answer made now would only wait in memory (Kafka mutes the
                 # channel until the response is sent).
                 await self._writer.writable()
                 item = await self._dispatch(frame)
+                if not self._gate.authenticating:
+                    self._set_up()  # SASL authentication done
                 del frame
                 self._reader.frame_done()
                 try:
@@ -189,6 +209,23 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError):
             return False
         return self._stopping
+
+    def _set_up(self) -> None:
+        if self._setup is not None:
+            self._setup.cancel()
+            self._setup = None
+
+    def _setup_expired(self) -> None:
+        """Accepted `connection_setup_timeout_s` ago and still no whole request (or,
+        on a SASL listener, not authenticated): it holds a connection slot others
+        could use, so it is closed (a silent socket would otherwise keep it for the
+        idle timeout)."""
+        self._setup = None
+        what = "authenticated" if self._gate.authenticating else "sent a whole request"
+        timeout = self._limits.connection_setup_timeout_s
+        self._closing(SETUP_TIMEOUT, Exception(f"not {what} {timeout}s after connecting"))
+        self._reader.feed_eof()  # ends the read loop even before a TLS handshake is done
+        self._writer.abort()
 
     def _expired(self) -> None:
         """The SASL session ended and was not renewed: no further request is read."""
@@ -263,6 +300,7 @@ class Connection:
             gate.security.name,
             gate.principal,
             gate.access,
+            gate.security.system,
         )
         handler = HANDLERS[ApiKey(key)]
         try:

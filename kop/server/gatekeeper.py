@@ -1,5 +1,7 @@
 """Who a connection is and what may pass before it is known: the I/O side of a
-SASL listener's `SaslSession`, a TLS client certificate's role, session expiry."""
+SASL listener's `SaslSession`, a TLS client certificate's role, session expiry, and
+on every listener the `KOP-PEER` exchange by which another kop instance proves it
+is one (kop.security.instances)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from typing import Any
 
 from kop.protocol.messages import ApiKey
 from kop.security.authorizer import ALLOW_ALL, DENY_ALL, Access, Authorizer
+from kop.security.instances import PEER_MECHANISM
 from kop.security.principal import Principal
-from kop.security.session import Answer, SaslSession
+from kop.security.session import Answer, MechanismFactory, SaslSession, no_exchange
 from kop.server.tls_server import peer_role
 from kop.storage.naming import Namespace
 
@@ -33,6 +36,8 @@ class ListenerSecurity:
     failure_delay_s: float = 0.1  # Kafka's connection.failed.authentication.delay.ms
     anonymous_role: str = ""  # the role of a connection nobody authenticated
     authorizer: Authorizer | None = None  # None: every principal may do everything
+    peer: MechanismFactory | None = None  # KOP-PEER, with a cluster secret (else None)
+    system: Namespace | None = None  # kop's system namespace: no client's topic is there
 
 
 class Gatekeeper:
@@ -84,11 +89,17 @@ class Gatekeeper:
         return not self.authenticating or api_key in _BEFORE_AUTH
 
     def answers(self, api_key: int) -> bool:
-        """The SASL requests of a SASL listener are answered here, not by the handlers."""
-        return self._session is not None and api_key in _SASL
+        """The SASL requests of a SASL listener, and of any listener that takes kop
+        instances' exchange, are answered here, not by the handlers."""
+        sasl = self._session is not None or self.security.peer is not None
+        return sasl and api_key in _SASL
 
     async def answer(self, api_key: int, body: Any) -> Answer:
-        assert self._session is not None
+        if self._session is None:  # no SASL here: only an instance's own exchange
+            peer = self.security.peer
+            if peer is None or api_key != ApiKey.SASL_HANDSHAKE or body.mechanism != PEER_MECHANISM:
+                return Answer(no_exchange(api_key))
+            self._session = SaslSession({}, unlisted={PEER_MECHANISM: peer})
         if api_key == ApiKey.SASL_HANDSHAKE:
             answer = self._session.handshake(str(body.mechanism))
         else:

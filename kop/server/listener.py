@@ -6,7 +6,12 @@ memory budgets are shared by all of them.
 
 Past `max_connections` open connections, the newest is closed as soon as it is
 accepted (as Kafka does past `max.connections.per.ip`): the connections already
-served keep their service, and the refused client retries with its backoff.
+served keep their service, and the refused client retries with its backoff. So is
+one whose address holds its share already, or opens connections too fast
+(kop.server.addresses): a host cannot take every connection from the others.
+Those are decided when the socket is attached, once the client's address is known
+(on a TLS listener, after the handshake; the handshake must end within
+`connection_setup_timeout_s`, and is counted against `max_connections` meanwhile).
 """
 
 from __future__ import annotations
@@ -14,11 +19,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import socket
 import ssl
 from dataclasses import dataclass
 
 from kop.api.context import Namespace, Services
-from kop.server.closing import MAX_CONNECTIONS, ThrottledLog
+from kop.server.addresses import (
+    AddressLimits,
+    canonical,
+    is_address,
+    parse_overrides,
+    with_resolved,
+)
+from kop.server.closing import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP, ThrottledLog
 from kop.server.connection import Connection, Limits, RequestObserver
 from kop.server.gatekeeper import Gatekeeper, ListenerSecurity
 from kop.server.memory import AnswerMemory, RequestMemory
@@ -61,6 +74,10 @@ class KafkaListener:
         self.answers = AnswerMemory(limits.max_queued_response_bytes)
         self._servers: dict[str, asyncio.Server] = {}
         self._connections: dict[asyncio.Task[None], Connection] = {}
+        self._addresses = AddressLimits(
+            limits.max_connections_per_ip, {}, limits.max_connection_creation_rate_per_ip
+        )  # with the overrides once `serve` resolved their names
+        self._admitted: dict[asyncio.Task[None], str] = {}  # the address each counts for
 
     @property
     def port(self) -> int:
@@ -85,6 +102,11 @@ class KafkaListener:
     async def serve(self, endpoints: list[Bind]) -> None:
         _raise_file_limit(self._limits.max_connections + _OTHER_FILES)
         loop = asyncio.get_running_loop()
+        limits = self._limits
+        overrides = await _resolve(parse_overrides(limits.max_connections_per_ip_overrides))
+        self._addresses = AddressLimits(
+            limits.max_connections_per_ip, overrides, limits.max_connection_creation_rate_per_ip
+        )
         for end in endpoints:
             name = end.security.name
             self._servers[name] = await loop.create_server(
@@ -93,6 +115,8 @@ class KafkaListener:
                 end.port,
                 reuse_address=True,
                 ssl=end.tls,
+                # the same deadline as the Connection's: the socket goes with it
+                ssl_handshake_timeout=limits.connection_setup_timeout_s if end.tls else None,
             )
             log.info("serving Kafka %s on %s:%d", name, end.host or "*", end.port)
 
@@ -120,7 +144,34 @@ class KafkaListener:
         )
         task = asyncio.create_task(self._serve(conn))
         self._connections[task] = conn
+        stream.admit = lambda transport: self._admit(task, transport)
         return stream
+
+    def _admit(self, task: asyncio.Task[None], transport: asyncio.BaseTransport) -> bool:
+        """The client's address is known: within its limits it stays (and counts for
+        that address until it ends), else it is closed now."""
+        if task.done():  # its connection gave up waiting for the socket
+            return False
+        peer = transport.get_extra_info("peername")
+        if not isinstance(peer, tuple) or not peer:
+            return True  # not an IP socket: no address to count it for
+        address = canonical(str(peer[0]))
+        refused = self._addresses.admit(address)
+        if refused is None:
+            self._admitted[task] = address
+            return True
+        self._observer.connection_closed(refused)
+        if refused == MAX_CONNECTIONS_PER_IP:
+            why, value = (
+                "connections open from it (max_connections_per_ip)",
+                float(self._addresses.open_from(address)),
+            )
+        else:
+            why = "connections a second at most (max_connection_creation_rate_per_ip)"
+            value = self._limits.max_connection_creation_rate_per_ip
+        _closes(logging.WARNING, refused, "closing new connection from %s: %g %s",
+                address, value, why)  # fmt: skip
+        return False
 
     async def _serve(self, conn: Connection) -> None:
         task = asyncio.current_task()
@@ -135,6 +186,9 @@ class KafkaListener:
             log.exception("connection %s failed", conn.peer)
         finally:
             self._connections.pop(task, None)
+            address = self._admitted.pop(task, None)
+            if address is not None:
+                self._addresses.release(address)
 
     async def stop(self, grace_s: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish for up to `grace_s`, then close."""
@@ -168,6 +222,29 @@ class _Refused(asyncio.Protocol):
             peer,
             self._limit,
         )
+
+
+async def _resolve(overrides: dict[str, int]) -> dict[str, int]:
+    """The overrides by address: a host name stands for every address it resolves to
+    now (as Kafka resolves them when it starts). One that does not resolve is logged
+    and left out: its clients get the default cap, not a kop that cannot start."""
+    loop = asyncio.get_running_loop()
+    resolved: dict[str, list[str]] = {}
+    for host in overrides:
+        if not is_address(host):
+            try:
+                infos = await loop.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+            except OSError as exc:
+                log.error(
+                    "max_connections_per_ip_overrides: %s does not resolve (%s); "
+                    "its clients get max_connections_per_ip",
+                    host,
+                    exc,
+                )
+                resolved[host] = []
+                continue
+            resolved[host] = sorted({str(info[4][0]) for info in infos})
+    return with_resolved(overrides, resolved)
 
 
 def _raise_file_limit(wanted: int) -> None:

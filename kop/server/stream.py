@@ -15,6 +15,13 @@ A frame whose first byte has arrived must be whole within `receive_timeout_s`, o
 the stream ends (and the answer side, `SocketSink`, gives up on a client that takes
 no answer byte for `send_timeout_s`); the connection then closes and what it held
 is released.
+
+The stream exists from accept, its socket only from `connection_made`: at once on a
+plain listener, after the handshake on a TLS one (asyncio tells a TLS listener's
+protocol nothing before, not even a failed handshake). `admit` is asked then, once
+the client's address is known; a connection closed before its socket came (its
+set-up deadline passed during the handshake) is not waited for, and the socket is
+closed if it comes later.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+from collections.abc import Callable
 
 from kop.protocol.frames import FrameAssembler, FrameTooLarge
 from kop.server.gates import Muting, ReceiveDeadline, kernel_holds
@@ -83,6 +91,9 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         self._readable = asyncio.Event()
         self._fd = -1
         self._last_byte = self._loop.time()
+        # Whether the socket, once attached, may stay (its address's limits).
+        self.admit: Callable[[asyncio.BaseTransport], bool] = lambda transport: True
+        self._abandoned = False  # closed before its socket was attached
 
     # -- protocol callbacks ------------------------------------------------------------
 
@@ -135,6 +146,10 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
+        if self._abandoned or not self.admit(transport):
+            self._stop(ConnectionRefusedError("closed once accepted"))
+            transport.close()
+            return
         self._muting.transport = self._transport
         sock = transport.get_extra_info("socket")
         self._fd = sock.fileno() if sock is not None else -1
@@ -161,6 +176,15 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
         # stream: given back to the budget, it is soon another stream's.
         self._frames.discard()
         self._readable.set()
+
+    def close(self) -> None:
+        if self._transport is None:
+            self._abandoned = True  # no socket yet: closed when it comes
+        super().close()
+
+    async def wait_closed(self) -> None:
+        if not self._abandoned:  # else there may never be a socket to wait for
+            await super().wait_closed()
 
     def _answers_backed_up(self, backed_up: bool) -> None:
         if backed_up:

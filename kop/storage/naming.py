@@ -14,6 +14,9 @@ from dataclasses import dataclass
 _PREFIX = "persistent://"
 _KAFKA_LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _PULSAR_LOCAL_LEGAL = re.compile(r"^[a-zA-Z0-9._=:-]{1,249}$")
+# Pulsar's tenant and namespace names (NamedEntity), ASCII only: nothing a REST path
+# or a URL decoder could read as another name (`%2F`, `..`).
+_PULSAR_NAME_LEGAL = re.compile(r"^[a-zA-Z0-9._=:-]{1,128}$")
 PARTITION_SUFFIX = "-partition-"
 
 
@@ -54,7 +57,12 @@ class PulsarTopic:
 def resolve(kafka_name: str, default: Namespace) -> PulsarTopic:
     if kafka_name.startswith(_PREFIX):
         parts = kafka_name[len(_PREFIX) :].split("/")
-        if len(parts) != 3 or not all(parts) or not _PULSAR_LOCAL_LEGAL.match(parts[2]):
+        if (
+            len(parts) != 3
+            or not all(map(_PULSAR_NAME_LEGAL.match, parts[:2]))
+            or not _PULSAR_LOCAL_LEGAL.match(parts[2])
+            or any(p in (".", "..") for p in parts)
+        ):
             raise InvalidTopicName(f"{kafka_name!r} is not persistent://tenant/namespace/topic")
         return PulsarTopic(Namespace(parts[0], parts[1]), parts[2], kafka_name)
     if not _KAFKA_LEGAL.match(kafka_name) or kafka_name in (".", ".."):

@@ -7,11 +7,12 @@ as a partition leader asks the coordinator under KIP-890), or its implicit add t
 
 A request goes to the other instance's PLAINTEXT listener (kop's inter-instance
 listener, as Kafka's inter.broker.listener) over kept connections (a few idle ones
-per instance; one found closed is replaced once), named `kop-peer-<instance>` after
-the sender's instance id, which only kop's membership topic holds: an instance takes
-these from a live instance so named (`is_peer`), or from a superuser. Partitions are
-named as the coordinator records them, (partition topic, Kafka index), a marker's
-topic by the Kafka name any instance resolves (`kafka_name`).
+per instance; one found closed is replaced once). Each connection first proves it
+is a kop instance of this cluster by the `KOP-PEER` SASL exchange over the cluster
+secret (kop.security.instances); an instance takes these requests only from a
+connection so proven (`is_peer`), or from a superuser, never by a client id.
+Partitions are named as the coordinator records them, (partition topic, Kafka
+index), a marker's topic by the Kafka name any instance resolves (`kafka_name`).
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
-from kop.protocol.messages import build
+from kop.protocol.messages import ApiKey, build
+from kop.security.instances import PEER_MECHANISM, ClusterSecret, final_message, first_message
+from kop.security.instances import is_instance as is_peer
 from kop.storage.types import StorageError
 from kop.txn.state import Partition
 
-PEER_PREFIX = "kop-peer-"
+PEER_PREFIX = "kop-peer-"  # the client id of kop's requests (for logs, never trusted)
 WRITE_TXN_MARKERS, MARKERS_VERSION = 27, 1
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
 _SIZE = struct.Struct(">i")
@@ -47,11 +50,7 @@ def kafka_name(partition_topic: str) -> str:
     return re.sub(r"-partition-\d+$", "", partition_topic)
 
 
-def is_peer(client_id: str | None, live: Iterable[Member]) -> bool:
-    """A request from another live kop instance (by the client id it names itself by)."""
-    client = client_id or ""
-    instance = client[len(PEER_PREFIX) :]
-    return client.startswith(PEER_PREFIX) and any(m.instance == instance for m in live)
+__all__ = ["PeerUnreachable", "Peers", "is_peer", "kafka_name"]
 
 
 class PeerUnreachable(Exception):
@@ -63,8 +62,11 @@ KEPT_IDLE = 4  # connections kept open per instance between requests
 
 
 class Peers:
-    def __init__(self, ownership: Ownership, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, ownership: Ownership, secret: ClusterSecret | None = None, timeout_s: float = 10.0
+    ) -> None:
         self._ownership = ownership
+        self._secret = secret  # None: no proof to give (the others refuse these requests)
         self._timeout_s = timeout_s
         self._idle: dict[tuple[str, int], list[Connection]] = {}
         self._correlation = 0
@@ -146,6 +148,8 @@ class Peers:
             kept = idle.pop() if idle else None
             connection = kept or await asyncio.open_connection(host, port)
             try:
+                if kept is None:
+                    await self._prove(connection)
                 answer = await self._exchange(connection, api, version, body)
             except BaseException as exc:
                 connection[1].close()
@@ -157,6 +161,28 @@ class Peers:
             else:
                 connection[1].close()
             return answer
+
+    async def _prove(self, connection: Connection) -> None:
+        """A new connection proves it is an instance of this cluster (KOP-PEER)."""
+        if self._secret is None:
+            return
+        instance = self._ownership.me.instance
+        shake = await self._exchange(
+            connection, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": PEER_MECHANISM}
+        )
+        if shake.error_code != 0:
+            raise ValueError(f"KOP-PEER refused: {ErrorCode(shake.error_code).name}")
+        first, nonce = first_message(instance)
+        challenge = await self._sasl_step(connection, first)
+        await self._sasl_step(connection, final_message(self._secret, instance, nonce, challenge))
+
+    async def _sasl_step(self, connection: Connection, message: bytes) -> bytes:
+        answer = await self._exchange(
+            connection, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message}
+        )
+        if answer.error_code != 0:
+            raise ValueError(f"KOP-PEER failed: {answer.error_message}")
+        return bytes(answer.auth_bytes)
 
     async def _exchange(self, connection: Connection, api: int, version: int,
                         body: dict[str, Any]) -> Any:  # fmt: skip

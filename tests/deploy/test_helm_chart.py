@@ -8,6 +8,7 @@ Pulsar credentials as files kop re-reads, a kop.toml that kop itself accepts.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -89,6 +90,9 @@ def _pod_env(rendered: Rendered, ordinal: int, tmp_path: Path, host_ip: str = ""
     fields = {"metadata.name": f"{fullname}-{ordinal}", "status.hostIP": host_ip}
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
     for var in container["env"]:
+        if "secretKeyRef" in var.get("valueFrom", {}):  # what the kubelet would read
+            env[var["name"]] = "from-" + var["valueFrom"]["secretKeyRef"]["name"]
+            continue
         source = var.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
         env[var["name"]] = fields[source] if source else var["value"]
     run = subprocess.run(container["command"], env=env, capture_output=True, text=True)
@@ -308,7 +312,17 @@ def test_service_monitor_scrapes_each_pod_once() -> None:
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     assert monitor["spec"]["endpoints"] == [
-        {"port": "admin", "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s"}
+        {
+            "port": "admin",
+            "path": "/metrics",
+            "interval": "15s",
+            "scrapeTimeout": "10s",
+            # /metrics needs the admin token (docs/security.md, "The admin HTTP API")
+            "authorization": {
+                "type": "Bearer",
+                "credentials": {"name": "kop-admin-token", "key": "token"},
+            },
+        }
     ]
     wanted = monitor["spec"]["selector"]["matchLabels"]
     selected = [
@@ -319,6 +333,62 @@ def test_service_monitor_scrapes_each_pod_once() -> None:
     assert selected == ["kop-headless"]  # one target per pod, not also the bootstrap's
     ports = [p["name"] for p in rendered.one("Service", "kop-headless")["spec"]["ports"]]
     assert "admin" in ports
+
+
+def test_the_admin_token_is_a_secret_kop_and_the_service_monitor_share(tmp_path: Path) -> None:
+    """The admin HTTP's token: made once in a Secret of the release (or a Secret of the
+    user's), given to kop as KOP_ADMIN_TOKEN (a setting, not refused) and sent by the
+    ServiceMonitor; never in the ConfigMap."""
+    rendered = render(TOKEN_TLS)
+    secret = rendered.one("Secret", "kop-admin-token")
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert len(token) == 48 and token.isalnum()
+    assert base64.b64decode(render().one("Secret", "kop-admin-token")["data"]["token"]) != token
+    ref = {"name": "kop-admin-token", "key": "token"}
+    env = {v["name"]: v for v in rendered.container["env"]}
+    assert env["KOP_ADMIN_TOKEN"]["valueFrom"] == {"secretKeyRef": ref}
+    assert _pod_env(rendered, 0, tmp_path)["KOP_ADMIN_TOKEN"] == "from-kop-admin-token"
+    assert not unknown_env({"KOP_ADMIN_TOKEN": token})
+    endpoint = rendered.one("ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["authorization"] == {"type": "Bearer", "credentials": ref}
+    assert "admin_token" not in rendered.kop_toml
+    assert "admin_token" not in rendered.one("ConfigMap")["data"]["kop.toml"]
+    mine = render(
+        TOKEN_TLS, sets=("adminToken.existingSecret=ops-tokens", "adminToken.secretKey=kop")
+    )
+    assert [s["metadata"]["name"] for s in mine.kinds("Secret")] == ["kop-cluster-secret"]
+    ref = {"name": "ops-tokens", "key": "kop"}
+    env = {v["name"]: v for v in mine.container["env"]}
+    assert env["KOP_ADMIN_TOKEN"]["valueFrom"] == {"secretKeyRef": ref}
+    assert mine.one("ServiceMonitor")["spec"]["endpoints"][0]["authorization"]["credentials"] == ref
+    run = helm("template", str(CHART), "--set", "config.admin_token=x", check=False)
+    assert run.returncode != 0 and "'not' failed" in run.stdout + run.stderr
+
+
+def test_every_pod_gets_the_same_generated_cluster_secret(tmp_path: Path) -> None:
+    """Several instances refuse to start without one cluster secret: the chart makes it once
+    (48 random characters, kept across upgrades), hands it to every pod as
+    KOP_CLUSTER_SECRET from the Secret, and never writes it into the ConfigMap; a Secret of
+    the user's replaces it, and `config.cluster_secret` (which would land in the
+    ConfigMap) is refused."""
+    rendered = render(sets=("replicaCount=3",))
+    secret = rendered.one("Secret", "kop-cluster-secret")
+    value = base64.b64decode(secret["data"]["secret"]).decode()
+    assert len(value) == 48 and value.isalnum()
+    assert base64.b64decode(render().one("Secret", "kop-cluster-secret")["data"]["secret"]) != value
+    env = {v["name"]: v for v in rendered.container["env"]}
+    ref = {"name": "kop-cluster-secret", "key": "secret"}
+    assert env["KOP_CLUSTER_SECRET"]["valueFrom"] == {"secretKeyRef": ref}
+    pods = [_pod_env(rendered, n, tmp_path)["KOP_CLUSTER_SECRET"] for n in range(3)]
+    assert pods == ["from-kop-cluster-secret"] * 3
+    assert load_config(environ={"KOP_CLUSTER_SECRET": value}).cluster_secret is not None
+    assert "cluster_secret" not in rendered.one("ConfigMap")["data"]["kop.toml"]
+    mine = render(sets=("clusterSecret.existingSecret=ops", "clusterSecret.secretKey=kop"))
+    assert [s["metadata"]["name"] for s in mine.kinds("Secret")] == ["kop-admin-token"]
+    env = {v["name"]: v for v in mine.container["env"]}
+    assert env["KOP_CLUSTER_SECRET"]["valueFrom"] == {"secretKeyRef": {"name": "ops", "key": "kop"}}
+    run = helm("template", str(CHART), "--set", "config.cluster_secret=x", check=False)
+    assert run.returncode != 0 and "'not' failed" in run.stdout + run.stderr
 
 
 def test_bootstrap_service() -> None:
@@ -399,6 +469,7 @@ def test_notes(tmp_path: Path) -> None:
     assert "bootstrap.servers=kop.kafka.svc:9092" in notes
     assert "kop-0.kop-headless.kafka.svc:9092" in notes
     assert "With replicaCount: 3 the others" in notes  # one instance: no failover
+    assert "get secret kop-admin-token -o jsonpath='{.data.token}' | base64 -d" in notes
     three = _notes(tmp_path / "three", "replicaCount=3")
     assert "replicaCount: 3" not in three
     assert "kop-2.kop-headless.kafka.svc:9092" in three

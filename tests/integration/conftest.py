@@ -63,6 +63,8 @@ class KopProcess:
             "KOP_SYSTEM_NAMESPACE": f"public/__kop-it-{uuid.uuid4().hex[:8]}",
             **env,
         }
+        # Processes of one system namespace are one cluster: they share its secret.
+        self.env.setdefault("KOP_CLUSTER_SECRET", f"it-secret-{self.env['KOP_SYSTEM_NAMESPACE']}")
         self.log_path = log_dir / f"kop-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 

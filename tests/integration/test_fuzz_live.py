@@ -38,6 +38,9 @@ def fuzzed_kop(pulsar: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         # a limit, one CreateTopics asked Pulsar for 23,817,936 partitions).
         KOP_MAX_PARTITIONS_PER_TOPIC="8",
         KOP_MAX_PARTITIONS_TOTAL="64",
+        # The fuzzer reconnects after every mutant kop refuses: hundreds of connections
+        # a second from one address, which the per-address rate would refuse.
+        KOP_MAX_CONNECTION_CREATION_RATE_PER_IP="100000",
     )
     gateway.start()
     yield gateway

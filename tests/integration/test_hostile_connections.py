@@ -64,6 +64,7 @@ def test_hostile_connections_are_closed_and_a_client_beside_them_is_served(
         tmp_path,
         KOP_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
         KOP_IDLE_TIMEOUT_S="8",
+        KOP_CONNECTION_SETUP_TIMEOUT_S="60",  # the silent ones meet the idle timeout
         KOP_REQUEST_RECEIVE_TIMEOUT_S="4",
         KOP_RESPONSE_SEND_TIMEOUT_S="4",
     )

@@ -16,6 +16,9 @@ from kop.config import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from tests.sim.memory_admin import MemoryBackend
 
+# What several in-process instances share to prove to each other they are kop's.
+CLUSTER_SECRET = "unit-tests-cluster-secret"
+
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -255,6 +255,9 @@ async def test_a_revoke_in_pulsar_holds_within_the_refresh_bound(tmp_path: Path)
             assert time.monotonic() < deadline, "revoke not in force after 5 s"
 
 
+ADMIN_TOKEN = "admin-http-token-of-the-tests"
+
+
 def admin_get(port: int, path: str, token: str | None) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
@@ -268,8 +271,10 @@ def admin_get(port: int, path: str, token: str | None) -> tuple[int, Any]:
 
 
 async def test_the_admin_http_shows_a_role_what_it_may_see(tmp_path: Path) -> None:
+    """A role sees its own groups and topics; /metrics and /v1/instances (every
+    tenant's) only a superuser or the admin token; without a bearer only the probes."""
     port = free_port()
-    async with two_tenants(tmp_path, admin_port=port) as c:
+    async with two_tenants(tmp_path, admin_port=port, admin_token=ADMIN_TOKEN) as c:
         alice, eve = c.conf("alice", ACME), c.conf("eve", GLOBEX)
         await run(produce, alice, "t1", 2)
         await run(produce, eve, "secret", 2)
@@ -287,4 +292,18 @@ async def test_the_admin_http_shows_a_role_what_it_may_see(tmp_path: Path) -> No
         assert (await run(admin_get, port, theirs, token("eve")))[0] == 200
         _, topics = await run(admin_get, port, "/v1/topics", token("eve"))
         assert set(topics["partitions"]) == {"persistent://globex/main/secret-partition-0"}
-        assert (await run(admin_get, port, "/metrics", None))[0] == 200  # Prometheus needs none
+        for path in ("/healthz", "/readyz"):
+            assert (await run(admin_get, port, path, None))[0] == 200  # probes need none
+        for path in ("/metrics", "/v1/instances"):
+            assert (await run(admin_get, port, path, None))[0] == 401  # loopback or not
+            assert (await run(admin_get, port, path, token("alice")))[0] == 403
+            assert (await run(admin_get, port, path, token("root")))[0] == 200
+            assert (await run(admin_get, port, path, ADMIN_TOKEN))[0] == 200
+        _, every = await run(admin_get, port, "/v1/groups", ADMIN_TOKEN)
+        assert {g["group"] for g in every["groups"]} == {"//acme/orders/g", "//globex/main/g"}
+        assert (await run(admin_get, port, theirs, ADMIN_TOKEN))[0] == 200
+        _, topics = await run(admin_get, port, "/v1/topics", ADMIN_TOKEN)
+        assert set(topics["partitions"]) == {
+            "persistent://acme/orders/t1-partition-0",
+            "persistent://globex/main/secret-partition-0",
+        }

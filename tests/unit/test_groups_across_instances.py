@@ -22,15 +22,16 @@ from kop.app import Gateway
 from kop.config import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from tests.sim.memory_admin import MemoryBackend
-from tests.unit.memory_gateway import free_port, until
+from tests.unit.memory_gateway import CLUSTER_SECRET, free_port, until
 from tests.unit.test_subscription_mirror import _commit_ok, _produce
 
 PARTITION = "persistent://public/default/hot-partition-0"
 
 
 @contextlib.asynccontextmanager
-async def two_instances() -> AsyncIterator[tuple[Gateway, Gateway, MemoryBackend]]:
-    """(owner of PARTITION, the other one, the backend), each seeing both."""
+async def two_instances(**extra: Any) -> AsyncIterator[tuple[Gateway, Gateway, MemoryBackend]]:
+    """(owner of PARTITION, the other one, the backend), each seeing both; `extra`
+    settings for both."""
     backend = MemoryBackend()
     await backend.admin.create_partitioned(
         PulsarTopic(Namespace("public", "default"), "hot", "hot"), 1, {}
@@ -41,7 +42,7 @@ async def two_instances() -> AsyncIterator[tuple[Gateway, Gateway, MemoryBackend
             config = KopConfig(
                 listen_host="127.0.0.1", port=free_port(), admin_port=0, node_id=node,
                 heartbeat_interval_s=0.1, member_ttl_s=0.5, mirror_interval_s=0.05,
-                group_initial_rebalance_delay_ms=0,
+                group_initial_rebalance_delay_ms=0, cluster_secret=CLUSTER_SECRET, **extra,
             )  # fmt: skip
             gateway = Gateway(config, backend if node == 0 else backend.instance())
             await gateway.start()

@@ -252,7 +252,13 @@ async def test_a_quiet_connection_keeps_nothing_of_its_last_answer() -> None:
 
 
 async def test_stopped_requests_holding_the_budget_give_way_long_before_their_deadline() -> None:
-    config = {"max_queued_request_bytes": MiB, "request_receive_timeout_s": 600}
+    # The producer's first request is the large one, waiting its turn for memory: not
+    # a whole request within the set-up deadline, which is not what this is about.
+    config = {
+        "max_queued_request_bytes": MiB,
+        "request_receive_timeout_s": 600,
+        "connection_setup_timeout_s": 600,
+    }
     async with gateway_with_hot_topic(1, **config) as (gateway, _):
         holders = []
         for _ in range(3):  # most of a 1 MiB request each, then nothing

@@ -30,7 +30,7 @@ from kop.protocol.records import Record, build_batch
 from kop.storage.naming import Namespace, PulsarTopic
 from tests.sim.memory_admin import MemoryAdmin, MemoryBackend
 from tests.sim.memory_log import MemoryLog
-from tests.unit.memory_gateway import free_port, gateway_with_hot_topic
+from tests.unit.memory_gateway import CLUSTER_SECRET, free_port, gateway_with_hot_topic
 
 
 def _epoch_end(client: RawClient, current: int, epoch: int) -> tuple[str, int, int]:
@@ -148,7 +148,10 @@ def _list_at(client: RawClient, current: int, timestamp: int) -> tuple[str, int,
 async def _serve(store: MemoryLog, admin: MemoryAdmin, node: int, steps: Any) -> Any:
     """One kop instance (node id `node`) over `store`, `steps` run by a client
     against it, then the instance stopped (it hands its partitions over)."""
-    config = KopConfig(listen_host="127.0.0.1", port=free_port(), admin_port=0, node_id=node)
+    config = KopConfig(
+        listen_host="127.0.0.1", port=free_port(), admin_port=0, node_id=node,
+        cluster_secret=CLUSTER_SECRET,
+    )  # fmt: skip
     backend = MemoryBackend(store.instance())
     backend.admin = admin  # one Pulsar's topic metadata for both
     gateway = Gateway(config, backend)

@@ -13,7 +13,7 @@ from kop.config import KopConfig
 from kop.log.warmup import topic_and_index
 from kop.storage.naming import Namespace, PulsarTopic
 from tests.sim.memory_admin import MemoryBackend
-from tests.unit.memory_gateway import free_port, until
+from tests.unit.memory_gateway import CLUSTER_SECRET, free_port, until
 from tests.unit.test_subscription_mirror import _produce
 
 PARTITION = "persistent://public/default/hot-partition-0"
@@ -22,7 +22,7 @@ PARTITION = "persistent://public/default/hot-partition-0"
 def _config(node: int) -> KopConfig:
     return KopConfig(
         listen_host="127.0.0.1", port=free_port(), admin_port=0, node_id=node,
-        heartbeat_interval_s=0.1, member_ttl_s=0.5,
+        heartbeat_interval_s=0.1, member_ttl_s=0.5, cluster_secret=CLUSTER_SECRET,
     )  # fmt: skip
 
 

@@ -60,6 +60,36 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- toJson $l }}
 {{- end }}
 
+{{/* The Secret holding the admin HTTP's bearer token (adminToken). */}}
+{{- define "kop.adminTokenSecret" -}}
+{{- .Values.adminToken.existingSecret | default (printf "%s-admin-token" (include "kop.fullname" .)) }}
+{{- end }}
+
+{{/* The Secret holding the instances' cluster secret (clusterSecret). */}}
+{{- define "kop.clusterSecretName" -}}
+{{- .Values.clusterSecret.existingSecret | default (printf "%s-cluster-secret" (include "kop.fullname" .)) }}
+{{- end }}
+
+{{/* A Secret of one random value, made at install and kept across upgrades (lookup reads
+     the value the release's Secret holds). Arguments: (list $ name key description). */}}
+{{- define "kop.generatedSecret" -}}
+{{- $ := index . 0 }}{{- $name := index . 1 }}{{- $key := index . 2 }}
+{{- $value := randAlphaNum 48 }}
+{{- with lookup "v1" "Secret" $.Release.Namespace $name }}
+{{- with index (.data | default dict) $key }}{{ $value = b64dec . }}{{ end }}
+{{- end }}
+# {{ index . 3 }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ $name }}
+  labels:
+    {{- include "kop.labels" $ | nindent 4 }}
+type: Opaque
+data:
+  {{ $key }}: {{ $value | b64enc | quote }}
+{{- end }}
+
 {{/* The Secret holding kop's Pulsar credential: token and oauth2 only. */}}
 {{- define "kop.authSecret" -}}
 {{- if has .Values.pulsar.auth.plugin (list "token" "oauth2") }}{{ .Values.pulsar.auth.secretName }}{{ end }}
