@@ -150,6 +150,7 @@ def connection_limits(c: KopConfig) -> Limits:
         max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
         max_connection_creation_rate_per_ip=c.max_connection_creation_rate_per_ip,
         connection_setup_timeout_s=c.connection_setup_timeout_s,
+        max_namespaces_per_request=c.max_namespaces_per_request,
         max_queued_request_bytes=c.max_queued_request_bytes,
         max_queued_response_bytes=c.max_queued_response_bytes,
     )

@@ -100,6 +100,7 @@ class KopConfig(ListenerSettings):
     max_connections_per_ip_overrides: str = ""
     max_connection_creation_rate_per_ip: float = Field(50.0, gt=0)
     connection_setup_timeout_s: float = Field(10.0, gt=0)
+    max_namespaces_per_request: int = Field(100, ge=1)  # other namespaces one request names
 
     @field_validator("max_connections_per_ip_overrides")
     @classmethod
@@ -134,6 +135,7 @@ class KopConfig(ListenerSettings):
     group_max_session_timeout_ms: int = Field(1_800_000, ge=1)
     group_max_size: int = Field(1000, ge=1)
     max_groups: int = Field(10_000, ge=1)
+    max_groups_per_tenant: int = Field(5_000, ge=1)  # one tenant's share of max_groups
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
     mirror_interval_s: float = Field(5.0, gt=0)
     # The mirrored subscription of group g is PREFIX + g; kop touches no other (never
@@ -144,6 +146,11 @@ class KopConfig(ListenerSettings):
     transaction_state_partitions: int = Field(16, ge=1, le=1000)  # never change it later
     transaction_max_timeout_ms: int = Field(900_000, ge=1)
     transaction_abort_check_s: float = Field(10.0, gt=0)
+    # Kafka's transactional.id.expiration.ms and its cleanup interval; kop's own cap
+    # of the transactional ids one tenant holds on an instance.
+    transactional_id_expiration_ms: int = Field(604_800_000, ge=1)
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = Field(3_600_000, ge=1)
+    max_transactional_ids_per_tenant: int = Field(100_000, ge=1)
     # The transaction.version finalized in ApiVersions (2: KIP-890 part 2; 1: clients
     # keep AddPartitionsToTxn and EndTxn keeps the epoch); the same on every instance.
     transaction_version: Literal[1, 2] = 2

@@ -28,6 +28,8 @@ def group_limits(c: KopConfig) -> GroupLimits:
         initial_rebalance_delay_ms=c.group_initial_rebalance_delay_ms,
         max_size=c.group_max_size,
         max_groups=c.max_groups,
+        max_groups_per_tenant=c.max_groups_per_tenant,
+        default_tenant=c.tenant,
     )
 
 

@@ -17,6 +17,7 @@ from kop.security.instances import ClusterSecret
 from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.txn.coordinator import TxnCoordinator
+from kop.txn.id_room import TxnLimits
 from kop.txn.markers import TxnMarkers
 from kop.txn.peers import Peers
 from kop.txn.service import TxnService
@@ -48,7 +49,15 @@ async def start_transactions(
         logs, ownership.mine, wall_ms, groups.pending, groups.offsets_topic,
         owner=ownership.owner, peers=peers,
     )  # fmt: skip
-    coordinator = TxnCoordinator(store, markers, c.transaction_max_timeout_ms, new_id, wall_ms)
+    limits = TxnLimits(
+        max_ids_per_tenant=c.max_transactional_ids_per_tenant,
+        id_expiration_ms=c.transactional_id_expiration_ms,
+        cleanup_interval_ms=c.transaction_remove_expired_transaction_cleanup_interval_ms,
+        default_tenant=c.tenant,
+    )
+    coordinator = TxnCoordinator(
+        store, markers, c.transaction_max_timeout_ms, new_id, wall_ms, limits
+    )
     scope = GroupScope(Namespace(c.tenant, c.namespace))
     service = TxnService(
         store, coordinator, ownership, c.transaction_abort_check_s, scope, peers,

@@ -157,6 +157,11 @@ class RequestContext:
     principal: Principal | None = None  # who the client authenticated as (None: nobody)
     access: Access = ALLOW_ALL  # what that principal may do
     system: Namespace | None = None  # kop's system namespace, closed to every client
+    # The namespaces other than `namespace` this request named so far, and how many it
+    # may: each costs Pulsar look-ups (its policies, its permissions) that a request
+    # naming thousands of made-up namespaces would otherwise multiply.
+    others: set[Namespace] = field(default_factory=set)
+    max_namespaces: int = 100
 
 
 def lead(services: Services, partition_topic: str) -> None:
@@ -177,7 +182,22 @@ def topic_for(ctx: RequestContext, name: str) -> PulsarTopic:
     except InvalidTopicName as exc:
         raise KafkaError(ErrorCode.invalid_topic_exception, str(exc)) from exc
     refuse_system(ctx, topic.namespace, name)
+    _count_namespace(ctx, topic.namespace, name)
     return topic
+
+
+def _count_namespace(ctx: RequestContext, ns: Namespace, name: str) -> None:
+    """A topic of one namespace more than `max_namespaces_per_request` allows is
+    INVALID_REQUEST (the rest of the request is answered as usual)."""
+    if ns == ctx.namespace or ns in ctx.others:
+        return
+    if len(ctx.others) >= ctx.max_namespaces:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            f"{name}: a request may name topics of at most {ctx.max_namespaces} other "
+            "namespaces (max_namespaces_per_request)",
+        )
+    ctx.others.add(ns)
 
 
 def refuse_system(ctx: RequestContext, ns: Namespace, name: str) -> None:

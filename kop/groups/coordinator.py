@@ -19,6 +19,7 @@ from kop.groups.membership import Membership
 from kop.groups.rebalance import Answer, Effect, JoinResult, Rebalancer, SyncResult
 from kop.groups.schedule import Schedule
 from kop.groups.syncs import Syncer
+from kop.groups.tenant_keys import HeldGroups
 from kop.groups.timers import fire
 from kop.groups.types import GroupMetadata, GroupState
 from kop.protocol.errors import ErrorCode
@@ -29,7 +30,7 @@ __all__ = ["PARKED", "Coordinator", "JoinRequest", "Limits"]
 class Coordinator:
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
-        self.groups: dict[str, Group] = {}
+        self.groups = HeldGroups(self.limits.default_tenant)
         self.effects: list[Effect] = []
         self.rebalance = Rebalancer(self.effects, self.limits.initial_rebalance_delay_ms)
         self._joins = Joiner(self.groups, self.effects, self.rebalance, self.limits)
@@ -84,6 +85,11 @@ class Coordinator:
     ) -> ErrorCode:
         self._schedule.touch(group_id)
         return self._members.commit_allowed(group_id, generation, member_id, instance_id, now_ms)
+
+    def hold(self, group_id: str, now_ms: int) -> ErrorCode:
+        code = self._members.hold(group_id, now_ms)
+        self._schedule.touch(group_id)
+        return code
 
     # -- timers -----------------------------------------------------------------------
 

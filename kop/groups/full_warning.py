@@ -26,8 +26,11 @@ class FullWarning:
             return
         if time.monotonic() - self._told_at >= FULL_WARNING_INTERVAL_S:
             self._told_at = time.monotonic()
+            limits = self._coordinator.limits
             log.warning(
                 "new group %r refused (COORDINATOR_NOT_AVAILABLE): %d groups are held, "
-                "max_groups=%d; room comes back as groups are deleted or expire",
-                group_id, len(groups), self._coordinator.limits.max_groups,
+                "%d of them its tenant's; max_groups=%d, max_groups_per_tenant=%d; room "
+                "comes back as groups are deleted or expire",
+                group_id, len(groups), groups.of_tenant(group_id), limits.max_groups,
+                limits.max_groups_per_tenant,
             )  # fmt: skip

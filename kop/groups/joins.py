@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from kop.groups.group import Group, Member
 from kop.groups.rebalance import Answer, Effect, JoinResult, Rebalancer, Store, SyncResult
+from kop.groups.tenant_keys import HeldGroups
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode
 
@@ -23,12 +24,18 @@ class Limits:
     initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
     max_size: int = 2**31 - 1  # group.max.size
     max_groups: int = 2**31 - 1  # kop's own: groups held at once (Kafka has no such bound)
+    max_groups_per_tenant: int = 2**31 - 1  # kop's own: a tenant's share of max_groups
+    default_tenant: str = ""  # the tenant of the default namespace's (bare) group ids
 
 
-def group_refused(groups: dict[str, Group], limits: Limits, group_id: str) -> bool:
-    """A group not held yet is refused while `max_groups` are (COORDINATOR_NOT_AVAILABLE:
-    retriable, so its clients go on once expiry or a deletion makes room)."""
-    return group_id not in groups and len(groups) >= limits.max_groups
+def group_refused(groups: HeldGroups, limits: Limits, group_id: str) -> bool:
+    """A group not held yet is refused while `max_groups` are, or while its tenant holds
+    `max_groups_per_tenant` (COORDINATOR_NOT_AVAILABLE: retriable, so its clients go
+    on once expiry or a deletion makes room)."""
+    if group_id in groups:
+        return False
+    full = len(groups) >= limits.max_groups
+    return full or groups.of_tenant(group_id) >= limits.max_groups_per_tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +55,7 @@ class JoinRequest:
 
 class Joiner:
     def __init__(
-        self, groups: dict[str, Group], effects: list[Effect], rebalance: Rebalancer, limits: Limits
+        self, groups: HeldGroups, effects: list[Effect], rebalance: Rebalancer, limits: Limits
     ) -> None:
         self.groups = groups
         self.effects = effects

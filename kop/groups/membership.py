@@ -8,6 +8,7 @@ from __future__ import annotations
 from kop.groups.group import Group
 from kop.groups.joins import Limits, group_refused
 from kop.groups.rebalance import Rebalancer
+from kop.groups.tenant_keys import HeldGroups
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode
 
@@ -37,7 +38,7 @@ def unknown_member(g: Group, member_id: str, instance_id: str | None) -> ErrorCo
 
 
 class Membership:
-    def __init__(self, groups: dict[str, Group], rebalance: Rebalancer, limits: Limits) -> None:
+    def __init__(self, groups: HeldGroups, rebalance: Rebalancer, limits: Limits) -> None:
         self.groups = groups
         self.rebalance = rebalance
         self.limits = limits
@@ -83,6 +84,17 @@ class Membership:
             self.rebalance.remove_member(g, member_id, now_ms)
         else:
             return ErrorCode.unknown_member_id
+        return ErrorCode.none
+
+    def hold(self, group_id: str, now_ms: int) -> ErrorCode:
+        """A transactional producer outside the group commits its offsets (TxnOffsetCommit
+        with generation -1 and no member): the group needs room like any other new one,
+        or standalone transactional commits would grow the groups past every bound."""
+        if group_id in self.groups:
+            return ErrorCode.none
+        if group_refused(self.groups, self.limits, group_id):
+            return ErrorCode.coordinator_not_available
+        self.groups[group_id] = Group(group_id, state_ms=now_ms)
         return ErrorCode.none
 
     def commit_allowed(

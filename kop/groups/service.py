@@ -197,6 +197,8 @@ class GroupService:
                     group_id, generation, member_id, instance_id, now
                 )
             )
+        else:  # a transactional producer outside the group: it still needs room
+            code = self._driver.now(lambda now: self.coordinator.hold(group_id, now))
         self._full.tell(group_id, code)
         if code is not ErrorCode.none or not offsets:
             return code

@@ -12,12 +12,23 @@ from typing import Any
 
 from kop.security.errors import AuthenticationFailed
 from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
-from kop.security.scram import ScramCredential, password_matches
+from kop.security.scram import (
+    MIN_ITERATIONS,
+    ScramCredential,
+    from_salted_password,
+    password_matches,
+)
 from kop.storage.credentials import CredentialStore
 
 log = logging.getLogger(__name__)
 
 Users = dict[str, dict[str, ScramCredential]]
+
+# What a PLAIN password of a user who does not exist is hashed against: the cost of a
+# user made with Kafka's defaults (SCRAM-SHA-512, 4,096 iterations), so the time of a
+# refusal does not tell whether the user exists. It matches no password (its stored
+# key is not of any salted password's making, and the answer is ignored).
+_DECOY = from_salted_password(SCRAM_SHA_512, bytes(64), bytes(32), MIN_ITERATIONS)
 
 
 class ScramUsers:
@@ -53,6 +64,8 @@ class ScramUsers:
                 if password_matches(mechanism, cred, password):
                     return user
                 break
+        else:
+            password_matches(SCRAM_SHA_512, _DECOY, password)  # as long as a real refusal
         raise AuthenticationFailed(f"PLAIN password of {user!r} refused")
 
     def describe(self, users: list[str] | None) -> dict[str, dict[str, int]]:

@@ -71,6 +71,7 @@ class PeerExchange:
     `kop.security.mechanisms`). The principal names the instance it proved to be."""
 
     name = PEER_MECHANISM
+    costly = False  # one HMAC
 
     def __init__(self, secret: ClusterSecret, namespace: Namespace) -> None:
         self._secret = secret

@@ -34,6 +34,9 @@ class Step:
 
 class Mechanism(Protocol):
     name: str
+    # A step may hash a password (PBKDF2): the gatekeeper runs it off the event loop
+    # (kop.security.hashing).
+    costly: bool
 
     def step(self, client: bytes) -> Step:
         """Raises AuthenticationFailed; the exchange is then over."""
@@ -49,6 +52,7 @@ class Plain:
     namespace; the password is `token:<JWT>` (the role is the token's)."""
 
     name = PLAIN
+    costly = False
 
     def __init__(
         self,
@@ -61,6 +65,7 @@ class Plain:
         self._default = default
         self._passwords = passwords
         self._reserved = reserved  # kop's system namespace: never selected
+        self.costly = passwords is not None  # SCRAM users' passwords: PBKDF2
 
     def step(self, client: bytes) -> Step:
         try:
@@ -94,6 +99,7 @@ class OAuthBearer:
     `tenant` (`tenant` or `tenant/namespace`) selects where the client works."""
 
     name = OAUTHBEARER
+    costly = False
 
     def __init__(
         self, tokens: TokenValidator, default: Namespace, reserved: Namespace | None = None

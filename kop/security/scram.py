@@ -66,6 +66,8 @@ Lookup = Callable[[str, str], ScramCredential | None]  # (user, mechanism) -> cr
 class ScramServer:
     """One server side of an exchange: client-first, then client-final."""
 
+    costly = False  # the client did the PBKDF2; the server compares HMACs
+
     def __init__(self, mechanism: str, lookup: Lookup, namespace: Namespace, decoy_key: bytes,
                  nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24)) -> None:  # fmt: skip
         self.name = mechanism

@@ -73,6 +73,11 @@ class SaslSession:
         self._mechanism_name = ""
 
     @property
+    def costly(self) -> bool:
+        """The next SaslAuthenticate may hash a password: run it off the event loop."""
+        return self._mechanism is not None and self._mechanism.costly
+
+    @property
     def authenticated(self) -> bool:
         return self.state in (State.AUTHENTICATED, State.REAUTH)
 

@@ -77,6 +77,8 @@ class Limits:
     max_connection_creation_rate_per_ip: float = 50.0
     # From accept to the first whole request (on a SASL listener: to authentication).
     connection_setup_timeout_s: float = 10.0
+    # Namespaces other than the connection's that one request may name (full names).
+    max_namespaces_per_request: int = 100
 
 
 class _Close(Exception):
@@ -301,6 +303,7 @@ class Connection:
             gate.principal,
             gate.access,
             gate.security.system,
+            max_namespaces=self._limits.max_namespaces_per_request,
         )
         handler = HANDLERS[ApiKey(key)]
         try:

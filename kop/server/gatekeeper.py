@@ -9,10 +9,12 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kop.protocol.messages import ApiKey
 from kop.security.authorizer import ALLOW_ALL, DENY_ALL, Access, Authorizer
+from kop.security.hashing import off_loop
 from kop.security.instances import PEER_MECHANISM
 from kop.security.principal import Principal
 from kop.security.session import Answer, MechanismFactory, SaslSession, no_exchange
@@ -102,6 +104,8 @@ class Gatekeeper:
             self._session = SaslSession({}, unlisted={PEER_MECHANISM: peer})
         if api_key == ApiKey.SASL_HANDSHAKE:
             answer = self._session.handshake(str(body.mechanism))
+        elif self._session.costly:
+            answer = await off_loop(partial(self._session.authenticate, bytes(body.auth_bytes)))
         else:
             answer = self._session.authenticate(bytes(body.auth_bytes))
         if answer.failed and self.security.failure_delay_s:

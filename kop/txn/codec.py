@@ -7,7 +7,8 @@ text), the payload its state as a UTF-8 JSON object with a format version `v` (n
 
     {"v": 1, "producer_id": 4001, "epoch": 3, "last_epoch": 2, "timeout_ms": 60000,
      "state": "Ongoing", "partitions": [["persistent://public/default/orders-partition-0", 0]],
-     "started_ms": 1700000000000, "tv": 2, "next_producer_id": -1, "prev_producer_id": -1}
+     "started_ms": 1700000000000, "tv": 2, "next_producer_id": -1, "prev_producer_id": -1,
+     "updated_ms": 1700000000000}
 
 `state` is one of Kafka's names (Empty, Ongoing, PrepareCommit, PrepareAbort,
 CompleteCommit, CompleteAbort); a partition is its Pulsar topic (the topic itself
@@ -15,6 +16,8 @@ when not partitioned) and its Kafka index. A null payload is a
 tombstone: compaction forgets an id that expired. `tv` (the client transaction
 version, KIP-890), `next_producer_id` and `prev_producer_id` (a version-2 end past
 the last epoch) came later: a record without them is version 1 with neither id.
+`updated_ms` (when the change was made, for `transactional_id_expiration_ms`) came
+with issue 33: a record without it counts from when it is loaded.
 `decode` raises `MalformedRecord`, and only that, for anything it cannot read, so the
 loader skips and counts it.
 """
@@ -43,6 +46,7 @@ def encode(meta: TxnMeta) -> tuple[str, bytes]:
         "state": meta.state.value, "partitions": sorted([t, p] for t, p in meta.partitions),
         "started_ms": meta.started_ms, "tv": meta.version,
         "next_producer_id": meta.next_producer_id, "prev_producer_id": meta.prev_producer_id,
+        "updated_ms": meta.updated_ms,
     }  # fmt: skip
     return meta.txn_id, json.dumps(value, separators=(",", ":")).encode()
 
@@ -69,7 +73,7 @@ def decode(key: str, payload: bytes | None) -> TxnMeta | None:
         _int(value, "timeout_ms", key), state, frozenset((t, p) for t, p in parts),
         _int(value, "started_ms", key), _int(value, "last_epoch", key),
         _int(value, "tv", key, 1), _int(value, "next_producer_id", key, -1),
-        _int(value, "prev_producer_id", key, -1),
+        _int(value, "prev_producer_id", key, -1), _int(value, "updated_ms", key, -1),
     )  # fmt: skip
 
 

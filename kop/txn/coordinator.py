@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Protocol
 
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
+from kop.txn.id_room import IdRoom, TxnLimits
 from kop.txn.requests import Transactions
 from kop.txn.state import Decision, Partition, State, TxnMeta
 from kop.txn.store import TxnStore
@@ -38,8 +40,10 @@ class MarkerWriter(Protocol):
 class TxnCoordinator:
     def __init__(
         self, store: TxnStore, markers: MarkerWriter, max_timeout_ms: int,
-        new_id: Callable[[], int], now_ms: Callable[[], int],
+        new_id: Callable[[], int], now_ms: Callable[[], int], limits: TxnLimits | None = None,
     ) -> None:  # fmt: skip
+        self.limits = limits or TxnLimits()
+        self._ids = IdRoom(self.limits)
         self._store = store
         self._markers = markers
         self._max_timeout_ms = max_timeout_ms
@@ -54,8 +58,10 @@ class TxnCoordinator:
     async def load(self, partition: int) -> None:
         """Take the partition and finish what its last owner left unfinished."""
         metas = await self._store.load(partition)
-        tx = Transactions(self._max_timeout_ms)
-        decisions = tx.recover(metas.values())
+        tx = Transactions(self._max_timeout_ms, self.limits.default_tenant)
+        now = self.now_ms()  # a record older than `updated_ms` ages from its load
+        decisions = tx.recover(m if m.updated_ms >= 0 else replace(m, updated_ms=now)
+                               for m in metas.values())  # fmt: skip
         self._partitions[partition] = tx
         for d in decisions:  # a prepared end written again is the same record
             await self._settle(tx, d)
@@ -102,6 +108,8 @@ class TxnCoordinator:
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator, -1, -1
+        if txn_id not in tx.metas and self._ids.full(txn_id, self._partitions.values()):
+            return ErrorCode.coordinator_not_available, -1, -1
         error = await self._settle(tx, tx.init(txn_id, timeout_ms, self._new_id, expected))
         meta = tx.metas.get(txn_id)
         if error is not ErrorCode.none or meta is None:
@@ -134,12 +142,14 @@ class TxnCoordinator:
         return error, *meta.ids
 
     async def expire(self) -> None:
-        """Abort (and fence) every ongoing transaction past its timeout."""
+        """Abort (and fence) every ongoing transaction past its timeout; once per
+        cleanup interval, forget the ids finished longer than their expiration."""
         for tx in list(self._partitions.values()):
             for d in tx.expired(self.now_ms()):
                 if d.write is not None:
                     log.info("transaction of %s timed out: aborting it", d.write.txn_id)
                 await self._settle(tx, d)
+        await self._ids.forget_idle(self.now_ms(), self._partitions.values(), self._store)
 
     async def close(self) -> None:
         for partition in list(self._partitions):
@@ -150,9 +160,9 @@ class TxnCoordinator:
 
     async def _settle(self, tx: Transactions, d: Decision) -> ErrorCode:
         """Persist the decided change, apply it, start its markers; the answer."""
-        meta = d.write
-        if meta is None:
+        if d.write is None:
             return d.error
+        meta = replace(d.write, updated_ms=self.now_ms())
         try:
             await self._store.write(meta)
         except StorageError as exc:
@@ -179,6 +189,7 @@ class TxnCoordinator:
                 await self._markers.write(parts, marker)
                 done = tx.complete(txn_id).write
                 assert done is not None
+                done = replace(done, updated_ms=self.now_ms())
                 await self._store.write(done)
                 tx.apply(done)
                 return

@@ -23,6 +23,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from kop.groups.tenant_keys import TenantKeyed
 from kop.protocol.errors import ErrorCode
 
 MAX_EPOCH = 32766  # Kafka's Short.MaxValue - 1: past it a producer gets a new id
@@ -59,6 +60,9 @@ class TxnMeta:
     # preparing), and the one it had (once complete), for a retry of that end.
     next_producer_id: int = -1
     prev_producer_id: int = -1
+    # When the last change was made durable (Kafka's txnLastUpdateTimestamp): a
+    # finished id unchanged for transactional_id_expiration_ms is forgotten.
+    updated_ms: int = -1
 
     @property
     def committing(self) -> bool:
@@ -85,9 +89,9 @@ class Decision:
 class TxnTable:
     """Every transactional id this coordinator owns, and which have a change on its way."""
 
-    def __init__(self, max_timeout_ms: int) -> None:
+    def __init__(self, max_timeout_ms: int, default_tenant: str = "") -> None:
         self.max_timeout_ms = max_timeout_ms
-        self.metas: dict[str, TxnMeta] = {}
+        self.metas: TenantKeyed[TxnMeta] = TenantKeyed(default_tenant)
         self.pending: set[str] = set()
 
     def complete(self, txn_id: str) -> Decision:
@@ -113,10 +117,22 @@ class TxnTable:
             and now_ms - meta.started_ms >= meta.timeout_ms
         ]  # fmt: skip
 
+    def idle_since(self, before_ms: int) -> list[str]:
+        """The finished ids whose last change is older than `before_ms` (Kafka expires
+        an id in Empty, CompleteCommit or CompleteAbort, never one with a transaction)."""
+        finished = (State.EMPTY, State.COMPLETE_COMMIT, State.COMPLETE_ABORT)
+        return [
+            meta.txn_id
+            for meta in self.metas.values()
+            if meta.state in finished and meta.txn_id not in self.pending
+            and 0 <= meta.updated_ms < before_ms
+        ]  # fmt: skip
+
     def recover(self, metas: Iterable[TxnMeta]) -> list[Decision]:
         """After a restart: what the state topic held; the ends to finish (a prepared
         commit is committed, everything else unfinished is aborted)."""
-        self.metas = {m.txn_id: m for m in metas}
+        self.metas.clear()
+        self.metas.update((m.txn_id, m) for m in metas)
         self.pending.clear()
         out = []
         for meta in list(self.metas.values()):

@@ -12,6 +12,7 @@ from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
 from kop.txn.coordinator import TxnCoordinator
+from kop.txn.id_room import TxnLimits
 from kop.txn.state import Partition, State
 from kop.txn.store import TxnStore
 from tests.sim.clock import SimLoop
@@ -157,3 +158,52 @@ def test_a_change_that_was_not_persisted_is_not_applied(loop: SimLoop) -> None:
     meta = c.meta("t")
     assert meta is not None and meta.state is State.EMPTY
     assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is ErrorCode.none
+
+
+def test_finished_ids_expire_as_kafka_s_do_and_an_open_one_never(loop: SimLoop) -> None:
+    """Issue 33, finding 6: transactional ids never expired, so memory and the state
+    topic grew with every id ever used. Kafka's transactional.id.expiration.ms: an id
+    whose last transaction finished that long ago is forgotten (a tombstone, so the
+    next owner does not load it either); an id with a transaction open is kept."""
+    log, clock = MemoryLog(), Clock()
+    limits = TxnLimits(id_expiration_ms=1_000, cleanup_interval_ms=100)
+    ids = itertools.count(100)
+    c = TxnCoordinator(TxnStore(log, TOPIC, 1), Markers(), 60_000, lambda: next(ids), clock, limits)
+    loop.run(c.load(0), within=10)
+    _, done_pid, _ = loop.run(c.init_producer_id("done", 10_000), within=10)
+    _, open_pid, _ = loop.run(c.init_producer_id("open", 50_000), within=10)
+    assert loop.run(c.add_partitions("open", open_pid, 0, [A0]), within=10) is ErrorCode.none
+    clock.ms = 999
+    loop.run(c.expire(), within=10)
+    assert c.meta("done") is not None  # not yet
+    clock.ms = 1_200
+    loop.run(c.expire(), within=10)
+    assert c.meta("done") is None and c.meta("open") is not None
+    again = TxnCoordinator(TxnStore(log.instance(), TOPIC, 1), Markers(), 60_000,
+                           lambda: next(ids), clock, limits)  # fmt: skip
+    loop.run(again.load(0), within=10)
+    assert again.meta("done") is None and again.meta("open") is not None
+    error, pid, epoch = loop.run(again.init_producer_id("done", 10_000), within=10)
+    assert error is ErrorCode.none and (pid, epoch) != (done_pid, 1)  # a new id, epoch 0
+    assert epoch == 0
+
+
+def test_a_tenant_holds_at_most_its_share_of_transactional_ids(loop: SimLoop) -> None:
+    """Issue 33, finding 6: any producer could add transactional ids without end. A
+    tenant at max_transactional_ids_per_tenant gets COORDINATOR_NOT_AVAILABLE for a
+    new id (its own ids go on), and other tenants are not affected."""
+    limits = TxnLimits(max_ids_per_tenant=2, default_tenant="public")
+    ids = itertools.count(100)
+    c = TxnCoordinator(TxnStore(MemoryLog(), TOPIC, 1), Markers(), 60_000, lambda: next(ids),
+                       Clock(), limits)  # fmt: skip
+    loop.run(c.load(0), within=10)
+
+    def init(txn_id: str) -> ErrorCode:
+        return loop.run(c.init_producer_id(txn_id, 10_000), within=10)[0]
+
+    assert init("//evil/ns/a") is ErrorCode.none
+    assert init("//evil/other/b") is ErrorCode.none
+    assert init("//evil/ns/c") is ErrorCode.coordinator_not_available
+    assert init("//evil/ns/a") is ErrorCode.none  # an id it holds: a new epoch
+    assert init("mine") is ErrorCode.none  # bare ids: the default namespace's tenant
+    assert init("//acme/orders/t") is ErrorCode.none

@@ -36,3 +36,38 @@ async def test_a_refused_new_group_tells_the_operator_why(caplog: pytest.LogCapt
         assert await service.commit("first", -1, "", None, offsets) is ErrorCode.none
     finally:
         await service.close()
+
+
+async def test_each_tenant_has_its_share_and_transactional_commits_need_room_too() -> None:
+    """Issue 33, finding 6: max_groups was one pool for every tenant, and a
+    TxnOffsetCommit from a producer outside the group (generation -1, no member) took
+    none of it, so a role that may only consume, or a transactional producer, could
+    hold every group slot of the instance. Each tenant now holds at most
+    max_groups_per_tenant (the default namespace's bare ids count as its tenant's),
+    and a transactional commit to a new group needs room like any other."""
+    store = OffsetsStore(MemoryLog(), "persistent://public/__kop/consumer-offsets", 2)
+    limits = Limits(max_groups=10, max_groups_per_tenant=2, default_tenant="public")
+    service = GroupService(store, limits)
+    await service.start()
+    try:
+        while not service.loaded:
+            await asyncio.sleep(0.001)
+        offsets = {T: CommittedOffset(1)}
+
+        async def commit(group: str, producer: tuple[int, int] | None = None) -> ErrorCode:
+            return await service.commit(group, -1, "", None, offsets, producer=producer)
+
+        assert await commit("//evil/ns/a") is ErrorCode.none
+        assert await commit("//evil/other/b", producer=(7, 0)) is ErrorCode.none
+        refused = ErrorCode.coordinator_not_available
+        assert await commit("//evil/ns/c") is refused  # its share is held
+        assert await commit("//evil/ns/d", producer=(7, 0)) is refused
+        assert await commit("//evil/ns/a") is ErrorCode.none  # its own groups go on
+        assert await commit("mine") is ErrorCode.none  # the default namespace: "public"
+        assert await commit("//public/other/g") is ErrorCode.none
+        assert await commit("//public/other/h") is refused
+        assert await commit("//acme/orders/g") is ErrorCode.none  # every other tenant
+        assert await service.delete("//evil/ns/a") is ErrorCode.none
+        assert await commit("//evil/ns/c") is ErrorCode.none  # room again
+    finally:
+        await service.close()
