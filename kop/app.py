@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
@@ -21,7 +22,7 @@ from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
-from kop.groups_setup import start_groups
+from kop.groups_setup import OFFSETS_STATE_TOPIC, start_groups
 from kop.listener_setup import ListenerSetupError, Security, advertised
 from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
@@ -45,12 +46,13 @@ from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.security.instances import ClusterSecret
 from kop.server.connection import Limits
 from kop.server.listener import KafkaListener
+from kop.state_topics import StateTopicLost, StateTopicWatch, ensure_state_topics
 from kop.storage.credentials import CredentialStore
-from kop.storage.naming import Namespace
+from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
 from kop.txn.service import TxnService
-from kop.txn_setup import start_transactions
+from kop.txn_setup import STATE_TOPIC, start_transactions
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,24 @@ class PulsarBackend:
             await self._pulsar_admin.close()
 
 
+async def state_topics(
+    c: KopConfig, admin: StorageAdmin, lost: Callable[[str, bool], None]
+) -> StateTopicWatch:
+    """The offsets and transaction state topics, made on the first start and checked on
+    every other (kop.state_topics); a StartupError if one was deleted or replaced."""
+    tenant, namespace = c.system_namespace.split("/")
+    ns = Namespace(tenant, namespace)
+    offsets = PulsarTopic(ns, OFFSETS_STATE_TOPIC, OFFSETS_STATE_TOPIC)
+    txn = PulsarTopic(ns, STATE_TOPIC, STATE_TOPIC)
+    pair = ((offsets, c.offsets_topic_partitions), (txn, c.transaction_state_partitions))
+    try:
+        ids = await ensure_state_topics(admin, pair, c.recreate_lost_state_topics)
+    except StateTopicLost as exc:
+        raise StartupError(str(exc)) from None
+    topics = {OFFSETS_STATE_TOPIC: offsets, STATE_TOPIC: txn}
+    return StateTopicWatch(admin, topics, ids, lost)
+
+
 def connection_limits(c: KopConfig) -> Limits:
     return Limits(
         max_request_bytes=c.max_request_bytes,
@@ -204,6 +224,7 @@ class Gateway:
         self._listener: KafkaListener | None = None
         self._http: AdminServer | None = None
         self._handover: asyncio.Task[None] | None = None
+        self._state_watch: asyncio.Task[None] | None = None
         self._security: Security | None = None
         self._stopped = False
 
@@ -220,6 +241,7 @@ class Gateway:
             self.membership = await join(storage, admin, system, me, liveness, secret)
         except JoinRefused as exc:
             raise StartupError(str(exc)) from None
+        self.metrics.watch_membership(self.membership)
         return Ownership(self.membership, me)
 
     async def start(self) -> None:
@@ -265,6 +287,8 @@ class Gateway:
             handover.follow(ownership, self.logs, catalog, self.epochs.taken_elsewhere),
             name="handover",
         )
+        watch = await state_topics(c, self.backend.admin, self.metrics.state_topic_lost)
+        self._state_watch = asyncio.create_task(watch.run(), name="state-topic-watch")
         self.groups = await start_groups(
             c, self.backend.admin, storage, self.logs, catalog, ownership, self.epochs
         )
@@ -387,9 +411,10 @@ class Gateway:
         """Every partition let go (its index persisted) for its next owner."""
         if self._security is not None:
             await self._security.stop()
-        if self._handover is not None:
-            self._handover.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._handover
+        for task in (self._handover, self._state_watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.logs is not None:
             await self.logs.release(list(self.logs.owned()))

@@ -146,6 +146,9 @@ class KopConfig(ListenerSettings):
     transaction_state_partitions: int = Field(16, ge=1, le=1000)  # never change it later
     transaction_max_timeout_ms: int = Field(900_000, ge=1)
     transaction_abort_check_s: float = Field(10.0, gt=0)
+    # Start afresh when the offsets or transaction state topic was deleted or replaced
+    # under kop (kop.state_topics); without it such a start is refused.
+    recreate_lost_state_topics: bool = False
     # Kafka's transactional.id.expiration.ms and its cleanup interval; kop's own cap
     # of the transactional ids one tenant holds on an instance.
     transactional_id_expiration_ms: int = Field(604_800_000, ge=1)

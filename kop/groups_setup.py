@@ -20,6 +20,8 @@ from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.storage.types import AdminError
 
+OFFSETS_STATE_TOPIC = "consumer-offsets"  # in the system namespace
+
 
 def group_limits(c: KopConfig) -> GroupLimits:
     return GroupLimits(
@@ -60,7 +62,7 @@ async def start_groups(
     """The offsets topic (created partitioned on first start) and the coordinator,
     which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
     until done."""
-    topic = await system_topic(admin, c, "consumer-offsets", c.offsets_topic_partitions)
+    topic = await system_topic(admin, c, OFFSETS_STATE_TOPIC, c.offsets_topic_partitions)
     store = OffsetsStore(storage, topic.full, c.offsets_topic_partitions)
     scope = GroupScope(Namespace(c.tenant, c.namespace))
     mirror = None

@@ -9,8 +9,6 @@ from kop.api import transactions
 from kop.api.context import RequestContext, Response, Services
 from kop.protocol.errors import ErrorCode
 
-_MAX_EPOCH = 32766
-
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
     if request.transactional_id is not None:
@@ -22,16 +20,10 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             "producer_id": -1,
             "producer_epoch": -1,
         }
-    pid = getattr(request, "producer_id", -1)
-    epoch = getattr(request, "producer_epoch", -1)
-    if pid >= 0 and 0 <= epoch < _MAX_EPOCH:
-        # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.none,
-            "producer_id": pid,
-            "producer_epoch": epoch + 1,
-        }
+    # The id and epoch an idempotent producer names (KIP-360) are not looked at: Kafka
+    # answers every idempotent InitProducerId with a new producer id at epoch 0. Before,
+    # kop answered the named id at its epoch + 1 unchecked, so a client naming another
+    # producer's id got an epoch that fenced it (issue 33).
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.none,

@@ -32,6 +32,7 @@ class BeatDecoder:
         # -> the last one's publish time (a forged beat, or an instance without the
         # same cluster secret). Never counted as members.
         self.unproven: dict[int, int] = {}
+        self.unproven_count = 0  # every such beat read (kop_heartbeats_unproven_total)
 
     def decoded(self, got: StoredEntry | Idle) -> list[tuple[Member, int]]:
         """The beats in one entry, each with its publish time (ms, the broker's clock)."""
@@ -55,6 +56,7 @@ class BeatDecoder:
                         "is ignored", self.topic, member.node_id,
                     )  # fmt: skip
                 self.unproven[member.node_id] = msg.publish_time
+                self.unproven_count += 1
                 continue
             out.append((member, msg.publish_time))
         return out

@@ -69,6 +69,11 @@ class Membership:
         secret (forged, or an instance configured with another secret)."""
         return sorted(self._decoder.unproven)
 
+    @property
+    def unproven_count(self) -> int:
+        """How many such beats were read since the start."""
+        return self._decoder.unproven_count
+
     # -- the view ------------------------------------------------------------------
 
     def live(self) -> list[Member]:

@@ -146,6 +146,8 @@ class Appender:
         batching: bool,
     ) -> _Job:
         job = _Job(head)
+        if head.is_control and head.producer_id >= 0:
+            self._producers.check_marker(head.producer_id, head.producer_epoch)
         if job.idempotent:
             decision = await self._gate.decide(head)
             if isinstance(decision, Duplicate):

@@ -223,6 +223,17 @@ class ProducerStates(Generic[T]):
         if batch.complete:
             batch.writing = None
 
+    def check_marker(self, pid: int, epoch: int) -> None:
+        """A transaction marker of a producer epoch older than the partition has seen is
+        refused, as Kafka's partition refuses it (INVALID_PRODUCER_EPOCH): a late or
+        stale marker must not end what a later epoch wrote."""
+        state = self._producers.get(pid)
+        if state is not None and epoch < state.epoch:
+            raise KafkaError(
+                ErrorCode.invalid_producer_epoch,
+                f"marker of producer {pid} at epoch {epoch}; the partition has seen {state.epoch}",
+            )
+
     def marker(self, pid: int, epoch: int) -> None:
         """The log holds a transaction marker of the producer at `epoch`. A marker of a
         later epoch (the coordinator fenced the producer) ends the old epoch here too:

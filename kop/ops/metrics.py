@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kop.cluster.membership import Membership
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
 from kop.ops.group_metrics import GroupCollector
@@ -49,6 +50,13 @@ class Metrics:
             registry=self.registry,
         )
 
+        self._lost = Gauge(
+            "kop_state_topic_lost",
+            "1 while kop's offsets or transaction state topic is deleted or replaced under it",
+            ["topic"],
+            registry=self.registry,
+        )
+
         self.commit_latency = Histogram(
             "kop_offset_commit_seconds",
             "Time to persist an offset commit in the offsets topic",
@@ -56,8 +64,14 @@ class Metrics:
             registry=self.registry,
         )
 
+    def state_topic_lost(self, topic: str, lost: bool) -> None:
+        self._lost.labels(topic).set(1 if lost else 0)
+
     def watch(self, logs: LogManager) -> None:
         self.registry.register(_LogCollector(logs))
+
+    def watch_membership(self, membership: Membership) -> None:
+        self.registry.register(_BeatCollector(membership))
 
     def watch_readers(self, stats: ReaderStats) -> None:
         self.registry.register(_ReaderCollector(stats))
@@ -181,6 +195,22 @@ class _LogCollector(Collector):
         }
         for name, (doc, gauge) in gauges.items():
             yield GaugeMetricFamily(name, doc, value=gauge)
+
+
+class _BeatCollector(Collector):
+    """Heartbeats in the members topic not signed with this cluster's secret: forged
+    (a role that can write kop's system namespace through Pulsar), or an instance
+    started with another secret. None is ever counted as a member."""
+
+    def __init__(self, membership: Membership) -> None:
+        self._membership = membership
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "kop_heartbeats_unproven",
+            "Heartbeats read that were not signed with this cluster's secret (ignored)",
+            value=self._membership.unproven_count,
+        )
 
 
 class _ReaderCollector(Collector):

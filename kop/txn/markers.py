@@ -15,6 +15,7 @@ cannot be written now raises StorageError: the coordinator retries.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Protocol
 
@@ -22,11 +23,13 @@ from kop.cluster.member import Member
 from kop.log.entry_format import EntryFormat
 from kop.log.manager import LogManager
 from kop.protocol.control import Marker, marker_batch
-from kop.protocol.errors import KafkaError
+from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, read_header
 from kop.storage.types import StorageError
 from kop.txn.peers import Peers
 from kop.txn.state import Partition
+
+log = logging.getLogger(__name__)
 
 
 class OffsetsMarker(Protocol):
@@ -77,4 +80,9 @@ class TxnMarkers:
             done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
             await done
         except KafkaError as exc:
+            if exc.code is ErrorCode.invalid_producer_epoch:
+                # The partition has seen a later epoch of the producer: nothing is left
+                # to end there, and retrying would never succeed (Kafka drops it too).
+                log.info("marker for %s not needed: %s", name, exc)
+                return
             raise StorageError(f"marker for {name} not written: {exc}") from exc

@@ -93,9 +93,12 @@ class Peers:
             answer = await self._ask(owner, WRITE_TXN_MARKERS, MARKERS_VERSION, body)
         except PeerUnreachable as exc:
             raise StorageError(f"markers to instance {owner.node_id}: {exc}") from exc
+        # A partition that refuses the marker's epoch as stale has seen a later one:
+        # nothing is left to end there (Kafka's coordinator drops such a marker too).
+        done = (ErrorCode.none, ErrorCode.invalid_producer_epoch)
         failed = [f"{t.name}-{p.partition_index}: {p.error_code.name}"
                   for m in answer.markers for t in m.topics for p in t.partitions
-                  if p.error_code != 0]  # fmt: skip
+                  if p.error_code not in done]  # fmt: skip
         if failed:
             raise StorageError(f"instance {owner.node_id} did not write markers: {failed}")
 

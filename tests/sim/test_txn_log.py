@@ -125,3 +125,26 @@ def test_the_coordinators_markers_close_the_transaction_in_each_partition(
     with pytest.raises(StorageError):
         loop.run(markers.write(frozenset({(other, 0)}), Marker(True, PID, 0, 0)), within=10)
     assert n.partition(other).last_stable == 0
+
+
+@pytest.mark.parametrize("fmt", [EntryFormat.PULSAR, EntryFormat.KAFKA])
+def test_a_marker_of_an_older_epoch_than_the_partition_has_seen_is_refused(
+    loop: SimLoop, fmt: EntryFormat
+) -> None:
+    """Issue 33, finding 5 (the producer-epoch half): a partition took a marker of any
+    epoch, so a stale COMMIT of an epoch the coordinator had since fenced ended (and
+    made readable) what a later epoch wrote. Kafka's partition refuses a marker older
+    than the producer's epoch there (INVALID_PRODUCER_EPOCH); the coordinator that sent
+    it takes that as done (a later epoch's marker ends the transaction), not a retry."""
+    n = node(loop, MemoryLog())
+    assert n.produce(txn_batch([b"a"], seq=0, epoch=3), fmt) == 0
+    stale = n.produce(marker(commit=True, epoch=2), fmt)
+    assert isinstance(stale, KafkaError) and stale.code is ErrorCode.invalid_producer_epoch
+    assert n.partition().last_stable == 0  # still open: nothing was committed
+    assert n.produce(marker(commit=False, epoch=3), fmt) == 1
+    assert n.partition().txns.aborted(0, 2) == [Aborted(0, PID, 1)]
+    assert n.manager is not None
+    markers = TxnMarkers(n.manager, lambda name: True, lambda: TS)
+    t = "persistent://public/default/t-partition-0"
+    loop.run(markers.write(frozenset({(t, 0)}), Marker(True, PID, 2, 0)), within=10)  # done
+    assert n.partition().high_watermark == 2  # and nothing written
