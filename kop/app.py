@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
-from kop.api.context import Broker, ProducerIds, Services
+from kop.api.context import Broker, Services
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.joining import JoinRefused, Liveness, join
 from kop.cluster.membership import Membership
@@ -22,7 +22,7 @@ from kop.cluster.ownership import Ownership
 from kop.config import KopConfig
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
-from kop.groups_setup import OFFSETS_STATE_TOPIC, start_groups
+from kop.groups_setup import OFFSETS_STATE_TOPIC, start_groups, system_topic
 from kop.listener_setup import ListenerSetupError, Security, advertised
 from kop.log import handover
 from kop.log.checkpoint_store import CheckpointStore
@@ -51,6 +51,8 @@ from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
+from kop.txn.producer_ids import TOPIC as PRODUCER_IDS_TOPIC
+from kop.txn.producer_ids import ProducerIdBlocks
 from kop.txn.service import TxnService
 from kop.txn_setup import STATE_TOPIC, start_transactions
 
@@ -158,6 +160,17 @@ async def state_topics(
     return StateTopicWatch(admin, topics, ids, lost)
 
 
+async def producer_id_blocks(
+    c: KopConfig, admin: StorageAdmin, storage: MessageLog
+) -> ProducerIdBlocks:
+    """Producer ids from blocks claimed in the system namespace (kop.txn.producer_ids),
+    the first one claimed now."""
+    topic = await system_topic(admin, c, PRODUCER_IDS_TOPIC, 1)
+    blocks = ProducerIdBlocks(storage, topic.full, c.node_id)
+    await blocks.start()
+    return blocks
+
+
 def connection_limits(c: KopConfig) -> Limits:
     return Limits(
         max_request_bytes=c.max_request_bytes,
@@ -225,6 +238,7 @@ class Gateway:
         self._http: AdminServer | None = None
         self._handover: asyncio.Task[None] | None = None
         self._state_watch: asyncio.Task[None] | None = None
+        self._producer_ids: ProducerIdBlocks | None = None
         self._security: Security | None = None
         self._stopped = False
 
@@ -292,7 +306,8 @@ class Gateway:
         self.groups = await start_groups(
             c, self.backend.admin, storage, self.logs, catalog, ownership, self.epochs
         )
-        producer_ids = ProducerIds(c.node_id)
+        producer_ids = await producer_id_blocks(c, self.backend.admin, storage)
+        self._producer_ids = producer_ids
         self.txns = await start_transactions(
             c, self.backend.admin, storage, self.logs, ownership, producer_ids.next, self.groups,
             secret,
@@ -388,6 +403,7 @@ class Gateway:
             self._listener.stop if self._listener is not None else None,
             self._http.stop if self._http is not None else None,
             self.txns.close if self.txns is not None else None,
+            self._producer_ids.close if self._producer_ids is not None else None,
             self.groups.close if self.groups is not None else None,
             self.logs.close if self.logs is not None else None,
             self.epochs.close if self.epochs is not None else None,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -51,30 +51,21 @@ class Broker:
         return Member(self.node_id, self.host, self.port, instance, listeners=self.listeners)
 
 
-class ProducerIds:
-    """Producer ids unique across restarts and across instances without coordination:
-    milliseconds since the epoch, then the node id (8 bits), then a counter within
-    the millisecond (12 bits); a 4,097th id in one millisecond borrows the next one.
-    43 bits of milliseconds last past the year 2200."""
+class ProducerIdSource(Protocol):
+    def next(self) -> int:
+        """A producer id never handed out before (kop.txn.producer_ids claims them in
+        blocks through Pulsar); raises KafkaError (retriable) while none is ready."""
+        ...
 
-    def __init__(self, node_id: int = 0, clock: Callable[[], float] = time.time) -> None:
-        if not 0 <= node_id < 256:
-            raise ValueError(f"node id {node_id} is not in 0..255")
-        self._node = node_id
-        self._clock = clock
-        self._ms = 0
-        self._count = 0
+
+class CountingIds:
+    """Producer ids from a counter: for a kop without storage of its own (tests)."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count()
 
     def next(self) -> int:
-        ms = max(int(self._clock() * 1000), self._ms)
-        if ms == self._ms:
-            self._count += 1
-            if self._count == 4096:
-                ms, self._count = ms + 1, 0
-        else:
-            self._count = 0
-        self._ms = ms
-        return ms << 20 | self._node << 12 | self._count
+        return next(self._ids)
 
 
 @dataclass
@@ -88,7 +79,7 @@ class Services:
     groups: GroupService | None = None  # None: this kop coordinates no groups
     # Listed as `__consumer_offsets` (0: not listed, as when kop coordinates no groups).
     offsets_topic_partitions: int = 0
-    producer_ids: ProducerIds = field(default_factory=ProducerIds)
+    producer_ids: ProducerIdSource = field(default_factory=CountingIds)
     txns: TxnService | None = None  # None: this kop coordinates no transactions
     # Who leads what (several instances); alone, this instance leads everything.
     ownership: Ownership | None = None

@@ -7,7 +7,7 @@ from typing import Any
 
 from kop.api import transactions
 from kop.api.context import RequestContext, Response, Services
-from kop.protocol.errors import ErrorCode
+from kop.protocol.errors import ErrorCode, KafkaError
 
 
 async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
@@ -24,9 +24,10 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     # answers every idempotent InitProducerId with a new producer id at epoch 0. Before,
     # kop answered the named id at its epoch + 1 unchecked, so a client naming another
     # producer's id got an epoch that fenced it (issue 33).
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "producer_id": services.producer_ids.next(),
-        "producer_epoch": 0,
-    }
+    try:
+        pid = services.producer_ids.next()
+    except KafkaError as exc:  # the next block is on its way: the client retries
+        return {"throttle_time": 0, "error_code": exc.code, "producer_id": -1,
+                "producer_epoch": -1}  # fmt: skip
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": pid,
+            "producer_epoch": 0}  # fmt: skip

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from kop.protocol.control import Marker
-from kop.protocol.errors import ErrorCode
+from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 from kop.txn.id_room import IdRoom, TxnLimits
 from kop.txn.requests import Transactions
@@ -110,7 +110,11 @@ class TxnCoordinator:
             return ErrorCode.not_coordinator, -1, -1
         if txn_id not in tx.metas and self._ids.full(txn_id, self._partitions.values()):
             return ErrorCode.coordinator_not_available, -1, -1
-        error = await self._settle(tx, tx.init(txn_id, timeout_ms, self._new_id, expected))
+        try:
+            decision = tx.init(txn_id, timeout_ms, self._new_id, expected)
+        except KafkaError as exc:  # no producer id ready (the next block is on its way)
+            return exc.code, -1, -1
+        error = await self._settle(tx, decision)
         meta = tx.metas.get(txn_id)
         if error is not ErrorCode.none or meta is None:
             return error, -1, -1
@@ -134,7 +138,10 @@ class TxnCoordinator:
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator, -1, -1
-        d = tx.end(txn_id, producer_id, epoch, commit, version, self._new_id)
+        try:
+            d = tx.end(txn_id, producer_id, epoch, commit, version, self._new_id)
+        except KafkaError as exc:  # past the last epoch, and no producer id ready
+            return exc.code, -1, -1
         error = await self._settle(tx, d)
         meta = tx.metas.get(txn_id)
         if error is not ErrorCode.none or meta is None:
