@@ -35,6 +35,7 @@ from kop.log.receipts import ReceiptFeed
 from kop.log.retirement import CaughtUp, Retirements
 from kop.log.settings import LogSettings
 from kop.log.write_gate import Handle, WriteGate
+from kop.protocol.control import read_marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader
 from kop.storage.port import MessageLog, TopicWriter
@@ -147,7 +148,11 @@ class Appender:
     ) -> _Job:
         job = _Job(head)
         if head.is_control and head.producer_id >= 0:
-            self._producers.check_marker(head.producer_id, head.producer_epoch)
+            marker = read_marker(batch)
+            if marker is not None:
+                self._producers.check_marker(
+                    marker.producer_id, marker.producer_epoch, marker.coordinator_epoch
+                )
         if job.idempotent:
             decision = await self._gate.decide(head)
             if isinstance(decision, Duplicate):

@@ -82,7 +82,9 @@ class CountedEntries:
                 txns.batch(s.producer_id, at - s.index, s.transactional)
         marker = entry.marker
         if marker is not None:  # it ends the producer's transaction here
-            self._producers.marker(marker.producer_id, marker.producer_epoch)
+            self._producers.marker(
+                marker.producer_id, marker.producer_epoch, marker.coordinator_epoch
+            )
             if txns is not None:
                 txns.marker(marker.producer_id, item.base_offset, marker.commit)
         own = self._own.observed(stored.producer_name, stored.sequence_id, item.base_offset)

@@ -81,6 +81,14 @@ class HeldPartitions:
         finally:
             await reader.close()
 
+    def epoch(self, partition: int) -> int:
+        """The topic epoch this holder took the partition with (-1: not held): it grows
+        with every holder and the storage keeps it, so it orders holders durably (the
+        transaction coordinator's epoch, as Kafka's is its state partition's leader
+        epoch)."""
+        writer = self._held.get(self.partition_topic(partition))
+        return -1 if writer is None else writer.epoch
+
     async def read(self, partition: int, visit: Visit) -> None:
         """What the partition holds now, read to its end without taking it (for checks
         and tools; an owner loads with `load`)."""

@@ -54,6 +54,7 @@ class _Producer(Generic[T]):
     epoch: int
     batches: deque[BatchState[T]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     starts_at_zero: bool = False  # an epoch a marker began: its first batch is sequence 0
+    coordinator_epoch: int = -1  # the last marker's (Kafka's ProducerStateEntry keeps it)
 
     def find(self, first_seq: int, count: int) -> BatchState[T] | None:
         for b in self.batches:
@@ -92,6 +93,7 @@ class Snapshot(NamedTuple):
     epoch: int
     batches: list[tuple[int, int, int, int]]  # (first_seq, count, base_offset, stored)
     starts_at_zero: bool = False  # a marker began the epoch: its first batch is sequence 0
+    coordinator_epoch: int = -1  # the last marker's coordinator epoch
 
 
 class ProducerStates(Generic[T]):
@@ -117,6 +119,7 @@ class ProducerStates(Generic[T]):
                         if b.base_offset is not None
                     ],
                     state.starts_at_zero,
+                    state.coordinator_epoch,
                 )
             )
         return out
@@ -126,7 +129,10 @@ class ProducerStates(Generic[T]):
 
     def restore(self, snapshots: dict[int, Snapshot]) -> None:
         for pid, snap in snapshots.items():
-            state: _Producer[T] = _Producer(snap.epoch, starts_at_zero=snap.starts_at_zero)
+            state: _Producer[T] = _Producer(
+                snap.epoch, starts_at_zero=snap.starts_at_zero,
+                coordinator_epoch=snap.coordinator_epoch,
+            )  # fmt: skip
             for first, count, base, stored in snap.batches:
                 state.batches.append(BatchState(first, count, base, stored))
             self._producers[pid] = state
@@ -223,25 +229,41 @@ class ProducerStates(Generic[T]):
         if batch.complete:
             batch.writing = None
 
-    def check_marker(self, pid: int, epoch: int) -> None:
-        """A transaction marker of a producer epoch older than the partition has seen is
-        refused, as Kafka's partition refuses it (INVALID_PRODUCER_EPOCH): a late or
-        stale marker must not end what a later epoch wrote."""
+    def check_marker(self, pid: int, epoch: int, coordinator_epoch: int) -> None:
+        """A transaction marker from a coordinator older than the last one that wrote a
+        marker of the producer here (TRANSACTION_COORDINATOR_FENCED), or of a producer
+        epoch older than the partition has seen (INVALID_PRODUCER_EPOCH), is refused,
+        as Kafka's partition refuses them: a late or stale marker must not end what a
+        later coordinator or epoch decided."""
         state = self._producers.get(pid)
-        if state is not None and epoch < state.epoch:
+        if state is None:
+            return
+        if coordinator_epoch < state.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker of producer {pid} from coordinator epoch {coordinator_epoch}; the "
+                f"partition has seen {state.coordinator_epoch}",
+            )
+        if epoch < state.epoch:
             raise KafkaError(
                 ErrorCode.invalid_producer_epoch,
                 f"marker of producer {pid} at epoch {epoch}; the partition has seen {state.epoch}",
             )
 
-    def marker(self, pid: int, epoch: int) -> None:
+    def marker(self, pid: int, epoch: int, coordinator_epoch: int = -1) -> None:
         """The log holds a transaction marker of the producer at `epoch`. A marker of a
         later epoch (the coordinator fenced the producer) ends the old epoch here too:
-        its batches are refused from now on, and the new epoch starts at sequence 0."""
+        its batches are refused from now on, and the new epoch starts at sequence 0.
+        The highest coordinator epoch of its markers is kept."""
         state = self._producers.get(pid)
         if state is not None and epoch <= state.epoch:
+            if coordinator_epoch > state.coordinator_epoch:
+                state.coordinator_epoch = coordinator_epoch
+                self._changed.add(pid)
             return
-        self._install(pid, _Producer(epoch, starts_at_zero=True))
+        known = state.coordinator_epoch if state is not None else -1
+        self._install(pid, _Producer(epoch, starts_at_zero=True,
+                                     coordinator_epoch=max(known, coordinator_epoch)))  # fmt: skip
         self._producers.move_to_end(pid)
         self._changed.add(pid)
 
@@ -255,7 +277,8 @@ class ProducerStates(Generic[T]):
     def _state(self, pid: int, epoch: int, first_seq: int, count: int) -> BatchState[T]:
         state = self._producers.get(pid)
         if state is None or epoch > state.epoch:
-            state = _Producer(epoch)
+            known = state.coordinator_epoch if state is not None else -1
+            state = _Producer(epoch, coordinator_epoch=known)
             self._install(pid, state)
         self._producers.move_to_end(pid)
         self._changed.add(pid)

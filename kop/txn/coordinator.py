@@ -21,12 +21,14 @@ from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 from kop.txn.id_room import IdRoom, TxnLimits
+from kop.txn.peers import CoordinatorFenced
 from kop.txn.requests import Transactions
 from kop.txn.state import Decision, Partition, State, TxnMeta
 from kop.txn.store import TxnStore
 
 log = logging.getLogger(__name__)
 
+MAX_COORDINATOR_EPOCH = 2**31 - 1  # WriteTxnMarkers carries it as an int32
 RETRY_S = (0.1, 5.0)  # markers and completions are retried, backing off between these
 
 
@@ -50,6 +52,10 @@ class TxnCoordinator:
         self._new_id = new_id
         self.now_ms = now_ms
         self._partitions: dict[int, Transactions] = {}
+        # Each loaded partition's coordinator epoch: the topic epoch this instance took
+        # it with, grown by every takeover and kept by the storage. Its markers carry
+        # it, and a partition that has seen a later one refuses them.
+        self._epochs: dict[int, int] = {}
         self._ending: dict[str, asyncio.Task[None]] = {}
 
     def owns(self, txn_id: str) -> bool:
@@ -63,6 +69,7 @@ class TxnCoordinator:
         decisions = tx.recover(m if m.updated_ms >= 0 else replace(m, updated_ms=now)
                                for m in metas.values())  # fmt: skip
         self._partitions[partition] = tx
+        self._epochs[partition] = min(max(self._store.epoch(partition), 0), MAX_COORDINATOR_EPOCH)
         for d in decisions:  # a prepared end written again is the same record
             await self._settle(tx, d)
         log.info(
@@ -72,6 +79,7 @@ class TxnCoordinator:
 
     async def unload(self, partition: int) -> None:
         tx = self._partitions.pop(partition, None)
+        self._epochs.pop(partition, None)
         if tx is None:
             return
         for txn_id in list(tx.metas):
@@ -182,7 +190,8 @@ class TxnCoordinator:
         return d.error
 
     def _finish(self, tx: Transactions, meta: TxnMeta, parts: frozenset[Partition]) -> None:
-        marker = Marker(meta.committing, meta.producer_id, meta.epoch, coordinator_epoch=0)
+        epoch = self._epochs.get(self._store.partition_for(meta.txn_id), 0)
+        marker = Marker(meta.committing, meta.producer_id, meta.epoch, coordinator_epoch=epoch)
         task = asyncio.ensure_future(self._end(tx, meta.txn_id, parts, marker))
         self._ending[meta.txn_id] = task
         task.add_done_callback(lambda _t: self._ending.pop(meta.txn_id, None))
@@ -199,6 +208,9 @@ class TxnCoordinator:
                 done = replace(done, updated_ms=self.now_ms())
                 await self._store.write(done)
                 tx.apply(done)
+                return
+            except CoordinatorFenced as exc:  # a later coordinator owns the partition now
+                log.warning("ending the transaction of %s: %s; this coordinator stops", txn_id, exc)
                 return
             except (StorageError, OSError) as exc:
                 log.warning("ending the transaction of %s: %s; again in %.1fs", txn_id, exc, delay)

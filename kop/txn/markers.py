@@ -26,7 +26,7 @@ from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, read_header
 from kop.storage.types import StorageError
-from kop.txn.peers import Peers
+from kop.txn.peers import CoordinatorFenced, Peers
 from kop.txn.state import Partition
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class TxnMarkers:
             done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
             await done
         except KafkaError as exc:
+            if exc.code is ErrorCode.transaction_coordinator_fenced:
+                raise CoordinatorFenced(f"marker for {name}: {exc}") from exc
             if exc.code is ErrorCode.invalid_producer_epoch:
                 # The partition has seen a later epoch of the producer: nothing is left
                 # to end there, and retrying would never succeed (Kafka drops it too).

@@ -50,7 +50,13 @@ def kafka_name(partition_topic: str) -> str:
     return re.sub(r"-partition-\d+$", "", partition_topic)
 
 
-__all__ = ["PeerUnreachable", "Peers", "is_peer", "kafka_name"]
+__all__ = ["CoordinatorFenced", "PeerUnreachable", "Peers", "is_peer", "kafka_name"]
+
+
+class CoordinatorFenced(StorageError):
+    """A partition has taken a marker from a later coordinator of this transaction's
+    state partition: this one is stale and must stop (Kafka's
+    TRANSACTION_COORDINATOR_FENCED)."""
 
 
 class PeerUnreachable(Exception):
@@ -95,6 +101,9 @@ class Peers:
             raise StorageError(f"markers to instance {owner.node_id}: {exc}") from exc
         # A partition that refuses the marker's epoch as stale has seen a later one:
         # nothing is left to end there (Kafka's coordinator drops such a marker too).
+        codes = [p.error_code for m in answer.markers for t in m.topics for p in t.partitions]
+        if ErrorCode.transaction_coordinator_fenced in codes:
+            raise CoordinatorFenced(f"instance {owner.node_id}: a later coordinator wrote there")
         done = (ErrorCode.none, ErrorCode.invalid_producer_epoch)
         failed = [f"{t.name}-{p.partition_index}: {p.error_code.name}"
                   for m in answer.markers for t in m.topics for p in t.partitions

@@ -50,6 +50,10 @@ class TxnStore:
         await self._held.load(partition, visit)
         return metas
 
+    def epoch(self, partition: int) -> int:
+        """The coordinator epoch of a loaded partition (kop.log.held_topic)."""
+        return self._held.epoch(partition)
+
     async def write(self, meta: TxnMeta) -> None:
         key, payload = encode(meta)
         await self._held.write(key, [OutgoingMessage(payload, {}, key, None)])

@@ -13,6 +13,7 @@ from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
 from kop.txn.coordinator import TxnCoordinator
 from kop.txn.id_room import TxnLimits
+from kop.txn.peers import CoordinatorFenced
 from kop.txn.state import Partition, State
 from kop.txn.store import TxnStore
 from tests.sim.clock import SimLoop
@@ -100,7 +101,8 @@ def test_a_crash_after_the_prepare_is_finished_by_the_next_owner(loop: SimLoop) 
     second = coordinator(log.instance(), markers, clock)
     loop.run(second.load(0), within=10)
     loop.settle(1.0)
-    assert markers.written == [(frozenset({A0}), Marker(True, pid, epoch, 0))]
+    # the next owner writes with its own coordinator epoch, 1
+    assert markers.written == [(frozenset({A0}), Marker(True, pid, epoch, 1))]
     meta = second.meta("t")
     assert meta is not None and meta.state is State.COMPLETE_COMMIT
 
@@ -117,7 +119,7 @@ def test_an_open_transaction_is_aborted_by_the_next_owner_and_its_producer_fence
     second = coordinator(log.instance(), markers, clock)
     loop.run(second.load(0), within=10)
     loop.settle(1.0)
-    assert markers.written == [(frozenset({B1}), Marker(False, pid, epoch + 1, 0))]
+    assert markers.written == [(frozenset({B1}), Marker(False, pid, epoch + 1, 1))]
     assert loop.run(second.end_txn("t", pid, epoch, commit=True), within=10)[0] is (
         ErrorCode.producer_fenced
     )
@@ -207,3 +209,27 @@ def test_a_tenant_holds_at_most_its_share_of_transactional_ids(loop: SimLoop) ->
     assert init("//evil/ns/a") is ErrorCode.none  # an id it holds: a new epoch
     assert init("mine") is ErrorCode.none  # bare ids: the default namespace's tenant
     assert init("//acme/orders/t") is ErrorCode.none
+
+
+def test_a_fenced_coordinator_stops_writing_its_markers(loop: SimLoop) -> None:
+    """A partition that has taken a marker from a later coordinator refuses this one's
+    (TRANSACTION_COORDINATOR_FENCED): it is stale, so it stops instead of retrying
+    for ever, and leaves the end to the coordinator that owns the partition now."""
+    attempts: list[Marker] = []
+
+    class Fenced:
+        async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
+            attempts.append(marker)
+            raise CoordinatorFenced("a later coordinator wrote there")
+
+    ids = itertools.count(100)
+    c = TxnCoordinator(TxnStore(MemoryLog(), TOPIC, 1), Fenced(), 60_000, lambda: next(ids),
+                       Clock())  # fmt: skip
+    loop.run(c.load(0), within=10)
+    _, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
+    loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10)
+    assert loop.run(c.end_txn("t", pid, epoch, commit=True), within=10)[0] is ErrorCode.none
+    loop.settle(30.0)
+    assert len(attempts) == 1
+    meta = c.meta("t")
+    assert meta is not None and meta.state is State.PREPARE_COMMIT  # not completed here

@@ -18,6 +18,14 @@ step, once the background work has settled:
   passes an open transaction, and no transaction holds it after its timeout fired;
 - offsets are dense, markers included: every offset below the high watermark is
   one record or one marker.
+
+Every crash is a takeover by a later coordinator of the one state partition (its
+coordinator epoch is the topic epoch it took the partition with). `stale_retry`
+sends a partition again a marker an earlier coordinator wrote there (a retry stuck
+in the network, or a coordinator that lost its partition going on): once a later
+coordinator has written a marker of that producer there, the partition refuses it
+(TRANSACTION_COORDINATOR_FENCED, or INVALID_PRODUCER_EPOCH), and the reads above still
+agree with the model (issue 33, finding 5).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from hypothesis.stateful import (
 
 from kop.log.entry_format import EntryFormat
 from kop.log.settings import LogSettings
+from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import Record, build_batch, iter_records, split_batches
 from kop.txn.coordinator import TxnCoordinator
@@ -79,6 +88,18 @@ class Client:
     ended: tuple[int, int, set[str], dict[str, int]] | None = None
 
 
+class Recording:
+    """The markers each coordinator wrote, with the partitions they went to."""
+
+    def __init__(self, markers: TxnMarkers, written: list[tuple[str, Marker]]) -> None:
+        self._markers = markers
+        self._written = written
+
+    async def write(self, partitions: frozenset[tuple[str, int]], marker: Marker) -> None:
+        await self._markers.write(partitions, marker)
+        self._written.extend((name, marker) for name, _index in sorted(partitions))
+
+
 class Clock:
     def __init__(self) -> None:
         self.ms = TS
@@ -99,6 +120,7 @@ class TxnMachine(RuleBasedStateMachine):
         self.clients = {t: Client() for t in ("a", "b")}
         self.txns: list[Txn] = []
         self.values = itertools.count()
+        self.written: list[tuple[str, Marker]] = []  # (partition, marker), in order
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -112,7 +134,9 @@ class TxnMachine(RuleBasedStateMachine):
         assert self.node.manager is not None
         for p in PARTS:
             self.node.partition(p)
-        markers = TxnMarkers(self.node.manager, lambda _name: True, self.clock)
+        markers = Recording(
+            TxnMarkers(self.node.manager, lambda _name: True, self.clock), self.written
+        )
         store = TxnStore(self.log, STATE_TOPIC, 1)
         self.coordinator = TxnCoordinator(
             store, markers, 60_000, lambda: next(self.ids), self.clock
@@ -239,6 +263,30 @@ class TxnMachine(RuleBasedStateMachine):
             got = self.node.produce(data, EntryFormat.KAFKA, topic=part)
             assert isinstance(got, KafkaError), f"{part} took a late write at {got}"
             assert got.code is ErrorCode.invalid_producer_epoch, got
+
+    def _superseded(self) -> list[tuple[str, Marker]]:
+        """Markers an earlier coordinator wrote to a partition where a later one has
+        since written a marker of the same producer."""
+        out = []
+        for i, (part, old) in enumerate(self.written):
+            if any(
+                p == part and m.producer_id == old.producer_id
+                and m.coordinator_epoch > old.coordinator_epoch
+                for p, m in self.written[i + 1 :]
+            ):  # fmt: skip
+                out.append((part, old))
+        return out
+
+    @precondition(lambda self: bool(self._superseded()))
+    @rule(data=st.data())
+    def stale_retry(self, data: st.DataObject) -> None:
+        assert self.node is not None
+        self.loop.settle(SETTLE_S)
+        part, old = data.draw(st.sampled_from(self._superseded()))
+        got = self.node.produce(marker_batch(old, self.clock()), EntryFormat.KAFKA, topic=part)
+        assert isinstance(got, KafkaError), f"{part} took a stale marker {old} at {got}"
+        fenced = (ErrorCode.transaction_coordinator_fenced, ErrorCode.invalid_producer_epoch)
+        assert got.code in fenced, got
 
     @rule(ms=st.sampled_from([1_000, 6_000, 12_000]))
     def tick(self, ms: int) -> None:

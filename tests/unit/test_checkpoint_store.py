@@ -62,8 +62,13 @@ def test_an_unreadable_index_message_is_skipped_and_loading_goes_on(
 
 
 @pytest.mark.parametrize("starts_at_zero", [True, False])
-def test_a_producer_snapshot_reads_back_as_written(starts_at_zero: bool) -> None:
-    snap = Snapshot(3, [(0, 5, 40, 5)], starts_at_zero)
+@pytest.mark.parametrize("coordinator_epoch", [-1, 0, 7])
+def test_a_producer_snapshot_reads_back_as_written(
+    starts_at_zero: bool, coordinator_epoch: int
+) -> None:
+    """The last marker's coordinator epoch too (issue 33): a restarted partition still
+    refuses a stale coordinator's marker."""
+    snap = Snapshot(3, [(0, 5, 40, 5)], starts_at_zero, coordinator_epoch)
     found = _load(_msg("t-0|p7", _snapshot_body(snap)))
     assert found["t-0"].producers == {7: snap}
 
