@@ -75,12 +75,16 @@ run: pulsar-fetch
 cluster: pulsar-fetch
 	$(BIN)/kop standalone --instances 3
 
-## make test: venv + kop, lint, then the whole suite (unit + integration against a real Pulsar,
-## and the conformance quick tier against a reference Kafka), then the cluster tier: kop on a
-## two-broker cluster behind a proxy with token auth and TLS (tools/pulsar_cluster.py).
-## Kafka Streams and Kafka Connect (marker `apps`) run in it, unmodified, against kop.
-test: setup pulsar-fetch kafka-fetch kcat apps helm-tools lint
-	$(BIN)/python tools/run_tests.py $(PYTEST_ARGS)
+## make test: venv + kop, lint, the unit and simulation tiers (no Pulsar, nothing fetched: a
+## broken build is red within minutes), then what the rest needs is fetched and the rest of
+## the suite runs (integration against a real Pulsar, the Helm chart, the conformance quick
+## tier against a reference Kafka), then the cluster tier: kop on a two-broker cluster behind
+## a proxy with token auth and TLS (tools/pulsar_cluster.py). Kafka Streams and Kafka
+## Connect (marker `apps`) run in it, unmodified, against kop.
+test: setup lint
+	$(BIN)/pytest tests/unit tests/sim $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory pulsar-fetch kafka-fetch kcat apps helm-tools
+	$(BIN)/python tools/run_tests.py --ignore=tests/unit --ignore=tests/sim $(PYTEST_ARGS)
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
 ## Kafka Streams and Kafka Connect 4.3.1 (tests/integration/streams_connect): jars from Maven
