@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from kop.storage.naming import PulsarTopic
 from kop.storage.port import StorageAdmin
-from kop.storage.types import AdminError
+from kop.storage.types import AdminError, TopicInfo
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +43,13 @@ async def ensure_state_topics(
     """Both topics, created on the first start, checked on every other; their ids
     (full name -> id). Raises StateTopicLost."""
     (a, a_parts), (b, b_parts) = pair
-    infos = {t.full: await admin.topic_info(t) for t in (a, b)}
-    props = {name: dict(info.properties) if info else {} for name, info in infos.items()}
-    lost = [
-        _why(x, infos[x.full] is not None, props[x.full].get(STATE_ID), props[y.full])
-        for x, y in ((a, b), (b, a))
-    ]
-    lost = [why for why in lost if why]
+    infos, props, lost = await _look(admin, a, b)
+    if lost:
+        # Instances starting together: one may read a topic as missing, then read the
+        # other remembering it because another instance made both in between. A sibling
+        # id is written only once both topics exist with their ids, so a topic the
+        # second look (after the first saw it remembered) still misses was deleted.
+        infos, props, lost = await _look(admin, a, b)
     if lost and not recreate:
         raise StateTopicLost(
             "; ".join(lost) + ": what it held (committed offsets, transactions) is lost. "
@@ -65,6 +65,19 @@ async def ensure_state_topics(
         if props[x.full].get(SIBLING_ID) != ids[y.full]:
             await admin.update_properties(x, {SIBLING_ID: ids[y.full]})
     return ids
+
+
+async def _look(
+    admin: StorageAdmin, a: PulsarTopic, b: PulsarTopic
+) -> tuple[dict[str, TopicInfo | None], dict[str, dict[str, str]], list[str]]:
+    """Both topics as they are now, their properties, and why either is lost."""
+    infos = {t.full: await admin.topic_info(t) for t in (a, b)}
+    props = {name: dict(info.properties) if info else {} for name, info in infos.items()}
+    lost = [
+        _why(x, infos[x.full] is not None, props[x.full].get(STATE_ID), props[y.full])
+        for x, y in ((a, b), (b, a))
+    ]
+    return infos, props, [why for why in lost if why]
 
 
 def _why(topic: PulsarTopic, exists: bool, own_id: str | None, other: dict[str, str]) -> str:
@@ -94,7 +107,11 @@ async def _own(
         info = await admin.topic_info(topic)  # another instance starting made it
         own_id = info.properties.get(STATE_ID) if info else None
     if own_id is None:
-        own_id = uuid.uuid4().hex
+        # The same id whichever instance adopts it first: several starting together
+        # must agree on it (random ones did not: the last writer's won, and the others
+        # then saw "their" topic replaced). A topic made again by someone else after
+        # this has no id, so it is still told apart.
+        own_id = f"adopted:{topic.full}"
         await admin.update_properties(topic, {STATE_ID: own_id})
     return own_id
 

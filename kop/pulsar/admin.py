@@ -18,6 +18,9 @@ from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInf
 #   those entries twice and every later offset would shift;
 # - inactive topics are never deleted: Kafka topics do not vanish because nobody
 #   produced or consumed for a while (Pulsar's broker default deletes them).
+# Pulsar's media type for a partitioned topic made with its properties in one request.
+_TOPIC_METADATA = "application/vnd.partitioned-topic-metadata+json"
+
 NAMESPACE_POLICIES: dict[str, Any] = {
     "deduplication": True,
     "inactiveTopicPolicies": {
@@ -147,9 +150,15 @@ class PulsarAdmin:
     async def create_partitioned(
         self, topic: PulsarTopic, partitions: int, properties: dict[str, str]
     ) -> None:
-        await self._request("PUT", f"{topic.rest_path}/partitions", partitions)
-        if properties:
-            await self._request("PUT", f"{topic.rest_path}/properties", properties)
+        if not properties:
+            await self._request("PUT", f"{topic.rest_path}/partitions", partitions)
+            return
+        # With its properties in one request: made and then given them, an instance
+        # starting at the same moment could see the topic without them (issue 33).
+        metadata = {"partitions": partitions, "properties": properties}
+        await self._request(
+            "PUT", f"{topic.rest_path}/partitions", metadata, content_type=_TOPIC_METADATA
+        )
 
     async def update_partitions(self, topic: PulsarTopic, partitions: int) -> None:
         await self._request("POST", f"{topic.rest_path}/partitions", partitions)

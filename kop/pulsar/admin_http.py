@@ -38,14 +38,15 @@ class AdminHttp:
             self._session = None
 
     async def request(
-        self, method: str, path: str, body: Any = None, ok_missing: bool = False
-    ) -> Any:
+        self, method: str, path: str, body: Any = None, ok_missing: bool = False,
+        content_type: str = "application/json",
+    ) -> Any:  # fmt: skip
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         data = None if body is None else json.dumps(body)
         headers = await self._options.auth.http_headers()
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         ssl = self._options.ssl_context() if self._service.tls else None
         last: Exception | None = None
         for _ in self._service.hosts:

@@ -6,6 +6,9 @@ told to begin afresh; while kop runs, a metric says so. Before, a start after
 
 from __future__ import annotations
 
+import asyncio
+import random
+
 import pytest
 
 from kop.app import Gateway, StartupError
@@ -100,3 +103,37 @@ async def test_a_gateway_refuses_to_start_over_a_deleted_offsets_topic() -> None
     again = Gateway(config(recreate_lost_state_topics=True), backend.instance())
     await again.start()
     await again.stop()
+
+
+class _Interleaving:
+    """The admin as instances starting together see it: every call may let others'
+    calls run first, in an order a seed decides (`kop standalone --instances 3` in CI:
+    one instance read the offsets topic as missing, another then made both, and the
+    first read the transaction state remembering the offsets topic: "was deleted")."""
+
+    def __init__(self, admin: MemoryAdmin, seed: int) -> None:
+        self._admin = admin
+        self._random = random.Random(seed)
+
+    def __getattr__(self, name: str) -> object:
+        call = getattr(self._admin, name)
+
+        async def later(*args: object, **kwargs: object) -> object:
+            for _ in range(self._random.randrange(6)):
+                await asyncio.sleep(0)
+            return await call(*args, **kwargs)
+
+        return later
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["first start", "adopting"])
+@pytest.mark.parametrize("seed", range(40))
+async def test_instances_starting_together_agree_and_none_refuses(seed: int, legacy: bool) -> None:
+    admin = MemoryAdmin(MemoryLog())
+    if legacy:  # made by a kop before the check: each instance gives them their ids
+        await admin.create_partitioned(OFFSETS, 4, {})
+        await admin.create_partitioned(TXN, 2, {})
+    views = [_Interleaving(admin, seed * 10 + i) for i in range(3)]
+    found = await asyncio.gather(*(ensure(view, PAIR) for view in views))  # type: ignore[arg-type]
+    assert found[0] == found[1] == found[2]
+    assert (await ensure(admin, PAIR)) == found[0]  # and the next start agrees too

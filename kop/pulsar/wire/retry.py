@@ -8,7 +8,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 
-from kop.pulsar.wire.errors import PulsarWireError
+from kop.pulsar.wire.errors import ProducerFencedError, PulsarWireError
 
 
 class Backoff:
@@ -52,7 +52,10 @@ async def attach_until_closed(
             log.info("%s: attaching again took over %ss", what, timeout_s)
         except PulsarWireError as exc:
             if not exc.retriable:
-                log.error("%s failed: %s", what, exc)
+                # Fenced is another instance taking the topic over (its owner moved):
+                # the owner hears it through on_failed; not an error of this instance.
+                level = logging.WARNING if isinstance(exc, ProducerFencedError) else logging.ERROR
+                log.log(level, "%s failed: %s", what, exc)
                 on_failed(exc)
                 return
             log.info("%s: attaching again failed: %s", what, exc)
