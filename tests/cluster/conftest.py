@@ -122,3 +122,13 @@ def pulsar_cluster() -> Iterator[PulsarCluster]:
     finally:
         if started:
             subprocess.run([*TOOL, "stop"], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def tenants(
+    pulsar_cluster: PulsarCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[object]:
+    """One kop serving two tenants (tests/cluster/tenants.py), for a module's tests."""
+    from tests.cluster.tenants import serve_tenants  # it imports this module
+
+    yield from serve_tenants(pulsar_cluster, tmp_path_factory.mktemp("tenants"))
