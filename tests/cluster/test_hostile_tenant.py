@@ -195,11 +195,15 @@ def test_a_hostile_tenant_leaves_another_untouched(tenants: Tenants) -> None:
     assert not attacks.failures, attacks.failures
     print(f"\nattacks answered: { {k: dict(v) for k, v in attacks.answers.items()} }")
     _assert_refused(attacks.answers)
-    print(
+    figures = (
         f"a's transactions ({PER_TXN} records over {PARTITIONS} partitions, n={ROUNDS} each): "
         f"quiet p50 {_p(quiet, 50) * 1000:.0f} ms p99 {_p(quiet, 99) * 1000:.0f} ms; "
         f"under attack p50 {_p(loud, 50) * 1000:.0f} ms p99 {_p(loud, 99) * 1000:.0f} ms "
         f"(p99 ratio {_p(loud, 99) / _p(quiet, 99):.2f})"
+    )
+    print(figures)  # and beside kop's log, where a passing run leaves it
+    (tenants.kop.log_path.parent / "hostile-tenant-figures.txt").write_text(
+        f"{figures}\nattacks answered: { {k: dict(v) for k, v in attacks.answers.items()} }\n"
     )
 
 
