@@ -201,6 +201,7 @@ def log_settings(c: KopConfig) -> LogSettings:
         history_readers=c.history_readers,
         history_prefetch=c.history_prefetch,
         max_producers=c.max_producers,
+        max_producers_per_tenant=c.max_producers_per_tenant,
         max_uncompressed_batch_bytes=c.max_uncompressed_batch_bytes,
     )
 

@@ -125,6 +125,7 @@ class KopConfig(ListenerSettings):
     history_readers: int = Field(64, ge=1)
     history_prefetch: int = Field(100, ge=1, le=100_000)
     max_producers: int = Field(10_000, ge=1)
+    max_producers_per_tenant: int = Field(100_000, ge=1)  # across its partitions here
     retention_check_s: float = Field(300.0, gt=0)
     compaction_interval_s: float = Field(60.0, gt=0)
     # Consumer groups (Kafka's broker settings of the same meaning)

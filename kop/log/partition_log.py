@@ -32,6 +32,7 @@ from kop.log.settings import LogSettings
 from kop.log.stats import LogStats
 from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
+from kop.log.tenant_producers import TenantProducers, tenant_of
 from kop.log.txn_index import TxnIndex, TxnSnapshot
 from kop.log.write_gate import Handle
 from kop.protocol.records import BatchHeader
@@ -50,12 +51,14 @@ class Shared:
     tail_budget: TailBudget
     cursors: CursorPool
     stats: LogStats
+    producers: TenantProducers  # each tenant's idempotent producers, across its partitions
 
     @classmethod
     def for_settings(cls, settings: LogSettings) -> Shared:
         return cls(
-            TailBudget(settings.tail_buffer_bytes), CursorPool(settings.history_readers), LogStats()
-        )
+            TailBudget(settings.tail_buffer_bytes), CursorPool(settings.history_readers),
+            LogStats(), TenantProducers(settings.max_producers_per_tenant),
+        )  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -96,7 +99,9 @@ class PartitionLog:
             settings.checkpoint_interval, max_checkpoints=settings.max_checkpoints
         )
         self.tail = TailBuffer(shared.tail_budget)
-        self.producers: ProducerStates[Handle] = ProducerStates(settings.max_producers)
+        self.producers: ProducerStates[Handle] = ProducerStates(
+            settings.max_producers, shared.producers, tenant_of(topic)
+        )
         self.txns = TxnIndex()  # open and aborted transactions (read_committed)
         own = OwnWrites()
         receipts = ReceiptFeed()
@@ -165,6 +170,7 @@ class PartitionLog:
         await self.follower.stop()
         await self._shared.cursors.drop(self.topic)
         self.tail.close()
+        self.producers.close()
 
     async def _watch_retention(self) -> None:
         # Partitions opened together spread their checks over the interval.

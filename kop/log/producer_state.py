@@ -21,6 +21,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
+from kop.log.tenant_producers import TenantProducers
 from kop.protocol.errors import ErrorCode, KafkaError
 
 T = TypeVar("T")
@@ -97,10 +98,29 @@ class Snapshot(NamedTuple):
 
 
 class ProducerStates(Generic[T]):
-    def __init__(self, max_producers: int = 10_000) -> None:
+    def __init__(
+        self, max_producers: int = 10_000, share: TenantProducers | None = None, tenant: str = ""
+    ) -> None:
         self._producers: OrderedDict[int, _Producer[T]] = OrderedDict()
         self._max = max_producers
         self._changed: set[int] = set()
+        self._share = share  # the tenant's producers across its partitions
+        self._tenant = tenant
+
+    def _used(self, pid: int) -> None:
+        self._producers.move_to_end(pid)
+        if self._share is not None:
+            self._share.remember(self._tenant, self, pid)
+
+    def forget(self, pid: int) -> None:
+        """Past the tenant's share (kop.log.tenant_producers): as if never seen."""
+        if self._producers.pop(pid, None) is not None:
+            self._changed.add(pid)
+
+    def close(self) -> None:
+        """The partition closes: its producers no longer count to the tenant's share."""
+        if self._share is not None:
+            self._share.release(self._tenant, self, list(self._producers))
 
     def take_changes(self) -> dict[int, Snapshot | None]:
         """Producers changed since the last call, as snapshots (None: forgotten)."""
@@ -136,6 +156,7 @@ class ProducerStates(Generic[T]):
             for first, count, base, stored in snap.batches:
                 state.batches.append(BatchState(first, count, base, stored))
             self._producers[pid] = state
+            self._used(pid)
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -163,7 +184,7 @@ class ProducerStates(Generic[T]):
         state = self._producers.get(pid)
         if state is None:
             return Write()
-        self._producers.move_to_end(pid)
+        self._used(pid)
         if epoch < state.epoch:
             raise KafkaError(
                 ErrorCode.invalid_producer_epoch,
@@ -264,7 +285,7 @@ class ProducerStates(Generic[T]):
         known = state.coordinator_epoch if state is not None else -1
         self._install(pid, _Producer(epoch, starts_at_zero=True,
                                      coordinator_epoch=max(known, coordinator_epoch)))  # fmt: skip
-        self._producers.move_to_end(pid)
+        self._used(pid)
         self._changed.add(pid)
 
     def _install(self, pid: int, state: _Producer[T]) -> None:
@@ -273,6 +294,8 @@ class ProducerStates(Generic[T]):
         if len(self._producers) > self._max:
             evicted, _ = self._producers.popitem(last=False)
             self._changed.add(evicted)
+            if self._share is not None:
+                self._share.release(self._tenant, self, [evicted])
 
     def _state(self, pid: int, epoch: int, first_seq: int, count: int) -> BatchState[T]:
         state = self._producers.get(pid)
@@ -280,7 +303,7 @@ class ProducerStates(Generic[T]):
             known = state.coordinator_epoch if state is not None else -1
             state = _Producer(epoch, coordinator_epoch=known)
             self._install(pid, state)
-        self._producers.move_to_end(pid)
+        self._used(pid)
         self._changed.add(pid)
         batch = state.find(first_seq, count)
         if batch is None:

@@ -23,6 +23,8 @@ class LogSettings:
     # How often a compacted partition asks Pulsar to compact it (when it has new data).
     compaction_interval_s: float = 60.0
     max_producers: int = 10_000  # idempotent producers remembered per partition
+    # ... and across one tenant's partitions on this instance (kop.log.tenant_producers)
+    max_producers_per_tenant: int = 2**31 - 1
     # A `pulsar`-format batch entry larger than this is split (Pulsar refuses entries
     # past its maxMessageSize, 5 MiB by default; the rest is room for metadata).
     max_entry_bytes: int = 4 << 20

@@ -64,4 +64,3 @@ async def test_an_exhausted_block_is_answered_retriable_until_the_next_one_is_th
     ids += await _take(blocks, 5)
     assert len(set(ids)) == 15
     await blocks.close()
-
