@@ -76,12 +76,17 @@ async def join(
 def _alone_or_sealed(membership: Membership, system: Namespace, sealed: bool) -> str:
     """Why this instance may not join the others it found ("" if it may)."""
     others = [m for m in membership.live() if m.node_id != membership.me.node_id]
-    if not sealed and others:
-        other = others[0]
+    if not sealed and (others or membership.joining):
+        # One starting at the same moment counts too: each beats `joining` before it
+        # reads, so of two starting together the later sees the earlier (D18).
+        other = (
+            f"node {others[0].node_id} ({others[0].host}:{others[0].port}) is a live"
+            if others
+            else f"node {membership.joining[0]} is starting as a"
+        )
         return (
-            f"node {other.node_id} ({other.host}:{other.port}) is a live kop instance "
-            f"sharing system_namespace {system.path}: several instances need "
-            "cluster_secret (KOP_CLUSTER_SECRET), the same on each"
+            f"{other} kop instance sharing system_namespace {system.path}: several "
+            "instances need cluster_secret (KOP_CLUSTER_SECRET), the same on each"
         )
     if sealed and membership.strangers:
         return (

@@ -55,6 +55,7 @@ class Membership:
         self._seal = seal  # signs this instance's beats, checks the others'
         self._decoder = BeatDecoder(topic, seal)
         self.strangers: list[int] = []  # nodes beating unsigned when this one joined
+        self.joining: list[int] = []  # nodes that were starting when this one joined
         self._rivals: set[str] = set()  # other instances seen with this node id
         self._lease = Lease(interval_s, ttl_s, 0.0)
 
@@ -113,6 +114,8 @@ class Membership:
             age = (joined_ms - published) / 1000
             if member.state is State.LIVE and age < self._ttl_s:
                 self._heard[member.node_id] = (member, now + self._ttl_s - age)
+            elif member.state is State.JOINING and age < self._ttl_s:
+                self.joining.append(member.node_id)
         self._heard[self.me.node_id] = (self.me, now + self._ttl_s)
         self._lease = Lease(self._interval_s, self._ttl_s, now)
         self._bump()

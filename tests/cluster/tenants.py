@@ -1,7 +1,7 @@
 """Two tenants' Kafka clients through one kop on the Pulsar cluster with token
 authentication and authorization (issues 22 and 33): the kop, the tenants, and the
 client calls the tenant tests share. Each tenant `a`/`b` has its own Pulsar tenant
-with a namespace `apps`, a role that may produce and consume there, and (for `b`) an
+with a namespace `apps`, a role that may produce and consume there, and an
 admin role of its tenant; kop serves PLAINTEXT (anonymous, no grants) and SASL_SSL."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def serve_tenants(c: PulsarCluster, base: Path) -> Iterator[Tenants]:
     names = {}
     for who in ("a", "b"):
         tenant = f"tenant-{who}-{suffix}"
-        admins = [c.app_role] + ([f"admin-{who}-{suffix}"] if who == "b" else [])
+        admins = [c.app_role, f"admin-{who}-{suffix}"]  # and a role of the tenant's own
         _admin(c, "PUT", f"tenants/{tenant}", {"adminRoles": admins, "allowedClusters": [c.name]})
         _admin(c, "PUT", f"namespaces/{tenant}/apps", {})
         role = f"user-{who}-{suffix}"

@@ -6,6 +6,7 @@ secret on each."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -93,3 +94,17 @@ async def test_an_instance_with_the_secret_refuses_one_beating_without_it() -> N
 async def test_a_lone_instance_needs_no_secret() -> None:
     a = await _join(MemoryLog(), 0, None)
     assert [m.node_id for m in a.live()] == [0]
+
+
+async def test_of_two_instances_without_the_secret_starting_together_the_later_is_refused() -> None:
+    """Each first beats `joining` (which nobody counts as alive), then reads: two
+    starting at the same moment each saw the other only joining, and both ran without a
+    secret (D18's start race). The later now counts the earlier's joining beat."""
+    store = MemoryLog()
+    results = await asyncio.gather(
+        _join(store.instance(), 0, None), _join(store.instance(), 1, None),
+        return_exceptions=True,
+    )  # fmt: skip
+    refused = [r for r in results if isinstance(r, JoinRefused)]
+    assert len(refused) == 1, results
+    assert "several instances need cluster_secret" in str(refused[0])
