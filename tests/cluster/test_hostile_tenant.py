@@ -16,6 +16,7 @@ docs/security.md carry them); they are not asserted (timing is measured, not ass
 from __future__ import annotations
 
 import datetime
+import os
 import socket
 import ssl
 import statistics
@@ -23,6 +24,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jwt
@@ -167,6 +169,13 @@ def _read_committed(tenants: Tenants, topic: str, group: str, want: int) -> list
     return seen
 
 
+def _cpu(tenants: Tenants) -> float:
+    """CPU seconds kop's process has used (user + system)."""
+    assert tenants.kop.proc is not None
+    fields = Path(f"/proc/{tenants.kop.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
@@ -179,20 +188,25 @@ def test_a_hostile_tenant_leaves_another_untouched(tenants: Tenants) -> None:
     a_admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(60)
     b_admin.create_topics([NewTopic("bs-own", 1, 1)])["bs-own"].result(60)
     _a_transactional_app(tenants, topic, "ledger-app", -WARM_UP, WARM_UP)  # connections, caches
+    began = _cpu(tenants)
     quiet = _a_transactional_app(tenants, topic, "ledger-app", 0)
+    quiet_cpu = _cpu(tenants) - began
 
     attacks = Attacks()
     _start_attacks(attacks, tenants, a_topic)
+    began = _cpu(tenants)
     try:
         loud = _a_transactional_app(tenants, topic, "ledger-app", ROUNDS)
     finally:
+        loud_cpu = _cpu(tenants) - began
         attacks.join()
 
     figures = (
         f"a's transactions ({PER_TXN} records over {PARTITIONS} partitions, n={ROUNDS} each): "
         f"quiet p50 {_p(quiet, 50) * 1000:.0f} ms p99 {_p(quiet, 99) * 1000:.0f} ms; "
         f"under attack p50 {_p(loud, 50) * 1000:.0f} ms p99 {_p(loud, 99) * 1000:.0f} ms "
-        f"(p99 ratio {_p(loud, 99) / _p(quiet, 99):.2f})\n"
+        f"(p99 ratio {_p(loud, 99) / _p(quiet, 99):.2f}); kop's CPU "
+        f"{quiet_cpu / sum(quiet):.0%} of a core quiet, {loud_cpu / sum(loud):.0%} under attack\n"
         f"attacks answered: { {k: dict(v) for k, v in attacks.answers.items()} }"
     )
     print(figures)  # and beside kop's log, where a passing run leaves it
