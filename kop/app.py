@@ -225,6 +225,31 @@ def topic_catalog(c: KopConfig, admin: StorageAdmin) -> TopicCatalog:
     return TopicCatalog(admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes)
 
 
+async def admin_http(
+    c: KopConfig, metrics: Metrics, logs: LogManager, groups: GroupService, catalog: TopicCatalog,
+    ownership: Ownership, security: Security, admin: StorageAdmin,
+) -> AdminServer:  # fmt: skip
+    """The admin HTTP API, listening, or a StartupError saying why not."""
+    viewer = None
+    if security.authorizer is not None:
+        viewer = Viewer(security.authorizer, security.tokens, groups.scope)
+    try:  # admin_token: ValueError (AdminTokenError) if its file cannot be read
+        server = AdminServer(
+            metrics, logs, admin.healthy, groups=GroupReport(groups, logs, catalog),
+            ownership=ownership, viewer=viewer, admin_token=c.admin_token.get_secret_value(),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    try:
+        await server.start(c.admin_host, c.admin_port)
+    except OSError as exc:
+        await server.stop()  # the runner set up before the port was refused
+        raise StartupError(
+            f"cannot listen on admin port {c.admin_port}: {exc.strerror}; set KOP_ADMIN_PORT"
+        ) from exc
+    return server
+
+
 class Gateway:
     def __init__(self, config: KopConfig, backend: Backend | None = None) -> None:
         self.config = config
@@ -335,26 +360,10 @@ class Gateway:
         self.metrics.watch_memory(self._listener.requests, self._listener.answers)
         await self._serve(default_ns)
         if c.admin_port:
-            report = GroupReport(self.groups, self.logs, services.catalog)
-            security = self._security
-            viewer = None
-            if security is not None and security.authorizer is not None:
-                viewer = Viewer(security.authorizer, security.tokens, self.groups.scope)
-            try:  # admin_token: ValueError (AdminTokenError) if its file cannot be read
-                self._http = AdminServer(
-                    self.metrics, self.logs, self.backend.admin.healthy, groups=report,
-                    ownership=ownership, viewer=viewer,
-                    admin_token=c.admin_token.get_secret_value(),
-                )  # fmt: skip
-            except ValueError as exc:
-                raise StartupError(str(exc)) from None
-            try:
-                await self._http.start(c.admin_host, c.admin_port)
-            except OSError as exc:
-                raise StartupError(
-                    f"cannot listen on admin port {c.admin_port}: {exc.strerror}; "
-                    "set KOP_ADMIN_PORT"
-                ) from exc
+            self._http = await admin_http(
+                c, self.metrics, self.logs, self.groups, catalog, ownership, self._security,
+                self.backend.admin,
+            )  # fmt: skip
         log.info(
             "kop ready: node %d, Kafka on %s (advertised %s), admin HTTP on %d, Pulsar %s",
             c.node_id,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -16,9 +16,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from kop.config_listeners import ListenerSettings
+from kop.config_pulsar import PulsarSettings
 from kop.groups.mirror_names import DEFAULT_PREFIX, check_prefix
-from kop.pulsar.wire.service_url import ServiceUrl, ServiceUrlError
 
 # `KOP_*` variables that are not kop's settings: the tools that provision Pulsar and
 # the reference Kafka, the test and bench harnesses. Any other unknown `KOP_*`
@@ -51,7 +50,7 @@ class ConfigError(Exception):
     """A bad configuration; the message names the setting and what is wrong."""
 
 
-class KopConfig(ListenerSettings):
+class KopConfig(PulsarSettings):
     model_config = SettingsConfigDict(env_prefix="KOP_", extra="forbid")
 
     # Several instances (docs/decisions.md D15): each a unique node id (it is part of
@@ -65,8 +64,6 @@ class KopConfig(ListenerSettings):
     admin_host: str = "0.0.0.0"
     admin_port: int = Field(9094, ge=0, le=65535)
     # Pulsar
-    pulsar_service_url: str = "pulsar://localhost:6650"
-    pulsar_http_url: str = "http://localhost:8080"
     tenant: str = "public"
     namespace: str = "default"
     system_namespace: str = "public/__kop"
@@ -85,35 +82,6 @@ class KopConfig(ListenerSettings):
     # (docs/decisions.md D3)
     max_uncompressed_batch_bytes: int = Field(16 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
     max_uncompressed_entry_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, le=1 << 31)
-    # Limits and timing
-    max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024)
-    max_inflight_requests: int = Field(32, ge=1, le=10000)
-    idle_timeout_s: float = Field(600.0, gt=0)
-    # Bounded under abuse (docs/decisions.md, "Bounded under abuse"): connections, a
-    # frame's arrival, an answer's departure, request and answer bytes held in total.
-    max_connections: int = Field(1000, ge=1, le=1_000_000)
-    # Per client address (docs/decisions.md D6; kop.server.addresses): Kafka's
-    # max.connections.per.ip and its overrides (`host:count,...`, IPs or names), and
-    # KIP-612's per-IP connection_creation_rate (a second, 10 s of it at once). Then
-    # from accept to a whole request (on a SASL listener, to authentication).
-    max_connections_per_ip: int = Field(200, ge=1, le=1_000_000)
-    max_connections_per_ip_overrides: str = ""
-    max_connection_creation_rate_per_ip: float = Field(50.0, gt=0)
-    connection_setup_timeout_s: float = Field(10.0, gt=0)
-    max_namespaces_per_request: int = Field(100, ge=1)  # other namespaces one request names
-
-    @field_validator("max_connections_per_ip_overrides")
-    @classmethod
-    def _per_ip_overrides(cls, v: str) -> str:
-        from kop.server.addresses import parse_overrides  # the listener's own parser
-
-        parse_overrides(v)
-        return v
-
-    request_receive_timeout_s: float = Field(60.0, gt=0)
-    response_send_timeout_s: float = Field(60.0, gt=0)
-    max_queued_request_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024)
-    max_queued_response_bytes: int = Field(128 * 1024 * 1024, ge=1024 * 1024)
     write_timeout_s: float = Field(30.0, gt=0)
     fetch_max_wait_cap_ms: int = Field(30000, ge=0)
     fetch_max_bytes_cap: int = Field(55 * 1024 * 1024, ge=1024)  # Kafka's fetch.max.bytes
@@ -158,71 +126,14 @@ class KopConfig(ListenerSettings):
     # The transaction.version finalized in ApiVersions (2: KIP-890 part 2; 1: clients
     # keep AddPartitionsToTxn and EndTxn keeps the epoch); the same on every instance.
     transaction_version: Literal[1, 2] = 2
-    # Pulsar as our users run it: credentials, TLS, listener (Pulsar's own names:
-    # authPlugin/authParams, tlsTrustCertsFilePath, ...; docs/pulsar.md)
-    pulsar_auth_plugin: Literal["none", "token", "tls", "oauth2"] = "none"
-    pulsar_auth_params: SecretStr = SecretStr("")
-    pulsar_tls_trust_certs_file: Path | None = None
-    pulsar_tls_hostname_verification: bool = True
-    pulsar_tls_cert_file: Path | None = None
-    pulsar_tls_key_file: Path | None = None
-    pulsar_tls_allow_insecure: bool = False
-    pulsar_listener_name: str = ""
-    # Pulsar producers
-    pulsar_send_budget_bytes: int = Field(32 * 1024 * 1024, ge=1024 * 1024)
-    # Pulsar readers: bytes received and not yet taken by the log, all partitions together
-    pulsar_read_ahead_bytes: int = Field(256 * 1024 * 1024, ge=1024 * 1024)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     config_file: Path | None = None
-
-    @field_validator("pulsar_service_url")
-    @classmethod
-    def _pulsar_url(cls, v: str) -> str:
-        try:
-            ServiceUrl.parse(v)
-        except ServiceUrlError as exc:
-            raise ValueError(str(exc)) from None
-        return v
 
     @field_validator("group_subscription_prefix")
     @classmethod
     def _prefix(cls, v: str) -> str:
         return check_prefix(v)
-
-    @field_validator("pulsar_http_url")
-    @classmethod
-    def _http_url(cls, v: str) -> str:
-        try:
-            ServiceUrl.parse(v.rstrip("/"), schemes=("http", "https"))
-        except ServiceUrlError as exc:
-            raise ValueError(str(exc)) from None
-        return v
-
-    @field_validator(
-        "pulsar_tls_trust_certs_file",
-        "pulsar_tls_cert_file",
-        "pulsar_tls_key_file",
-    )
-    @classmethod
-    def _readable(cls, v: Path | None) -> Path | None:
-        if v is not None and not v.is_file():
-            raise ValueError(f"{v} is not a readable file")
-        return v
-
-    @model_validator(mode="after")
-    def _pulsar_security(self) -> KopConfig:
-        if self.pulsar_auth_plugin == "tls" and not (
-            self.pulsar_tls_cert_file and self.pulsar_tls_key_file
-        ):
-            raise ValueError(
-                "pulsar_auth_plugin=tls needs pulsar_tls_cert_file and pulsar_tls_key_file"
-            )
-        if self.pulsar_auth_plugin in ("token", "oauth2") and not self.pulsar_auth_params:
-            raise ValueError(
-                f"pulsar_auth_plugin={self.pulsar_auth_plugin} needs pulsar_auth_params"
-            )
-        return self
 
     @field_validator("system_namespace")
     @classmethod

@@ -5,9 +5,10 @@ sign), and a joiner's first read, up to its own beat."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Protocol
 
-from kop.cluster.member import MalformedBeat, Member, proof_of
+from kop.cluster.member import MalformedBeat, Member, State, proof_of
 from kop.storage import batch_layout
 from kop.storage.port import TopicReader
 from kop.storage.types import Idle, StoredEntry
@@ -76,3 +77,45 @@ async def read_to_own_beat(
                 return seen, published
             if member.node_id != me.node_id:
                 seen[member.node_id] = (member, published)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstLook:
+    """Who else was there when an instance joined, from the beats before its first."""
+
+    live: list[tuple[Member, float]]  # (member, age of its last beat in seconds)
+    joining: list[int]  # nodes starting at the same time (their last beat `joining`)
+    strangers: list[int]  # nodes beating unsigned (not with this instance's secret)
+
+
+def first_look(
+    seen: dict[int, tuple[Member, int]], unproven: dict[int, int], joined_ms: int, ttl_s: float
+) -> FirstLook:
+    """What `read_to_own_beat` found, as of the first beat's time: only beats younger
+    than the TTL count."""
+    ages = {
+        node: (member, (joined_ms - published) / 1000) for node, (member, published) in seen.items()
+    }
+    recent = {node: (m, age) for node, (m, age) in ages.items() if age < ttl_s}
+    return FirstLook(
+        live=[(m, age) for m, age in recent.values() if m.state is State.LIVE],
+        joining=sorted(node for node, (m, _) in recent.items() if m.state is State.JOINING),
+        strangers=sorted(n for n, at in unproven.items() if (joined_ms - at) / 1000 < ttl_s),
+    )
+
+
+class Rivals:
+    """Other instances beating with this instance's node id: each logged once, not once
+    a beat (the node lock keeps two live ones apart; this says what went wrong)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def heard(self, member: Member) -> None:
+        if member.instance not in self._seen:
+            self._seen.add(member.instance)
+            log.error(
+                "another kop instance (%s:%d) beats as node %d, this one's node_id: "
+                "give every instance its own",
+                member.host, member.port, member.node_id,
+            )  # fmt: skip

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable
 from dataclasses import replace
 
-from kop.cluster.beats import BeatDecoder, BeatSeal, read_to_own_beat
+from kop.cluster.beats import BeatDecoder, BeatSeal, Rivals, first_look, read_to_own_beat
 from kop.cluster.lease import Lease, Resume
 from kop.cluster.member import Member, State
 from kop.storage.port import MessageLog, TopicReader, TopicWriter
@@ -53,27 +53,13 @@ class Membership:
         self._writer: TopicWriter | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._seal = seal  # signs this instance's beats, checks the others'
-        self._decoder = BeatDecoder(topic, seal)
+        # the beats read: malformed ones, and unproven ones (not signed with this cluster
+        # secret: forged, or an instance configured with another secret), by node id
+        self.beats = BeatDecoder(topic, seal)
         self.strangers: list[int] = []  # nodes beating unsigned when this one joined
         self.joining: list[int] = []  # nodes that were starting when this one joined
-        self._rivals: set[str] = set()  # other instances seen with this node id
+        self._rivals = Rivals()  # other instances seen with this node id
         self._lease = Lease(interval_s, ttl_s, 0.0)
-
-    @property
-    def malformed(self) -> int:
-        """Messages on the topic that were not heartbeats."""
-        return self._decoder.malformed
-
-    @property
-    def unproven(self) -> list[int]:
-        """Node ids of beats this instance did not count: not signed with its cluster
-        secret (forged, or an instance configured with another secret)."""
-        return sorted(self._decoder.unproven)
-
-    @property
-    def unproven_count(self) -> int:
-        """How many such beats were read since the start."""
-        return self._decoder.unproven_count
 
     # -- the view ------------------------------------------------------------------
 
@@ -101,21 +87,15 @@ class Membership:
         await self._beat(replace(self.me, state=State.JOINING))
         reader = await self._storage.reader(self.topic, None, compacted=True)
         try:
-            seen, joined_ms = await read_to_own_beat(reader, self.me, self._decoder)
+            seen, joined_ms = await read_to_own_beat(reader, self.me, self.beats)
         except BaseException:
             await reader.close()
             raise
         now = asyncio.get_running_loop().time()
-        self.strangers = sorted(
-            node for node, published in self._decoder.unproven.items()
-            if (joined_ms - published) / 1000 < self._ttl_s
-        )  # fmt: skip
-        for member, published in seen.values():
-            age = (joined_ms - published) / 1000
-            if member.state is State.LIVE and age < self._ttl_s:
-                self._heard[member.node_id] = (member, now + self._ttl_s - age)
-            elif member.state is State.JOINING and age < self._ttl_s:
-                self.joining.append(member.node_id)
+        look = first_look(seen, self.beats.unproven, joined_ms, self._ttl_s)
+        self.strangers, self.joining = look.strangers, look.joining
+        for member, age in look.live:
+            self._heard[member.node_id] = (member, now + self._ttl_s - age)
         self._heard[self.me.node_id] = (self.me, now + self._ttl_s)
         self._lease = Lease(self._interval_s, self._ttl_s, now)
         self._bump()
@@ -172,7 +152,7 @@ class Membership:
     async def _listen(self, reader: TopicReader) -> None:
         try:
             while True:
-                for member, published in self._decoder.decoded(await reader.read()):
+                for member, published in self.beats.decoded(await reader.read()):
                     self._heard_from(member, published)
         finally:
             await reader.close()
@@ -182,13 +162,7 @@ class Membership:
             self._heard_own(member)
             return
         if member.node_id == self.me.node_id:
-            if member.instance not in self._rivals:  # once per rival, not once a beat
-                self._rivals.add(member.instance)
-                log.error(
-                    "another kop instance (%s:%d) beats as node %d, this one's node_id: "
-                    "give every instance its own",
-                    member.host, member.port, member.node_id,
-                )  # fmt: skip
+            self._rivals.heard(member)
             return
         self._lease.heard_other(member.node_id, published_ms, member.state is State.JOINING)
         known = self._heard.get(member.node_id)

@@ -63,6 +63,24 @@ class _Producer(Generic[T]):
                 return b
         return None
 
+    def snapshot(self) -> Snapshot:
+        """As persisted: the batches the log holds, not the ones still being written."""
+        stored = [
+            (b.first_seq, b.count, b.base_offset, b.stored)
+            for b in self.batches
+            if b.base_offset is not None
+        ]
+        return Snapshot(self.epoch, stored, self.starts_at_zero, self.coordinator_epoch)
+
+    @classmethod
+    def restored(cls, snap: Snapshot) -> _Producer[T]:
+        state: _Producer[T] = cls(
+            snap.epoch, starts_at_zero=snap.starts_at_zero, coordinator_epoch=snap.coordinator_epoch
+        )
+        for first, count, base, stored in snap.batches:
+            state.batches.append(BatchState(first, count, base, stored))
+        return state
+
 
 @dataclass(frozen=True, slots=True)
 class Write:
@@ -128,20 +146,7 @@ class ProducerStates(Generic[T]):
         out: dict[int, Snapshot | None] = {}
         for pid in changed:
             state = self._producers.get(pid)
-            out[pid] = (
-                None
-                if state is None
-                else Snapshot(
-                    state.epoch,
-                    [
-                        (b.first_seq, b.count, b.base_offset, b.stored)
-                        for b in state.batches
-                        if b.base_offset is not None
-                    ],
-                    state.starts_at_zero,
-                    state.coordinator_epoch,
-                )
-            )
+            out[pid] = None if state is None else state.snapshot()
         return out
 
     def return_changes(self, pids: list[int]) -> None:
@@ -149,13 +154,7 @@ class ProducerStates(Generic[T]):
 
     def restore(self, snapshots: dict[int, Snapshot]) -> None:
         for pid, snap in snapshots.items():
-            state: _Producer[T] = _Producer(
-                snap.epoch, starts_at_zero=snap.starts_at_zero,
-                coordinator_epoch=snap.coordinator_epoch,
-            )  # fmt: skip
-            for first, count, base, stored in snap.batches:
-                state.batches.append(BatchState(first, count, base, stored))
-            self._producers[pid] = state
+            self._producers[pid] = _Producer.restored(snap)
             self._used(pid)
 
     def __len__(self) -> int:

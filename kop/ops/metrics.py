@@ -209,7 +209,7 @@ class _BeatCollector(Collector):
         yield CounterMetricFamily(
             "kop_heartbeats_unproven",
             "Heartbeats read that were not signed with this cluster's secret (ignored)",
-            value=self._membership.unproven_count,
+            value=self._membership.beats.unproven_count,
         )
 
 

@@ -4,12 +4,12 @@ few lookups the message log needs (where a topic ends)."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 from kop.pulsar.admin_http import AdminHttp
+from kop.pulsar.admin_partitions import PartitionCalls
 from kop.pulsar.wire.options import ConnectOptions
 from kop.storage.naming import PARTITION_SUFFIX, Namespace, PulsarTopic
-from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
+from kop.storage.types import AdminError, StorageUnavailable, TopicInfo
 
 # What kop's semantics rest on, as namespace policies a tenant admin may set
 # (docs/pulsar.md, "What kop's role needs"):
@@ -42,7 +42,7 @@ def _covers(current: Any, wanted: Any) -> bool:
     return bool(current == wanted)
 
 
-class PulsarAdmin:
+class PulsarAdmin(PartitionCalls):
     """`http_url` may name several hosts (`http://b1:8080,b2:8080`): a request that
     cannot reach one goes to the next. Credentials and TLS trust are the wire
     client's (`options`), so one setting serves both."""
@@ -166,11 +166,6 @@ class PulsarAdmin:
     async def update_properties(self, topic: PulsarTopic, properties: dict[str, str]) -> None:
         await self._request("PUT", f"{topic.rest_path}/properties", properties)
 
-    async def stored_bytes(self, topic: str) -> int:
-        path = topic.removeprefix("persistent://")
-        stats = await self._request("GET", f"persistent/{path}/stats", ok_missing=True)
-        return int((stats or {}).get("storageSize", 0))
-
     def learn_message_size(self, size: int) -> None:
         """The broker's limit as its CONNECTED told the wire client: reading the
         broker's configuration needs a superuser, which kop's role is not."""
@@ -187,55 +182,6 @@ class PulsarAdmin:
         suffix = "/partitions" if partitioned else ""
         await self._request("DELETE", f"{topic.rest_path}{suffix}?force=true")
 
-    async def last_message_id(self, topic: str) -> tuple[int, int, int] | None:
-        """(ledger, entry, batch index) of the last stored message of a topic partition
-        (`persistent://...`), or None when it holds none."""
-        path = topic.removeprefix("persistent://")
-        found = await self._request("GET", f"persistent/{path}/lastMessageId", ok_missing=True)
-        if not isinstance(found, dict) or found.get("entryId", -1) < 0:
-            return None
-        return (int(found["ledgerId"]), int(found["entryId"]), int(found.get("batchIndex", -1)))
-
-    async def ledgers(self, topic: str) -> list[tuple[int, int]]:
-        """(ledger id, entries) of a topic partition's ledgers, oldest first, the open
-        one last: where a reader may start, for whoever splits a partition's reading."""
-        path = topic.removeprefix("persistent://")
-        stats = await self._request("GET", f"persistent/{path}/internalStats", ok_missing=True)
-        if not isinstance(stats, dict):
-            return []
-        found = [(int(d["ledgerId"]), int(d.get("entries", 0))) for d in stats.get("ledgers", [])]
-        current = int(stats.get("currentLedgerEntries", 0))
-        if found:
-            found[-1] = (found[-1][0], max(found[-1][1], current))
-        return found
-
-    async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
-        path = _subscription_path(topic, name)
-        body = (
-            _LATEST
-            if at is None
-            else {
-                "ledgerId": at.ledger,
-                "entryId": at.entry,
-                "partitionIndex": -1,
-                "batchIndex": at.batch,
-            }
-        )
-        try:
-            await self._request("PUT", path, body)
-        except AdminError as exc:
-            if exc.status != 409:  # it exists: move it
-                raise
-            await self._request("POST", f"{path}/resetcursor", {**body, "isExcluded": False})
-
-    async def delete_subscription(self, topic: str, name: str) -> None:
-        path = _subscription_path(topic, name)
-        await self._request("DELETE", f"{path}?force=true", ok_missing=True)
-
-    async def subscriptions(self, topic: str) -> list[str]:
-        path = f"persistent/{topic.removeprefix('persistent://')}/subscriptions"
-        return [str(name) for name in await self._request("GET", path, ok_missing=True) or []]
-
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int
     ) -> None:
@@ -246,18 +192,6 @@ class PulsarAdmin:
             f"{topic.rest_path}/retention",
             {"retentionTimeInMinutes": minutes, "retentionSizeInMB": megabytes},
         )
-
-
-def _subscription_path(topic: str, name: str) -> str:
-    """Pulsar decodes a subscription in a path twice (the web server, then its
-    `Codec.decode`, a form decoder): once-encoded, a `+` became a space and a `%`
-    was refused."""
-    encoded = quote(quote_plus(name, safe=""), safe="")
-    return f"persistent/{topic.removeprefix('persistent://')}/subscription/{encoded}"
-
-
-# MessageId.latest: a subscription placed there delivers only what comes next.
-_LATEST = {"ledgerId": 2**63 - 1, "entryId": 2**63 - 1, "partitionIndex": -1}
 
 
 def _is_system(local: str) -> bool:

@@ -20,21 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kop.api.api_versions import unsupported_version_response
-from kop.api.context import Namespace, RequestContext, Services
+from kop.api.context import AnswerRoom, Namespace, RequestContext, Services
 from kop.api.dispatch import HANDLERS
 from kop.api.produce_order import PartitionChains
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameTooLarge
-from kop.protocol.messages import (
-    ApiKey,
-    MalformedRequest,
-    RequestHeader,
-    UnsupportedVersion,
-    decode_request,
-    is_supported,
-    top_level_error_response,
-)
+from kop.protocol.messages import ApiKey, RequestHeader, top_level_error_response
 from kop.server.answers import AnswerWriter, Item
 from kop.server.closing import (
     BAD_REQUEST,
@@ -48,9 +39,11 @@ from kop.server.closing import (
     UNAUTHENTICATED,
     ThrottledLog,
 )
+from kop.server.decoding import Undecodable, decode
 from kop.server.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
 from kop.server.memory import AnswerMemory
 from kop.server.ports import FrameSource, RequestObserver, ResponseSink
+from kop.server.setup_deadline import SetupDeadline
 from kop.server.stream import Evicted, ReceiveTimeout
 
 log = logging.getLogger(__name__)
@@ -116,9 +109,7 @@ class Connection:
         self._chains = PartitionChains()  # produce begins still running, per partition
         self._stopping = False
         self._peer: str | None = None
-        # Made at accept: the set-up deadline runs from here (a TLS handshake included).
-        self._accepted = time.monotonic()
-        self._setup: asyncio.TimerHandle | None = None
+        self._setup = SetupDeadline(limits.connection_setup_timeout_s)  # runs from accept
 
     @property
     def peer(self) -> str:
@@ -145,9 +136,7 @@ class Connection:
         away or a write that failed ends both sides at once, and what was in flight
         is dropped (writes to Pulsar still complete: the log owns them)."""
         self._observer.connection_change(1)
-        loop = asyncio.get_running_loop()
-        left = self._accepted + self._limits.connection_setup_timeout_s - time.monotonic()
-        self._setup = loop.call_later(max(0.0, left), self._setup_expired)
+        self._setup.arm(self._setup_expired)
         queue: asyncio.Queue[Item | None] = asyncio.Queue(self._limits.max_inflight)
         writer_task = asyncio.create_task(self._answers.run(queue))
         reader_task = asyncio.create_task(self._read_loop(queue))
@@ -157,7 +146,7 @@ class Connection:
                 await queue.put(None)
                 await writer_task
         finally:
-            self._set_up()
+            self._setup.met()
             for task in (reader_task, writer_task):
                 task.cancel()
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
@@ -175,14 +164,14 @@ class Connection:
         try:
             while (frame := await self._read_frame()) is not None:
                 if not self._gate.authenticating:
-                    self._set_up()  # a whole request, on a listener without SASL
+                    self._setup.met()  # a whole request, on a listener without SASL
                 # No request is handled while the client leaves its answers unread:
                 # an answer made now would only wait in memory (Kafka mutes the
                 # channel until the response is sent).
                 await self._writer.writable()
                 item = await self._dispatch(frame)
                 if not self._gate.authenticating:
-                    self._set_up()  # SASL authentication done
+                    self._setup.met()  # SASL authentication done
                 del frame
                 self._reader.frame_done()
                 try:
@@ -212,19 +201,13 @@ class Connection:
             return False
         return self._stopping
 
-    def _set_up(self) -> None:
-        if self._setup is not None:
-            self._setup.cancel()
-            self._setup = None
-
     def _setup_expired(self) -> None:
         """Accepted `connection_setup_timeout_s` ago and still no whole request (or,
         on a SASL listener, not authenticated): it holds a connection slot others
         could use, so it is closed (a silent socket would otherwise keep it for the
         idle timeout)."""
-        self._setup = None
         what = "authenticated" if self._gate.authenticating else "sent a whole request"
-        timeout = self._limits.connection_setup_timeout_s
+        timeout = self._setup.timeout_s
         self._closing(SETUP_TIMEOUT, Exception(f"not {what} {timeout}s after connecting"))
         self._reader.feed_eof()  # ends the read loop even before a TLS handshake is done
         self._writer.abort()
@@ -262,25 +245,15 @@ class Connection:
     async def _dispatch(self, frame: bytes | memoryview) -> Item:
         started = time.monotonic()
         try:
-            request = decode_request(frame)
-        except UnsupportedVersion as exc:
-            head = exc.header
-            if head.api_key == ApiKey.API_VERSIONS:
-                v0 = RequestHeader(head.api_key, 0, head.correlation_id, None)
-                return v0, started, unsupported_version_response()
+            request = decode(frame)
+        except Undecodable as exc:
             raise _Close(str(exc)) from exc
-        except MalformedRequest as exc:
-            known = exc.header
-            if known is not None and is_supported(known.api_key, known.api_version):
-                reply = top_level_error_response(known, ErrorCode.invalid_request)
-                if reply is not None:
-                    # Throttled like closes: a client sending garbage must not
-                    # write kop's log at its own pace.
-                    _closes(
-                        logging.WARNING, INVALID, "invalid request from %s: %s", self.peer, str(exc)
-                    )
-                    return known, started, reply
-            raise _Close(f"malformed request: {exc}") from exc
+        if isinstance(request, tuple):  # answered without a handler
+            header, reply, malformed = request
+            if malformed is not None:  # throttled: garbage must not set the log's pace
+                _closes(logging.WARNING, INVALID, "invalid request from %s: %s", self.peer,
+                        malformed)  # fmt: skip
+            return header, started, reply
         key = request.header.api_key
         gate = self._gate
         if not gate.admits(key):
@@ -292,19 +265,8 @@ class Connection:
             elif not gate.authenticating:
                 self._reader.limit_frames(self._limits.max_request_bytes)
             return request.header, started, answer.body
-        ctx = RequestContext(
-            gate.namespace,
-            request.header.client_id,
-            request.header.api_version,
-            self.peer.rsplit(":", 1)[0],
-            self._answers.room,
-            self._chains,
-            gate.security.name,
-            gate.principal,
-            gate.access,
-            gate.security.system,
-            max_namespaces=self._limits.max_namespaces_per_request,
-        )
+        ctx = gate_context(gate, request.header, self.peer, self._answers.room, self._chains,
+                           self._limits.max_namespaces_per_request)  # fmt: skip
         handler = HANDLERS[ApiKey(key)]
         try:
             result = await handler(self._services, ctx, request.body)
@@ -315,6 +277,19 @@ class Connection:
                 raise _Close(f"handler failed: {exc}") from exc
             return request.header, started, reply
         return request.header, started, result
+
+
+def gate_context(
+    gate: Gatekeeper, header: RequestHeader, peer: str, room: AnswerRoom, chains: PartitionChains,
+    max_namespaces: int,
+) -> RequestContext:  # fmt: skip
+    """What a handler knows of the request's connection: who is asking (as the gate
+    authenticated it), from where, through which listener, and its budgets."""
+    return RequestContext(
+        gate.namespace, header.client_id, header.api_version, peer.rsplit(":", 1)[0],
+        room, chains, gate.security.name, gate.principal, gate.access, gate.security.system,
+        max_namespaces=max_namespaces,
+    )  # fmt: skip
 
 
 def _discard(queue: asyncio.Queue[Item | None]) -> None:

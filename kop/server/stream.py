@@ -52,6 +52,43 @@ _LARGE_AHEAD = 1 << 20
 _FRAME_OBJECT_BYTES = 100
 
 
+class FrameQueue:
+    """Frames received whole and not yet taken, and what they cost: all of them past
+    `_LARGE_AHEAD`, or the small ones (from the scratch buffer, outside the shared
+    budget) past `read_ahead`, and the stream is not read until half of it is taken."""
+
+    def __init__(self, read_ahead: int) -> None:
+        self._frames: collections.deque[tuple[Frame, int]] = collections.deque()
+        self._read_ahead = read_ahead
+        self._bytes = 0  # of the frames not yet taken ...
+        self._small = 0  # ... those from the scratch buffer (not in the budget)
+
+    def __bool__(self) -> bool:
+        return bool(self._frames)
+
+    def put(self, frame: Frame, charge: int) -> None:
+        """A frame, and what of the shared budget it holds (0: a small one)."""
+        self._frames.append((frame, charge))
+        self._bytes += len(frame)
+        if not charge:
+            self._small += len(frame) + _FRAME_OBJECT_BYTES
+
+    def take(self) -> tuple[Frame, int]:
+        frame, charge = self._frames.popleft()
+        self._bytes -= len(frame)
+        if not charge:
+            self._small -= len(frame) + _FRAME_OBJECT_BYTES
+        return frame, charge
+
+    @property
+    def full(self) -> bool:
+        return self._small > self._read_ahead or self._bytes > _LARGE_AHEAD
+
+    @property
+    def drained(self) -> bool:
+        return self._small <= self._read_ahead // 2 and self._bytes <= _LARGE_AHEAD // 2
+
+
 class ReceiveTimeout(Exception):
     """A frame did not arrive whole in time (a trickle, or a client gone quiet)."""
 
@@ -75,11 +112,8 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
     ) -> None:
         super().__init__(send_timeout_s)
         self._frames = FrameAssembler(max_frame_bytes)
-        self._read_ahead = read_ahead
         self._memory = memory if memory is not None else RequestMemory(1 << 62)
-        self._queue: collections.deque[tuple[Frame, int]] = collections.deque()
-        self._queued_bytes = 0  # of the frames not yet taken ...
-        self._queued_small = 0  # ... those from the scratch buffer (not in `memory`)
+        self._queue = FrameQueue(read_ahead)
         self._charged = 0  # bytes of `memory` this stream holds
         self._taken = 0  # of those, the frame handed out and not yet done with
         self._completed = 0  # frames received whole so far
@@ -121,15 +155,12 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
                 held = frames.held
                 if charge:
                     self._memory.finished(self)
-                self._queue.append((frame, charge))
-                self._queued_bytes += len(frame)
-                if not charge:
-                    self._queued_small += len(frame) + _FRAME_OBJECT_BYTES
+                self._queue.put(frame, charge)
                 self._completed += 1
         except FrameTooLarge as exc:
             self._stop(exc)
             return
-        if self._queued_small > self._read_ahead or self._queued_bytes > _LARGE_AHEAD:
+        if self._queue.full:
             self._muting.add(_AHEAD)
         wanted = frames.memory_wanted()
         if wanted:
@@ -207,13 +238,10 @@ class RequestStream(SocketSink, asyncio.BufferedProtocol):
                 return None
             self._readable.clear()
             await self._readable.wait()
-        frame, charge = self._queue.popleft()
-        self._queued_bytes -= len(frame)
-        if not charge:
-            self._queued_small -= len(frame) + _FRAME_OBJECT_BYTES
+        frame, charge = self._queue.take()
         if self._lost is None:  # once lost, everything was given back already
             self._taken += charge
-        if self._queued_small <= self._read_ahead // 2 and self._queued_bytes <= _LARGE_AHEAD // 2:
+        if self._queue.drained:
             self._muting.remove(_AHEAD)
         return frame
 

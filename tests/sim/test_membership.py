@@ -174,7 +174,7 @@ def test_a_message_that_is_not_a_heartbeat_is_skipped_and_counted(loop: SimLoop)
 
     loop.run(write(), within=1)
     a = _join(loop, store, 0)
-    assert _nodes(a) == [0] and a.malformed == 1
+    assert _nodes(a) == [0] and a.beats.malformed == 1
 
 
 def test_changed_wakes_on_a_change_of_the_view(loop: SimLoop) -> None:
