@@ -180,8 +180,9 @@ async def _write_marker(
         if groups is not None and name == groups.offsets_topic:  # AddOffsetsToTxn's
             lead(services, groups.partition_topic(index))
             await groups.pending.end_txn(
-                index, marker.producer_id, marker.producer_epoch, marker.commit
-            )
+                index, marker.producer_id, marker.producer_epoch, marker.commit,
+                marker.coordinator_epoch,
+            )  # fmt: skip
             return ErrorCode.none
         # No topic permission to check: the caller is a superuser or another instance.
         view = await services.catalog.describe(topic_for(ctx, name))

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.types import CommittedOffset, TopicPartition
+from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 
 ByGroup = dict[str, dict[TopicPartition, CommittedOffset]]
@@ -34,6 +35,7 @@ class PendingOffsets:
         self._offsets = offsets
         self._by_producer: dict[int, ByGroup] = {}
         self._epochs: dict[int, int] = {}  # producer id -> the epoch of its last marker here
+        self._coordinators: dict[int, int] = {}  # ... and that marker's coordinator epoch
 
     def restore(self, pending: Mapping[int, ByGroup]) -> None:
         for pid, by_group in pending.items():
@@ -68,14 +70,33 @@ class PendingOffsets:
         await self._store.commit_pending(group, producer_id, offsets)
         self._by_producer.setdefault(producer_id, {}).setdefault(group, {}).update(offsets)
 
-    async def end_txn(self, partition: int, producer_id: int, epoch: int, commit: bool) -> None:
+    async def end_txn(
+        self, partition: int, producer_id: int, epoch: int, commit: bool,
+        coordinator_epoch: int = -1,
+    ) -> None:  # fmt: skip
         """The marker of the producer's transaction for offsets partition `partition`:
         the offsets it committed for that partition's groups are committed or dropped,
         each group's at once (a failure leaves the rest for the marker's retry). Raises
-        StorageError while the partition is not loaded here (the marker is retried)."""
+        StorageError while the partition is not loaded here (the marker is retried),
+        and KafkaError for a marker a data partition would refuse too: of an older
+        producer epoch than the last marker here, or from an older coordinator (a late
+        retry must not end the producer's next transaction)."""
         if not self._loaded(partition):
             raise StorageError(f"offsets partition {partition} is not loaded here")
-        self._epochs[producer_id] = max(epoch, self._epochs.get(producer_id, -1))
+        if epoch < self._epochs.get(producer_id, -1):
+            raise KafkaError(
+                ErrorCode.invalid_producer_epoch,
+                f"marker of producer {producer_id} at epoch {epoch}; offsets partition "
+                f"{partition} has seen {self._epochs[producer_id]}",
+            )
+        if coordinator_epoch < self._coordinators.get(producer_id, -1):
+            raise KafkaError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}; "
+                f"offsets partition {partition} has seen {self._coordinators[producer_id]}",
+            )
+        self._epochs[producer_id] = epoch
+        self._coordinators[producer_id] = coordinator_epoch
         by_group = self._by_producer.get(producer_id, {})
         for group in [g for g in by_group if self._store.partition_for(g) == partition]:
             offsets = by_group[group]

@@ -16,7 +16,7 @@ cannot be written now raises StorageError: the coordinator retries.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from kop.cluster.member import Member
@@ -33,9 +33,12 @@ log = logging.getLogger(__name__)
 
 
 class OffsetsMarker(Protocol):
-    async def end_txn(self, partition: int, producer_id: int, epoch: int, commit: bool) -> None:
+    async def end_txn(
+        self, partition: int, producer_id: int, epoch: int, commit: bool, coordinator_epoch: int
+    ) -> None:
         """The transaction's offsets in offsets partition `partition` are committed
-        or dropped; raises StorageError when that cannot be done now."""
+        or dropped; raises StorageError when that cannot be done now, KafkaError for a
+        stale marker (as a data partition's log refuses one)."""
         ...
 
 
@@ -65,26 +68,33 @@ class TxnMarkers:
                     raise StorageError(f"{name} is served by another instance")
                 elsewhere.setdefault(owner.node_id, (owner, []))[1].append((name, index))
             elif self._offsets is not None and name.startswith(self._offsets_prefix):
-                await self._offsets.end_txn(
-                    index, marker.producer_id, marker.producer_epoch, marker.commit
-                )
+                offsets = self._offsets
+                await _judged(name, offsets.end_txn(
+                    index, marker.producer_id, marker.producer_epoch, marker.commit,
+                    marker.coordinator_epoch,
+                ))  # fmt: skip
             else:
-                await self._append(name, head, batch)
+                await _judged(name, self._append(name, head, batch))
         for owner, parts in elsewhere.values():
             await self._peers.write(owner, parts, marker)  # type: ignore[union-attr]
 
     async def _append(self, name: str, head: BatchHeader, batch: bytes) -> None:
-        try:
-            plog = await self._logs.partition(name)
-            # Either format: a marker is always stored as a whole batch.
-            done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
-            await done
-        except KafkaError as exc:
-            if exc.code is ErrorCode.transaction_coordinator_fenced:
-                raise CoordinatorFenced(f"marker for {name}: {exc}") from exc
-            if exc.code is ErrorCode.invalid_producer_epoch:
-                # The partition has seen a later epoch of the producer: nothing is left
-                # to end there, and retrying would never succeed (Kafka drops it too).
-                log.info("marker for %s not needed: %s", name, exc)
-                return
-            raise StorageError(f"marker for {name} not written: {exc}") from exc
+        plog = await self._logs.partition(name)
+        # Either format: a marker is always stored as a whole batch.
+        done = await plog.begin_append([(head, batch)], EntryFormat.KAFKA)
+        await done
+
+
+async def _judged(name: str, writing: Awaitable[None]) -> None:
+    """A marker written, or what its refusal means to the coordinator."""
+    try:
+        await writing
+    except KafkaError as exc:
+        if exc.code is ErrorCode.transaction_coordinator_fenced:
+            raise CoordinatorFenced(f"marker for {name}: {exc}") from exc
+        if exc.code is ErrorCode.invalid_producer_epoch:
+            # The partition has seen a later epoch of the producer: nothing is left
+            # to end there, and retrying would never succeed (Kafka drops it too).
+            log.info("marker for %s not needed: %s", name, exc)
+            return
+        raise StorageError(f"marker for {name} not written: {exc}") from exc
