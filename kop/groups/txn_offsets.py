@@ -34,8 +34,8 @@ class PendingOffsets:
         self._store = store
         self._offsets = offsets
         self._by_producer: dict[int, ByGroup] = {}
-        self._epochs: dict[int, int] = {}  # producer id -> the epoch of its last marker here
-        self._coordinators: dict[int, int] = {}  # ... and that marker's coordinator epoch
+        # producer id -> (producer epoch, coordinator epoch) of its last marker here
+        self._last_marker: dict[int, tuple[int, int]] = {}
 
     def restore(self, pending: Mapping[int, ByGroup]) -> None:
         for pid, by_group in pending.items():
@@ -61,7 +61,7 @@ class PendingOffsets:
 
     def fenced(self, producer_id: int, epoch: int) -> bool:
         """A marker of a later epoch of the producer came here: this one is a zombie."""
-        return epoch < self._epochs.get(producer_id, -1)
+        return epoch < self._last_marker.get(producer_id, (-1, -1))[0]
 
     async def add(
         self, group: str, producer_id: int, offsets: Mapping[TopicPartition, CommittedOffset]
@@ -83,20 +83,20 @@ class PendingOffsets:
         retry must not end the producer's next transaction)."""
         if not self._loaded(partition):
             raise StorageError(f"offsets partition {partition} is not loaded here")
-        if epoch < self._epochs.get(producer_id, -1):
+        seen_epoch, seen_coordinator = self._last_marker.get(producer_id, (-1, -1))
+        if epoch < seen_epoch:
             raise KafkaError(
                 ErrorCode.invalid_producer_epoch,
                 f"marker of producer {producer_id} at epoch {epoch}; offsets partition "
-                f"{partition} has seen {self._epochs[producer_id]}",
+                f"{partition} has seen {seen_epoch}",
             )
-        if coordinator_epoch < self._coordinators.get(producer_id, -1):
+        if coordinator_epoch < seen_coordinator:
             raise KafkaError(
                 ErrorCode.transaction_coordinator_fenced,
                 f"marker of producer {producer_id} from coordinator epoch {coordinator_epoch}; "
-                f"offsets partition {partition} has seen {self._coordinators[producer_id]}",
+                f"offsets partition {partition} has seen {seen_coordinator}",
             )
-        self._epochs[producer_id] = epoch
-        self._coordinators[producer_id] = coordinator_epoch
+        self._last_marker[producer_id] = (epoch, coordinator_epoch)
         by_group = self._by_producer.get(producer_id, {})
         for group in [g for g in by_group if self._store.partition_for(g) == partition]:
             offsets = by_group[group]
