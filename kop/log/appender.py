@@ -261,7 +261,14 @@ class Appender:
         self._retirements.gap()
 
     async def close(self) -> None:
+        """No new writes; those in flight finish first, within `write_timeout_s`. A
+        write Pulsar took before another instance's fence is stored and acknowledged
+        (F2 of docs/design/several-instances.md): answered with an error here, its
+        client would retry at the new owner, which may judge the retry before it has
+        counted the original, and store it twice (D15's handover window)."""
         self.closed = True
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=self._settings.write_timeout_s)
         for task in list(self._tasks):
             task.cancel()
         self._retirements.cancel()

@@ -7,6 +7,8 @@ end (the gap is fatal to the client's producer)."""
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
@@ -18,6 +20,10 @@ from kop.storage.port import MessageLog, TopicWriter
 from kop.storage.types import WriterMode
 
 Handle = asyncio.Future[int]
+
+log = logging.getLogger(__name__)
+
+OOOS_TOLD_EVERY_S = 10.0
 
 
 class WriteGate:
@@ -39,6 +45,7 @@ class WriteGate:
         self._caught_up = caught_up
         self._settings = settings
         self._read_past: str | None = None  # the fencing writer the log was read past
+        self._tell_after = 0.0
 
     async def writer(self, mode: WriterMode) -> TopicWriter:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
@@ -74,7 +81,21 @@ class WriteGate:
                 await self._read_to_end()
         except TimeoutError:
             raise KafkaError(ErrorCode.request_timed_out, f"{topic}: log not read") from None
-        return await decide(self._producers, self._retirements.settling, head, settings, topic)
+        try:
+            return await decide(self._producers, self._retirements.settling, head, settings, topic)
+        except KafkaError as exc:
+            now = time.monotonic()
+            if exc.code is ErrorCode.out_of_order_sequence_number and now >= self._tell_after:
+                # The client's producer bumps its epoch and re-numbers what it has in
+                # flight on this answer: worth a line (one per partition every
+                # OOOS_TOLD_EVERY_S) when a record shows up twice.
+                self._tell_after = now + OOOS_TOLD_EVERY_S
+                log.info(
+                    "%s: sequence out of order, producer %d epoch %d sequence %d (%d records): %s",
+                    topic, head.producer_id, head.producer_epoch, head.base_sequence,
+                    head.record_count, exc.message,
+                )  # fmt: skip
+            raise
 
     async def _read_to_end(self) -> None:
         end = await self._storage.end(self._topic)

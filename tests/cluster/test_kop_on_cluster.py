@@ -141,12 +141,12 @@ def read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
 
 
 def assert_each_once_at_dense_offsets(
-    log: dict[int, list[tuple[int, bytes]]], acked: set[bytes]
+    log: dict[int, list[tuple[int, bytes]]], acked: set[bytes], gateway: KopProcess | None = None
 ) -> None:
     for p, records in log.items():
         assert [o for o, _ in records] == list(range(len(records))), f"gap in partition {p}"
     stored = [v for records in log.values() for _, v in records]
-    assert len(stored) == len(set(stored)), "a record stored twice"
+    assert len(stored) == len(set(stored)), stored_twice(log, gateway)
     assert acked <= set(stored), f"{len(acked - set(stored))} acknowledged records lost"
 
 
@@ -349,10 +349,28 @@ def test_a_broker_killed_and_restarted_under_an_idempotent_producer_and_a_group(
     kop_via_proxy.stop()
     kop_via_proxy.start(timeout=120)
     log = read_all(kop_via_proxy.bootstrap, topic)
-    assert_each_once_at_dense_offsets(log, acked)
+    assert_each_once_at_dense_offsets(log, acked, kop_via_proxy)
     for e in sent:  # the offset each acknowledgement named is where the record is
         assert log[e["partition"]][e["offset"]][1] == str(e["value"]).encode()
     assert_group_resumes_at_the_end(kop_via_proxy.bootstrap, topic, group)
+
+
+def stored_twice(log: dict[int, list[tuple[int, bytes]]], gateway: KopProcess | None) -> str:
+    """Which records are there twice, where, and what kop logged of their partitions
+    (its answers of a sequence out of order name the producer's id, epoch and
+    sequences): enough to tell a client's re-sequenced retry from kop's misjudgement."""
+    where: dict[bytes, list[tuple[int, int]]] = {}
+    for p, records in log.items():
+        for offset, value in records:
+            where.setdefault(value, []).append((p, offset))
+    twice = {v: at for v, at in where.items() if len(at) > 1}
+    lines = [f"{len(twice)} records stored twice, e.g. {list(twice.items())[:5]}"]
+    if gateway is not None:
+        parts = {p for at in twice.values() for p, _ in at}
+        logged = [line for line in gateway.log_text().splitlines()
+                  if any(f"-partition-{p}" in line for p in parts)]  # fmt: skip
+        lines += ["kop's log of their partitions (last 60 lines):", *logged[-60:]]
+    return "\n".join(lines)
 
 
 def send_failures(errors: list[dict[str, Any]], gateway: KopProcess, topic: str) -> str:

@@ -6,13 +6,22 @@ pure function of the log, also for the fenced one's last write in flight."""
 
 from __future__ import annotations
 
+import asyncio
+
+from kop.log.entry_format import EntryFormat
 from kop.log.partition_log import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.records import BatchHeader, split_batches
 from tests.sim.clock import SimLoop
 from tests.sim.harness import TOPIC, Node, Producer, batch
 from tests.sim.memory_log import MemoryLog
 
 SETTINGS = LogSettings(write_timeout_s=5)
+FMT = EntryFormat.PULSAR
+
+
+def _batches(data: bytes) -> list[tuple[BatchHeader, bytes]]:
+    return split_batches(data, max_batch_bytes=1 << 20)
 
 
 def _node(loop: SimLoop, storage: MemoryLog, view: list[int]) -> Node:
@@ -102,3 +111,51 @@ def test_an_instance_that_missed_a_takeover_sends_the_client_away_not_out_of_ord
     assert isinstance(sent_away, KafkaError), sent_away
     assert sent_away.code is ErrorCode.not_leader_or_follower
     assert b.produce(batch([b"s4"], p, seq=4)) == 4
+
+
+def test_a_write_in_flight_at_a_handover_is_answered_by_the_old_owner_not_stored_twice(
+    loop: SimLoop,
+) -> None:
+    """D15's handover window. A hands the partition over (its view changed, or it is
+    stopping) while Pulsar has taken an idempotent batch of A's but not stored it yet.
+    B's fence is up before the batch lands, so B's read to the log's end misses it
+    (F3 of docs/design/several-instances.md); the batch is stored before B's first
+    entry and acknowledged to A (F2). Had A answered the client an error when it let
+    go, the client would retry at B, which judges the retry before its lagging
+    reader counted the original: the batch stored twice. A lets its writes in flight
+    finish before it closes the partition, so it answers their offsets."""
+    store = MemoryLog()
+    a = _node(loop, store.instance(), [0])
+    slow = store.instance()
+    b = _node(loop, slow, [0])
+    assert b.fetch(0) == []  # B serves the partition already
+    p, other = Producer(pid=7), Producer(pid=8)
+    assert a.produce(batch([b"x0"], p, seq=0)) == 0
+    a_log, b_log = a.partition(), b.partition()
+    assert a.manager is not None
+    manager = a.manager
+    slow.read_lag_s = 1.0  # B counts others' entries late
+
+    async def handover() -> int | KafkaError:
+        store.topic(TOPIC).hold_next = True  # taken by Pulsar, stored at the next fence
+        answer = await a_log.begin_append(_batches(batch([b"x1"], p, seq=1)), FMT)
+        await asyncio.sleep(0.005)  # Pulsar has it
+        letting_go = asyncio.ensure_future(manager.release([TOPIC]))
+        await asyncio.sleep(0.001)
+        fenced = await b_log.begin_append(_batches(batch([b"y0"], other, seq=0)), FMT)
+        try:
+            got: int | KafkaError = await answer
+        except (KafkaError, asyncio.CancelledError) as exc:
+            got = exc if isinstance(exc, KafkaError) else KafkaError(ErrorCode.unknown_server_error)
+        if isinstance(got, KafkaError):  # the client retries at the new owner
+            try:
+                got = await (await b_log.begin_append(_batches(batch([b"x1"], p, seq=1)), FMT))
+            except KafkaError as exc:
+                got = exc
+        await fenced
+        await letting_go
+        return got
+
+    assert loop.run(handover(), within=30) == 1
+    slow.read_lag_s = 0.0
+    assert b.fetch(0) == [(0, b"x0"), (1, b"x1"), (2, b"y0")]
