@@ -38,10 +38,12 @@ async def join(
     me: Member,
     liveness: Liveness,
     seal: BeatSeal | None = None,
+    start_wait_s: float = 60.0,
 ) -> Membership:
     """Joined, or JoinRefused. Several instances need `seal` (the cluster secret), the
     same on each: an instance without it refuses to join another, and one with it
-    refuses to join an instance whose beats it cannot verify (docs/security.md)."""
+    refuses to join an instance whose beats it cannot verify (docs/security.md).
+    `start_wait_s`: how long a Pulsar slow to make kop's first topic is waited for."""
     try:
         await asyncio.get_running_loop().getaddrinfo(me.host, me.port)
     except socket.gaierror as exc:
@@ -51,7 +53,7 @@ async def join(
         ) from None
     lock = PulsarTopic(system, f"kop-node-{me.node_id}", "").full
     try:
-        await storage.writer(lock, mode=WriterMode.EXCLUSIVE)
+        await _lock(storage, lock, start_wait_s)
     except WriterBusy:
         raise JoinRefused(
             f"node_id {me.node_id} is held by another live kop instance sharing "
@@ -71,6 +73,26 @@ async def join(
     except (AdminError, StorageError) as exc:
         log.warning("could not limit the retention of %s: %s", topic.full, exc)
     return membership
+
+
+async def _lock(storage: MessageLog, lock: str, wait_s: float) -> None:
+    """The node lock is the first topic kop makes. A cold Pulsar (a standalone just
+    started, a namespace bundle still loading) may take longer than one operation to
+    make it: that is waited for, up to `wait_s`, as the start's other checks wait for
+    Pulsar; a refusal (WriterBusy, not retriable) is not."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        try:
+            await storage.writer(lock, mode=WriterMode.EXCLUSIVE)
+            return
+        except WriterBusy:
+            raise
+        except StorageError as exc:
+            if not exc.retriable or loop.time() >= deadline:
+                raise
+            log.info("waiting for Pulsar to make %s: %s", lock, exc)
+            await asyncio.sleep(1.0)
 
 
 def _alone_or_sealed(membership: Membership, system: Namespace, sealed: bool) -> str:
