@@ -23,6 +23,7 @@ from kop.security.authorizer import TopicOp
 from kop.txn.peers import is_peer
 from kop.txn.service import TxnService
 from kop.txn.state import Partition
+from kop.txn.store import reserved
 
 # KIP-588: versions from which a client knows PRODUCER_FENCED; older ones are told
 # INVALID_PRODUCER_EPOCH, as Kafka does.
@@ -57,9 +58,12 @@ async def txn_key(services: Services, ctx: RequestContext, txn_id: str) -> str:
             ErrorCode.transactional_id_authorization_failed, f"not authorized for {txn_id}"
         )
     try:
-        return txns.scope.key(ctx.namespace, txn_id)
+        key = txns.scope.key(ctx.namespace, txn_id)
     except ReservedGroupName as exc:
         raise KafkaError(ErrorCode.invalid_request, str(exc)) from None
+    if reserved(key):
+        raise KafkaError(ErrorCode.invalid_request, f"transactional id {txn_id!r} is reserved")
+    return key
 
 
 async def coordinated(services: Services, ctx: RequestContext, txn_id: str) -> str:

@@ -6,11 +6,17 @@ coordinator's rules wait for before they apply it (kop/txn/state.py)."""
 
 from __future__ import annotations
 
-from kop.log.held_topic import HeldPartitions
+from kop.log.held_topic import BARRIER_KEY, HeldPartitions
 from kop.storage.port import MessageLog
 from kop.storage.types import OutgoingMessage
 from kop.txn.codec import MalformedRecord, decode, encode
 from kop.txn.state import TxnMeta
+
+
+def reserved(key: str) -> bool:
+    """Whether a state key is the topic's own: a transactional id keyed so would have
+    its state skipped at every load, as a new holder's barrier is."""
+    return key == BARRIER_KEY
 
 
 class TxnStore:
