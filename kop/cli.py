@@ -1,6 +1,7 @@
 """Command line: `kop serve` (gateway against configured Pulsar), `kop standalone`
 (the same plus a local Pulsar standalone provisioned by tools/pulsar.py), and
-`kop groups` (consumer groups, through the admin HTTP)."""
+`kop groups` (consumer groups, through the admin HTTP) and `kop config` (the
+effective configuration, checked, with where each value came from)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import contextlib
 import faulthandler
 import gc
+import importlib.metadata
 import logging
 import os
 import signal
@@ -19,7 +21,9 @@ from typing import Any
 import click
 
 from kop.app import Gateway, StartupError
-from kop.config import ConfigError, KopConfig, load_config
+from kop.cli_options import build, config_options
+from kop.config import KopConfig
+from kop.config_cli import config
 from kop.groups_cli import groups
 from kop.instances_cli import run_instances
 
@@ -28,29 +32,8 @@ log = logging.getLogger("kop")
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def _options(fn: Any) -> Any:
-    opts = [
-        click.option(
-            "--config", "config_file", type=click.Path(path_type=Path), help="TOML config file"
-        ),
-        click.option("--port", type=int, help="Kafka listener port [9092]"),
-        click.option("--advertised-host", help="host name clients are told to connect to"),
-        click.option("--admin-port", type=int, help="admin HTTP port [9094]; 0 disables"),
-        click.option("--pulsar-service-url", help="pulsar://host:6650"),
-        click.option("--pulsar-http-url", help="http://host:8080"),
-        click.option("--default-entry-format", type=click.Choice(["pulsar", "kafka"])),
-        click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"])),
-    ]
-    for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
-
-
 def _load(config_file: Path | None, flags: dict[str, Any]) -> KopConfig:
-    try:
-        config = load_config(config_file, **flags)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+    config = build(config_file, flags)
     logging.basicConfig(
         level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -95,13 +78,21 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-@click.group()
+def _version() -> str:
+    try:
+        return importlib.metadata.version("kop")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "unknown"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", "-V", prog_name="kop")
 def main() -> None:
     """kop: Kafka clients in, Apache Pulsar underneath."""
 
 
 @main.command()
-@_options
+@config_options
 def serve(config_file: Path | None, **flags: Any) -> None:
     """Run the gateway against the Pulsar cluster in the configuration."""
     _run(_load(config_file, flags))
@@ -109,7 +100,7 @@ def serve(config_file: Path | None, **flags: Any) -> None:
 
 
 @main.command()
-@_options
+@config_options
 @click.option(
     "--instances", type=click.IntRange(1, 256), default=1,
     help="kop instances, node ids 0..N-1, Kafka on --port + 100 i [1]",
@@ -141,6 +132,7 @@ def standalone(config_file: Path | None, instances: int, **flags: Any) -> None:
 
 
 main.add_command(groups)
+main.add_command(config)
 
 
 if __name__ == "__main__":

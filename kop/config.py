@@ -237,10 +237,18 @@ def load_config(
             config_file=config_file, **{k: v for k, v in flags.items() if v is not None}
         )
     except ValidationError as exc:
-        lines = [
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
-            for err in exc.errors()
-        ]
+        lines = [_problem(err["loc"], err["type"], err["msg"]) for err in exc.errors()]
         raise ConfigError("invalid configuration: " + "; ".join(lines)) from None
     finally:
         _CONFIG_FILE.clear()  # read only by this construction, never by a later KopConfig()
+
+
+def _problem(loc: tuple[int | str, ...], kind: str, msg: str) -> str:
+    """One problem as a line; a setting that does not exist (a mistyped key in the
+    TOML file) names the nearest one, as a mistyped `KOP_*` variable does."""
+    where = ".".join(str(p) for p in loc) or "config"
+    if kind == "extra_forbidden" and loc:
+        near = difflib.get_close_matches(str(loc[0]), list(KopConfig.model_fields), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        return f"{where}: no such setting{hint}"
+    return f"{where}: {msg}"
