@@ -128,6 +128,7 @@ async def _read_partition(
                 records = below(records, stable)
             if append_time:
                 records = as_log_append_time(records)
+            plog.gave(records)
         aborted: tuple[dict[str, int], ...] = ()
         if committed and records:  # those below the LSO (a consumer skips by offset)
             aborted = tuple(

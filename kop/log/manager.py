@@ -191,6 +191,7 @@ class LogManager:
         async with self._flush_lock:  # a flush in flight must not re-add its checkpoints
             plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
             self._index.forget(topics)
+            self.shared.traffic.forget(list(topics))
             await _side_by_side(p.close() for p in plogs)
             await _side_by_side(self._storage.close_writer(t) for t in topics)
             await _side_by_side(self._store.forget(t) for t in topics)

@@ -11,6 +11,7 @@ This class wires them and serves the counted entries' record batches.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import zlib
 from collections.abc import Awaitable
@@ -33,9 +34,10 @@ from kop.log.stats import LogStats
 from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
 from kop.log.tenant_producers import TenantProducers, tenant_of
+from kop.log.traffic import Flow, Traffic
 from kop.log.txn_index import TxnIndex, TxnSnapshot
 from kop.log.write_gate import Handle
-from kop.protocol.records import BatchHeader
+from kop.protocol.records import BatchHeader, count_records
 from kop.storage.port import Compaction, MessageLog
 from kop.storage.types import Position, StorageError
 
@@ -52,12 +54,13 @@ class Shared:
     cursors: CursorPool
     stats: LogStats
     producers: TenantProducers  # each tenant's idempotent producers, across its partitions
+    traffic: Traffic  # bytes and records in and out, per partition
 
     @classmethod
     def for_settings(cls, settings: LogSettings) -> Shared:
         return cls(
             TailBudget(settings.tail_buffer_bytes), CursorPool(settings.history_readers),
-            LogStats(), TenantProducers(settings.max_producers_per_tenant),
+            LogStats(), TenantProducers(settings.max_producers_per_tenant), Traffic(),
         )  # fmt: skip
 
 
@@ -129,6 +132,7 @@ class PartitionLog:
         )
         self._flushed_mark: Mark | None = None
         self._retention_task: asyncio.Task[None] | None = None
+        self._flow = shared.traffic.flow(topic)
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -248,7 +252,15 @@ class PartitionLog:
         first batch's base offset once counted (see `Appender`). `batching=False`
         stores each message as an entry of its own; `shared`: the topic's writer leaves
         room for Pulsar producers instead of fencing."""
-        return await self.appender.begin_append(batches, fmt, batching, shared=shared)
+        done = await self.appender.begin_append(batches, fmt, batching, shared=shared)
+        if isinstance(done, asyncio.Future):  # counted in once stored, as Kafka counts
+            done.add_done_callback(functools.partial(_took, self._flow, batches))
+        return done
+
+    def gave(self, records: bytes) -> None:
+        """A fetch served these batches of this partition (Traffic)."""
+        self._flow.bytes_out += len(records)
+        self._flow.records_out += count_records(records)
 
     async def delete_records(self, offset: int) -> int:
         """Kafka's DeleteRecords: `offset` (-1: the high watermark) becomes the log
@@ -266,3 +278,9 @@ class PartitionLog:
 
     async def position_of(self, offset: int) -> Position | None:
         return await self.reads.position_of(offset)
+
+
+def _took(flow: Flow, batches: list[tuple[BatchHeader, bytes]], done: asyncio.Future[int]) -> None:
+    if not done.cancelled() and done.exception() is None:
+        flow.bytes_in += sum(len(b) for _, b in batches)
+        flow.records_in += sum(h.record_count for h, _ in batches)

@@ -3,20 +3,34 @@ log's own counters (`LogStats`, budgets) when scraped."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib.metadata
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kop.cluster.membership import Membership
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
+from kop.log.native import native
+from kop.log.traffic import Traffic
 from kop.ops.group_metrics import GroupCollector
+from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ApiKey
 from kop.pulsar.client import ReaderStats
 from kop.pulsar.wire.read_ahead import ReadAheadBudget
+from kop.storage.naming import split_full
 
 
 def _api_name(api_key: int) -> str:
@@ -24,6 +38,23 @@ def _api_name(api_key: int) -> str:
         return ApiKey(api_key).name.lower()
     except ValueError:
         return str(api_key)
+
+
+def build_info() -> dict[str, str]:
+    """kop's version (the installed distribution's) and whether the native kernels
+    run (`kop.log.native`)."""
+    try:
+        version = importlib.metadata.version("kop")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"version": version, "native": "true" if native() is not None else "false"}
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return str(code)
 
 
 class Metrics:
@@ -39,7 +70,15 @@ class Metrics:
             buckets=(0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
             registry=self.registry,
         )
+        self.errors = Counter(
+            "kop_request_errors",
+            "Kafka error codes in answers, by API and error (each failed partition, group "
+            "or resource counts once, as Kafka's ErrorsPerSec)",
+            ["api", "error"],
+            registry=self.registry,
+        )
         self._children: dict[tuple[int, bool], tuple[Counter, Histogram]] = {}
+        self._error_children: dict[tuple[int, int], Counter] = {}
         self.connections = Gauge(
             "kop_connections", "Open Kafka connections", registry=self.registry
         )
@@ -56,6 +95,14 @@ class Metrics:
             ["topic"],
             registry=self.registry,
         )
+
+        # What a dashboard and an alert need of the process itself: CPU, memory, open
+        # files, start time, garbage collections, and which kop this is.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        Info("kop_build", "The running kop: its version and whether kop_native is loaded",
+             registry=self.registry).info(build_info())  # fmt: skip
 
         self.commit_latency = Histogram(
             "kop_offset_commit_seconds",
@@ -83,7 +130,9 @@ class Metrics:
         self.registry.register(GroupCollector(groups, logs))
         groups.on_commit = self.commit_latency.observe
 
-    def request_done(self, api_key: int, seconds: float, ok: bool) -> None:
+    def request_done(
+        self, api_key: int, seconds: float, ok: bool, errors: Mapping[int, int]
+    ) -> None:
         # Labelled children looked up once per (api, outcome): per request, the
         # lookup cost more than the counting.
         children = self._children.get((api_key, ok))
@@ -94,6 +143,12 @@ class Metrics:
             self._children[(api_key, ok)] = children
         children[0].inc()
         children[1].observe(seconds)
+        for code, n in errors.items():
+            counter = self._error_children.get((api_key, code))
+            if counter is None:
+                counter = self.errors.labels(_api_name(api_key), _error_name(code))
+                self._error_children[(api_key, code)] = counter
+            counter.inc(n)
 
     def connection_change(self, delta: int) -> None:
         self.connections.inc(delta)
@@ -195,6 +250,29 @@ class _LogCollector(Collector):
         }
         for name, (doc, gauge) in gauges.items():
             yield GaugeMetricFamily(name, doc, value=gauge)
+        yield from _traffic(self._logs.shared.traffic)
+
+
+_TRAFFIC = {
+    "bytes_in": ("kop_topic_bytes_in", "Bytes of record batches produced to the topic here"),
+    "records_in": ("kop_topic_records_in", "Records produced to the topic here"),
+    "bytes_out": ("kop_topic_bytes_out", "Bytes of record batches fetched from the topic here"),
+    "records_out": ("kop_topic_records_out", "Records fetched from the topic here"),
+}
+
+
+def _traffic(traffic: Traffic) -> Iterator[Metric]:
+    """Per topic, as Kafka's BytesInPerSec/BytesOutPerSec/MessagesInPerSec by topic."""
+    labels = ["tenant", "namespace", "topic"]
+    families = {
+        field: CounterMetricFamily(name, doc, labels=labels)
+        for field, (name, doc) in _TRAFFIC.items()
+    }
+    for topic, flow in sorted(traffic.by_topic().items()):
+        names = list(split_full(topic))
+        for field, family in families.items():
+            family.add_metric(names, getattr(flow, field))
+    yield from families.values()
 
 
 class _BeatCollector(Collector):

@@ -27,6 +27,7 @@ from kop.protocol.errors import ErrorCode, KafkaError
 # lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch,
 # baseSequence, recordCount
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_INT32 = struct.Struct(">i")  # a batch's length (at byte 8), its record count (last)
 HEADER_SIZE = _HEADER.size  # 61
 _LOG_OVERHEAD = 12  # baseOffset + batchLength precede what batchLength counts
 _CRC_START = 21  # CRC covers attributes .. end
@@ -368,6 +369,19 @@ def with_base_offset(batch: bytes, base_offset: int) -> bytes:
     One copy of the batch (slicing it first would make two)."""
     with memoryview(batch) as view:
         return b"".join((_BASE_OFFSET.pack(base_offset), view[8:]))
+
+
+def count_records(data: bytes | memoryview) -> int:
+    """The records of concatenated batches, by their headers alone (what a fetch gave
+    out; a partial batch at the end, as a fetch may end with, counts nothing)."""
+    total, pos, size = 0, 0, len(data)
+    while pos + HEADER_SIZE <= size:
+        length = _INT32.unpack_from(data, pos + 8)[0] + _LOG_OVERHEAD
+        if pos + length > size:
+            break
+        total += _INT32.unpack_from(data, pos + HEADER_SIZE - 4)[0]
+        pos += length
+    return total
 
 
 def below(data: bytes, end: int) -> bytes:

@@ -13,9 +13,10 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from kop.protocol.error_counts import error_counts
 from kop.protocol.frames import encode_frame
 from kop.protocol.messages import RequestHeader, build_response, encode_response
 from kop.server.closing import EVICTED, SEND_TIMEOUT, ThrottledLog
@@ -31,6 +32,7 @@ _closes = ThrottledLog(log)
 CLAIM_FLOOR = 1 << 20
 
 Item = tuple[RequestHeader, float, Any]
+_NONE: Mapping[int, int] = {}  # what an answer that was never made reports
 
 
 class AnswerRoom:
@@ -147,11 +149,13 @@ class AnswerWriter:
     async def _encoded(self, item: Item) -> bytes | None:
         header, started, result = item
         ok = True
+        errors: Mapping[int, int] = _NONE
         try:
             if inspect.isawaitable(result):
                 result = await _resolve(result)
             if result is None:
                 return None
+            errors = error_counts(result)
             body = (
                 result
                 if not isinstance(result, dict)
@@ -163,7 +167,8 @@ class AnswerWriter:
             log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
             raise
         finally:
-            self._observer.request_done(header.api_key, time.monotonic() - started, ok)
+            seconds = time.monotonic() - started
+            self._observer.request_done(header.api_key, seconds, ok, errors)
 
 
 async def _resolve(result: Awaitable[Any]) -> Any:

@@ -3,6 +3,7 @@ is told about them (the ops layer implements the observer with metrics)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 
@@ -48,7 +49,11 @@ class ResponseSink(Protocol):
 class RequestObserver(Protocol):
     """Told about every request and connection; the ops layer implements it with metrics."""
 
-    def request_done(self, api_key: int, seconds: float, ok: bool) -> None: ...
+    def request_done(
+        self, api_key: int, seconds: float, ok: bool, errors: Mapping[int, int]
+    ) -> None:
+        """A request answered (`ok`: an answer was made) in `seconds`, carrying these
+        Kafka error codes, each so many times (kop.protocol.error_counts)."""
 
     def connection_change(self, delta: int) -> None: ...
 

@@ -54,6 +54,19 @@ class PulsarTopic:
         return f"{self.full}{PARTITION_SUFFIX}{index}" if partitioned else self.full
 
 
+def topic_of_partition(partition: str) -> str:
+    """The topic a Pulsar partition (`...-partition-p`) belongs to; a non-partitioned
+    topic is its own."""
+    head, sep, tail = partition.rpartition(PARTITION_SUFFIX)
+    return head if sep and tail.isdigit() else partition
+
+
+def split_full(topic: str) -> tuple[str, str, str]:
+    """(tenant, namespace, local name) of a full `persistent://` name."""
+    tenant, namespace, local = topic.removeprefix(_PREFIX).split("/", 2)
+    return tenant, namespace, local
+
+
 def resolve(kafka_name: str, default: Namespace) -> PulsarTopic:
     if kafka_name.startswith(_PREFIX):
         parts = kafka_name[len(_PREFIX) :].split("/")

@@ -12,7 +12,7 @@ import datetime
 import logging
 import time
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
@@ -153,7 +153,9 @@ class _Observer:
     def __init__(self) -> None:
         self.open = 0
 
-    def request_done(self, api_key: int, seconds: float, ok: bool) -> None:
+    def request_done(
+        self, api_key: int, seconds: float, ok: bool, errors: Mapping[int, int]
+    ) -> None:
         return None
 
     def connection_change(self, delta: int) -> None:
