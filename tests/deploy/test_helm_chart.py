@@ -47,7 +47,8 @@ def test_rendered_manifests_validate(values: tuple[Path, ...]) -> None:
     rendered = render(*values)
     code, report = kubeconform(rendered.text)
     assert code == 0, json.dumps(report["resources"], indent=1)
-    monitors = len(rendered.kinds("ServiceMonitor"))
+    # the Prometheus Operator's kinds: no schema among Kubernetes' own
+    monitors = len(rendered.kinds("ServiceMonitor")) + len(rendered.kinds("PrometheusRule"))
     assert report["summary"] == {
         "valid": len(rendered.docs) - monitors,
         "invalid": 0,
@@ -154,7 +155,7 @@ def test_probes_and_grace() -> None:
 def _local_config(rendered: Rendered, tmp_path: Path, files: dict[str, str]) -> Path:
     """kop.toml with /etc/kop/ moved under tmp_path, where `files` stand for the
     mounted Secrets."""
-    text = rendered.one("ConfigMap")["data"]["kop.toml"]
+    text = rendered.one("ConfigMap", "kop")["data"]["kop.toml"]
     root = tmp_path / "etc-kop"
     for name, content in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -317,6 +318,7 @@ def test_service_monitor_scrapes_each_pod_once() -> None:
             "path": "/metrics",
             "interval": "15s",
             "scrapeTimeout": "10s",
+            "honorLabels": True,
             # /metrics needs the admin token (docs/security.md, "The admin HTTP API")
             "authorization": {
                 "type": "Bearer",
@@ -352,7 +354,7 @@ def test_the_admin_token_is_a_secret_kop_and_the_service_monitor_share(tmp_path:
     endpoint = rendered.one("ServiceMonitor")["spec"]["endpoints"][0]
     assert endpoint["authorization"] == {"type": "Bearer", "credentials": ref}
     assert "admin_token" not in rendered.kop_toml
-    assert "admin_token" not in rendered.one("ConfigMap")["data"]["kop.toml"]
+    assert "admin_token" not in rendered.one("ConfigMap", "kop")["data"]["kop.toml"]
     mine = render(
         TOKEN_TLS, sets=("adminToken.existingSecret=ops-tokens", "adminToken.secretKey=kop")
     )
@@ -382,7 +384,7 @@ def test_every_pod_gets_the_same_generated_cluster_secret(tmp_path: Path) -> Non
     pods = [_pod_env(rendered, n, tmp_path)["KOP_CLUSTER_SECRET"] for n in range(3)]
     assert pods == ["from-kop-cluster-secret"] * 3
     assert load_config(environ={"KOP_CLUSTER_SECRET": value}).cluster_secret is not None
-    assert "cluster_secret" not in rendered.one("ConfigMap")["data"]["kop.toml"]
+    assert "cluster_secret" not in rendered.one("ConfigMap", "kop")["data"]["kop.toml"]
     mine = render(sets=("clusterSecret.existingSecret=ops", "clusterSecret.secretKey=kop"))
     assert [s["metadata"]["name"] for s in mine.kinds("Secret")] == ["kop-admin-token"]
     env = {v["name"]: v for v in mine.container["env"]}

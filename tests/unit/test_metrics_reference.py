@@ -41,7 +41,8 @@ def families(metrics: Metrics) -> list[tuple[str, str, str, str]]:
     """(name as scraped, type, labels, help) of every family, sorted by name."""
     rows = []
     for family in metrics.registry.collect():
-        name = f"{family.name}_total" if family.type == "counter" else family.name
+        suffix = {"counter": "_total", "info": "_info"}.get(family.type, "")
+        name = family.name + suffix
         labels = sorted(
             {k for s in family.samples for k in s.labels if k not in ("le", "quantile")}
         )
