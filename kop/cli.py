@@ -26,6 +26,7 @@ from kop.config import KopConfig
 from kop.config_cli import config
 from kop.groups_cli import groups
 from kop.instances_cli import run_instances
+from kop.ops import log_format
 
 log = logging.getLogger("kop")
 
@@ -34,9 +35,7 @@ _REPO = Path(__file__).resolve().parent.parent
 
 def _load(config_file: Path | None, flags: dict[str, Any]) -> KopConfig:
     config = build(config_file, flags)
-    logging.basicConfig(
-        level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    log_format.configure(config.log_level, config.log_format)
     # `kill -USR1` prints every thread's stack to stderr, also when the event loop is
     # stuck and nothing else answers: what an operator needs for a report.
     faulthandler.register(signal.SIGUSR1, all_threads=True)

@@ -127,6 +127,8 @@ class KopConfig(PulsarSettings):
     # keep AddPartitionsToTxn and EndTxn keeps the epoch); the same on every instance.
     transaction_version: Literal[1, 2] = 2
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # plain lines, or one JSON object per line with the connection and request context
+    log_format: Literal["plain", "json"] = "plain"
 
     config_file: Path | None = None
 

@@ -41,6 +41,7 @@ from kop.server.closing import (
 )
 from kop.server.decoding import Undecodable, decode
 from kop.server.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
+from kop.server.log_context import PEER, PRINCIPAL, REQUEST
 from kop.server.memory import AnswerMemory
 from kop.server.ports import FrameSource, RequestObserver, ResponseSink
 from kop.server.setup_deadline import SetupDeadline
@@ -255,6 +256,9 @@ class Connection:
                         malformed)  # fmt: skip
             return header, started, reply
         key = request.header.api_key
+        h = request.header  # who and what this request's log lines are for (log_format)
+        PEER.set(self.peer)
+        REQUEST.set((key, h.api_version, h.correlation_id, h.client_id or ""))
         gate = self._gate
         if not gate.admits(key):
             raise _Refused(f"api {key} before SASL authentication")
@@ -267,6 +271,7 @@ class Connection:
             return request.header, started, answer.body
         ctx = gate_context(gate, request.header, self.peer, self._answers.room, self._chains,
                            self._limits.max_namespaces_per_request)  # fmt: skip
+        PRINCIPAL.set(ctx.principal.role if ctx.principal is not None else "")
         handler = HANDLERS[ApiKey(key)]
         try:
             result = await handler(self._services, ctx, request.body)
