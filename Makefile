@@ -2,16 +2,22 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+# what serving needs (make run): kop and its runtime dependencies, not the test extras
+RUN_STAMP := $(VENV)/.serving-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test cluster-test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
         kafka-fetch kafka-start kafka-stop kafka-status kcat conformance clean \
-        pulsar-cluster pulsar-cluster-stop apps apps-test helm-tools helm-check cluster
+        pulsar-cluster pulsar-cluster-stop apps apps-test helm-tools helm-check cluster setup-serving
 
-$(STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,spark]'
+	$(BIN)/python -m pip install -q -c constraints.txt -e .
+	@rm -f $(VENV)/.serving-*; touch $(RUN_STAMP)
+
+$(STAMP): pyproject.toml constraints.txt | $(RUN_STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,spark]'
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 ## The native kernels (native/, Rust + PyO3, built by maturin through pip): rebuilt when
@@ -20,7 +26,7 @@ NATIVE_SRC   := native/Cargo.toml native/Cargo.lock native/pyproject.toml native
                 $(wildcard native/src/*.rs)
 NATIVE_STAMP := $(VENV)/.native-$(shell cat $(NATIVE_SRC) | cksum | cut -d' ' -f1)
 
-$(NATIVE_STAMP): $(NATIVE_SRC) | $(STAMP)
+$(NATIVE_STAMP): $(NATIVE_SRC) | $(RUN_STAMP)
 	@if command -v cargo >/dev/null 2>&1; then \
 	  $(BIN)/python -m pip install -q ./native && rm -f $(VENV)/.native-* && touch $@; \
 	else \
@@ -29,6 +35,9 @@ $(NATIVE_STAMP): $(NATIVE_SRC) | $(STAMP)
 	fi
 
 setup: $(STAMP) $(NATIVE_STAMP)
+
+## make run's own: kop without the test extras (pyspark, pandas, grpcio-tools, mypy, ...)
+setup-serving: $(RUN_STAMP) $(NATIVE_STAMP)
 
 pulsar-fetch: setup
 	$(BIN)/python tools/pulsar.py fetch
@@ -66,13 +75,16 @@ pulsar-cluster:
 pulsar-cluster-stop:
 	$(PYTHON) tools/pulsar_cluster.py stop
 
-## make run: venv + kop, a local Pulsar standalone, then Kafka on localhost:9092 in the foreground.
-run: pulsar-fetch
+## make run: venv + kop (serving only), a local Pulsar standalone, then Kafka on
+## localhost:9092 in the foreground.
+run: setup-serving
+	$(BIN)/python tools/pulsar.py fetch
 	$(BIN)/kop standalone
 
 ## make cluster: the same with three kop instances (node ids 0, 1, 2; Kafka on 9092, 9192,
 ## 9292; admin HTTP on 9094, 9194, 9294) in the foreground; Ctrl-C stops all three.
-cluster: pulsar-fetch
+cluster: setup-serving
+	$(BIN)/python tools/pulsar.py fetch
 	$(BIN)/kop standalone --instances 3
 
 ## make test: venv + kop, lint, the unit and simulation tiers (no Pulsar, nothing fetched: a

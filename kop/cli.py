@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import faulthandler
 import gc
-import importlib.metadata
 import logging
 import os
 import signal
@@ -20,6 +19,7 @@ from typing import Any
 
 import click
 
+import kop
 from kop.app import Gateway, StartupError
 from kop.cli_options import build, config_options
 from kop.config import KopConfig
@@ -77,15 +77,8 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("kop")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
-        return "unknown"
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), "--version", "-V", prog_name="kop")
+@click.version_option(kop.version(), "--version", "-V", prog_name="kop")
 def main() -> None:
     """kop: Kafka clients in, Apache Pulsar underneath."""
 

@@ -3,7 +3,6 @@ log's own counters (`LogStats`, budgets) when scraped."""
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
@@ -20,6 +19,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+import kop
 from kop.cluster.membership import Membership
 from kop.groups.service import GroupService
 from kop.log.manager import LogManager
@@ -43,11 +43,7 @@ def _api_name(api_key: int) -> str:
 def build_info() -> dict[str, str]:
     """kop's version (the installed distribution's) and whether the native kernels
     run (`kop.log.native`)."""
-    try:
-        version = importlib.metadata.version("kop")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    return {"version": version, "native": "true" if native() is not None else "false"}
+    return {"version": kop.version(), "native": "true" if native() is not None else "false"}
 
 
 def _error_name(code: int) -> str:

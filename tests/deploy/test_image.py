@@ -29,9 +29,21 @@ DOCKERFILE = REPO / "Dockerfile"
 PIP = (sys.executable, "-m", "pip")  # this environment's pip installs into the fresh one
 
 
-def _copied_sources() -> list[str]:
-    """What the Dockerfile's build stage copies, so the test builds from the same."""
-    return re.findall(r"^COPY (?!--)(\S+) ", DOCKERFILE.read_text(), re.MULTILINE)
+def _stage(name: str) -> str:
+    """The Dockerfile's stage `name` (from its FROM line to the next)."""
+    text = DOCKERFILE.read_text()
+    start = re.search(rf"^FROM .* AS {name}$", text, re.MULTILINE)
+    assert start is not None, f"no stage {name}"
+    end = text.find("\nFROM ", start.end())
+    return text[start.start() : end if end >= 0 else len(text)]
+
+
+def _copied_sources(stage: str = "wheel") -> list[str]:
+    """What a stage copies from the build context, so the test builds from the same."""
+    sources: list[str] = []
+    for line in re.findall(r"^COPY (?!--)(.+)$", _stage(stage), re.MULTILINE):
+        sources += line.split()[:-1]
+    return sources
 
 
 @pytest.fixture(scope="module")
@@ -56,18 +68,60 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_dockerfile_builds_and_runs_the_wheel() -> None:
     text = DOCKERFILE.read_text()
-    assert _copied_sources() == ["pyproject.toml", "kop", "spark_jobs"]
+    assert _copied_sources() == ["pyproject.toml", "README.md", "LICENSE", "kop", "spark_jobs"]
     assert "FROM python:3.11-slim" in text
     assert "python -m build --wheel" in text
     assert 'ENTRYPOINT ["kop"]' in text
     assert "USER 10001" in text  # the chart's runAsUser
 
 
+def test_the_image_is_the_fast_kop_with_the_tested_dependencies() -> None:
+    """kop_native is built (the crate's lock, a Rust at least the crate's minimum) and
+    must import in the final image; the wheel installs with the versions make test
+    ran (constraints.txt), and the build context holds all of it but build output."""
+    native = _stage("native")
+    assert _copied_sources("native") == ["native"]
+    assert "maturin build --release --locked" in native
+    rust = re.search(r"^FROM rust:(\d+)\.(\d+)\.\d+-slim", native, re.MULTILINE)
+    assert rust is not None
+    cargo = tomllib.loads((REPO / "native" / "Cargo.toml").read_text())["package"]
+    minimum = tuple(int(x) for x in cargo["rust-version"].split("."))
+    assert (int(rust.group(1)), int(rust.group(2))) >= minimum
+    final = DOCKERFILE.read_text().rsplit("\nFROM ", 1)[1]
+    assert "COPY --from=native /dist/" in final
+    assert "pip install --no-cache-dir -c /tmp/constraints.txt" in final
+    assert 'python -c "import kop_native"' in final  # a build without it fails
+    ignored = (REPO / ".dockerignore").read_text().splitlines()
+    for source in [*_copied_sources(), "native", "constraints.txt"]:
+        assert f"!{source}" in ignored
+    assert "native/target" in ignored
+
+
+def test_constraints_pin_every_runtime_dependency_within_its_range() -> None:
+    """pyproject.toml gives ranges (a user takes a fix without a kop release);
+    constraints.txt pins what make test ran, inside them."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            req = Requirement(line)
+            pins[_canonical(req.name)] = next(iter(req.specifier)).version
+    for dep in map(Requirement, project["dependencies"]):
+        assert str(dep.specifier) and "==" not in str(dep.specifier), dep  # a range
+        pinned = pins.get(_canonical(dep.name))
+        assert pinned is not None, f"{dep.name} is not pinned in constraints.txt"
+        assert dep.specifier.contains(pinned), (dep, pinned)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def test_wheel_holds_kop_and_its_command(wheel: Path) -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        info = f"kop-{project['version']}.dist-info"
+        info = f"kop_gateway-{project['version']}.dist-info"
         entry_points = zf.read(f"{info}/entry_points.txt").decode()
         metadata = email.message_from_bytes(zf.read(f"{info}/METADATA"))
     for module in ("kop/__init__.py", "kop/cli.py", "kop/config.py", "kop/app.py"):
@@ -121,4 +175,4 @@ def test_wheel_installs_and_kop_runs(wheel: Path, tmp_path: Path) -> None:
         text=True,
         env=env,
     )
-    assert "kop 0.1.0 requires" not in check.stdout, check.stdout
+    assert "kop-gateway 0.1.0 requires" not in check.stdout, check.stdout

@@ -25,7 +25,7 @@ def _file(tmp_path: Path, text: str) -> str:
 def test_version_names_the_installed_distribution() -> None:
     result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0
-    assert result.output.strip() == f"kop, version {importlib.metadata.version('kop')}"
+    assert result.output.strip() == f"kop, version {importlib.metadata.version('kop-gateway')}"
 
 
 def test_show_names_each_values_source_and_never_a_secret(tmp_path: Path) -> None:
