@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
-# what serving needs (make run): kop and its runtime dependencies, not the test extras
+# what serving needs (make run): kop, its runtime dependencies and the demo's clients
 RUN_STAMP := $(VENV)/.serving-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
 .PHONY: setup run serve test cluster-test unit integration lint bench soak pulsar-fetch pulsar-start pulsar-stop pulsar-status \
@@ -13,7 +13,7 @@ RUN_STAMP := $(VENV)/.serving-$(shell cat pyproject.toml constraints.txt | cksum
 $(RUN_STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c constraints.txt -e .
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[demo]'
 	@rm -f $(VENV)/.serving-*; touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt | $(RUN_STAMP)
@@ -36,7 +36,8 @@ $(NATIVE_STAMP): $(NATIVE_SRC) | $(RUN_STAMP)
 
 setup: $(STAMP) $(NATIVE_STAMP)
 
-## make run's own: kop without the test extras (pyspark, pandas, grpcio-tools, mypy, ...)
+## make run's own: kop and the README's demo clients, without the test extras (pyspark,
+## pandas, grpcio-tools, mypy, ...)
 setup-serving: $(RUN_STAMP) $(NATIVE_STAMP)
 
 pulsar-fetch: setup
@@ -120,7 +121,7 @@ helm-tools:
 ## and every helm/kop/ci/*.yaml, kubeconform -strict on all of it, and what the pods rely on.
 ## `make test` runs the same module (tests/deploy), with the Docker image's wheel build.
 helm-check: setup helm-tools
-	$(BIN)/pytest tests/deploy/test_helm_chart.py $(PYTEST_ARGS)
+	$(BIN)/pytest tests/deploy/test_helm_chart.py tests/deploy/test_chart_monitoring.py $(PYTEST_ARGS)
 
 ## make cluster-test: only the cluster tier.
 cluster-test: setup kafka-fetch
