@@ -121,7 +121,7 @@ helm-tools:
 ## and every helm/kop/ci/*.yaml, kubeconform -strict on all of it, and what the pods rely on.
 ## `make test` runs the same module (tests/deploy), with the Docker image's wheel build.
 helm-check: setup helm-tools
-	$(BIN)/pytest tests/deploy/test_helm_chart.py tests/deploy/test_chart_monitoring.py $(PYTEST_ARGS)
+	$(BIN)/pytest tests/deploy/test_helm_chart.py tests/deploy/test_chart_monitoring.py tests/deploy/test_chart_extras.py $(PYTEST_ARGS)
 
 ## make cluster-test: only the cluster tier.
 cluster-test: setup kafka-fetch

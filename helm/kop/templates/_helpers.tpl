@@ -178,3 +178,13 @@ data:
 {{ $k }} = {{ index $s $k | toJson }}
 {{- end }}
 {{- end }}
+
+{{/* The pods' ServiceAccount: the release's own (serviceAccount.create), a named one, or
+     "" for the namespace's default. */}}
+{{- define "kop.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- .Values.serviceAccount.name | default (include "kop.fullname" .) }}
+{{- else }}
+{{- .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
