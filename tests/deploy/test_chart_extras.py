@@ -64,8 +64,18 @@ def test_the_network_policy_admits_clients_instances_and_monitoring_only() -> No
     assert any(p.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/name")
                == "kop" for p in peers)  # fmt: skip
     assert admin["ports"] == [{"port": "admin"}]
+    test_labels = {"app.kubernetes.io/instance": "kop", "app.kubernetes.io/component": "helm-test"}
+    helm_test = {"podSelector": {"matchLabels": test_labels}}
     assert admin["from"] == [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+        helm_test,
+    ]
+    assert helm_test in peers
+    # without peers for the admin port there is no rule for it: an empty `from` would
+    # admit everyone
+    closed = render(EXTRAS, sets=("tests.enabled=false", "networkPolicy.adminFrom=null"))
+    assert [r["ports"] for r in closed.one("NetworkPolicy")["spec"]["ingress"]] == [
+        [{"port": "kafka"}]
     ]
 
 
@@ -82,6 +92,12 @@ def test_helm_test_pod_runs_the_charts_check_with_kops_image() -> None:
         "/readyz"
     )
     assert not render(sets=("tests.enabled=false",)).kinds("Pod")
+    # not one of the instances: no Service or disruption budget selects it
+    rendered = render()
+    labels = pod["metadata"]["labels"]
+    selectors = [s["spec"]["selector"] for s in rendered.kinds("Service")]
+    selectors.append(rendered.one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"])
+    assert not [sel for sel in selectors if sel.items() <= labels.items()]
 
 
 async def test_the_helm_test_check_passes_against_a_kop_and_fails_without_one() -> None:

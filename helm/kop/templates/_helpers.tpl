@@ -188,3 +188,13 @@ data:
 {{- .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
+
+{{/* The `helm test` pod as a NetworkPolicy peer (nothing when tests are off). */}}
+{{- define "kop.helmTestPeer" -}}
+{{- if .Values.tests.enabled }}
+- podSelector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ .Release.Name }}
+      app.kubernetes.io/component: helm-test
+{{- end }}
+{{- end }}
