@@ -10,6 +10,7 @@ Proving the harness against Kafka first is what makes a failure on kop kop's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -23,6 +24,20 @@ from tests.integration.streams_connect.jvm import build_classpath
 KAFKA_TOOL = [sys.executable, str(REPO / "tools" / "kafka.py")]
 
 
+@contextlib.contextmanager
+def reference_kafka() -> Iterator[str]:
+    """The reference Kafka of tools/kafka.py: reused when healthy, else started here and
+    stopped after."""
+    healthy = subprocess.run([*KAFKA_TOOL, "status"], capture_output=True).returncode == 0
+    if not healthy:
+        subprocess.run([*KAFKA_TOOL, "start"], check=True)
+    try:
+        yield f"127.0.0.1:{os.environ.get('KOP_KAFKA_PORT', '19092')}"
+    finally:
+        if not healthy:
+            subprocess.run([*KAFKA_TOOL, "stop"], check=False)
+
+
 @pytest.fixture(scope="session")
 def apps_classpath() -> str:
     return build_classpath()
@@ -34,11 +49,7 @@ def app_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     if target == "kop":
         yield request.getfixturevalue("kop").bootstrap
     elif target == "kafka":
-        healthy = subprocess.run([*KAFKA_TOOL, "status"], capture_output=True).returncode == 0
-        if not healthy:
-            subprocess.run([*KAFKA_TOOL, "start"], check=True)
-        yield f"127.0.0.1:{os.environ.get('KOP_KAFKA_PORT', '19092')}"
-        if not healthy:
-            subprocess.run([*KAFKA_TOOL, "stop"], check=False)
+        with reference_kafka() as bootstrap:
+            yield bootstrap
     else:
         yield target

@@ -14,9 +14,6 @@ records in Kafka's order."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,12 +23,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.integration.conftest import REPO, KopProcess
+from tests.integration.conftest import KopProcess
+from tests.integration.streams_connect.conftest import reference_kafka
 from tests.integration.streams_connect.jvm import JavaApp, wait_until
 
 pytestmark = [pytest.mark.apps, pytest.mark.timeout(600)]
 
-KAFKA_TOOL = [sys.executable, str(REPO / "tools" / "kafka.py")]
 MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 PARTITIONS, BEFORE, DURING = 3, 300, 300
 LAG_MAX = 10  # offset.lag.max: MirrorMaker's offset syncs this many records apart at most
@@ -41,13 +38,8 @@ COMMITTED = {0: 420, 1: BEFORE + DURING, 2: 0}
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[str]:
-    """The reference Kafka of tools/kafka.py (reused when healthy, else started here)."""
-    healthy = subprocess.run([*KAFKA_TOOL, "status"], capture_output=True).returncode == 0
-    if not healthy:
-        subprocess.run([*KAFKA_TOOL, "start"], check=True)
-    yield f"127.0.0.1:{os.environ.get('KOP_KAFKA_PORT', '19092')}"
-    if not healthy:
-        subprocess.run([*KAFKA_TOOL, "stop"], check=False)
+    with reference_kafka() as bootstrap:
+        yield bootstrap
 
 
 def _produce(bootstrap: str, topic: str, first: int, count: int) -> None:
