@@ -33,6 +33,7 @@ from kop.api import (
     offsets,
     produce,
     producer_ids,
+    replicas,
     topic_partitions,
     topics_admin,
     transactions,
@@ -511,6 +512,36 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
             log_dirs.handle(s, ctx, _ns(topics=None)),
             log_dirs.handle(s, ctx, _ns(topics=asked)),
         ]
+    elif api == ApiKey.ELECT_LEADERS:
+        asked = [_ns(topic="t", partitions=[0, 7]), _ns(topic="gone", partitions=[0])]
+        calls = [
+            replicas.elect_leaders(s, ctx, _ns(election_type=0, topic_partitions=asked)),
+            replicas.elect_leaders(s, ctx, _ns(election_type=0, topic_partitions=None)),
+        ]
+    elif api == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+        moves = [
+            _ns(partition_index=0, replicas=[0]),
+            _ns(partition_index=0, replicas=[3]),
+            _ns(partition_index=0, replicas=None),
+            _ns(partition_index=9, replicas=[0]),
+        ]
+        calls = [
+            replicas.alter_partition_reassignments(
+                s,
+                ctx,
+                _ns(
+                    topics=[_ns(name="t", partitions=moves), _ns(name="gone", partitions=moves[:1])]
+                ),
+            )
+        ]
+    elif api == ApiKey.LIST_PARTITION_REASSIGNMENTS:
+        calls = [replicas.list_partition_reassignments(s, ctx, _ns(topics=None))]
+    elif api == ApiKey.ALTER_REPLICA_LOG_DIRS:
+        dirs = [
+            _ns(path="pulsar://public/default", topics=[_ns(name="t", partitions=[0, 9])]),
+            _ns(path="/data", topics=[_ns(name="gone", partitions=[0])]),
+        ]
+        calls = [replicas.alter_replica_log_dirs(s, ctx, _ns(dirs=dirs))]
     elif api == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
         names = [_ns(name="t"), _ns(name="gone")]
         resume = _ns(topic_name="t", partition_index=1)
