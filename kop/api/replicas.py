@@ -22,7 +22,6 @@ from kop.api.context import RequestContext, Response, Services, existing_topic
 from kop.api.internal_topics import is_internal
 from kop.protocol.errors import ErrorCode, KafkaError
 
-_PREFERRED = 0  # ElectLeaders' election_type; 1 is unclean
 _REFUSED = "kop places partitions over its live instances (rendezvous): a partition cannot be moved"
 
 
@@ -58,26 +57,32 @@ def _node(services: Services, partition_topic: str) -> int:
 async def elect_leaders(services: Services, ctx: RequestContext, request: Any) -> Response:
     """Every partition already has its one replica as leader: ELECTION_NOT_NEEDED for
     each one named; for "all partitions" (null), no result, as Kafka leaves out the
-    partitions that needed none."""
-    if not await ctx.access.cluster():
-        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                "replica_election_results": ()}  # fmt: skip
+    partitions that needed none. A refused principal gets the refusal at the top and
+    for each partition named (v0 answers have no top-level code), as from Kafka."""
+    denied = not await ctx.access.cluster()
     results = []
     for t in request.topic_partitions or ():
-        leader, _ = await _placement(services, ctx, t.topic)
-        parts = []
-        for index in t.partitions:
-            node = leader(index)
-            if node is None:
-                code, message = ErrorCode.unknown_topic_or_partition, "no such partition"
-            elif node < 0:
-                code, message = ErrorCode.leader_not_available, "no kop instance is alive"
-            else:
-                code, message = ErrorCode.election_not_needed, "the only replica is the leader"
-            parts.append({"partition_id": index, "error_code": code, "error_message": message})
+        if denied:
+            parts = [_elected(i, ErrorCode.cluster_authorization_failed, "for superusers only")
+                     for i in t.partitions]  # fmt: skip
+        else:
+            leader, _ = await _placement(services, ctx, t.topic)
+            parts = [_election(i, leader(i)) for i in t.partitions]
         results.append({"topic": t.topic, "partition_result": parts})
-    return {"throttle_time": 0, "error_code": ErrorCode.none,
-            "replica_election_results": results}  # fmt: skip
+    top = ErrorCode.cluster_authorization_failed if denied else ErrorCode.none
+    return {"throttle_time": 0, "error_code": top, "replica_election_results": results}
+
+
+def _election(index: int, node: int | None) -> dict[str, Any]:
+    if node is None:
+        return _elected(index, ErrorCode.unknown_topic_or_partition, "no such partition")
+    if node < 0:
+        return _elected(index, ErrorCode.leader_not_available, "no kop instance is alive")
+    return _elected(index, ErrorCode.election_not_needed, "the only replica is the leader")
+
+
+def _elected(index: int, code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"partition_id": index, "error_code": code, "error_message": message}
 
 
 async def alter_partition_reassignments(

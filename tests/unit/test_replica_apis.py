@@ -177,5 +177,11 @@ def _refused(client: RawClient) -> list[int]:
         ApiKey.ALTER_REPLICA_LOG_DIRS, 2,
         dirs=(AlterReplicaLogDir(path="pulsar://public/default", topics=(topic,)),),
     )  # fmt: skip
-    return [elect.error_code, reassign.error_code, listed.error_code,
+    elect_v0 = client.request(
+        ApiKey.ELECT_LEADERS, 0, timeout=datetime.timedelta(seconds=5),
+        topic_partitions=(TopicPartitions(topic="hot", partitions=(0,)),),
+    )  # fmt: skip
+    return [elect.error_code, elect.replica_election_results[0].partition_result[0].error_code,
+            elect_v0.replica_election_results[0].partition_result[0].error_code,
+            reassign.error_code, listed.error_code,
             moved.results[0].partitions[0].error_code]  # fmt: skip
