@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from kop.log.tenant_producers import TenantProducers
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -206,6 +206,15 @@ class ProducerStates(Generic[T]):
             return Write(known.stored)
         expected = self._expected(state)
         if expected is not None and first_seq != expected:
+            if _stored_before(first_seq, count, expected) and not _failed(state):
+                # A retry of a batch older than the ones remembered: in this epoch every
+                # sequence below the expected one is stored (they are taken in order).
+                # Kafka's answer for it, which clients take as success; out of order,
+                # the Java client would bump its epoch and send the records again.
+                raise KafkaError(
+                    ErrorCode.duplicate_sequence_number,
+                    f"producer {pid} sequence {first_seq} is stored already (next {expected})",
+                )
             raise KafkaError(
                 ErrorCode.out_of_order_sequence_number,
                 f"producer {pid} sent sequence {first_seq}, expected {expected}",
@@ -309,3 +318,16 @@ class ProducerStates(Generic[T]):
             batch = BatchState(first_seq, count)
             state.batches.append(batch)
         return batch
+
+
+def _stored_before(first_seq: int, count: int, expected: int) -> bool:
+    """Whether sequences `first_seq .. first_seq + count - 1` all lie before `expected`,
+    at most a quarter of the sequence space back (sequences wrap at SEQ_MOD)."""
+    behind = (expected - first_seq) % SEQ_MOD
+    return count <= behind <= SEQ_MOD // 4
+
+
+def _failed(state: _Producer[Any]) -> bool:
+    """A remembered batch whose write failed: what lies before the expected sequence
+    is then not all stored."""
+    return any(not b.complete and b.writing is None for b in state.batches)

@@ -46,6 +46,30 @@ def test_only_five_batches_are_remembered() -> None:
         s.check(1, 0, 0, 1)
 
 
+def test_a_retry_older_than_the_remembered_batches_is_a_duplicate_not_out_of_order() -> None:
+    """Found on the cluster tier (a broker killed under an idempotent producer): a retry
+    of sequence 0 reached kop once 0-4 were stored and it no longer remembered batch 0.
+    Answered OUT_OF_ORDER_SEQUENCE_NUMBER, the Java client bumped its epoch and sent the
+    record again: stored twice. In one epoch every sequence below the expected one is
+    stored, so Kafka's DUPLICATE_SEQUENCE_NUMBER (clients take it as success) is the
+    answer; a gap ahead stays out of order, and so does any sequence while a failed
+    batch waits for its retry."""
+    s: ProducerStates[str] = ProducerStates()
+    for i in range(7):
+        s.observe(1, 0, i, 1, 0, i)
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 0, 0, 1)
+    assert info.value.code == ErrorCode.duplicate_sequence_number
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 0, 9, 1)  # ahead: a gap
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+    s.begin(1, 0, 7, 2, "w")
+    s.failed(1, 0, 7, 2, "w")
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 0, 0, 1)
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+
+
 def test_gap_is_out_of_order() -> None:
     s: ProducerStates[str] = ProducerStates()
     s.observe(1, 0, 0, 5, 4, 4)
