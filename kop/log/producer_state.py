@@ -206,19 +206,7 @@ class ProducerStates(Generic[T]):
             return Write(known.stored)
         expected = self._expected(state)
         if expected is not None and first_seq != expected:
-            if _stored_before(first_seq, count, expected) and not _failed(state):
-                # A retry of a batch older than the ones remembered: in this epoch every
-                # sequence below the expected one is stored (they are taken in order).
-                # Kafka's answer for it, which clients take as success; out of order,
-                # the Java client would bump its epoch and send the records again.
-                raise KafkaError(
-                    ErrorCode.duplicate_sequence_number,
-                    f"producer {pid} sequence {first_seq} is stored already (next {expected})",
-                )
-            raise KafkaError(
-                ErrorCode.out_of_order_sequence_number,
-                f"producer {pid} sent sequence {first_seq}, expected {expected}",
-            )
+            raise _not_next(pid, first_seq, count, expected, state)
         return Write()
 
     @staticmethod
@@ -318,6 +306,25 @@ class ProducerStates(Generic[T]):
             batch = BatchState(first_seq, count)
             state.batches.append(batch)
         return batch
+
+
+def _not_next(
+    pid: int, first_seq: int, count: int, expected: int, state: _Producer[Any]
+) -> KafkaError:
+    """The answer to a batch that is not the expected next one. A retry of a batch older
+    than the ones remembered is a duplicate: in one epoch every sequence below the
+    expected one is stored (they are taken in order). Kafka's code for it, which clients
+    take as success; out of order, the Java client would bump its epoch and send the
+    records again."""
+    if _stored_before(first_seq, count, expected) and not _failed(state):
+        return KafkaError(
+            ErrorCode.duplicate_sequence_number,
+            f"producer {pid} sequence {first_seq} is stored already (next {expected})",
+        )
+    return KafkaError(
+        ErrorCode.out_of_order_sequence_number,
+        f"producer {pid} sent sequence {first_seq}, expected {expected}",
+    )
 
 
 def _stored_before(first_seq: int, count: int, expected: int) -> bool:
