@@ -36,17 +36,12 @@ def show(config_file: Path | None, **flags: Any) -> None:
 def check(config_file: Path | None, **flags: Any) -> None:
     """Validate the configuration (exit 1 with one line per problem)."""
     build(config_file, flags)
-    origin = sources(config_file, flags)
-    counts = {kind: sum(1 for v in origin.values() if v == kind) for kind in _KINDS}
-    click.echo(
-        "configuration is valid: "
-        + ", ".join(f"{n} from {kind}" for kind, n in counts.items() if n and kind != "default")
-        if any(counts[k] for k in _KINDS if k != "default")
-        else "configuration is valid: every setting at its default"
-    )
+    origin = list(sources(config_file, flags).values())
+    given = [f"{n} from {kind}" for kind in _GIVEN if (n := origin.count(kind))]
+    click.echo(f"configuration is valid: {', '.join(given) or 'every setting at its default'}")
 
 
-_KINDS = ("flag", "environment", "file", "default")
+_GIVEN = ("flag", "environment", "file")  # the sources beside the defaults
 
 
 def sources(config_file: Path | None, flags: dict[str, Any]) -> dict[str, str]:
