@@ -32,12 +32,14 @@ from kop.pulsar.client import ReaderStats
 from kop.pulsar.wire.read_ahead import ReadAheadBudget
 from kop.storage.naming import split_full
 
+_UNKNOWN_API = -1  # every key kop does not implement: one label, whatever a client sends
+
 
 def _api_name(api_key: int) -> str:
-    try:
-        return ApiKey(api_key).name.lower()
-    except ValueError:
-        return str(api_key)
+    return ApiKey(api_key).name.lower() if api_key in _APIS else "unknown"
+
+
+_APIS = frozenset(int(k) for k in ApiKey)
 
 
 def build_info() -> dict[str, str]:
@@ -131,6 +133,8 @@ class Metrics:
     ) -> None:
         # Labelled children looked up once per (api, outcome): per request, the
         # lookup cost more than the counting.
+        if api_key not in _APIS:  # a client's made-up key must not make a series of its own
+            api_key = _UNKNOWN_API
         children = self._children.get((api_key, ok))
         if children is None:
             name = _api_name(api_key)

@@ -13,6 +13,7 @@ from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 from prometheus_client import generate_latest
 
 from conformance.clients.raw import RawClient
+from kop.ops.metrics import Metrics
 from kop.protocol.error_counts import error_counts
 from kop.protocol.errors import ErrorCode
 from kop.protocol.records import Record, build_batch
@@ -67,3 +68,16 @@ async def test_each_failed_partition_of_a_produce_is_one_error_in_the_metrics() 
         line = 'kop_request_errors_total{api="produce",error="UNKNOWN_TOPIC_OR_PARTITION"} 2.0'
         assert line in text
         assert 'error="NONE"' not in text
+
+
+def test_made_up_api_keys_share_one_label() -> None:
+    """The API label comes from the client's request header: a key kop does not
+    implement is `unknown`, whatever its number, or a client cycling through 32,768
+    made-up keys would make as many series in every scrape."""
+    metrics = Metrics()
+    for key in (999, 1000, 31_000):
+        metrics.request_done(key, 0.001, True, {35: 1})
+    text = generate_latest(metrics.registry).decode()
+    assert 'kop_requests_total{api="unknown",outcome="ok"} 3.0' in text
+    assert 'kop_request_errors_total{api="unknown",error="UNSUPPORTED_VERSION"} 3.0' in text
+    assert 'api="999"' not in text
