@@ -7,6 +7,14 @@ retries on COORDINATOR_NOT_AVAILABLE). Ending a transaction is answered once its
 PREPARE_COMMIT or PREPARE_ABORT is durable, as Kafka does; the markers are then
 written in the background, retried until they are, and only then is the end
 completed, so a crash in between is finished by the next owner (`load`).
+
+A request for a transactional id whose last end is still being written waits for
+that end (up to `ENDING_WAIT_S`) before it is decided, instead of being answered
+CONCURRENT_TRANSACTIONS at once. librdkafka takes an AddPartitionsToTxn answered so
+as possibly taken, and its `abort_transaction()` then sends an EndTxn(ABORT) that
+meets the commit before it: INVALID_TXN_STATE, fatal to the producer. Kafka's
+brokers write markers in about a millisecond, Pulsar in tens, so the window that is
+rare on Kafka is common on kop (`tests/unit/test_txn_abort_after_commit.py`).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ log = logging.getLogger(__name__)
 
 MAX_COORDINATOR_EPOCH = 2**31 - 1  # WriteTxnMarkers carries it as an int32
 RETRY_S = (0.1, 5.0)  # markers and completions are retried, backing off between these
+ENDING_WAIT_S = 5.0  # the longest a request waits for its id's last end to be written
 
 
 class MarkerWriter(Protocol):
@@ -43,6 +52,7 @@ class TxnCoordinator:
     def __init__(
         self, store: TxnStore, markers: MarkerWriter, max_timeout_ms: int,
         new_id: Callable[[], int], now_ms: Callable[[], int], limits: TxnLimits | None = None,
+        ending_wait_s: float = ENDING_WAIT_S,
     ) -> None:  # fmt: skip
         self.limits = limits or TxnLimits()
         self._ids = IdRoom(self.limits)
@@ -57,6 +67,7 @@ class TxnCoordinator:
         # it, and a partition that has seen a later one refuses them.
         self._epochs: dict[int, int] = {}
         self._ending: dict[str, asyncio.Task[None]] = {}
+        self._ending_wait_s = ending_wait_s
 
     def owns(self, txn_id: str) -> bool:
         return self._store.partition_for(txn_id) in self._partitions
@@ -113,6 +124,7 @@ class TxnCoordinator:
     async def init_producer_id(
         self, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None = None
     ) -> tuple[ErrorCode, int, int]:
+        await self._last_end_written(txn_id)
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator, -1, -1
@@ -132,6 +144,7 @@ class TxnCoordinator:
         self, txn_id: str, producer_id: int, epoch: int, parts: Iterable[Partition],
         version: int = 1,
     ) -> ErrorCode:  # fmt: skip
+        await self._last_end_written(txn_id)
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator
@@ -143,6 +156,7 @@ class TxnCoordinator:
     ) -> tuple[ErrorCode, int, int]:
         """The answer, and the producer id and epoch to go on with (version 2 bumps
         the epoch at every end; -1, -1 with an error)."""
+        await self._last_end_written(txn_id)
         tx = self._owner(txn_id)
         if tx is None:
             return ErrorCode.not_coordinator, -1, -1
@@ -169,6 +183,13 @@ class TxnCoordinator:
     async def close(self) -> None:
         for partition in list(self._partitions):
             await self.unload(partition)
+
+    async def _last_end_written(self, txn_id: str) -> None:
+        """Wait, bounded, for the markers and completion of `txn_id`'s last end (see
+        the module's docstring); past the bound the rules answer as they would."""
+        task = self._ending.get(txn_id)
+        if task is not None and not task.done():
+            await asyncio.wait([task], timeout=self._ending_wait_s)
 
     def _owner(self, txn_id: str) -> Transactions | None:
         return self._partitions.get(self._store.partition_for(txn_id))

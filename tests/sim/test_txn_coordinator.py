@@ -63,14 +63,40 @@ def test_a_commit_is_answered_when_prepared_and_completed_after_its_markers(
     assert loop.run(c.end_txn("t", pid, epoch, commit=True), within=10)[0] is ErrorCode.none
     meta = c.meta("t")
     assert meta is not None and meta.state is State.PREPARE_COMMIT
-    # a new transaction must wait for the markers (Kafka: CONCURRENT_TRANSACTIONS)
-    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is (
-        ErrorCode.concurrent_transactions
-    )
     loop.settle(2.0)  # two failed marker writes, retried
     assert markers.written == [(frozenset({A0, B1}), Marker(True, pid, 0, 0))]
     meta = c.meta("t")
     assert meta is not None and meta.state is State.COMPLETE_COMMIT
+
+
+def test_a_new_transaction_waits_for_the_markers_of_the_last_one(loop: SimLoop) -> None:
+    """A request for an id whose last end is being written waits for it (bounded)
+    where Kafka answers CONCURRENT_TRANSACTIONS at once: librdkafka's abort after such
+    an answer meets the commit before it and fails fatally (INVALID_TXN_STATE)."""
+    markers, clock = Markers(failures=2), Clock()
+    c = coordinator(MemoryLog(), markers, clock)
+    loop.run(c.load(0), within=10)
+    _, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
+    loop.run(c.add_partitions("t", pid, epoch, [A0, B1]), within=10)
+    assert loop.run(c.end_txn("t", pid, epoch, commit=True), within=10)[0] is ErrorCode.none
+    assert markers.written == []  # the commit is answered before its markers land
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is ErrorCode.none
+    assert markers.written == [(frozenset({A0, B1}), Marker(True, pid, 0, 0))]
+    assert loop.run(c.end_txn("t", pid, epoch, commit=False), within=10)[0] is ErrorCode.none
+
+
+def test_past_the_wait_a_new_transaction_is_told_to_retry(loop: SimLoop) -> None:
+    markers, clock = Markers(failures=1_000_000), Clock()  # markers never land
+    c = coordinator(MemoryLog(), markers, clock)
+    loop.run(c.load(0), within=10)
+    _, pid, epoch = loop.run(c.init_producer_id("t", 10_000), within=10)
+    loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10)
+    loop.run(c.end_txn("t", pid, epoch, commit=True), within=10)
+    assert loop.run(c.add_partitions("t", pid, epoch, [A0]), within=10) is (
+        ErrorCode.concurrent_transactions  # after ENDING_WAIT_S (5 s)
+    )
+    meta = c.meta("t")
+    assert meta is not None and meta.state is State.PREPARE_COMMIT
 
 
 def test_an_unexpected_failure_of_the_markers_is_retried_too(loop: SimLoop) -> None:
