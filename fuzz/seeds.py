@@ -130,6 +130,8 @@ class _Sampler:
             return uuid.UUID(int=rng.getrandbits(128)) if rng.random() < 0.5 else uuid.UUID(int=0)
         if kafka_type.startswith("timedelta"):
             return datetime.timedelta(milliseconds=rng.choice([0, 100, 500, 6000, 30000]))
+        if kafka_type == "float64":  # quota values: the edges AlterClientQuotas must refuse
+            return rng.choice([0.0, 1.0, 1024.5, -1.0, 1e308, float("nan"), float("inf")])
         bits = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}[kafka_type]
         if "partition" in name or "index" in name:
             return rng.randrange(4)

@@ -40,6 +40,7 @@ from kop.pulsar.compaction import PulsarCompaction
 from kop.pulsar.credentials import PulsarCredentials
 from kop.pulsar.permissions import PulsarPermissions
 from kop.pulsar.preflight import Preflight, PreflightError
+from kop.pulsar.properties import NamespaceProperties
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
 from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
@@ -51,6 +52,7 @@ from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageLog, StorageAdmin
+from kop.storage.quotas import QuotaStore
 from kop.txn.producer_ids import TOPIC as PRODUCER_IDS_TOPIC
 from kop.txn.producer_ids import ProducerIdBlocks
 from kop.txn.service import TxnService
@@ -70,6 +72,7 @@ class Backend(Protocol):
     compaction: Compaction
     permissions: PermissionStore
     credentials: CredentialStore
+    quotas: QuotaStore
 
     async def prepare(self, config: KopConfig) -> MessageLog: ...
 
@@ -105,6 +108,9 @@ class PulsarBackend:
         self.permissions: PermissionStore = PulsarPermissions(self._pulsar_admin.request)
         system = Namespace(*config.system_namespace.split("/"))
         self.credentials: CredentialStore = PulsarCredentials(self._pulsar_admin.request, system)
+        self.quotas: QuotaStore = NamespaceProperties(
+            self._pulsar_admin.request, system, "kop-quota:"
+        )
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 
@@ -297,7 +303,9 @@ class Gateway:
         c = self.config
         storage = await self.backend.prepare(c)
         try:
-            self._security = Security(c, self.backend.permissions, self.backend.credentials)
+            self._security = Security(
+                c, self.backend.permissions, self.backend.credentials, self.backend.quotas
+            )
         except ListenerSetupError as exc:
             raise StartupError(str(exc)) from None
         secret = self._security.secret
@@ -352,6 +360,7 @@ class Gateway:
             txns=self.txns,
             acls=self._security.acls,
             scram=self._security.users,
+            quotas=self._security.quotas,
         )
         limits = connection_limits(c)
         default_ns = Namespace(c.tenant, c.namespace)

@@ -62,6 +62,8 @@ class ListenerSettings(BaseSettings):
     authorization_refresh_s: float = Field(30.0, gt=0)  # permissions cached at most this long
     # SCRAM users (kept in Pulsar) made at another instance sign in here within this
     scram_refresh_s: float = Field(5.0, gt=0)
+    # Client quotas (kept in Pulsar) set at another instance hold here within this.
+    quota_refresh_s: float = Field(5.0, gt=0)
     # Instance identity (docs/security.md, "Instances"): the secret every kop instance of
     # one cluster shares (a value, file:///path or data:;base64,...). Requests only kop
     # instances may make (transaction markers, verifications) are taken only from a

@@ -12,6 +12,8 @@ from functools import partial
 
 from kop.config import KopConfig
 from kop.groups.mirror_names import SubscriptionNames
+from kop.quotas.book import QuotaBook
+from kop.quotas.throttles import Throttles
 from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import Authorizer
 from kop.security.credentials import ScramUsers
@@ -36,6 +38,7 @@ from kop.server.tls_server import ServerTls, TlsFiles, TlsSetupError
 from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
+from kop.storage.quotas import QuotaStore
 
 log = logging.getLogger(__name__)
 
@@ -155,15 +158,18 @@ def reload_on_sighup(tls: ServerTls | None) -> None:
 
 class Security:
     """What the listeners need beside the handlers, with its background work: TLS
-    (reloaded on change and SIGHUP), the authorizer, the SCRAM users (refreshed)."""
+    (reloaded on change and SIGHUP), the authorizer, the SCRAM users and the client
+    quotas (refreshed)."""
 
     def __init__(
-        self, c: KopConfig, permissions: PermissionStore, credentials: CredentialStore
-    ) -> None:
+        self, c: KopConfig, permissions: PermissionStore, credentials: CredentialStore,
+        quotas: QuotaStore,
+    ) -> None:  # fmt: skip
         self._config = c
         self.authorizer = authorizer(c, permissions)
         self.acls = acl_admin(c, self.authorizer)
         self.users = ScramUsers(credentials, c.scram_refresh_s)
+        self.quotas = QuotaBook(quotas, Throttles(), c.quota_refresh_s)
         try:
             self.tokens = TokenValidator(c.token_settings) if c.token_settings.configured else None
         except SecurityConfigError as exc:
@@ -184,6 +190,7 @@ class Security:
             self._tasks.append(asyncio.create_task(self.tls.watch(c.ssl_reload_check_s)))
         if any(lst.protocol.sasl for lst in c.listener_plan()):
             self._tasks.append(asyncio.create_task(self.users.run(), name="scram-users"))
+        self._tasks.append(asyncio.create_task(self.quotas.run(), name="client-quotas"))
 
     async def stop(self) -> None:
         if self.tls is not None:

@@ -19,6 +19,7 @@ from kop.log.manager import LogManager
 from kop.log.partition_log import PartitionLog
 from kop.log.topics import TopicCatalog, TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.quotas.book import QuotaBook
 from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import ALLOW_ALL, Access, TopicOp
 from kop.security.credentials import ScramUsers
@@ -85,6 +86,7 @@ class Services:
     ownership: Ownership | None = None
     acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
     scram: ScramUsers | None = None  # SCRAM users, kept in Pulsar
+    quotas: QuotaBook | None = None  # client quotas, kept in Pulsar (None: none enforced)
 
     def __post_init__(self) -> None:
         if self.ownership is None:

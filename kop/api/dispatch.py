@@ -20,6 +20,7 @@ from kop.api import (
     offsets,
     produce,
     producer_ids,
+    quotas,
     replicas,
     sasl,
     scram,
@@ -79,7 +80,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: replicas.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: replicas.list_partition_reassignments,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: scram.describe_client_quotas,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe,
+    ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter,
 }

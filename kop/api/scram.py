@@ -1,9 +1,7 @@
 """DescribeUserScramCredentials and AlterUserScramCredentials, so that
 `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users`
 makes a user that signs in at every instance (kop.security.credentials), with
-Kafka's checks and codes; and DescribeClientQuotas (kop has none), which
-`kafka-configs --describe --entity-type users` asks beside the credentials.
-Both credential APIs are broker-wide operations: superusers only."""
+Kafka's checks and codes. Both are broker-wide operations: superusers only."""
 
 from __future__ import annotations
 
@@ -103,7 +101,3 @@ async def _users(services: Services, ctx: RequestContext) -> Any:
     if services.scram is None:
         raise KafkaError(ErrorCode.unsupported_version, "SCRAM credentials are not served")
     return services.scram
-
-
-async def describe_client_quotas(services: Services, ctx: RequestContext, request: Any) -> Response:
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None, "entries": []}

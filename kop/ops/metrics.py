@@ -86,6 +86,18 @@ class Metrics:
             ["reason"],
             registry=self.registry,
         )
+        self.throttles = Counter(
+            "kop_quota_throttled",
+            "Answers throttled because their client was over a quota, by quota key",
+            ["quota"],
+            registry=self.registry,
+        )
+        self.throttle_seconds = Counter(
+            "kop_quota_throttle_seconds",
+            "Time throttled clients were told to wait, by quota key",
+            ["quota"],
+            registry=self.registry,
+        )
 
         self._lost = Gauge(
             "kop_state_topic_lost",
@@ -155,6 +167,10 @@ class Metrics:
 
     def connection_closed(self, reason: str) -> None:
         self.closed.labels(reason).inc()
+
+    def throttled(self, quota: str, seconds: float) -> None:
+        self.throttles.labels(quota).inc()
+        self.throttle_seconds.labels(quota).inc(seconds)
 
     def watch_memory(self, requests: Budget, answers: Budget) -> None:
         self.registry.register(_MemoryCollector(requests, answers))

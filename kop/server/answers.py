@@ -20,8 +20,10 @@ from kop.protocol.error_counts import error_counts
 from kop.protocol.frames import encode_frame
 from kop.protocol.messages import RequestHeader, build_response, encode_response
 from kop.server.closing import EVICTED, SEND_TIMEOUT, ThrottledLog
+from kop.server.loop_time import Timed
 from kop.server.memory import EVICT_IDLE_S, AnswerMemory
 from kop.server.ports import RequestObserver, ResponseSink
+from kop.server.quota_gate import QuotaGate
 from kop.server.stream import SendStalled
 
 log = logging.getLogger(__name__)
@@ -97,8 +99,12 @@ class AnswerRoom:
 
 
 class AnswerWriter:
-    def __init__(self, sink: ResponseSink, memory: AnswerMemory, observer: RequestObserver) -> None:
+    def __init__(
+        self, sink: ResponseSink, memory: AnswerMemory, observer: RequestObserver,
+        quota: QuotaGate | None = None,
+    ) -> None:  # fmt: skip
         self._sink = sink
+        self._quota = quota or QuotaGate(None, observer)
         self.room = AnswerRoom(memory, sink)
         self.room.on_evict = self._evicted
         self._observer = observer
@@ -151,8 +157,14 @@ class AnswerWriter:
         ok = True
         errors: Mapping[int, int] = _NONE
         try:
-            if inspect.isawaitable(result):
+            loop_s = 0.0
+            if inspect.iscoroutine(result):
+                timed = Timed(result)
+                result = await timed
+                loop_s = timed.seconds
+            elif inspect.isawaitable(result):
                 result = await _resolve(result)
+            self._quota.answering(header.api_key, result, loop_s)
             if result is None:
                 return None
             errors = error_counts(result)

@@ -42,8 +42,10 @@ from kop.server.closing import (
 from kop.server.decoding import Undecodable, decode
 from kop.server.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
 from kop.server.log_context import PEER, PRINCIPAL, REQUEST
+from kop.server.loop_time import Timed
 from kop.server.memory import AnswerMemory
 from kop.server.ports import FrameSource, RequestObserver, ResponseSink
+from kop.server.quota_gate import QuotaGate
 from kop.server.setup_deadline import SetupDeadline
 from kop.server.stream import Evicted, ReceiveTimeout
 
@@ -106,7 +108,9 @@ class Connection:
         self._limits = limits
         self._observer = observer
         memory = answers or AnswerMemory(limits.max_queued_response_bytes)
-        self._answers = AnswerWriter(writer, memory, observer)
+        quotas = services.quotas
+        self._quota = QuotaGate(quotas.throttles if quotas is not None else None, observer)
+        self._answers = AnswerWriter(writer, memory, observer, self._quota)
         self._chains = PartitionChains()  # produce begins still running, per partition
         self._stopping = False
         self._peer: str | None = None
@@ -164,6 +168,7 @@ class Connection:
         should still be answered."""
         try:
             while (frame := await self._read_frame()) is not None:
+                await self._quota.muted()  # a throttled client's next request waits
                 if not self._gate.authenticating:
                     self._setup.met()  # a whole request, on a listener without SASL
                 # No request is handled while the client leaves its answers unread:
@@ -171,6 +176,7 @@ class Connection:
                 # channel until the response is sent).
                 await self._writer.writable()
                 item = await self._dispatch(frame)
+                self._quota.queued()
                 if not self._gate.authenticating:
                     self._setup.met()  # SASL authentication done
                 del frame
@@ -245,10 +251,12 @@ class Connection:
 
     async def _dispatch(self, frame: bytes | memoryview) -> Item:
         started = time.monotonic()
+        decoding = time.perf_counter()
         try:
             request = decode(frame)
         except Undecodable as exc:
             raise _Close(str(exc)) from exc
+        decoded_s = time.perf_counter() - decoding
         if isinstance(request, tuple):  # answered without a handler
             header, reply, malformed = request
             if malformed is not None:  # throttled: garbage must not set the log's pace
@@ -263,7 +271,11 @@ class Connection:
         if not gate.admits(key):
             raise _Refused(f"api {key} before SASL authentication")
         if gate.answers(key):
-            answer = await gate.answer(key, request.body)
+            timed_sasl = Timed(gate.answer(key, request.body))
+            answer = await timed_sasl
+            if not gate.authenticating:  # signed in: the exchange is charged to the user
+                self._quota.asking(gate.principal, h.client_id)
+                self._quota.dispatched(key, len(frame), decoded_s + timed_sasl.seconds)
             if answer.close:
                 self._closing_after = f"SASL refused: {answer.reason}"
             elif not gate.authenticating:
@@ -273,14 +285,19 @@ class Connection:
                            self._limits.max_namespaces_per_request)  # fmt: skip
         PRINCIPAL.set(ctx.principal.role if ctx.principal is not None else "")
         handler = HANDLERS[ApiKey(key)]
+        self._quota.asking(ctx.principal, h.client_id)
+        await self._quota.admitted()
+        timed = Timed(handler(self._services, ctx, request.body))
         try:
-            result = await handler(self._services, ctx, request.body)
+            result = await timed
         except Exception as exc:
             log.exception("handler for api %d failed", request.header.api_key)
             reply = top_level_error_response(request.header, ErrorCode.unknown_server_error)
             if reply is None:
                 raise _Close(f"handler failed: {exc}") from exc
             return request.header, started, reply
+        finally:
+            self._quota.dispatched(key, len(frame), decoded_s + timed.seconds)
         return request.header, started, result
 
 

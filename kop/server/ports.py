@@ -59,3 +59,6 @@ class RequestObserver(Protocol):
 
     def connection_closed(self, reason: str) -> None:
         """kop closed (or refused) a connection, for `reason` (see `closing`)."""
+
+    def throttled(self, quota: str, seconds: float) -> None:
+        """A client over its `quota` (a quota key) waits `seconds` (kop.quotas)."""

@@ -9,6 +9,8 @@ forge a heartbeat), a backtracking pattern, silent sockets up to the per-address
 logins with forged tokens, and filling the per-tenant pools of groups and transactional
 ids. a loses nothing, reads nothing aborted or twice, sees none of b's groups, can still
 make groups and transactional ids of its own; every attack is refused with Kafka's code.
+Client quotas are set first as a platform team would: each user a tenth of kop's event
+loop (`request_percentage`), a's application role half.
 The transaction latencies of both runs are printed (the closing note and
 docs/security.md carry them); they are not asserted (timing is measured, not asserted).
 """
@@ -22,6 +24,7 @@ import ssl
 import statistics
 import threading
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -176,12 +179,45 @@ def _cpu(tenants: Tenants) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _throttled(tenants: Tenants) -> dict[str, int]:
+    """Answers kop throttled so far, by quota key (its /metrics, as a superuser)."""
+    url = f"http://127.0.0.1:{tenants.kop.admin_port}/metrics"
+    bearer = {"Authorization": f"Bearer {tenants.token(f'ops-{tenants.suffix}')}"}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=bearer), timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("kop_quota_throttled_total{"):
+            out[line.split('quota="')[1].split('"')[0]] = int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
 def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
+def _set_quotas(tenants: Tenants) -> None:
+    """What a platform team sets (docs/security.md, "Client quotas"): every user a tenth
+    of kop's event loop, the anonymous one included; a's application role half."""
+    from kio.schema.alter_client_quotas.v1.request import EntityData, EntryData, OpData
+
+    tls = ssl.create_default_context(cafile=str(tenants.ca.cert_file))
+    ops = RawClient(tenants.port, timeout=20, host="localhost", tls=tls)
+    answer = ops.sasl_plain(tenants.names["a"], "token:" + tenants.token(f"ops-{tenants.suffix}"))
+    assert answer.error_code == 0, answer
+    entries = tuple(
+        EntryData(entity=(EntityData(entity_type="user", entity_name=user),),
+                  ops=(OpData(key="request_percentage", value=share, remove=False),))
+        for user, share in ((None, 10.0), (f"user-a-{tenants.suffix}", 50.0))
+    )  # fmt: skip
+    altered = ops.request(49, 1, entries=entries, validate_only=False)
+    assert [e.error_code for e in altered.entries] == [0, 0], altered
+    ops.close()
+
+
 def test_a_hostile_tenant_leaves_another_untouched(tenants: Tenants) -> None:
     topic = "ledger"
+    _set_quotas(tenants)
     a_topic = f"persistent://{tenants.names['a']}/{topic}"
     a_admin = AdminClient(tenants.conf("a", tenants.token(f"admin-a-{tenants.suffix}")))
     b_admin = AdminClient(tenants.conf("b", tenants.token(f"admin-b-{tenants.suffix}")))
@@ -207,7 +243,8 @@ def test_a_hostile_tenant_leaves_another_untouched(tenants: Tenants) -> None:
         f"under attack p50 {_p(loud, 50) * 1000:.0f} ms p99 {_p(loud, 99) * 1000:.0f} ms "
         f"(p99 ratio {_p(loud, 99) / _p(quiet, 99):.2f}); kop's CPU "
         f"{quiet_cpu / sum(quiet):.0%} of a core quiet, {loud_cpu / sum(loud):.0%} under attack\n"
-        f"attacks answered: { {k: dict(v) for k, v in attacks.answers.items()} }"
+        f"attacks answered: { {k: dict(v) for k, v in attacks.answers.items()} }\n"
+        f"answers throttled (client quotas): {_throttled(tenants)}"
     )
     print(figures)  # and beside kop's log, where a passing run leaves it
     (tenants.kop.log_path.parent / "hostile-tenant-figures.txt").write_text(figures + "\n")
@@ -235,6 +272,8 @@ def _assert_refused(answers: dict[str, Counter[str]]) -> None:
     assert "invalid_regular_expression" in answers["patterns"]
     assert set(answers["forged tokens"]) == {"sasl_authentication_failed"}
     assert set(answers["silent sockets"]) == {"over the limit: closed", "silent: closed"}
+    # a flood is slowed (throttled once over its quota), never refused or cut off
+    assert sum(answers["metadata flood"].values()) > 0
     # the pools: up to the tenant's share, then refused as Kafka refuses a full coordinator
     groups = answers["group pool"]
     assert groups["none"] <= int(LIMITS["KOP_MAX_GROUPS_PER_TENANT"])
@@ -335,6 +374,18 @@ def _start_attacks(attacks: Attacks, tenants: Tenants, a_topic: str) -> None:
         finally:
             client.close()
 
+    def flood(seen: Counter[str]) -> None:
+        """b's admin asks for every topic it may see, as fast as kop answers, on one
+        connection: the client quotas' case (it is throttled once over its share)."""
+        client = _raw(tenants, "b-admin")
+        try:
+            while not attacks.stop.is_set():
+                answer = client.request(3, 12, topics=None, allow_auto_topic_creation=False,
+                                        include_topic_authorized_operations=False)  # fmt: skip
+                seen["throttled" if answer.throttle_time.total_seconds() else "answered"] += 1
+        finally:
+            client.close()
+
     def forged_tokens(seen: Counter[str]) -> None:
         tls = ssl.create_default_context(cafile=str(tenants.ca.cert_file))
         client = RawClient(tenants.port, timeout=20, host="localhost", tls=tls)
@@ -414,6 +465,7 @@ def _start_attacks(attacks: Attacks, tenants: Tenants, a_topic: str) -> None:
     attacks.run("group pool", group_pool)
     attacks.run("transactional id pool", txn_id_pool)
     attacks.run("silent sockets", silent_sockets)
+    attacks.run("metadata flood", flood)
 
 
 def _forged(role: str) -> str:

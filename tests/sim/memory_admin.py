@@ -5,6 +5,7 @@ kop end to end through sockets without a Pulsar, where a fault must be injected.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Generic, TypeVar
 
 from kop.config import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
@@ -12,6 +13,8 @@ from kop.storage.permissions import NamespaceGrants
 from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
 from tests.sim.memory_compaction import MemoryCompaction
 from tests.sim.memory_log import MemoryLog
+
+K = TypeVar("K")
 
 
 class MemoryAdmin:
@@ -140,20 +143,23 @@ class MemoryPermissions:
         self.namespaces[ns] = replace(g, subscriptions={k: v for k, v in subs.items() if v})
 
 
-class MemoryCredentials:
-    """Namespace properties, as the Pulsar admin API keeps them."""
+class MemoryRecords(Generic[K]):
+    """Namespace properties, as the Pulsar admin API keeps them (credentials, quotas)."""
 
     def __init__(self) -> None:
-        self.records: dict[tuple[str, str], str] = {}
+        self.records: dict[K, str] = {}
 
-    async def load(self) -> dict[tuple[str, str], str]:
+    async def load(self) -> dict[K, str]:
         return dict(self.records)
 
-    async def save(self, key: tuple[str, str], record: str) -> None:
+    async def save(self, key: K, record: str) -> None:
         self.records[key] = record
 
-    async def delete(self, key: tuple[str, str]) -> None:
+    async def delete(self, key: K) -> None:
         self.records.pop(key, None)
+
+
+MemoryCredentials = MemoryRecords[tuple[str, str]]
 
 
 class MemoryBackend:
@@ -163,6 +169,7 @@ class MemoryBackend:
         self.compaction = MemoryCompaction(self.log)
         self.permissions = MemoryPermissions()
         self.credentials = MemoryCredentials()
+        self.quotas = MemoryRecords[str]()
 
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log
@@ -173,6 +180,7 @@ class MemoryBackend:
         other = MemoryBackend(self.log.instance())
         other.admin, other.compaction = self.admin, self.compaction
         other.permissions, other.credentials = self.permissions, self.credentials
+        other.quotas = self.quotas
         return other
 
     async def close(self) -> None:

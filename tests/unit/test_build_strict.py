@@ -315,9 +315,10 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
         calls = sasl_answers(api)
     elif api in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
         calls = await acl_answers(api, s, version)
-    elif api in (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-                 ApiKey.DESCRIBE_CLIENT_QUOTAS):  # fmt: skip
+    elif api in (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS):
         calls = await scram_answers(api, s, version)
+    elif api in (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS):
+        calls = await quota_answers(api, s, version)
     elif api == ApiKey.CREATE_TOPICS:
         config = _ns(name="retention.ms", value="1000")
 
@@ -797,6 +798,32 @@ async def acl_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
             handler(with_acls, root, request)]  # fmt: skip
 
 
+async def quota_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
+    """The client quota APIs without quotas served, with some set, and with errors."""
+    from kop.api import quotas
+    from kop.quotas.book import QuotaBook
+    from kop.quotas.throttles import Throttles
+    from kop.security.principal import Principal
+    from tests.sim.memory_admin import MemoryRecords
+
+    book = QuotaBook(MemoryRecords[str](), Throttles())
+    served = Services(**{**vars(s), "quotas": book})
+    root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
+    user = [_ns(entity_type="user", entity_name="alice")]
+    anyone = [_ns(entity_type="client-id", entity_name=None)]
+    alter = _ns(validate_only=False, entries=[
+        _ns(entity=user, ops=[_ns(key="producer_byte_rate", value=1024.0, remove=False)]),
+        _ns(entity=anyone, ops=[_ns(key="nonsense", value=1.0, remove=False)]),
+    ])  # fmt: skip
+    if api == ApiKey.ALTER_CLIENT_QUOTAS:
+        return [quotas.alter(s, root, alter), quotas.alter(served, root, alter)]
+    await quotas.alter(served, root, alter)  # then: one entity to describe
+    every = _ns(components=[_ns(entity_type="user", match_type=2, match=None)], strict=False)
+    bad = _ns(components=[_ns(entity_type="user", match_type=7, match=None)], strict=True)
+    return [quotas.describe(s, root, every), quotas.describe(served, root, every),
+            quotas.describe(served, root, bad)]  # fmt: skip
+
+
 async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
     """The SCRAM credential APIs without users, refused, with users and with errors."""
     from kop.api import scram
@@ -807,8 +834,6 @@ async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
     users = ScramUsers(MemoryCredentials())
     with_users = Services(**{**vars(s), "scram": users})
     root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
-    if api == ApiKey.DESCRIBE_CLIENT_QUOTAS:
-        return [scram.describe_client_quotas(s, root, None)]
     upsert = _ns(name="u", mechanism=2, iterations=4096, salt=b"s", salted_password=b"p")
     few = _ns(**{**vars(upsert), "name": "few", "iterations": 1})
     alter = _ns(deletions=[_ns(name="gone", mechanism=1)], upsertions=[upsert, few])

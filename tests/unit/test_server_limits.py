@@ -13,13 +13,15 @@ import logging
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from kio.schema.produce.v9.request import PartitionProduceData, TopicProduceData
 
 from conformance.clients.raw import RawClient
 from fuzz import corpus
+from kop.api.context import Services
 from kop.app import Gateway
 from kop.protocol.records import Record, build_batch, iter_records, split_batches
 from kop.server.connection import Connection, Limits
@@ -149,6 +151,10 @@ class _FailingWriter:
         return None
 
 
+# What a connection answering only ApiVersions reads of the services: no quotas.
+_NO_SERVICES = cast(Services, SimpleNamespace(quotas=None))
+
+
 class _Observer:
     def __init__(self) -> None:
         self.open = 0
@@ -161,6 +167,9 @@ class _Observer:
     def connection_change(self, delta: int) -> None:
         self.open += delta
 
+    def throttled(self, quota: str, seconds: float) -> None:
+        return None
+
     def connection_closed(self, reason: str) -> None:
         return None
 
@@ -170,7 +179,7 @@ async def test_a_failed_write_ends_the_connection_without_waiting_for_the_reader
     writer = _FailingWriter()
     observer = _Observer()
     conn = Connection(
-        reader, writer, None, Namespace("public", "default"),  # type: ignore[arg-type]
+        reader, writer, _NO_SERVICES, Namespace("public", "default"),
         Limits(1 << 20, 8, idle_timeout_s=600), observer,
     )  # fmt: skip
     _, frame = RawClient.__new__(RawClient).encode_standalone(
@@ -273,7 +282,7 @@ async def test_no_request_is_handled_while_answers_are_left_unread() -> None:
     )
     source, writer = _CountingSource(frame), _UnreadWriter()
     conn = Connection(
-        source, writer, None, Namespace("public", "default"),  # type: ignore[arg-type]
+        source, writer, _NO_SERVICES, Namespace("public", "default"),
         Limits(1 << 20, 32, idle_timeout_s=600), _Observer(),
     )  # fmt: skip
     running = asyncio.create_task(conn.run())

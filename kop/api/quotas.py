@@ -1,0 +1,84 @@
+"""DescribeClientQuotas and AlterClientQuotas: what `kafka-configs --entity-type users
+--entity-type clients` reads and writes (kop.quotas). Quotas name users and client
+ids of every tenant, so both are broker-wide operations: superusers only, as Kafka
+asks DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kop.api.context import RequestContext, Response, Services, error_of
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.quotas.book import Component, Op, QuotaBook
+from kop.quotas.entities import QuotaInvalid
+
+MAX_FILTER = 8  # components in one DescribeClientQuotas filter (Kafka has two types)
+MAX_ENTRIES = 1000  # entries in one AlterClientQuotas request
+MAX_OPS = 16  # operations in one entry (Kafka has three keys a client may set)
+
+
+async def describe(services: Services, ctx: RequestContext, request: Any) -> Response:
+    try:
+        book = await _book(services, ctx)
+        if len(request.components) > MAX_FILTER:
+            raise QuotaInvalid(f"a filter has at most {MAX_FILTER} components")
+        found = book.describe(
+            (Component(c.entity_type, c.match_type, c.match) for c in request.components),
+            request.strict,
+        )
+    except Exception as exc:
+        code, message = _error(exc)
+        return {"throttle_time": 0, "error_code": code, "error_message": message, "entries": []}
+    entries = [
+        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+         "values": [{"key": k, "value": v} for k, v in sorted(values.items())]}
+        for entity, values in found
+    ]  # fmt: skip
+    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
+            "entries": entries}  # fmt: skip
+
+
+async def alter(services: Services, ctx: RequestContext, request: Any) -> Response:
+    def answer(entity: Any, code: ErrorCode, message: str | None) -> dict[str, Any]:
+        return {"error_code": code, "error_message": message, "entity": [
+            {"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entity
+        ]}  # fmt: skip
+
+    try:
+        book = await _book(services, ctx)
+        if len(request.entries) > MAX_ENTRIES:
+            raise QuotaInvalid(f"a request alters at most {MAX_ENTRIES} entities")
+    except Exception as exc:
+        code, message = _error(exc)
+        return {
+            "throttle_time": 0,
+            "entries": [answer(e.entity, code, message) for e in request.entries],
+        }
+    out = []
+    for entry in request.entries:
+        try:
+            if len(entry.ops) > MAX_OPS:
+                raise QuotaInvalid(f"an entry has at most {MAX_OPS} operations")
+            await book.alter(
+                [(e.entity_type, e.entity_name) for e in entry.entity],
+                [Op(o.key, float(o.value), o.remove) for o in entry.ops],
+                request.validate_only,
+            )
+            out.append(answer(entry.entity, ErrorCode.none, None))
+        except Exception as exc:
+            out.append(answer(entry.entity, *_error(exc)))
+    return {"throttle_time": 0, "entries": out}
+
+
+async def _book(services: Services, ctx: RequestContext) -> QuotaBook:
+    if not await ctx.access.cluster():
+        raise KafkaError(ErrorCode.cluster_authorization_failed, "superusers only")
+    if services.quotas is None:
+        raise KafkaError(ErrorCode.unsupported_version, "client quotas are not served")
+    return services.quotas
+
+
+def _error(exc: Exception) -> tuple[ErrorCode, str | None]:
+    if isinstance(exc, QuotaInvalid):
+        return ErrorCode.invalid_request, str(exc)
+    return error_of(exc)
