@@ -9,7 +9,7 @@ from __future__ import annotations
 KNOWN: dict[tuple[str, str], str] = {
     ("tools/broker-api-versions", "java-tools"): (
         "kop advertises exactly the APIs and versions it implements (README, Compatibility). "
-        "Not implemented: quota changes, delegation tokens, the KIP-848 consumer "
+        "Not implemented: delegation tokens, the KIP-848 consumer "
         "protocol, share and streams groups, telemetry, KRaft quorum APIs. Newer versions "
         "of APIs it has (Produce 13, Fetch 13+, ListOffsets 8+, Metadata 13, "
         "OffsetCommit/OffsetFetch 10, DescribeGroups 6, DescribeLogDirs 5, InitProducerId "

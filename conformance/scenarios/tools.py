@@ -111,6 +111,25 @@ def configs(ctx: Ctx, tools: JavaTools) -> Observation:
     }
 
 
+@scenario("tools/client-quotas", JAVA, quick=True)
+def client_quotas(ctx: Ctx, tools: JavaTools) -> Observation:
+    """kafka-configs on client quotas: set two of a client id's, describe them, delete
+    one, describe again; a key Kafka does not know is refused."""
+    c = ["--entity-type", "clients", "--entity-name", ctx.name("quota-client")]
+    rates = "producer_byte_rate=1048576,request_percentage=50"
+    return {
+        "add": tools.run(ctx, "configs", *_bs(ctx), "--alter", *c, "--add-config", rates).__dict__,
+        "after add": tools.run(ctx, "configs", *_bs(ctx), "--describe", *c).__dict__,
+        "delete": tools.run(
+            ctx, "configs", *_bs(ctx), "--alter", *c, "--delete-config", "request_percentage"
+        ).__dict__,
+        "after delete": tools.run(ctx, "configs", *_bs(ctx), "--describe", *c).__dict__,
+        "unknown key": tools.run(
+            ctx, "configs", *_bs(ctx), "--alter", *c, "--add-config", "made_up_rate=5"
+        ).__dict__,
+    }
+
+
 @scenario("tools/delete-records", JAVA)
 def delete_records(ctx: Ctx, tools: JavaTools) -> Observation:
     """kafka-delete-records before offset 4, then the earliest offset (kafka-get-offsets)."""

@@ -10,7 +10,7 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services, error_of
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.quotas.book import Component, Op, QuotaBook
-from kop.quotas.entities import QuotaInvalid
+from kop.quotas.entities import KEYS, QuotaInvalid
 
 MAX_FILTER = 8  # components in one DescribeClientQuotas filter (Kafka has two types)
 MAX_ENTRIES = 1000  # entries in one AlterClientQuotas request
@@ -31,7 +31,7 @@ async def describe(services: Services, ctx: RequestContext, request: Any) -> Res
         return {"throttle_time": 0, "error_code": code, "error_message": message, "entries": []}
     entries = [
         {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
-         "values": [{"key": k, "value": v} for k, v in sorted(values.items())]}
+         "values": [{"key": k, "value": values[k]} for k in KEYS if k in values]}
         for entity, values in found
     ]  # fmt: skip
     return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,

@@ -21,7 +21,9 @@ REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
 CONNECTION_CREATION_RATE = "connection_creation_rate"
 
-KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+# In the order Kafka 4.3 answers them (its hash map's), which `kafka-configs --describe`
+# prints as it gets them.
+KEYS = (REQUEST_PERCENTAGE, PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE)
 _WHOLE = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE})  # Kafka: LONG configs
 MAX_NAME = 255  # a user or client id a quota may name, in characters
 
