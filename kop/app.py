@@ -438,7 +438,7 @@ class Gateway:
 
     @property
     def kafka_ports(self) -> dict[str, int]:
-        """Each listener's bound port, by its security protocol."""
+        """Each listener's bound port, by its name."""
         assert self._listener is not None
         return self._listener.ports
 

@@ -18,6 +18,7 @@ from kop.server.endpoints import (
     Listener,
     SecurityProtocol,
     parse_endpoints,
+    parse_protocol_map,
     plan_listeners,
 )
 
@@ -30,11 +31,13 @@ class ListenerSettings(BaseSettings):
     port: int = Field(9092, ge=1, le=65535)
     advertised_host: str = "localhost"
     advertised_port: int | None = Field(None, ge=1, le=65535)
-    # Kafka's listeners / advertised.listeners: `PROTOCOL://host:port,...` with PLAINTEXT,
-    # SSL, SASL_PLAINTEXT, SASL_SSL (docs/security.md). Empty: one PLAINTEXT listener on
-    # listen_host:port, advertised as advertised_host:advertised_port.
+    # Kafka's listeners / advertised.listeners: `NAME://host:port,...`, a name being PLAINTEXT,
+    # SSL, SASL_PLAINTEXT, SASL_SSL or one listener_security_protocol_map gives a protocol
+    # (docs/security.md). Empty: one PLAINTEXT listener on listen_host:port, advertised
+    # as advertised_host:advertised_port.
     listeners: str = ""
     advertised_listeners: str = ""
+    listener_security_protocol_map: str = ""  # Kafka's: `INTERNAL:SASL_SSL,EXTERNAL:SSL`
     # SASL (docs/security.md): mechanisms, and the token key material in Pulsar's
     # notation (tokenSecretKey / tokenPublicKey: file:///path or data:;base64,...)
     sasl_enabled_mechanisms: str = PLAIN
@@ -147,9 +150,10 @@ class ListenerSettings(BaseSettings):
             if self.advertised_listeners.strip():
                 return plan_listeners([bind], parse_endpoints(self.advertised_listeners), "")
             return [Listener(bind, shown)]
-        binds = parse_endpoints(self.listeners)
+        protocols = parse_protocol_map(self.listener_security_protocol_map)
+        binds = parse_endpoints(self.listeners, protocols)
         if not binds:
             raise EndpointError("listeners is set but names no listener")
         return plan_listeners(
-            binds, parse_endpoints(self.advertised_listeners), self.advertised_host
+            binds, parse_endpoints(self.advertised_listeners, protocols), self.advertised_host
         )

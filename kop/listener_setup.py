@@ -127,7 +127,7 @@ def binds(
     for listener in c.listener_plan():
         protocol = listener.protocol
         security = ListenerSecurity(
-            protocol.value,
+            listener.name,
             default,
             session if protocol.sasl else None,
             delay,
@@ -142,7 +142,7 @@ def binds(
 
 
 def advertised(plan: list[Listener]) -> tuple[tuple[str, str, int], ...]:
-    return tuple((lst.protocol.value, lst.advertised.host, lst.advertised.port) for lst in plan)
+    return tuple((lst.name, lst.advertised.host, lst.advertised.port) for lst in plan)
 
 
 def reload_on_sighup(tls: ServerTls | None) -> None:

@@ -32,7 +32,7 @@ MAX_UNAUTHENTICATED_FRAME = 512 * 1024
 class ListenerSecurity:
     """What a listener asks of its connections."""
 
-    name: str  # the listener's security protocol, as metadata advertises per listener
+    name: str  # the listener's name, as metadata advertises per listener
     namespace: Namespace  # where names resolve for a connection no principal selects
     sasl: Callable[[], SaslSession] | None = None  # a SASL listener's exchange
     failure_delay_s: float = 0.1  # Kafka's connection.failed.authentication.delay.ms

@@ -412,9 +412,11 @@ def test_node_ports_per_pod(tmp_path: Path) -> None:
         assert service["spec"]["type"] == "NodePort"
         assert service["spec"]["selector"]["statefulset.kubernetes.io/pod-name"] == f"kop-{ordinal}"
         assert service["spec"]["ports"][0]["nodePort"] == 31092 + ordinal
+        assert service["spec"]["ports"][0]["targetPort"] == "kafka-external"
         env = _pod_env(rendered, ordinal, tmp_path, host_ip="192.0.2.7")
-        assert env["KOP_ADVERTISED_HOST"] == "192.0.2.7"
-        assert env["KOP_ADVERTISED_PORT"] == str(31092 + ordinal)
+        # clients inside are told the pod's name; those that come in through EXTERNAL, its node
+        assert env["KOP_ADVERTISED_HOST"] == f"kop-{ordinal}.kop-headless.{NAMESPACE}.svc"
+        assert env["KOP_ADVERTISED_LISTENERS"] == f"EXTERNAL://192.0.2.7:{31092 + ordinal}"
         assert env["KOP_NODE_ID"] == str(ordinal)
         assert env["KOP_MAX_CONNECTIONS"] == "2000"  # extraEnv
 
@@ -427,8 +429,7 @@ def test_load_balancers_per_pod(tmp_path: Path) -> None:
         assert service["spec"]["loadBalancerSourceRanges"] == ["203.0.113.0/24"]
         assert service["spec"]["ports"][0]["port"] == 9092
         env = _pod_env(rendered, ordinal, tmp_path)
-        assert env["KOP_ADVERTISED_HOST"] == f"kop-{ordinal}.kafka.example.com"
-        assert env["KOP_ADVERTISED_PORT"] == "9092"
+        assert env["KOP_ADVERTISED_LISTENERS"] == f"EXTERNAL://kop-{ordinal}.kafka.example.com:9092"
     too_few = helm(
         "template", str(CHART), "-f", str(OAUTH2_LB), "--set", "replicaCount=3", check=False
     )
@@ -521,11 +522,42 @@ def test_kafka_listeners_tls_and_token_key_from_secrets(
     assert config.authorizing
 
 
+def test_external_access_is_a_listener_of_its_own_with_its_security(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SASL_SSL inside and outside: clients inside get the pods' names on the SASL_SSL
+    listener, clients outside get each pod's load balancer on EXTERNAL (SASL_SSL too)."""
+    rendered = render(SASL_SSL, sets=(
+        "externalAccess.enabled=true", "externalAccess.type=LoadBalancer",
+        "externalAccess.protocol=SASL_SSL", "replicaCount=2",
+        "externalAccess.hosts[0]=kafka-0.example.com",
+        "externalAccess.hosts[1]=kafka-1.example.com",
+    ))  # fmt: skip
+    toml = rendered.kop_toml
+    assert toml["listeners"].endswith(",EXTERNAL://0.0.0.0:9098")
+    assert toml["listener_security_protocol_map"] == "EXTERNAL:SASL_SSL"
+    ports = {p["name"]: p["containerPort"] for p in rendered.container["ports"]}
+    assert ports["kafka-external"] == 9098
+    env = _pod_env(rendered, 1, tmp_path)
+    files = {"kafka-tls/tls.crt": "PEM", "kafka-tls/tls.key": "PEM", "kafka-tls/ca.crt": "PEM"}
+    for name in [n for n in os.environ if n.startswith("KOP_")]:
+        monkeypatch.delenv(name)
+    for name in ("KOP_ADVERTISED_HOST", "KOP_ADVERTISED_LISTENERS"):
+        monkeypatch.setenv(name, env[name])
+    config = load_config(_local_config(rendered, tmp_path, files), environ={})
+    advertised = {lst.name: str(lst.advertised) for lst in config.listener_plan()}
+    assert advertised["SASL_SSL"] == f"SASL_SSL://kop-1.kop-headless.{NAMESPACE}.svc:9093"
+    assert advertised["EXTERNAL"] == "EXTERNAL://kafka-1.example.com:9092"
+    external = {lst.name: lst.protocol.value for lst in config.listener_plan()}["EXTERNAL"]
+    assert external == "SASL_SSL"
+
+
 def test_security_listeners_refuse_what_cannot_work() -> None:
     for sets, why in (
         (("kafkaSecurity.saslSslPort=9093",), "needs kafkaSecurity.tls.secretName"),
-        (("kafkaSecurity.saslPlaintextPort=9095", "externalAccess.enabled=true",
-          "externalAccess.hosts[0]=a"), "cannot be combined"),
+        (("externalAccess.enabled=true", "externalAccess.protocol=SASL_SSL"),
+         "needs kafkaSecurity.tls.secretName"),
+        (("externalAccess.enabled=true", "externalAccess.protocol=TLS"), "protocol"),
         (("kafkaSecurity.plaintext=false",), "no listener left"),
     ):  # fmt: skip
         run = helm("template", "kop", str(CHART), *[f"--set={s}" for s in sets], check=False)

@@ -131,22 +131,28 @@ data:
 {{- with $p.tls.certKey }}{{ $_ := set $s "pulsar_tls_cert_file" (printf "%s/%s" $tls .) }}{{ end }}
 {{- with $p.tls.keyKey }}{{ $_ := set $s "pulsar_tls_key_file" (printf "%s/%s" $tls .) }}{{ end }}
 {{- $k := .Values.kafkaSecurity }}
+{{- $x := .Values.externalAccess }}
 {{- $extra := include "kop.extraListeners" . | fromJson }}
-{{- if or $extra (not $k.plaintext) }}
-{{- if .Values.externalAccess.enabled }}
-{{- fail "kafkaSecurity listeners and externalAccess cannot be combined yet: externalAccess advertises one listener" }}
+{{- $protocols := list "PLAINTEXT" "SSL" "SASL_PLAINTEXT" "SASL_SSL" }}
+{{- if and $x.enabled (not (has $x.protocol $protocols)) }}
+{{- fail (printf "externalAccess.protocol %q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL" $x.protocol) }}
 {{- end }}
+{{- if or $extra (not $k.plaintext) $x.enabled }}
 {{- $listeners := list }}
 {{- if $k.plaintext }}{{ $listeners = append $listeners (printf "PLAINTEXT://0.0.0.0:%v" .Values.ports.kafka) }}{{ end }}
 {{- range $name := keys $extra | sortAlpha }}
 {{- $listeners = append $listeners (printf "%s://0.0.0.0:%v" $name (index $extra $name)) }}
 {{- end }}
 {{- if not $listeners }}{{ fail "kafkaSecurity: no listener left (plaintext false and no port)" }}{{ end }}
+{{- if $x.enabled }}
+{{- $listeners = append $listeners (printf "EXTERNAL://0.0.0.0:%v" $x.containerPort) }}
+{{- $_ := set $s "listener_security_protocol_map" (printf "EXTERNAL:%s" $x.protocol) }}
+{{- end }}
 {{- $_ := set $s "listeners" (join "," $listeners) }}
 {{- $_ := set $s "sasl_enabled_mechanisms" (join "," $k.mechanisms) }}
 {{- end }}
-{{- if or $k.saslSslPort $k.sslPort }}
-{{- if not $k.tls.secretName }}{{ fail "kafkaSecurity: an SSL or SASL_SSL port needs kafkaSecurity.tls.secretName" }}{{ end }}
+{{- if or $k.saslSslPort $k.sslPort (and $x.enabled (has $x.protocol (list "SSL" "SASL_SSL"))) }}
+{{- if not $k.tls.secretName }}{{ fail "kafkaSecurity: an SSL or SASL_SSL port (or externalAccess.protocol) needs kafkaSecurity.tls.secretName" }}{{ end }}
 {{- end }}
 {{- with $k.tls.secretName }}
 {{- $dir := include "kop.kafkaTlsDir" $ }}
@@ -172,7 +178,7 @@ data:
      boolean or array of them is also a TOML value. */}}
 {{- define "kop.toml" -}}
 # kop.toml, rendered by the kop Helm chart. node_id and advertised_host (and, with
-# externalAccess, advertised_port) come per pod from KOP_* in the environment.
+# externalAccess, advertised_listeners) come per pod from KOP_* in the environment.
 {{- $s := include "kop.settings" . | fromJson }}
 {{- range $k := keys $s | sortAlpha }}
 {{ $k }} = {{ index $s $k | toJson }}
