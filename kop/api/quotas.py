@@ -71,10 +71,15 @@ async def alter(services: Services, ctx: RequestContext, request: Any) -> Respon
 
 
 async def _book(services: Services, ctx: RequestContext) -> QuotaBook:
+    """The book as the store has it now, not as of the last refresh: `kafka-configs`
+    describes before it deletes, at whichever instance it reaches, and an alteration
+    builds on the entity's current values (a stale copy would be written over a newer
+    one). One read of the namespace's properties per request; superusers only."""
     if not await ctx.access.cluster():
         raise KafkaError(ErrorCode.cluster_authorization_failed, "superusers only")
     if services.quotas is None:
         raise KafkaError(ErrorCode.unsupported_version, "client quotas are not served")
+    await services.quotas.refresh()
     return services.quotas
 
 

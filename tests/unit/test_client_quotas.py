@@ -182,3 +182,28 @@ async def test_only_superusers_see_or_set_quotas() -> None:
     assert described["error_code"] is ErrorCode.cluster_authorization_failed
     assert [e["error_code"] for e in altered["entries"]] == [ErrorCode.cluster_authorization_failed]
     assert services.quotas is not None and services.quotas.describe((), False) == []
+
+
+async def test_another_instance_answers_with_what_was_just_set() -> None:
+    """kafka-configs describes before it deletes, at whichever instance it reaches: an
+    instance between two refreshes answered from its old copy ('Invalid config(s)'),
+    and an alteration there wrote its old copy over the newer one (the conformance
+    tier's three instances found it)."""
+    store, admin = MemoryRecords[str](), RequestContext(Namespace("public", "default"), "c", 1)
+    a, b = (cast(Services, SimpleNamespace(quotas=QuotaBook(store, Throttles(), 3600)))
+            for _ in range(2))  # fmt: skip
+    user = (SimpleNamespace(entity_type="user", entity_name="eve"),)
+
+    def request(key: str, value: float, remove: bool = False) -> Any:
+        op = SimpleNamespace(key=key, value=value, remove=remove)
+        return SimpleNamespace(components=(), strict=False, validate_only=False,
+                               entries=(SimpleNamespace(entity=user, ops=(op,)),))  # fmt: skip
+
+    await quotas.describe(b, admin, request("request_percentage", 1))  # b's copy: empty
+    await quotas.alter(a, admin, request("request_percentage", 50))
+    described = await quotas.describe(b, admin, request("request_percentage", 1))
+    assert [v["key"] for e in described["entries"] for v in e["values"]] == ["request_percentage"]
+    await quotas.alter(b, admin, request("producer_byte_rate", 1024))
+    assert store.records == {
+        "user=eve": '{"producer_byte_rate": 1024.0, "request_percentage": 50.0}'
+    }
