@@ -128,7 +128,7 @@ _KOP_DOCS = {
     "kafka: the batch verbatim)",
     PULSAR_BATCHING: "kop: false writes one Pulsar entry per record",
     SHARED_WRITES: "kop: true lets Pulsar producers write the topic beside kop (no fence "
-    "between kop instances)",
+    "between kop instances); kop's pulsar_shared_writes is the default",
 }
 
 

@@ -47,6 +47,7 @@ class TopicDefaults:
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_bytes: int = -1
     max_message_bytes: int = 1048588
+    shared_writes: bool = False  # Pulsar producers beside kop (D21); kop's setting
 
     def configs(self) -> dict[str, str]:
         """Every topic config at its default (Kafka's, or kop's configured one)."""
@@ -58,7 +59,7 @@ class TopicDefaults:
                 "max.message.bytes": str(self.max_message_bytes),
                 ENTRY_FORMAT: self.entry_format.value,
                 PULSAR_BATCHING: str(self.pulsar_batching).lower(),
-                SHARED_WRITES: "false",
+                SHARED_WRITES: str(self.shared_writes).lower(),
             }
         )
         return out

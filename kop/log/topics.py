@@ -77,7 +77,8 @@ class TopicView:
     @property
     def shared_writes(self) -> bool:
         """True: kop's writer leaves room for Pulsar producers (no fence between kop
-        instances). False by default for the topics kop creates, true for the others."""
+        instances). For the topics kop creates, kop's `pulsar_shared_writes` decides
+        unless the topic says; the others are shared."""
         return self.configs.get(SHARED_WRITES, "false") == "true"
 
     @property

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pulsar
+import pytest
 
 from conformance.clients.kafka_python import KafkaPython
 from tests.integration.admin import create_topic
@@ -100,10 +102,11 @@ def test_mixed_formats_and_writers_share_one_offset_sequence(kop: KopProcess, to
 def test_a_topic_kop_made_is_fenced_unless_it_leaves_room_for_pulsar_producers(
     kop: KopProcess, topic: str
 ) -> None:
-    """kop writes the topics it creates through a fencing producer (so two kop
+    """Where several kop instances may own a partition (the fixture's kop has a cluster
+    secret), kop writes the topics it creates through a fencing producer (so two kop
     instances never both have a write acknowledged): a Pulsar producer is refused
     while kop writes the partition, with Pulsar's ProducerBusy. With
-    kop.pulsar.shared.writes=true both write, one offset sequence."""
+    kop.pulsar.shared.writes=true both write, one offset sequence (D21)."""
     first = [Rec(None, b"kafka", (), 5000)]
     create_topic(kop.bootstrap, topic)
     assert PRODUCERS["confluent-kafka"](kop.bootstrap, topic, first, None) == [0]
@@ -124,3 +127,25 @@ def test_a_topic_kop_made_is_fenced_unless_it_leaves_room_for_pulsar_producers(
     assert PRODUCERS["kafka-python"](kop.bootstrap, shared, first, None) == [2]
     got = cf_consume(kop.bootstrap, shared, 3)
     assert [r.value for r in got] == [b"kafka", b"native", b"kafka"]
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_kop_alone_takes_pulsar_producers_on_the_topics_it_made(tmp_path: Path, topic: str) -> None:
+    """The promise both ways, by default: a Pulsar application (a Function writing its
+    output) writes to a topic a Kafka producer created. A kop alone (no cluster
+    secret, so no other instance to fence) writes its topics in Pulsar's Shared mode."""
+    alone = KopProcess(tmp_path, KOP_CLUSTER_SECRET="")
+    alone.start()
+    try:
+        first = [Rec(None, b"kafka", (), 5000)]
+        assert PRODUCERS["confluent-kafka"](alone.bootstrap, topic, first, None) == [0]
+        client = pulsar.Client(PULSAR_URL)
+        try:
+            client.create_producer(_partition0(topic)).send(b"native")
+        finally:
+            client.close()
+        assert PRODUCERS["kafka-python"](alone.bootstrap, topic, first, None) == [2]
+        got = cf_consume(alone.bootstrap, topic, 3)
+        assert [r.value for r in got] == [b"kafka", b"native", b"kafka"]
+    finally:
+        alone.stop()
