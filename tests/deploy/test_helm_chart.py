@@ -29,10 +29,13 @@ TOKEN_TLS = CHART / "ci" / "token-tls-nodeport-values.yaml"
 OAUTH2_LB = CHART / "ci" / "oauth2-loadbalancer-values.yaml"
 MTLS = CHART / "ci" / "mtls-values.yaml"
 SASL_SSL = CHART / "ci" / "sasl-ssl-values.yaml"
+CERT_MANAGER = CHART / "ci" / "cert-manager-values.yaml"
 
 
 def test_ci_values_cover_the_optional_parts() -> None:
-    assert {p.name for p in CI_VALUES} >= {TOKEN_TLS.name, OAUTH2_LB.name, MTLS.name, SASL_SSL.name}
+    assert {p.name for p in CI_VALUES} >= {
+        TOKEN_TLS.name, OAUTH2_LB.name, MTLS.name, SASL_SSL.name, CERT_MANAGER.name
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("values", VALUE_SETS, ids=VALUE_IDS)
@@ -47,8 +50,10 @@ def test_rendered_manifests_validate(values: tuple[Path, ...]) -> None:
     rendered = render(*values)
     code, report = kubeconform(rendered.text)
     assert code == 0, json.dumps(report["resources"], indent=1)
-    # the Prometheus Operator's kinds: no schema among Kubernetes' own
-    monitors = len(rendered.kinds("ServiceMonitor")) + len(rendered.kinds("PrometheusRule"))
+    # the Prometheus Operator's kinds and cert-manager's: no schema among Kubernetes' own
+    monitors = sum(
+        len(rendered.kinds(k)) for k in ("ServiceMonitor", "PrometheusRule", "Certificate")
+    )
     assert report["summary"] == {
         "valid": len(rendered.docs) - monitors,
         "invalid": 0,
@@ -296,6 +301,7 @@ def test_a_config_change_rolls_the_pods() -> None:
         ("externalAccess.enabled=true,externalAccess.type=LoadBalancer", "/externalAccess"),
         ("podAntiAffinity=sometimes", "/podAntiAffinity"),
         ("replicaCount=257", "/replicaCount"),  # node ids are 0-255
+        ("kafkaSecurity.tls.certManager.duration=90d", "/kafkaSecurity/tls/certManager/duration"),
     ],
 )
 def test_schema_refuses_bad_values(bad: str, why: str) -> None:
@@ -550,6 +556,40 @@ def test_external_access_is_a_listener_of_its_own_with_its_security(
     assert advertised["EXTERNAL"] == "EXTERNAL://kafka-1.example.com:9092"
     external = {lst.name: lst.protocol.value for lst in config.listener_plan()}["EXTERNAL"]
     assert external == "SASL_SSL"
+
+
+def test_cert_manager_makes_the_certificate_every_advertised_name_is_checked_against() -> None:
+    """A client checks the name it was told (a pod's DNS name inside, the external host
+    outside, the bootstrap Service first): the Certificate covers each, and the pods
+    mount the Secret cert-manager fills, re-read on renewal."""
+    rendered = render(CERT_MANAGER)
+    cert = rendered.one("Certificate")
+    assert cert["apiVersion"] == "cert-manager.io/v1"
+    spec = cert["spec"]
+    assert spec["issuerRef"] == {
+        "name": "platform-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"
+    }  # fmt: skip
+    assert spec["dnsNames"] == [
+        "kop", f"kop.{NAMESPACE}.svc", f"*.kop-headless.{NAMESPACE}.svc",
+        "kafka-0.example.com", "kafka-1.example.com", "kafka.example.com",
+    ]  # fmt: skip
+    assert spec["privateKey"]["rotationPolicy"] == "Always"
+    volumes, mounts = _volumes(rendered)
+    assert volumes["kafka-tls"]["secret"]["secretName"] == spec["secretName"] == "kop-kafka-tls"
+    assert mounts["kafka-tls"]["mountPath"] == "/etc/kop/kafka-tls"
+    toml = rendered.kop_toml
+    assert toml["ssl_cert_file"] == "/etc/kop/kafka-tls/tls.crt"
+    assert toml["ssl_ca_file"] == "/etc/kop/kafka-tls/ca.crt"
+    assert toml["listener_security_protocol_map"] == "EXTERNAL:SASL_SSL"
+    theirs = render(CERT_MANAGER, sets=("kafkaSecurity.tls.secretName=named",))
+    assert theirs.one("Certificate")["spec"]["secretName"] == "named"
+    assert _volumes(theirs)[0]["kafka-tls"]["secret"]["secretName"] == "named"
+    assert not render(SASL_SSL).kinds("Certificate")
+    no_issuer = "kafkaSecurity.tls.certManager.issuerRef.name="
+    unsigned = helm(
+        "template", "kop", str(CHART), "-f", str(CERT_MANAGER), "--set", no_issuer, check=False
+    )
+    assert unsigned.returncode != 0 and "issuerRef.name" in unsigned.stderr
 
 
 def test_security_listeners_refuse_what_cannot_work() -> None:

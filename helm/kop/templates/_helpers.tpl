@@ -65,6 +65,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.adminToken.existingSecret | default (printf "%s-admin-token" (include "kop.fullname" .)) }}
 {{- end }}
 
+{{/* The Secret with the Kafka listeners' certificate: kafkaSecurity.tls.secretName, or
+     the one cert-manager fills when tls.certManager is on; "" for none. */}}
+{{- define "kop.kafkaTlsSecret" -}}
+{{- $t := .Values.kafkaSecurity.tls }}
+{{- if $t.secretName }}{{ $t.secretName }}
+{{- else if $t.certManager.enabled }}{{ printf "%s-kafka-tls" (include "kop.fullname" .) }}
+{{- end }}
+{{- end }}
+
 {{/* The Secret holding the instances' cluster secret (clusterSecret). */}}
 {{- define "kop.clusterSecretName" -}}
 {{- .Values.clusterSecret.existingSecret | default (printf "%s-cluster-secret" (include "kop.fullname" .)) }}
@@ -152,9 +161,9 @@ data:
 {{- $_ := set $s "sasl_enabled_mechanisms" (join "," $k.mechanisms) }}
 {{- end }}
 {{- if or $k.saslSslPort $k.sslPort (and $x.enabled (has $x.protocol (list "SSL" "SASL_SSL"))) }}
-{{- if not $k.tls.secretName }}{{ fail "kafkaSecurity: an SSL or SASL_SSL port (or externalAccess.protocol) needs kafkaSecurity.tls.secretName" }}{{ end }}
+{{- if not (include "kop.kafkaTlsSecret" $) }}{{ fail "kafkaSecurity: an SSL or SASL_SSL port (or externalAccess.protocol) needs kafkaSecurity.tls.secretName or tls.certManager.enabled" }}{{ end }}
 {{- end }}
-{{- with $k.tls.secretName }}
+{{- with include "kop.kafkaTlsSecret" $ }}
 {{- $dir := include "kop.kafkaTlsDir" $ }}
 {{- $_ := set $s "ssl_cert_file" (printf "%s/%s" $dir $k.tls.certKey) }}
 {{- $_ := set $s "ssl_key_file" (printf "%s/%s" $dir $k.tls.keyKey) }}
