@@ -30,11 +30,13 @@ OAUTH2_LB = CHART / "ci" / "oauth2-loadbalancer-values.yaml"
 MTLS = CHART / "ci" / "mtls-values.yaml"
 SASL_SSL = CHART / "ci" / "sasl-ssl-values.yaml"
 CERT_MANAGER = CHART / "ci" / "cert-manager-values.yaml"
+INGRESS = CHART / "ci" / "ingress-values.yaml"
 
 
 def test_ci_values_cover_the_optional_parts() -> None:
     assert {p.name for p in CI_VALUES} >= {
-        TOKEN_TLS.name, OAUTH2_LB.name, MTLS.name, SASL_SSL.name, CERT_MANAGER.name
+        TOKEN_TLS.name, OAUTH2_LB.name, MTLS.name, SASL_SSL.name, CERT_MANAGER.name,
+        INGRESS.name,
     }  # fmt: skip
 
 
@@ -460,7 +462,7 @@ def test_disruption_budget_and_spreading() -> None:
     assert "affinity" not in none
 
 
-def _notes(tmp_path: Path, *sets: str) -> str:
+def _notes(tmp_path: Path, *sets: str, values: tuple[Path, ...] = ()) -> str:
     """NOTES.txt as `helm install` would print it: `helm template` does not render
     it, so a copy of the chart renders it into a ConfigMap."""
     chart = tmp_path / "kop"
@@ -470,7 +472,8 @@ def _notes(tmp_path: Path, *sets: str) -> str:
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\ndata:\n"
         '  notes: {{ tpl (.Files.Get "notes.txt") . | toJson }}\n'
     )
-    return str(render(sets=sets, chart=chart).one("ConfigMap", "notes")["data"]["notes"])
+    notes = render(*values, sets=sets, chart=chart).one("ConfigMap", "notes")
+    return str(notes["data"]["notes"])
 
 
 def test_notes(tmp_path: Path) -> None:
@@ -590,6 +593,55 @@ def test_cert_manager_makes_the_certificate_every_advertised_name_is_checked_aga
         "template", "kop", str(CHART), "-f", str(CERT_MANAGER), "--set", no_issuer, check=False
     )
     assert unsigned.returncode != 0 and "issuerRef.name" in unsigned.stderr
+
+
+def test_an_ingress_passes_tls_through_to_each_pod_by_the_host_it_advertises(
+    tmp_path: Path,
+) -> None:
+    """Strimzi's way out of a cluster without a load balancer per pod: an ingress
+    controller routes TLS by its SNI, unopened, to the pod whose host the client named
+    (so kop ends the TLS: SASL_SSL here), and each pod advertises its host on 443."""
+    rendered = render(INGRESS)
+    routes = {}
+    for ingress in rendered.kinds("Ingress"):
+        annotations = ingress["metadata"]["annotations"]
+        assert annotations["nginx.ingress.kubernetes.io/ssl-passthrough"] == "true"
+        assert ingress["spec"]["ingressClassName"] == "nginx"
+        (rule,) = ingress["spec"]["rules"]
+        (path,) = rule["http"]["paths"]
+        assert path["backend"]["service"]["port"] == {"number": 9098}
+        routes[rule["host"]] = path["backend"]["service"]["name"]
+    assert routes == {
+        "kafka.example.com": "kop-external-bootstrap",
+        **{f"kafka-{i}.example.com": f"kop-{i}-external" for i in range(3)},
+    }
+    bootstrap = rendered.one("Service", "kop-external-bootstrap")["spec"]
+    assert "statefulset.kubernetes.io/pod-name" not in bootstrap["selector"]  # any pod
+    for ordinal in range(3):
+        service = rendered.one("Service", f"kop-{ordinal}-external")["spec"]
+        assert service["type"] == "ClusterIP" and "externalTrafficPolicy" not in service
+        assert service["ports"][0]["targetPort"] == "kafka-external"
+        env = _pod_env(rendered, ordinal, tmp_path)
+        assert env["KOP_ADVERTISED_LISTENERS"] == f"EXTERNAL://kafka-{ordinal}.example.com:443"
+    assert rendered.kop_toml["listener_security_protocol_map"] == "EXTERNAL:SASL_SSL"
+    names = rendered.one("Certificate")["spec"]["dnsNames"]
+    assert {"kafka.example.com", "kafka-0.example.com", "kafka-2.example.com"} <= set(names)
+    rules = rendered.one("NetworkPolicy")["spec"]["ingress"]
+    external = [r for r in rules if r["ports"] == [{"port": "kafka-external"}]]
+    assert external == [{"ports": [{"port": "kafka-external"}], "from": [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+    ]}]  # fmt: skip
+    notes = _notes(tmp_path / "notes", values=(INGRESS,))
+    assert "bootstrap.servers=kafka.example.com:443" in notes
+    assert "node 2: kafka-2.example.com:443" in notes
+    for sets, why in (
+        (("externalAccess.protocol=PLAINTEXT",), "/externalAccess/protocol"),
+        (("externalAccess.ingress.bootstrapHost=",), "bootstrapHost"),
+        (("replicaCount=4",), "externalAccess.hosts names 3 host(s) for 4 replicas"),
+    ):
+        refused = helm("template", "kop", str(CHART), "-f", str(INGRESS),
+                       *(a for s in sets for a in ("--set", s)), check=False)  # fmt: skip
+        assert refused.returncode != 0 and why in refused.stderr, (sets, refused.stderr)
 
 
 def test_security_listeners_refuse_what_cannot_work() -> None:
