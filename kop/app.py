@@ -221,7 +221,7 @@ def topic_catalog(c: KopConfig, admin: StorageAdmin) -> TopicCatalog:
         retention_ms=c.retention_ms,
         retention_bytes=c.retention_bytes,
         max_message_bytes=c.max_message_bytes,
-        shared_writes=c.shared_writes_by_default,
+        shared_writes=c.pulsar_shared_writes,
     )
     budget = PartitionBudget(
         admin,

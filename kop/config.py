@@ -70,11 +70,11 @@ class KopConfig(PulsarSettings):
     # Topics
     default_entry_format: Literal["pulsar", "kafka"] = "pulsar"
     default_pulsar_batching: bool = True
-    # Whether Pulsar producers may write the topics kop creates (kop then writes them in
-    # Pulsar's Shared mode, without the fence between kop instances: D21). Unset: yes for
-    # one instance (no cluster_secret), no for several; a topic's own
-    # kop.pulsar.shared.writes wins either way.
-    pulsar_shared_writes: bool | None = None
+    # Whether Pulsar producers may write the topics kop creates (their
+    # kop.pulsar.shared.writes): kop takes a partition with a fence and then writes it
+    # in Pulsar's Shared mode, holding the fence's epoch (D21); false keeps Pulsar
+    # producers out while kop writes (an exclusive producer).
+    pulsar_shared_writes: bool = True
     auto_create_topics: bool = True
     default_partitions: int = Field(1, ge=1, le=10000)
     # What clients may create (kop's limits, not Kafka's: docs/decisions.md D3)
@@ -157,14 +157,6 @@ class KopConfig(PulsarSettings):
                 "state is never a namespace Kafka clients work in"
             )
         return self
-
-    @property
-    def shared_writes_by_default(self) -> bool:
-        """Whether topics without their own kop.pulsar.shared.writes take Pulsar
-        producers: as set, else only where no other kop instance can own a partition."""
-        if self.pulsar_shared_writes is not None:
-            return self.pulsar_shared_writes
-        return not self.cluster_secret.get_secret_value()
 
     @model_validator(mode="after")
     def _partition_limits(self) -> KopConfig:

@@ -127,8 +127,8 @@ _KOP_DOCS = {
     ENTRY_FORMAT: "kop: how records are stored in Pulsar (pulsar: one message per record; "
     "kafka: the batch verbatim)",
     PULSAR_BATCHING: "kop: false writes one Pulsar entry per record",
-    SHARED_WRITES: "kop: true lets Pulsar producers write the topic beside kop (no fence "
-    "between kop instances); kop's pulsar_shared_writes is the default",
+    SHARED_WRITES: "kop: true lets Pulsar producers write the topic beside kop (kop fences "
+    "when it takes a partition, then shares); kop's pulsar_shared_writes is the default",
 }
 
 

@@ -125,7 +125,7 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         async with self._lock:
-            writer = await self._writer(WriterMode.SHARED if shared else WriterMode.FENCING)
+            writer = await self._writer(WriterMode.FENCING_SHARED if shared else WriterMode.FENCING)
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
         task = asyncio.ensure_future(self._complete(jobs))
         self._tasks.add(task)

@@ -47,7 +47,7 @@ class TopicDefaults:
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_bytes: int = -1
     max_message_bytes: int = 1048588
-    shared_writes: bool = False  # Pulsar producers beside kop (D21); kop's setting
+    shared_writes: bool = True  # Pulsar producers beside kop (D21); kop's setting
 
     def configs(self) -> dict[str, str]:
         """Every topic config at its default (Kafka's, or kop's configured one)."""

@@ -76,9 +76,10 @@ class TopicView:
 
     @property
     def shared_writes(self) -> bool:
-        """True: kop's writer leaves room for Pulsar producers (no fence between kop
-        instances). For the topics kop creates, kop's `pulsar_shared_writes` decides
-        unless the topic says; the others are shared."""
+        """True: kop's writer takes the partition with a fence, then leaves room for
+        Pulsar producers (D21); false keeps them out while kop writes. For the topics
+        kop creates, kop's `pulsar_shared_writes` decides unless the topic says; the
+        others are shared."""
         return self.configs.get(SHARED_WRITES, "false") == "true"
 
     @property

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 OOOS_TOLD_EVERY_S = 10.0
 
+_FENCES = frozenset({WriterMode.FENCING, WriterMode.FENCING_SHARED})  # read past the fence
+
 
 class WriteGate:
     def __init__(
@@ -56,7 +58,7 @@ class WriteGate:
                 while writer.name in retired:
                     await self._storage.close_writer(self._topic, writer.name)
                     writer = await self._storage.writer(self._topic, mode=mode)
-                if mode is WriterMode.FENCING and writer.name != self._read_past:
+                if mode in _FENCES and writer.name != self._read_past:
                     await self._read_to_end()
                     self._read_past = writer.name
         except TimeoutError:

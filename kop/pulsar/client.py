@@ -50,11 +50,13 @@ log = logging.getLogger(__name__)
 # What an entry's metadata may add to its payload before the broker refuses it.
 _METADATA_ROOM = 512
 
-# The storage port's writer modes as Pulsar's producer access modes.
+# The storage port's writer modes as Pulsar's producer access modes, and whether the
+# producer fences first and then shares (kop/pulsar/wire/access.py).
 _ACCESS = {
-    WriterMode.SHARED: pb.Shared,
-    WriterMode.EXCLUSIVE: pb.Exclusive,
-    WriterMode.FENCING: pb.ExclusiveWithFencing,
+    WriterMode.SHARED: (pb.Shared, False),
+    WriterMode.EXCLUSIVE: (pb.Exclusive, False),
+    WriterMode.FENCING: (pb.ExclusiveWithFencing, False),
+    WriterMode.FENCING_SHARED: (pb.ExclusiveWithFencing, True),
 }
 
 
@@ -341,19 +343,22 @@ class PulsarSession:
     ) -> PulsarWriter:
         """A Pulsar producer in `mode`'s access mode (`_ACCESS`). A topic held by
         another writer refuses SHARED and EXCLUSIVE with WriterBusy at once; FENCING
-        always gets in (a name still held by a producer being closed is retried
-        within the operation timeout)."""
+        and FENCING_SHARED always get in (a name still held by a producer being closed
+        is retried within the operation timeout)."""
         existing = self._writers.get(topic)
         if existing is not None:
             return existing
         async with self._writer_locks.setdefault(topic, asyncio.Lock()):
             if topic not in self._writers:
+                access_mode, fence_first = _ACCESS[mode]
                 try:
                     producer = await self._client.create_producer(
-                        topic, access_mode=_ACCESS[mode], name=name
+                        topic, access_mode=access_mode, name=name, fence_first=fence_first
                     )
                 except ProducerBusyError as exc:
                     raise WriterBusy(f"{topic} is held by another writer: {exc}") from exc
+                except ProducerFencedError as exc:
+                    raise WriterFenced(f"{topic} was taken over: {exc}") from exc
                 except PulsarWireError as exc:
                     raise StorageError(f"cannot create producer on {topic}: {exc}") from exc
                 self._writers[topic] = PulsarWriter(producer, self._budget)

@@ -94,7 +94,9 @@ class MessageLog(Protocol):
         """The topic's writer, created on first use and shared until closed (a later
         call gets it whatever it asks). `name` (None: the storage picks a unique one)
         names its entries; `mode` FENCING fences every other writer of the topic,
-        EXCLUSIVE raises WriterBusy while another writer holds it."""
+        FENCING_SHARED too and then lets shared writers write beside it (it is fenced
+        by the next FENCING or FENCING_SHARED writer), EXCLUSIVE raises WriterBusy
+        while another writer holds it."""
         ...
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:

@@ -31,6 +31,9 @@ class WriterMode(enum.Enum):
     SHARED = "shared"  # beside any other shared writer
     EXCLUSIVE = "exclusive"  # refused (WriterBusy) while another writer holds the topic
     FENCING = "fencing"  # takes the topic: every other writer fails with WriterFenced
+    # Takes the topic as FENCING does, then writes beside shared writers (Pulsar
+    # applications' producers) until another writer takes it (D21).
+    FENCING_SHARED = "fencing-shared"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
+import pulsar
 import pytest
 
 from kop.pulsar.admin import PulsarAdmin
@@ -33,6 +34,7 @@ from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL
 from tests.integration.observe import dedup_namespace, pulsar_rest
 
 FENCING, EXCLUSIVE, SHARED = WriterMode.FENCING, WriterMode.EXCLUSIVE, WriterMode.SHARED
+FENCING_SHARED = WriterMode.FENCING_SHARED
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +208,30 @@ async def test_a_shared_writer_is_fenced_by_a_fencing_one(
         await write(shared, b"late")
     await write(fencer, b"fencer")
     assert [payload(e) for e in await read_all(two, topic)] == [b"shared", b"fencer"]
+
+
+async def test_a_fencing_shared_writer_keeps_the_fence_and_pulsar_producers(
+    sessions: list[PulsarSession], topic: str
+) -> None:
+    """D21 on Pulsar 4.0.7: kop fences, then writes Shared at the fence's epoch. A
+    Pulsar application's producer writes beside it; another instance's takeover
+    closes both; the old holder comes back (the broker lets a Shared producer in),
+    finds the topic at a newer epoch and fails for good; the application's producer
+    comes back by itself and goes on."""
+    one, two = sessions[0], sessions[1]
+    old = await one.writer(topic, mode=FENCING_SHARED, name="kop-a")
+    assert old.epoch == 0
+    await write(old, b"a0")
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        app = client.create_producer(topic, send_timeout_millis=30000)
+        await asyncio.to_thread(app.send, b"p0")
+        new = await two.writer(topic, mode=FENCING_SHARED, name="kop-b")
+        assert new.epoch == 1 and epoch_property(topic) == "1"
+        with pytest.raises(WriterFenced):
+            await write(old, b"a-late")
+        await write(new, b"b0")
+        await asyncio.to_thread(app.send, b"p1")
+    finally:
+        client.close()
+    assert [payload(e) for e in await read_all(two, topic)] == [b"a0", b"p0", b"b0", b"p1"]

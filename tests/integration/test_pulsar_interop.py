@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
 import pulsar
-import pytest
 
 from conformance.clients.kafka_python import KafkaPython
 from tests.integration.admin import create_topic
@@ -78,7 +76,7 @@ def test_kafka_consumer_reads_what_pulsar_wrote_with_dense_offsets(
     assert got[27].key is None and got[27].timestamp > 1_600_000_000_000  # publish time
 
 
-SHARED = {"kop.pulsar.shared.writes": "true"}  # Pulsar producers write beside kop (D15)
+SHARED = {"kop.pulsar.shared.writes": "true"}  # Pulsar producers write beside kop (D21)
 
 
 def test_mixed_formats_and_writers_share_one_offset_sequence(kop: KopProcess, topic: str) -> None:
@@ -99,53 +97,30 @@ def test_mixed_formats_and_writers_share_one_offset_sequence(kop: KopProcess, to
     assert [r.value for r in got][6:9] == [b"k6", b"native", b"m0"]
 
 
-def test_a_topic_kop_made_is_fenced_unless_it_leaves_room_for_pulsar_producers(
+def test_a_topic_kop_made_takes_pulsar_producers_unless_it_keeps_them_out(
     kop: KopProcess, topic: str
 ) -> None:
-    """Where several kop instances may own a partition (the fixture's kop has a cluster
-    secret), kop writes the topics it creates through a fencing producer (so two kop
-    instances never both have a write acknowledged): a Pulsar producer is refused
-    while kop writes the partition, with Pulsar's ProducerBusy. With
-    kop.pulsar.shared.writes=true both write, one offset sequence (D21)."""
+    """The promise both ways, by default: a Pulsar application (a Function writing its
+    output) writes to a topic a Kafka producer created, though the fixture's kop has a
+    cluster secret (several instances may own a partition): kop takes the partition
+    with a fence, then writes it Shared at the fence's epoch (D21). A topic created with
+    kop.pulsar.shared.writes=false keeps Pulsar producers out while kop writes it
+    (ProducerBusy)."""
     first = [Rec(None, b"kafka", (), 5000)]
-    create_topic(kop.bootstrap, topic)
     assert PRODUCERS["confluent-kafka"](kop.bootstrap, topic, first, None) == [0]
-    shared = f"{topic}-shared"
-    create_topic(kop.bootstrap, shared, configs=SHARED)
-    assert PRODUCERS["confluent-kafka"](kop.bootstrap, shared, first, None) == [0]
+    closed = f"{topic}-closed"
+    create_topic(kop.bootstrap, closed, configs={"kop.pulsar.shared.writes": "false"})
+    assert PRODUCERS["confluent-kafka"](kop.bootstrap, closed, first, None) == [0]
     client = pulsar.Client(PULSAR_URL)
     try:
         try:
-            client.create_producer(_partition0(topic), send_timeout_millis=5000)
-            raise AssertionError("a Pulsar producer was let in beside kop's fencing one")
+            client.create_producer(_partition0(closed), send_timeout_millis=5000)
+            raise AssertionError("a Pulsar producer was let in beside kop's exclusive one")
         except pulsar.ProducerBusy:
             pass
-        producer = client.create_producer(_partition0(shared))
-        producer.send(b"native")
+        client.create_producer(_partition0(topic)).send(b"native")
     finally:
         client.close()
-    assert PRODUCERS["kafka-python"](kop.bootstrap, shared, first, None) == [2]
-    got = cf_consume(kop.bootstrap, shared, 3)
+    assert PRODUCERS["kafka-python"](kop.bootstrap, topic, first, None) == [2]
+    got = cf_consume(kop.bootstrap, topic, 3)
     assert [r.value for r in got] == [b"kafka", b"native", b"kafka"]
-
-
-@pytest.mark.usefixtures("pulsar")
-def test_kop_alone_takes_pulsar_producers_on_the_topics_it_made(tmp_path: Path, topic: str) -> None:
-    """The promise both ways, by default: a Pulsar application (a Function writing its
-    output) writes to a topic a Kafka producer created. A kop alone (no cluster
-    secret, so no other instance to fence) writes its topics in Pulsar's Shared mode."""
-    alone = KopProcess(tmp_path, KOP_CLUSTER_SECRET="")
-    alone.start()
-    try:
-        first = [Rec(None, b"kafka", (), 5000)]
-        assert PRODUCERS["confluent-kafka"](alone.bootstrap, topic, first, None) == [0]
-        client = pulsar.Client(PULSAR_URL)
-        try:
-            client.create_producer(_partition0(topic)).send(b"native")
-        finally:
-            client.close()
-        assert PRODUCERS["kafka-python"](alone.bootstrap, topic, first, None) == [2]
-        got = cf_consume(alone.bootstrap, topic, 3)
-        assert [r.value for r in got] == [b"kafka", b"native", b"kafka"]
-    finally:
-        alone.stop()

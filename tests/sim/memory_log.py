@@ -12,7 +12,8 @@ the first stored entry after it when that entry is gone.
 Writers hold a topic as Pulsar's producer access modes do (`WriterMode`): a new
 exclusive or fencing writer raises the topic's epoch; a fencing one fails every
 other writer for good (`WriterFenced`) after storing what the fenced writers had
-already handed over (held sends), so all of theirs precedes all of its own; a
+already handed over (held sends), so all of theirs precedes all of its own (a
+fencing-shared one too, and then shared writers may attach beside it); a
 writer opened under a name continues that name's sequence ids. `instance()` is
 another kop process's view of the same topics: its own writers, its own outage.
 
@@ -179,12 +180,12 @@ class MemoryTopic:
 
     def attach(self, writer: MemoryWriter, mode: WriterMode) -> int:
         """Admit `writer`; returns the epoch it holds (-1: shared)."""
-        exclusive = [w for w in self.attached if w.mode is not WriterMode.SHARED]
+        exclusive = [w for w in self.attached if w.mode in _HOLDING]
         if mode is WriterMode.SHARED and exclusive:
             raise WriterBusy(f"{self.name} has an exclusive writer")
         if mode is WriterMode.EXCLUSIVE and self.attached:
             raise WriterBusy(f"{self.name} is held by {self.attached[0].name}")
-        if mode is WriterMode.FENCING:
+        if mode in _FENCES:
             for other in list(self.attached):
                 other.fence(f"{self.name} was taken over by a fencing writer")
             # What the fenced had handed over is stored before any entry of the new
@@ -207,6 +208,11 @@ class MemoryTopic:
     def detach(self, writer: MemoryWriter) -> None:
         if writer in self.attached:
             self.attached.remove(writer)
+
+
+# Writers that keep shared ones out while attached, and writers that take the topic.
+_HOLDING = frozenset({WriterMode.EXCLUSIVE, WriterMode.FENCING})
+_FENCES = frozenset({WriterMode.FENCING, WriterMode.FENCING_SHARED})
 
 
 def _below(ledger: _Ledger, key: tuple[int, int]) -> bool:

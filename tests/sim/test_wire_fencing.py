@@ -251,3 +251,46 @@ def test_a_fenced_producer_is_a_fenced_writer(loop: SimLoop) -> None:
             await later
 
     loop.run(scenario(), within=60)
+
+
+def test_a_producer_that_fences_then_shares_keeps_pulsar_producers_and_the_fence(
+    loop: SimLoop,
+) -> None:
+    """D21: kop takes a partition with ExclusiveWithFencing, closes that producer and
+    writes Shared at the epoch its fence made, so a Pulsar application's producer
+    writes beside it. Another instance doing the same fences it: the old holder comes
+    back Shared (the broker lets it), finds the topic at a newer epoch and never sends
+    again; the application's producer comes back and goes on."""
+    broker = SimBroker(persist_delay=0.001)
+
+    async def fence_then_share(client: int) -> WireProducer:
+        producer = WireProducer(
+            broker.session(client), TOPIC, send_timeout_s=300.0,
+            access_mode=pb.ExclusiveWithFencing, fence_first=True,
+        )  # fmt: skip
+        await producer.start()
+        return producer
+
+    async def scenario() -> None:
+        old = await fence_then_share(0)
+        assert (old.hold.mode, old.hold.epoch) == (pb.Shared, 0)
+        app = await open_producer(broker, pb.Shared, client=2)
+        await all_done([send(old, b"a0"), send(app, b"p0")], 30)
+        new = await fence_then_share(1)
+        assert (new.hold.mode, new.hold.epoch) == (pb.Shared, 1)
+        late = send(old, b"a-late")
+        await all_done([late], 30)
+        assert isinstance(late.exception(), ProducerFencedError) and old.fenced
+        assert "epoch is 1, not 0" in str(late.exception())
+        after = [send(new, b"b0"), send(app, b"p1")]
+        await all_done(after, 30)
+        assert all(f.exception() is None for f in after)
+        await asyncio.sleep(5)
+        assert isinstance(send(old, b"a-later").exception(), ProducerFencedError)
+        old_attempts = producer_commands(broker, 0)
+        modes = [(c.producer_access_mode, c.HasField("topic_epoch")) for c in old_attempts]
+        # the fence, the shared attach, the one try that found the epoch moved
+        assert modes == [(pb.ExclusiveWithFencing, False), (pb.Shared, False), (pb.Shared, False)]
+        assert sorted(s.payload for s in broker.log) == [b"a0", b"b0", b"p0", b"p1"]
+
+    loop.run(scenario(), within=60)

@@ -2,7 +2,8 @@
 interleaving of faults: receipts delayed or lost, writes that fail after they were
 pushed, transient send errors, connections cut, a broker slow to notice a closed
 connection, and another writer fencing the topic. The producer holds the topic
-shared or fencing, with a name of its own or the broker's. A hypothesis state
+shared, fencing, or fencing then shared (D21), with a name of its own or the
+broker's; the other writer fences, or fences then shares. A hypothesis state
 machine drives it and checks after every step what a user depends on:
 
 - nothing reported stored that the broker did not persist (a receipt's place,
@@ -11,8 +12,9 @@ machine drives it and checks after every step what a user depends on:
   the bytes sent under its sequence id;
 - once another writer fenced the topic, nothing of the fenced producer is
   acknowledged that the broker had not pushed before, all of it precedes the
-  fencer's first entry, and the fenced producer never attaches again
-  (`wire_fence_watch.py`);
+  fencer's first entry, and the fenced producer never attaches again (one that
+  fenced then shared may attach once more, and then sends nothing:
+  `wire_fence_watch.py`);
 
 and at the end, once the faults stop, that every entry is stored and reported so
 (or, fenced, acknowledged or failed ProducerFenced; the fencer's all stored).
@@ -41,6 +43,7 @@ from tests.sim.test_wire_producer import TOPIC, all_done, send
 from tests.sim.wire_broker import LEDGER, SimBroker
 from tests.sim.wire_fence_watch import FenceWatch
 
+FENCE_THEN_SHARE = -1  # not one of Pulsar's modes: ExclusiveWithFencing, fence_first
 EXAMPLES = int(os.environ.get("KOP_SIM_EXAMPLES", "100"))
 STEPS = int(os.environ.get("KOP_SIM_STEPS", "50"))
 
@@ -55,14 +58,18 @@ class ProducerMachine(RuleBasedStateMachine):
         self.watch = FenceWatch(self.broker, TOPIC)
 
     @initialize(
-        mode=st.sampled_from([pb.Shared, pb.ExclusiveWithFencing]),
+        mode=st.sampled_from([pb.Shared, pb.ExclusiveWithFencing, FENCE_THEN_SHARE]),
         name=st.sampled_from([None, "kop-p0"]),
     )
-    def start(self, mode: pb.ProducerAccessMode, name: str | None) -> None:
+    def start(self, mode: int, name: str | None) -> None:
+        fence_first = mode == FENCE_THEN_SHARE
+        access_mode = pb.ExclusiveWithFencing if fence_first else mode
+
         async def start() -> WireProducer:
             producer = WireProducer(
-                self.broker.session(), TOPIC, send_timeout_s=1e6, access_mode=mode, name=name
-            )
+                self.broker.session(), TOPIC, send_timeout_s=1e6, access_mode=access_mode,
+                name=name, fence_first=fence_first,
+            )  # fmt: skip
             await producer.start()
             return producer
 
@@ -114,10 +121,10 @@ class ProducerMachine(RuleBasedStateMachine):
 
         self._now(sends)
 
-    @rule(same_name=st.booleans())
-    def another_writer_fences_the_topic(self, same_name: bool) -> None:
+    @rule(same_name=st.booleans(), then_share=st.booleans())
+    def another_writer_fences_the_topic(self, same_name: bool, then_share: bool) -> None:
         if not self.watch.fenced:
-            self._now(lambda: self.watch.fence(self.producer, same_name))
+            self._now(lambda: self.watch.fence(self.producer, same_name, then_share))
 
     @rule()
     def the_fencer_sends(self) -> None:

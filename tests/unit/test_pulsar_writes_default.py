@@ -1,7 +1,8 @@
-"""Pulsar producers beside kop on the topics kop creates (D21): by default where one
-kop instance serves (a Pulsar application writing to a topic a Kafka producer created
-must just work), fenced where several may own a partition (no cluster secret, no
-several instances: D18); kop's setting and the topic's own config override it."""
+"""Pulsar producers beside kop on the topics kop creates, by default (D21): kop takes
+a partition with a fence and then writes it shared, holding the fence's epoch, so a
+Pulsar application writes a topic a Kafka producer created, alone or beside several
+kop instances; `pulsar_shared_writes=false` (or the topic's own
+kop.pulsar.shared.writes) keeps them out while kop writes."""
 
 from __future__ import annotations
 
@@ -16,22 +17,16 @@ from tests.sim.memory_log import WriterMode
 from tests.unit.memory_gateway import CLUSTER_SECRET, gateway_with_hot_topic
 
 
-@pytest.mark.parametrize(
-    ("settings", "shared"),
-    [
-        ({}, True),  # one instance
-        ({"cluster_secret": CLUSTER_SECRET}, False),  # several
-        ({"cluster_secret": CLUSTER_SECRET, "pulsar_shared_writes": True}, True),
+def test_the_default_lets_pulsar_producers_in_unless_set() -> None:
+    for settings, shared in (
+        ({}, True),
+        ({"cluster_secret": CLUSTER_SECRET}, True),  # several instances: fenced all the same
         ({"pulsar_shared_writes": False}, False),
-    ],
-)
-def test_the_default_follows_the_deployment_unless_set(
-    settings: dict[str, object], shared: bool
-) -> None:
-    config = KopConfig(**settings)  # type: ignore[arg-type]
-    assert config.shared_writes_by_default is shared
-    defaults = TopicDefaults(shared_writes=config.shared_writes_by_default)
-    assert defaults.configs()[SHARED_WRITES] == str(shared).lower()
+    ):
+        config = KopConfig(**settings)  # type: ignore[arg-type]
+        assert config.pulsar_shared_writes is shared
+        defaults = TopicDefaults(shared_writes=config.pulsar_shared_writes)
+        assert defaults.configs()[SHARED_WRITES] == str(shared).lower()
 
 
 def _produce(port: int) -> None:
@@ -41,11 +36,22 @@ def _produce(port: int) -> None:
     assert producer.flush(30) == 0
 
 
-@pytest.mark.parametrize("several", [False, True])
-async def test_kops_writer_leaves_room_for_pulsar_producers_only_alone(several: bool) -> None:
-    config = {"cluster_secret": CLUSTER_SECRET} if several else {}
+@pytest.mark.parametrize(
+    ("config", "mode"),
+    [
+        ({}, WriterMode.FENCING_SHARED),
+        ({"cluster_secret": CLUSTER_SECRET}, WriterMode.FENCING_SHARED),
+        ({"pulsar_shared_writes": False}, WriterMode.FENCING),
+    ],
+)
+async def test_kop_fences_then_shares_the_partitions_it_writes(
+    config: dict[str, object], mode: WriterMode
+) -> None:
     async with gateway_with_hot_topic(1, **config) as (gateway, backend):
         await asyncio.to_thread(_produce, gateway.kafka_port)
         topic = backend.log.topic("persistent://public/default/made-partition-0")
         modes = {w.mode for w in topic.attached}
-    assert modes == ({WriterMode.FENCING} if several else {WriterMode.SHARED})
+        if mode is WriterMode.FENCING_SHARED:  # a Pulsar application's writer gets in
+            app = await backend.log.instance().writer(topic.name, mode=WriterMode.SHARED)
+            assert app.epoch == -1
+    assert modes == {mode}

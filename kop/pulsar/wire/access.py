@@ -18,10 +18,16 @@ and `ServerCnx.handleProducer` (read for this module; behaviour checked on Pulsa
   unloads and restarts) grows by one;
 - a producer that brings its epoch keeps it (`setTopicEpoch`): that is how a
   holder re-attaches after an unload without losing the fence (F4);
-- `CommandProducerSuccess` carries the topic's epoch and `last_sequence_id`, the
-  highest sequence id deduplication has *pushed* under the producer's name
-  (docs/decisions.md D9). An answer to a PRODUCER whose id the connection already
-  holds carries neither.
+- `CommandProducerSuccess` carries the topic's epoch (to a `Shared` producer too)
+  and `last_sequence_id`, the highest sequence id deduplication has *pushed* under
+  the producer's name (docs/decisions.md D9). An answer to a PRODUCER whose id the
+  connection already holds carries neither.
+
+A producer that fences and then shares (`Hold.fence_first`, docs/decisions.md D21)
+takes the topic with `ExclusiveWithFencing` once (every producer attached is closed,
+the epoch grows), closes that producer and attaches `Shared` beside Pulsar
+applications' producers, holding the epoch its fence made: every later attach must
+find the topic at that epoch, or another fence came after it (`epoch_moved`).
 """
 
 from __future__ import annotations
@@ -42,12 +48,15 @@ _HELD_BY = "existing exclusive producer: "  # the broker's words, in both refusa
 @dataclass(slots=True)
 class Hold:
     """How a producer holds its topic, as the broker said. `topic_epoch` is the
-    topic's epoch it holds (None: none given yet, or shared: a shared producer
-    brings none back); `resumed_after` is `last_sequence_id` at the first attach."""
+    topic's epoch it holds (None: none given yet, or a plain shared producer);
+    `resumed_after` is `last_sequence_id` at the first attach. `fence_first`: the
+    next attach fences, and the producer then holds the topic shared (the mode
+    becomes Shared, the epoch is the fence's)."""
 
     mode: pb.ProducerAccessMode
     topic_epoch: int | None = None
     resumed_after: int = -1
+    fence_first: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -57,6 +66,27 @@ class Hold:
     def epoch(self) -> int:
         """The topic epoch held; -1 for none."""
         return -1 if self.topic_epoch is None else self.topic_epoch
+
+    @property
+    def brought_epoch(self) -> int | None:
+        """The epoch an attach brings: an exclusive holder's (the broker keeps its
+        fence); a shared producer brings none (the broker ignores it)."""
+        return None if self.mode == SHARED else self.topic_epoch
+
+    def fenced_as(self, topic_epoch: int) -> None:
+        """The fence went through at `topic_epoch`: from now on, shared at it."""
+        self.mode, self.topic_epoch, self.fence_first = SHARED, topic_epoch, False
+
+
+def epoch_moved(hold: Hold, success: pb.CommandProducerSuccess) -> str | None:
+    """Why a shared producer that holds an epoch (it fenced first) may not write:
+    the topic's epoch is not the one its fence made, so another fence came after."""
+    if hold.mode != SHARED or hold.topic_epoch is None:
+        return None
+    found = success.topic_epoch if success.HasField("topic_epoch") else None
+    if found == hold.topic_epoch:
+        return None
+    return f"the topic's epoch is {found}, not {hold.topic_epoch}: another producer took it"
 
 
 def producer_command(

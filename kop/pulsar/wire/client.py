@@ -71,12 +71,15 @@ class WireClient:
         send_timeout_s: float | None = None,
         access_mode: pb.ProducerAccessMode = pb.Shared,
         name: str | None = None,
+        fence_first: bool = False,
     ) -> WireProducer:
         """A producer on `topic` (a full name of one partition, or a non-partitioned
         topic), ready to send. `access_mode` is Pulsar's (Shared, Exclusive,
         ExclusiveWithFencing); a held topic refuses Shared and Exclusive with
         ProducerBusyError at once, not retried. `name` (None: the broker picks a new
-        one) continues that name's sequence ids (`WireProducer.hold`)."""
+        one) continues that name's sequence ids (`WireProducer.hold`). `fence_first`:
+        take the topic with ExclusiveWithFencing, then hold it Shared at the epoch
+        that made (access.py)."""
         self._check_open()
         producer = WireProducer(
             self._session,
@@ -85,6 +88,7 @@ class WireClient:
             send_timeout_s=send_timeout_s or self._send_timeout,
             access_mode=access_mode,
             name=name,
+            fence_first=fence_first,
         )
         await producer.start()
         return producer

@@ -56,13 +56,15 @@ class WireProducer:
         send_timeout_s: float = 30.0,
         access_mode: pb.ProducerAccessMode = access.SHARED,
         name: str | None = None,
+        fence_first: bool = False,
     ) -> None:
         self.topic = topic
         self._session = session
         self._loop = asyncio.get_running_loop()
         self._link = ProducerLink(
-            session, topic, self, self._attached, self._fail_all, access_mode, name or ""
-        )
+            session, topic, self, self._attached, self._fail_all, access_mode, name or "",
+            fence_first,
+        )  # fmt: skip
         self._pending = SendQueue(self._loop, topic, max_pending_bytes, send_timeout_s)
         self._sends = SendPipeline(self._loop, self._link, self._pending)
         self._closing = False

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from kop.pulsar.wire import access
 from kop.pulsar.wire.closing import close_on_broker, close_producer, drop_on_broker
 from kop.pulsar.wire.connection import Connection
-from kop.pulsar.wire.errors import ProtocolError, PulsarWireError
+from kop.pulsar.wire.errors import ProducerFencedError, ProtocolError, PulsarWireError
 from kop.pulsar.wire.handlers import ProducerHandler
 from kop.pulsar.wire.message_ids import signed64
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
@@ -51,6 +51,7 @@ class ProducerLink:
         on_failed: Callable[[PulsarWireError], None],
         mode: pb.ProducerAccessMode = access.SHARED,
         name: str = "",
+        fence_first: bool = False,
     ) -> None:
         self._session = session
         self._loop = asyncio.get_running_loop()
@@ -63,13 +64,15 @@ class ProducerLink:
         self.name = name
         self.max_message_size = 0
         self.epoch = -1  # the producer's own, one more for each attach
-        self.hold = access.Hold(mode)
+        self.hold = access.Hold(mode, fence_first=fence_first)
         self._user_named = bool(name)
         self.attached_once = False
         self._reconnecting: asyncio.Task[None] | None = None
         self._closed = False
 
     async def attach(self) -> None:
+        if self.hold.fence_first:
+            await self._fence()
         conn = await self._session.connect_topic(self._topic)
         producer_id = self.producer_id = self._session.new_id()
         conn.register_producer(producer_id, self._handler)
@@ -78,7 +81,7 @@ class ProducerLink:
         hold = self.hold
         create = access.producer_command(
             self._topic, producer_id, request_id, self.epoch, hold.mode, self.name,
-            self._user_named, hold.topic_epoch,
+            self._user_named, hold.brought_epoch,
         )  # fmt: skip
         try:
             answer = await conn.request(
@@ -96,6 +99,11 @@ class ProducerLink:
             conn.unregister_producer(producer_id, self._handler)
             self._send_close(conn)
             return
+        moved = access.epoch_moved(hold, success)
+        if moved is not None:  # fenced while away: never write again
+            conn.unregister_producer(producer_id, self._handler)
+            self._send_close(conn)
+            raise ProducerFencedError(moved)
         self.name = success.producer_name
         if hold.mode != access.SHARED and success.HasField("topic_epoch"):
             hold.topic_epoch = success.topic_epoch
@@ -111,6 +119,35 @@ class ProducerLink:
         )  # fmt: skip
         first, self.attached_once = not self.attached_once, True
         self._on_attached(conn, first)
+
+    async def _fence(self) -> None:
+        """ExclusiveWithFencing once, then closed: every producer attached to the topic
+        is closed (another kop instance's fails for good when it comes back, by
+        `epoch_moved`; Pulsar applications' re-attach) and the topic's epoch grows.
+        The broker keeps the epoch; the shared attach that follows must find it."""
+        conn = await self._session.connect_topic(self._topic)
+        producer_id, request_id = self._session.new_id(), conn.new_request_id()
+        create = access.producer_command(
+            self._topic, producer_id, request_id, 0, access.FENCING, self.name,
+            self._user_named, None,
+        )  # fmt: skip
+        try:
+            answer = await conn.request(
+                pb.BaseCommand(type=T.PRODUCER, producer=create), request_id
+            )
+        except BaseException as exc:
+            if not conn.is_closed:
+                drop_on_broker(conn, close_producer, producer_id)
+            if isinstance(exc, PulsarWireError):
+                raise access.refusal(exc, access.FENCING, self.name, True) from exc
+            raise
+        success = answer.producer_success
+        what = f"fencing producer {self.name} on {self._topic}"
+        await close_on_broker(conn, close_producer, producer_id, log, what)
+        if not success.HasField("topic_epoch"):
+            raise ProtocolError(f"{what}: the broker gave no topic epoch")
+        self.hold.fenced_as(success.topic_epoch)
+        log.debug("%s: the topic is ours at epoch %d", what, success.topic_epoch)
 
     def detach(self, reason: str) -> None:
         """The broker no longer has our producer (or we gave up on it): reconnect."""
