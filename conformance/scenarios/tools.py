@@ -100,14 +100,24 @@ def configs(ctx: Ctx, tools: JavaTools) -> Observation:
     t = ["--entity-type", "topics", "--entity-name", topic]
     return {
         "before": tools.run(ctx, "configs", *_bs(ctx), "--describe", *t).__dict__,
-        "add": tools.run(
-            ctx, "configs", *_bs(ctx), "--alter", *t, "--add-config", "retention.ms=3600000"
-        ).__dict__,
-        "after add": tools.run(ctx, "configs", *_bs(ctx), "--describe", *t).__dict__,
-        "delete": tools.run(
-            ctx, "configs", *_bs(ctx), "--alter", *t, "--delete-config", "retention.ms"
-        ).__dict__,
-        "after delete": tools.run(ctx, "configs", *_bs(ctx), "--describe", *t).__dict__,
+        **_alter_round(ctx, tools, t, "retention.ms=3600000", "retention.ms"),
+    }
+
+
+def _alter_round(
+    ctx: Ctx, tools: JavaTools, entity: list[str], add: str, delete: str
+) -> Observation:
+    """kafka-configs --alter --add-config, --describe, --alter --delete-config,
+    --describe, as a user changes one entity's configs."""
+
+    def configs(*args: str) -> dict[str, Any]:
+        return dict(tools.run(ctx, "configs", *_bs(ctx), *args, *entity).__dict__)
+
+    return {
+        "add": configs("--alter", "--add-config", add),
+        "after add": configs("--describe"),
+        "delete": configs("--alter", "--delete-config", delete),
+        "after delete": configs("--describe"),
     }
 
 
@@ -118,12 +128,7 @@ def client_quotas(ctx: Ctx, tools: JavaTools) -> Observation:
     c = ["--entity-type", "clients", "--entity-name", ctx.name("quota-client")]
     rates = "producer_byte_rate=1048576,request_percentage=50"
     return {
-        "add": tools.run(ctx, "configs", *_bs(ctx), "--alter", *c, "--add-config", rates).__dict__,
-        "after add": tools.run(ctx, "configs", *_bs(ctx), "--describe", *c).__dict__,
-        "delete": tools.run(
-            ctx, "configs", *_bs(ctx), "--alter", *c, "--delete-config", "request_percentage"
-        ).__dict__,
-        "after delete": tools.run(ctx, "configs", *_bs(ctx), "--describe", *c).__dict__,
+        **_alter_round(ctx, tools, c, rates, "request_percentage"),
         "unknown key": tools.run(
             ctx, "configs", *_bs(ctx), "--alter", *c, "--add-config", "made_up_rate=5"
         ).__dict__,

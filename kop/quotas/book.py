@@ -8,7 +8,6 @@ alteration is checked whole and fails alone."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import urllib.parse
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from kop.quotas.entities import Entity, QuotaInvalid, check_value, entity
 from kop.quotas.throttles import Throttles
 from kop.storage.quotas import QuotaStore
+from kop.storage.refreshing import refresh_every
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,7 @@ class QuotaBook:
         self._set(quotas)
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.refresh()
-            except Exception as exc:  # Pulsar away: keep what is known, try again
-                log.warning("client quotas not refreshed: %s", exc)
-            await asyncio.sleep(self._refresh_s)
+        await refresh_every(self.refresh, self._refresh_s, "client quotas")
 
     def describe(
         self, components: Iterable[Component], strict: bool

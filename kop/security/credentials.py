@@ -4,7 +4,6 @@ within that bound; changes made here apply here at once."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import logging
@@ -19,6 +18,7 @@ from kop.security.scram import (
     password_matches,
 )
 from kop.storage.credentials import CredentialStore
+from kop.storage.refreshing import refresh_every
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,7 @@ class ScramUsers:
         self._users = users
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.refresh()
-            except Exception as exc:  # Pulsar away: keep what is known, try again
-                log.warning("SCRAM users not refreshed: %s", exc)
-            await asyncio.sleep(self._refresh_s)
+        await refresh_every(self.refresh, self._refresh_s, "SCRAM users")
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._users.get(user, {}).get(mechanism)
