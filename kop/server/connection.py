@@ -25,7 +25,8 @@ from kop.api.dispatch import HANDLERS
 from kop.api.produce_order import PartitionChains
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameTooLarge
-from kop.protocol.messages import ApiKey, RequestHeader, top_level_error_response
+from kop.protocol.messages import ApiKey, Request, RequestHeader, top_level_error_response
+from kop.security.session import Answer
 from kop.server.answers import AnswerWriter, Item
 from kop.server.closing import (
     BAD_REQUEST,
@@ -83,6 +84,18 @@ class _Close(Exception):
 
 class _Refused(Exception):
     """The client did not authenticate (or its session ended): answered, then closed."""
+
+
+# How a read loop that raised ends: the reason counted, and whether what is already
+# in flight is still answered (an evicted connection's client is gone).
+_ENDINGS: dict[type[Exception], tuple[str, bool]] = {
+    FrameTooLarge: (FRAME_TOO_LARGE, True),
+    ReceiveTimeout: (RECEIVE_TIMEOUT, True),
+    Evicted: (EVICTED, False),
+    _Close: (BAD_REQUEST, True),
+    _Refused: (UNAUTHENTICATED, True),
+}
+_ENDS = tuple(_ENDINGS)
 
 
 class Connection:
@@ -189,21 +202,10 @@ class Connection:
                 del item  # the writer owns it now: gone once answered
                 if self._closing_after is not None:
                     raise _Refused(self._closing_after)
-        except FrameTooLarge as exc:
-            self._closing(FRAME_TOO_LARGE, exc)
-            return True
-        except ReceiveTimeout as exc:
-            self._closing(RECEIVE_TIMEOUT, exc)
-            return True
-        except Evicted as exc:
-            self._closing(EVICTED, exc)
-            return False
-        except _Close as exc:
-            self._closing(BAD_REQUEST, exc)
-            return True
-        except _Refused as exc:
-            self._closing(UNAUTHENTICATED, exc)
-            return True
+        except _ENDS as exc:
+            reason, answer_in_flight = next(v for t, v in _ENDINGS.items() if isinstance(exc, t))
+            self._closing(reason, exc)
+            return answer_in_flight
         except (ConnectionError, asyncio.IncompleteReadError):
             return False
         return self._stopping
@@ -271,11 +273,7 @@ class Connection:
         if not gate.admits(key):
             raise _Refused(f"api {key} before SASL authentication")
         if gate.answers(key):
-            timed_sasl = Timed(gate.answer(key, request.body))
-            answer = await timed_sasl
-            if not gate.authenticating:  # signed in: the exchange is charged to the user
-                self._quota.asking(gate.principal, h.client_id)
-                self._quota.dispatched(key, len(frame), decoded_s + timed_sasl.seconds)
+            answer = await _sasl(gate, self._quota, request, len(frame), decoded_s)
             if answer.close:
                 self._closing_after = f"SASL refused: {answer.reason}"
             elif not gate.authenticating:
@@ -299,6 +297,20 @@ class Connection:
         finally:
             self._quota.dispatched(key, len(frame), decoded_s + timed.seconds)
         return request.header, started, result
+
+
+async def _sasl(
+    gate: Gatekeeper, quota: QuotaGate, request: Request, frame_bytes: int, decoded_s: float
+) -> Answer:
+    """A SASL request, answered by the gate; once it signs the client in, the exchange
+    is charged to the user it signed in (as a request on its quota)."""
+    h = request.header
+    timed = Timed(gate.answer(h.api_key, request.body))
+    answer = await timed
+    if not gate.authenticating:
+        quota.asking(gate.principal, h.client_id)
+        quota.dispatched(h.api_key, frame_bytes, decoded_s + timed.seconds)
+    return answer
 
 
 def gate_context(

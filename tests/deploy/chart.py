@@ -82,8 +82,8 @@ class Rendered:
     @property
     def container(self) -> dict[str, Any]:
         containers = self.one("StatefulSet")["spec"]["template"]["spec"]["containers"]
-        assert [c["name"] for c in containers] == ["kop"]
-        return dict(containers[0])
+        (kop,) = [c for c in containers if c["name"] == "kop"]  # sidecars beside it
+        return dict(kop)
 
     @property
     def kop_toml(self) -> dict[str, Any]:

@@ -42,8 +42,12 @@ def test_the_pods_run_as_an_account_of_their_own_without_its_token() -> None:
     assert "serviceAccountName" not in _pod(none)
 
 
-def test_spreading_and_extra_volumes_reach_the_pod() -> None:
+def test_spreading_extra_volumes_and_sidecars_reach_the_pod() -> None:
+    assert [c["name"] for c in _pod(render())["containers"]] == ["kop"]
+    assert "initContainers" not in _pod(render())
     pod = _pod(render(EXTRAS))
+    assert [c["name"] for c in pod["containers"]] == ["kop", "log-shipper"]
+    assert [c["name"] for c in pod["initContainers"]] == ["wait-for-pulsar"]
     (spread,) = pod["topologySpreadConstraints"]
     assert spread["topologyKey"] == "topology.kubernetes.io/zone"
     assert spread["labelSelector"]["matchLabels"]["app.kubernetes.io/name"] == "kop"
