@@ -258,6 +258,14 @@ def test_an_instance_frozen_past_its_lease_hands_over_then_takes_its_share_afres
         time.sleep(3)  # under load when it stops
         frozen.proc.send_signal(signal.SIGSTOP)
         try:
+            # Marked only once the others count it gone: answers it wrote just before it
+            # stopped still reach the client after an earlier mark, and were taken for
+            # the others serving its partitions (it was woken before its lease ran out).
+            others = [n for i, n in enumerate(trio.nodes) if i != victim]
+            deadline = time.monotonic() + 30
+            while not all(len(trio.instances(n)) == 2 for n in others):
+                assert time.monotonic() < deadline, "the others never counted it gone"
+                time.sleep(0.2)
             writer.mark()
             writer.until_served(orphaned, within=60)
             assert set(orphaned) <= set(writer.served_again), (writer.served_again, orphaned)
