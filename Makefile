@@ -88,16 +88,16 @@ cluster: setup-serving
 	$(BIN)/python tools/pulsar.py fetch
 	$(BIN)/kop standalone --instances 3
 
-## make test: venv + kop, lint, the unit and simulation tiers (no Pulsar, nothing fetched: a
+## make test: venv + kop, lint, the unit, simulation and gateway-over-memory tiers (no Pulsar, nothing fetched: a
 ## broken build is red within minutes), then what the rest needs is fetched and the rest of
 ## the suite runs (integration against a real Pulsar, the Helm chart, the conformance quick
 ## tier against a reference Kafka), then the cluster tier: kop on a two-broker cluster behind
 ## a proxy with token auth and TLS (tools/pulsar_cluster.py). Kafka Streams and Kafka
 ## Connect (marker `apps`) run in it, unmodified, against kop.
 test: setup lint
-	$(BIN)/pytest tests/unit tests/sim $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory pulsar-fetch kafka-fetch kcat apps helm-tools
-	$(BIN)/python tools/run_tests.py --ignore=tests/unit --ignore=tests/sim $(PYTEST_ARGS)
+	$(BIN)/python tools/run_tests.py --ignore=tests/unit --ignore=tests/sim --ignore=tests/gateway $(PYTEST_ARGS)
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
 ## Kafka Streams and Kafka Connect 4.3.1 (tests/integration/streams_connect): jars from Maven
@@ -128,7 +128,7 @@ cluster-test: setup kafka-fetch
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
 unit: setup
-	$(BIN)/pytest tests/unit tests/sim $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
 
 ## make soak: the partition-log simulation with fresh seeds (SOAK_ARGS="--minutes 60"), then
 ## 10^6 mutated request frames against a kop of its own on a local Pulsar (FUZZ_SOAK_ARGS).
@@ -140,6 +140,7 @@ soak: pulsar-fetch
 lint: setup
 	$(BIN)/ruff check kop spark_jobs tests bench tools conformance fuzz
 	$(BIN)/mypy kop spark_jobs fuzz
+	$(BIN)/lint-imports
 
 bench: pulsar-fetch
 	$(BIN)/python tools/run_tests.py --bench $(BENCH_ARGS)

@@ -30,8 +30,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from kop.log import entries
-from kop.log.entry_format import EntryFormat
+from kop.entries import codec as entries
+from kop.entries.formats import EntryFormat
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import Record, build_batch, read_header, records_section
 

@@ -1,4 +1,4 @@
-"""kop as a subprocess (`python -m kop.cli serve`), optionally under py-spy."""
+"""kop as a subprocess (`python -m kop.cli.main serve`), optionally under py-spy."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class KopProcess:
         self.log_path = log_path
         self.profile = profile
         cmd = [
-            sys.executable, "-m", "kop.cli", "serve",
+            sys.executable, "-m", "kop.cli.main", "serve",
             "--port", str(self.port),
             "--admin-port", "0",
             "--pulsar-service-url", pulsar_url,
@@ -70,7 +70,7 @@ class KopProcess:
                 "--output", str(profile), "--", *cmd,
             ]  # fmt: skip
         self._cmd = cmd
-        self._cwd = checkout  # `python -m kop.cli` imports the kop of this directory
+        self._cwd = checkout  # `python -m kop.cli.main` imports the kop of this directory
         self._env = env or {}  # KOP_* settings for this kop, over the bench's environment
         self._start_timeout = start_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None

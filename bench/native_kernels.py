@@ -1,5 +1,5 @@
 """The two per-record kernels of the `pulsar` entry format, native (`kop_native`)
-against their Python twins (`kop.log.entries`), in one process, no server:
+against their Python twins (`kop.entries.codec`), in one process, no server:
 
     python -m bench.native_kernels                    # both shapes, 2 s per measurement
     python -m bench.native_kernels --records 100 --seconds 5 --shape small
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kop.log import entries
+from kop.entries import codec as entries
 from kop.protocol.records import Record, build_batch, iter_records, read_header, records_section
 from kop.storage.types import Position, StoredEntry
 

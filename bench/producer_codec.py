@@ -22,8 +22,8 @@ import dataclasses
 import functools
 
 from bench.decompression import CODECS, MAX_ENTRY, median_rate, sample_batch
-from kop.log import entries
-from kop.log.entry_format import EntryFormat
+from kop.entries import codec as entries
+from kop.entries.formats import EntryFormat
 from kop.protocol.records import read_header
 from kop.pulsar.client import _metadata
 from kop.storage.types import OutgoingEntry, Position, StoredEntry, stored_as

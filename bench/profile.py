@@ -31,7 +31,10 @@ _PREFIXES = ("site-packages/", str(REPO) + "/", "lib/python3.11/", "lib/python3.
 # not interesting as "inclusive" hot spots
 _PLUMBING_FILES = ("click/", "<frozen runpy>", "asyncio/runners.py", "<string>")
 _PLUMBING = {
-    "<module> (kop/cli.py)", "main (kop/cli.py)", "serve (kop/cli.py)", "_run (kop/cli.py)",
+    "<module> (kop/cli/main.py)",
+    "main (kop/cli/main.py)",
+    "serve (kop/cli/main.py)",
+    "_run (kop/cli/main.py)",
     "BaseEventLoop.run_forever (asyncio/base_events.py)",
     "BaseEventLoop.run_until_complete (asyncio/base_events.py)",
     "BaseEventLoop._run_once (asyncio/base_events.py)", "Handle._run (asyncio/events.py)",

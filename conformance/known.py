@@ -37,7 +37,7 @@ KNOWN: dict[tuple[str, str], str] = {
 KNOWN_SEVERAL: dict[tuple[str, str], str] = {
     ("tools/topics", "java-tools"): (
         "kop bug: each instance keeps a topic's description for up to 5 s (TopicCatalog's "
-        "ttl_s, kop/log/topics.py) and learns of a change made through another instance only "
+        "ttl_s, kop/topics/catalog.py) and learns of a change made through another instance only "
         "then: kafka-topics --describe right after --alter --partitions 3 shows 2 partitions "
         "when it asks another instance. Kafka's brokers apply the change from the metadata log "
         "within milliseconds. Shows only when the describe reaches another instance in time."

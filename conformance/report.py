@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conformance.model import CATALOGUE
 from conformance.runner import AGREE, DIFFER, KNOWN_DIFF, NA, STALE, Cell
-from kop.log.topic_config_defs import effect_table
+from kop.topics.config_defs import effect_table
 
 MARK = {AGREE: "agree", DIFFER: "DIFFERS", KNOWN_DIFF: "known", STALE: "stale", NA: "n/a"}
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -127,7 +127,7 @@ def _heading(instances: int) -> list[str]:
 
 def topic_configs_section() -> list[str]:
     """Which topic configs kop honours, maps to Pulsar, or accepts with no effect
-    (from kop's catalogue, kop.log.topic_config_defs)."""
+    (from kop's catalogue, kop.topics.config_defs)."""
     return [
         "## Topic configs",
         "",

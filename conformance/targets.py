@@ -242,7 +242,7 @@ def kop_target(log_dir: Path, instances: int = 1) -> Iterator[Broker]:
                 log_path = log_dir / f"kop-{port}.log"
                 with open(log_path, "ab") as log:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "kop.cli", "serve"], stdout=log, stderr=log,
+                        [sys.executable, "-m", "kop.cli.main", "serve"], stdout=log, stderr=log,
                         env=env, cwd=REPO,
                     ))  # fmt: skip
                 ports.append(port)

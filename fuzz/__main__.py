@@ -143,7 +143,11 @@ def soak(args: argparse.Namespace) -> int:
     log_path = Path(args.log or f"/tmp/kop-fuzz-soak-{suffix}.log")
     with open(log_path, "wb") as log:
         kop = subprocess.Popen(
-            [sys.executable, "-m", "kop.cli", "serve"], env=env, stdout=log, stderr=log, cwd=REPO
+            [sys.executable, "-m", "kop.cli.main", "serve"],
+            env=env,
+            stdout=log,
+            stderr=log,
+            cwd=REPO,
         )
     try:
         _wait_listening(port, kop, log_path)

@@ -77,7 +77,7 @@ def main() -> int:
         "KOP_SYSTEM_NAMESPACE": namespaces[1],
         "KOP_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
     }
-    kop = subprocess.Popen([sys.executable, "-m", "kop.cli", "serve"], env=env, cwd=REPO)
+    kop = subprocess.Popen([sys.executable, "-m", "kop.cli.main", "serve"], env=env, cwd=REPO)
     proxy = subprocess.Popen(
         [sys.executable, "-m", "fuzz.capture", "--upstream", f"127.0.0.1:{kop_port}",
          "--listen", str(proxy_port)],

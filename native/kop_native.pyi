@@ -1,5 +1,5 @@
 """kop's native kernels (Rust, native/src): byte for byte the Python twins in
-kop.log.entries; see kop.log.native.Kernels."""
+kop.entries.codec; see kop.entries.native.Kernels."""
 
 def records_to_layouts(
     records: bytes,

@@ -1,4 +1,4 @@
-"""Kafka offsets recomputed from the Pulsar log alone (DESIGN.md's rule): a record's
+"""Kafka offsets recomputed from the Pulsar log alone (docs/offsets.md): a record's
 offset is the number of records before it in its partition, counted from the
 partition's start (spark_jobs.layout: 0, or kop's checkpoint at the first
 message when retention deleted older ledgers).

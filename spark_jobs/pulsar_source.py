@@ -1,7 +1,7 @@
 """The Pulsar view: a Spark Python data source (`kop-pulsar`) that reads a topic's
 partitions straight from Pulsar with pulsar-client readers, one task per split.
 
-Each row is one Kafka record as DESIGN.md's offset model counts them: a message
+Each row is one Kafka record as the offset model of docs/offsets.md counts them: a message
 in the `kafka` entry format yields every record of its batch (numbered by place,
 not by the batch's own offset deltas: the position is the truth), any other
 message is one record. A transaction's marker is a row too (it takes an offset, as
@@ -155,8 +155,8 @@ class _Rows:
         return len(self.cols["ordinal"])
 
     def add(self, msg: Any) -> None:
-        from kop.log.entries import decode
-        from kop.log.entry_format import P_TXN
+        from kop.entries.codec import decode
+        from kop.entries.formats import P_TXN
         from kop.protocol.records import iter_batches
         from kop.storage.types import StoredEntry
 

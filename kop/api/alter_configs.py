@@ -17,9 +17,9 @@ from kop.api.context import (
     existing_topic,
     permitted,
 )
-from kop.log.topic_configs import incremental
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.security.authorizer import TopicOp
+from kop.topics.configs import incremental
 
 
 async def alter_configs(services: Services, ctx: RequestContext, request: Any) -> Response:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
-from kop.log.topic_config_defs import CLUSTER_WIDE, TOPIC_CONFIGS
-from kop.log.topic_configs import ENTRY_FORMAT, PULSAR_BATCHING, SHARED_WRITES, config_type
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.topics.config_defs import CLUSTER_WIDE, TOPIC_CONFIGS
+from kop.topics.configs import ENTRY_FORMAT, PULSAR_BATCHING, SHARED_WRITES, config_type
 
 TOPIC = 2
 BROKER = 4

@@ -14,10 +14,10 @@ from kop.api.produce_order import PartitionChains
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.service import GroupService
-from kop.log.leader_epoch import NO_EPOCH, check_current
-from kop.log.manager import LogManager
+from kop.log.leader_epoch import check_current
 from kop.log.partition_log import PartitionLog
-from kop.log.topics import TopicCatalog, TopicView
+from kop.partitions.manager import LogManager
+from kop.protocol.batch_epochs import NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.quotas.book import QuotaBook
 from kop.security.acl_admin import AclAdmin
@@ -26,6 +26,7 @@ from kop.security.credentials import ScramUsers
 from kop.security.principal import Principal
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
+from kop.topics.catalog import TopicCatalog, TopicView
 from kop.txn.service import TxnService
 
 log = logging.getLogger(__name__)

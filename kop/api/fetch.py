@@ -15,9 +15,9 @@ from collections.abc import Awaitable
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, topic_partition
-from kop.log.entry_format import EntryFormat
-from kop.log.leader_epoch import NO_EPOCH
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import PartitionLog
+from kop.protocol.batch_epochs import NO_EPOCH
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
 from kop.protocol.records import below

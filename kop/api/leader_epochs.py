@@ -7,7 +7,8 @@ import asyncio
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, partition_log
-from kop.log.leader_epoch import NO_EPOCH, end_offset_for
+from kop.log.leader_epoch import end_offset_for
+from kop.protocol.batch_epochs import NO_EPOCH
 from kop.protocol.errors import ErrorCode
 
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from kop.api.context import RequestContext, Response, Services, error_of, partition_log
-from kop.log.leader_epoch import BATCH_EPOCH, NO_EPOCH
+from kop.protocol.batch_epochs import BATCH_EPOCH, NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.security.authorizer import TopicOp
 

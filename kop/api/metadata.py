@@ -10,9 +10,9 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services, error_of, permitted, topic_for
 from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
 from kop.cluster.member import Member
-from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.security.authorizer import TopicOp
+from kop.topics.catalog import TopicView
 
 ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN_OPERATIONS = -(2**31)

@@ -8,10 +8,10 @@ from typing import Any
 from kop.api.context import RequestContext, Response, Services, existing_topic, topic_for
 from kop.api.groups import group_key, group_service
 from kop.groups.types import CommittedOffset, GroupState, TopicPartition
-from kop.log.topics import TopicView
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.security.authorizer import TopicOp
 from kop.storage.types import StorageError
+from kop.topics.catalog import TopicView
 
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 

@@ -24,9 +24,9 @@ from kop.api.context import (
     lead,
 )
 from kop.api.internal_topics import refuse_produce
+from kop.entries.formats import EntryFormat
 from kop.log.appender import OFFLOAD_RECORDS
 from kop.log.batch_rules import BatchRules, InvalidTimestamps
-from kop.log.entry_format import EntryFormat
 from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, iter_records, split_batches

@@ -21,7 +21,7 @@ from kop.api.context import (
 )
 from kop.api.patterns import compile_client_pattern
 from kop.api.transactions import txn_key, txn_service
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import read_header

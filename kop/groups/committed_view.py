@@ -25,10 +25,10 @@ from typing import Protocol
 
 from kop.groups.offsets_codec import MalformedRecord, OffsetRecord, decode
 from kop.groups.types import CommittedOffset, TopicPartition
-from kop.log.held_topic import BARRIER_KEY
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog
 from kop.storage.types import Idle, StorageError, StoredEntry
+from kop.systables.held_topic import BARRIER_KEY
 
 log = logging.getLogger(__name__)
 

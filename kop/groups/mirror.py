@@ -31,12 +31,12 @@ from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.mirror_reconcile import CommittedOffsets, MirrorReconciler
 from kop.groups.scope import GroupScope
 from kop.groups.types import TopicPartition
-from kop.log.manager import LogManager
-from kop.log.topics import TopicCatalog
+from kop.partitions.manager import LogManager
 from kop.protocol.errors import KafkaError
 from kop.storage.naming import InvalidTopicName
 from kop.storage.port import StorageAdmin
 from kop.storage.types import AdminError, StorageError
+from kop.topics.catalog import TopicCatalog
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
-"""The durable state of consumer groups: the offsets topic (DESIGN.md "Consumer groups").
+"""The durable state of consumer groups: the offsets topic (docs/groups.md).
 
 A compacted, partitioned Pulsar topic of the records in `offsets_codec`, all of a
 group's records in one partition, held by the instance that coordinates its groups
-(kop/log/held_topic.py: taking, loading to a barrier, writes that return once
+(kop/systables/held_topic.py: taking, loading to a barrier, writes that return once
 persisted, `write_timeout_s` as Kafka's `offsets.commit.timeout.ms`).
 """
 
@@ -24,8 +24,8 @@ from kop.groups.offsets_codec import (
     tombstone_pending,
 )
 from kop.groups.types import CommittedOffset, GroupMetadata, LoadedGroups, TopicPartition
-from kop.log.held_topic import HeldPartitions
 from kop.storage.port import MessageLog
+from kop.systables.held_topic import HeldPartitions
 
 
 class OffsetsStore:

@@ -9,11 +9,11 @@ from typing import Any
 from kop.groups.consumer_protocol import assigned_partitions
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState, TopicPartition
-from kop.log.manager import LogManager
-from kop.log.topics import TopicCatalog
+from kop.partitions.manager import LogManager
 from kop.protocol.errors import KafkaError
 from kop.storage.naming import InvalidTopicName, Namespace, resolve
 from kop.storage.types import StorageError
+from kop.topics.catalog import TopicCatalog
 
 
 def summaries(groups: GroupService) -> list[dict[str, Any]]:

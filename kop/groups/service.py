@@ -32,10 +32,10 @@ from kop.groups.rebalance import JoinResult, SyncResult
 from kop.groups.scope import GroupScope
 from kop.groups.txn_offsets import PendingOffsets
 from kop.groups.types import CommittedOffset, TopicPartition
-from kop.log.held_topic import NotHeld
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import Namespace
 from kop.storage.types import StorageError, WriterFenced
+from kop.systables.held_topic import NotHeld
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
-from kop.log.manager import LogManager
+from kop.partitions.manager import LogManager
 from kop.storage.naming import InvalidTopicName
 from kop.storage.types import StorageError
 

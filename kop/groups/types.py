@@ -1,5 +1,5 @@
 """Plain data of consumer groups, shared by the coordinator, its durable store and
-the subscription mirror. No I/O and no Pulsar here (DESIGN.md: kop/groups)."""
+the subscription mirror. No I/O and no Pulsar here (docs/architecture.md: groups/)."""
 
 from __future__ import annotations
 

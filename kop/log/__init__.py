@@ -1,1 +1,1 @@
-"""The partition log: append batches, read from offsets, the offset index, ownership."""
+"""The partition log: append batches, read from offsets, over one offset index."""

@@ -27,8 +27,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from kop.log import entries
-from kop.log.entry_format import EntryFormat
+from kop.entries import codec as entries
+from kop.entries.formats import EntryFormat
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates
 from kop.log.receipts import ReceiptFeed

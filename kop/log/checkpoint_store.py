@@ -26,9 +26,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from kop.log.compacted.survivors import Horizon, Survivor
 from kop.log.offset_index import Checkpoint, Mark
 from kop.log.producer_state import Snapshot
-from kop.log.survivors import Horizon, Survivor
 from kop.log.txn_index import Aborted, TxnSnapshot
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog

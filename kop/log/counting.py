@@ -4,7 +4,7 @@ A counter starts from an anchor whose offset is known (a checkpoint, the mark of
 the last counted entry, or the topic's beginning) and assigns each next entry
 its base offset (an entry takes as many offsets as it holds records). The tail
 follower, history reads and retention scans all count with it, so they cannot
-disagree. It checks what DESIGN.md asks of every read: the first entry must be
+disagree. It checks what docs/offsets.md asks of every read: the first entry must be
 the one the anchor names (else the data was trimmed, and counting on would shift
 every offset), and an entry passing a known checkpoint must be at that
 checkpoint's offset. Re-deliveries after a reconnect (positions at or before the
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kop.log import entries
-from kop.log.entries import Entry
+from kop.entries import codec as entries
+from kop.entries.codec import Entry
 from kop.storage.types import Position, StoredEntry
 
 

@@ -18,10 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from kop.protocol.batch_epochs import BATCH_EPOCH, NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
-
-BATCH_EPOCH = 0  # the partition leader epoch of every batch served
-NO_EPOCH = -1  # "none given" in requests; "undefined" in answers
 
 
 class EpochSource(Protocol):

@@ -1,6 +1,6 @@
 """One Kafka partition over one Pulsar topic partition.
 
-The parts share one offset index (DESIGN.md's offset model): the tail follower
+The parts share one offset index (the offset model of docs/offsets.md): the tail follower
 is its only writer; the appender turns Kafka batches into Pulsar writes and is
 answered by the follower's count; the history reader serves offsets older than
 the tail buffer; retention moves the log start when Pulsar deletes ledgers,
@@ -17,10 +17,10 @@ import zlib
 from collections.abc import Awaitable
 from dataclasses import dataclass
 
+from kop.entries.formats import EntryFormat
 from kop.log.appender import Appender
 from kop.log.checkpoint_store import CheckpointStore
-from kop.log.compacted_part import CompactedPart
-from kop.log.entry_format import EntryFormat
+from kop.log.compacted.part import CompactedPart
 from kop.log.floor import LogFloor
 from kop.log.history import CursorPool, HistoryReader
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
@@ -121,7 +121,7 @@ class PartitionLog:
         )
         self._floor = LogFloor(topic, store, self.index, self.tail, settings.write_timeout_s)
         self.follower.on_gap = self.appender.gap
-        # A compacted topic's partition (cleanup.policy=compact): see compacted_part.py.
+        # A compacted topic's partition (cleanup.policy=compact): see compacted/part.py.
         self.compacted = (
             None
             if compaction is None

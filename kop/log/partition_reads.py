@@ -1,7 +1,7 @@
 """A partition's reads: which part of the log serves an offset, and in what order.
 
 Below the live ledgers of a compacted partition, Pulsar's compacted view
-(`compacted_part.py`); then history reads through Pulsar (`history.py`); then the
+(`compacted/part.py`); then history reads through Pulsar (`history.py`); then the
 tail buffer; each only where the previous one stops, and each batch only while it
 fits (KIP-74). Offsets are checked against the log start and the high watermark
 first; a trim met while reading is OFFSET_OUT_OF_RANGE, except in a compacted
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kop.log.compacted_part import CompactedPart
+from kop.log.compacted.part import CompactedPart
 from kop.log.counting import LogEntry
 from kop.log.history import HistoryReader
 from kop.log.offset_index import OffsetIndex

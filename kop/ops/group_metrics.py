@@ -13,7 +13,7 @@ from prometheus_client.registry import Collector
 
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
-from kop.log.manager import LogManager
+from kop.partitions.manager import LogManager
 from kop.storage.naming import InvalidTopicName, resolve
 
 

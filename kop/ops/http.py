@@ -11,10 +11,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kop.cluster.ownership import Ownership
 from kop.groups.report import GroupReport
-from kop.log.manager import LogManager
 from kop.ops.admin_access import Grant, admin_access, bearer_of, read_token
 from kop.ops.metrics import Metrics
 from kop.ops.viewer import Unauthorized, Viewer
+from kop.partitions.manager import LogManager
 from kop.security.authorizer import Access
 
 ReadyCheck = Callable[[], Awaitable[bool]]

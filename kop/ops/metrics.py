@@ -21,15 +21,13 @@ from prometheus_client.registry import Collector
 
 import kop
 from kop.cluster.membership import Membership
+from kop.entries.native import native
 from kop.groups.service import GroupService
-from kop.log.manager import LogManager
-from kop.log.native import native
 from kop.log.traffic import Traffic
 from kop.ops.group_metrics import GroupCollector
+from kop.partitions.manager import LogManager
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ApiKey
-from kop.pulsar.client import ReaderStats
-from kop.pulsar.wire.read_ahead import ReadAheadBudget
 from kop.storage.naming import split_full
 
 _UNKNOWN_API = -1  # every key kop does not implement: one label, whatever a client sends
@@ -44,7 +42,7 @@ _APIS = frozenset(int(k) for k in ApiKey)
 
 def build_info() -> dict[str, str]:
     """kop's version (the installed distribution's) and whether the native kernels
-    run (`kop.log.native`)."""
+    run (`kop.entries.native`)."""
     return {"version": kop.version(), "native": "true" if native() is not None else "false"}
 
 
@@ -305,6 +303,30 @@ class _BeatCollector(Collector):
             "Heartbeats read that were not signed with this cluster's secret (ignored)",
             value=self._membership.beats.unproven_count,
         )
+
+
+class ReaderStats(Protocol):
+    """What the storage's reader count shows (kop/pulsar's `ReaderStats` has it): ops reads
+    the storage's numbers through this shape, never through the storage's own types."""
+
+    @property
+    def opened(self) -> int: ...
+
+    @property
+    def open(self) -> int: ...
+
+
+class ReadAheadBudget(Protocol):
+    """The storage's read-ahead budget as ops reads it (kop/pulsar's `ReadAheadBudget`)."""
+
+    @property
+    def held(self) -> int: ...
+
+    @property
+    def reserved(self) -> int: ...
+
+    @property
+    def limit(self) -> int: ...
 
 
 class _ReaderCollector(Collector):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import struct
 
+BATCH_EPOCH = 0  # the partition leader epoch of every batch kop serves (kop/log/leader_epoch.py)
+NO_EPOCH = -1  # "none given" in requests; "undefined" in answers
+
 _BASE_OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 _HEAD = 17  # base offset, length, epoch, magic: enough to step to the next batch

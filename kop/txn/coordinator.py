@@ -14,7 +14,7 @@ CONCURRENT_TRANSACTIONS at once. librdkafka takes an AddPartitionsToTxn answered
 as possibly taken, and its `abort_transaction()` then sends an EndTxn(ABORT) that
 meets the commit before it: INVALID_TXN_STATE, fatal to the producer. Kafka's
 brokers write markers in about a millisecond, Pulsar in tens, so the window that is
-rare on Kafka is common on kop (`tests/unit/test_txn_abort_after_commit.py`).
+rare on Kafka is common on kop (`tests/gateway/test_txn_abort_after_commit.py`).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from kop.cluster.member import Member
-from kop.log.entry_format import EntryFormat
-from kop.log.manager import LogManager
+from kop.entries.formats import EntryFormat
+from kop.partitions.manager import LogManager
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, read_header

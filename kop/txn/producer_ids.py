@@ -24,10 +24,10 @@ import json
 import logging
 import random
 
-from kop.log.held_topic import HeldPartitions
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import MessageLog
 from kop.storage.types import OutgoingMessage
+from kop.systables.held_topic import HeldPartitions
 
 log = logging.getLogger(__name__)
 

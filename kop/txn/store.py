@@ -1,14 +1,14 @@
 """The transaction state topic: a compacted, partitioned Pulsar topic beside the
 offsets topic, one record per change of a transactional id (`codec`), each
 partition held by the instance that coordinates its transactional ids
-(kop/log/held_topic.py). A change is acknowledged only once persisted, which the
+(kop/systables/held_topic.py). A change is acknowledged only once persisted, which the
 coordinator's rules wait for before they apply it (kop/txn/state.py)."""
 
 from __future__ import annotations
 
-from kop.log.held_topic import BARRIER_KEY, HeldPartitions
 from kop.storage.port import MessageLog
 from kop.storage.types import OutgoingMessage
+from kop.systables.held_topic import BARRIER_KEY, HeldPartitions
 from kop.txn.codec import MalformedRecord, decode, encode
 from kop.txn.state import TxnMeta
 
@@ -57,7 +57,7 @@ class TxnStore:
         return metas
 
     def epoch(self, partition: int) -> int:
-        """The coordinator epoch of a loaded partition (kop.log.held_topic)."""
+        """The coordinator epoch of a loaded partition (kop.systables.held_topic)."""
         return self._held.epoch(partition)
 
     async def write(self, meta: TxnMeta) -> None:

@@ -1,7 +1,7 @@
-//! The two kernels, without Python: `kop.log.entries.layouts` over
-//! `entry_format.encode_record` + `batch_layout.build`, and
-//! `kop.log.entries.decode_layout` over `batch_layout.messages` +
-//! `entry_format.read_message` + `build_batch`.
+//! The two kernels, without Python: `kop.entries.codec.layouts` over
+//! `formats.encode_record` + `batch_layout.build`, and
+//! `kop.entries.codec.decode_layout` over `batch_layout.messages` +
+//! `formats.read_message` + `build_batch`.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -349,7 +349,7 @@ fn get<'a>(props: &[(&'a str, &'a str)], name: &str) -> Option<&'a str> {
         .map(|i| props[i].1)
 }
 
-/// `entry_format.parse_stamp`.
+/// `formats.parse_stamp`.
 fn parse_stamp(text: &str, int: &mut dyn FnMut(&str) -> PyInt) -> Option<[i64; 5]> {
     let mut parts = [""; 5];
     let mut n = 0;
@@ -386,7 +386,7 @@ fn parse_stamp(text: &str, int: &mut dyn FnMut(&str) -> PyInt) -> Option<[i64; 5
     ])
 }
 
-/// `entry_format.read_message`: the record's key, timestamp and headers (into
+/// `formats.read_message`: the record's key, timestamp and headers (into
 /// `headers`), its stamp, and its bad reserved properties as bits.
 fn read_message<'a>(
     msg: &Message<'a>,

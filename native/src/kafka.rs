@@ -5,7 +5,7 @@
 //!   `DefaultRecordBatch.__iter__` does, and accepts and rejects what it does;
 //! - `write_batch` writes what `kop.protocol.records.build_batch` (aiokafka's
 //!   `DefaultRecordBatchBuilder`) writes, byte for byte;
-//! - `whole_batch` is `kop.log.entry_format.whole_batch`.
+//! - `whole_batch` is `kop.entries.formats.whole_batch`.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -396,7 +396,7 @@ fn finish_batch(
 }
 
 /// `payload`'s record count and max timestamp if it is exactly one magic-2
-/// batch whose record count agrees with its offsets (`entry_format.whole_batch`).
+/// batch whose record count agrees with its offsets (`formats.whole_batch`).
 pub fn whole_batch(payload: &[u8]) -> Option<(i32, i64)> {
     if payload.len() < HEADER_SIZE {
         return None;

@@ -1,5 +1,5 @@
 //! `kop_native`: the two per-record loops of kop's `pulsar` entry format, one
-//! call per entry. Each is byte for byte its Python twin in `kop.log.entries`
+//! call per entry. Each is byte for byte its Python twin in `kop.entries.codec`
 //! (the spec; tests/unit/test_native_kernels.py holds them to it):
 //!
 //! - `records_to_layouts`: a Kafka batch's records section -> batch layouts
@@ -192,14 +192,14 @@ fn _int(py: Python<'_>, text: &str) -> PyResult<Option<Py<PyAny>>> {
     }
 }
 
-/// `entry_format._json_headers(text)`, header names as str.
+/// `formats._json_headers(text)`, header names as str.
 #[pyfunction]
 fn _json_headers(text: &str) -> Option<Vec<(String, Option<Vec<u8>>)>> {
     text::json_headers_load(text)
         .map(|hs| hs.into_iter().map(|(k, v)| (k.into_owned(), v)).collect())
 }
 
-/// `json.dumps` of a header list as `entry_format.encode_record` writes it.
+/// `json.dumps` of a header list as `formats.encode_record` writes it.
 #[pyfunction]
 fn _json_dumps(headers: Vec<(String, Option<Vec<u8>>)>) -> String {
     let mut out = Vec::new();
@@ -210,8 +210,8 @@ fn _json_dumps(headers: Vec<(String, Option<Vec<u8>>)>) -> String {
     String::from_utf8(out).expect("json is ASCII")
 }
 
-/// kop's native kernels: byte for byte the Python twins in kop.log.entries
-/// (records_to_layouts, decode_layout); see kop.log.native.
+/// kop's native kernels: byte for byte the Python twins in kop.entries.codec
+/// (records_to_layouts, decode_layout); see kop.entries.native.
 #[pymodule]
 fn kop_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records_to_layouts, m)?)?;

@@ -1,7 +1,7 @@
 //! The text rules of kop's reserved properties, as CPython 3.11 applies them:
 //! `base64.b64encode`, `base64.b64decode(validate=True)` (binascii's strict
 //! mode), `json.dumps` of the header list (default separators, ensure_ascii),
-//! `json.loads` of it as `entry_format._json_headers` accepts it, and `int()`.
+//! `json.loads` of it as `formats._json_headers` accepts it, and `int()`.
 
 use std::borrow::Cow;
 
@@ -321,7 +321,7 @@ impl<'a> Json<'a> {
     }
 }
 
-/// `entry_format._json_headers`: the headers if `text` is a JSON list of
+/// `formats._json_headers`: the headers if `text` is a JSON list of
 /// `[str, base64 str or null]` pairs that `json.loads` accepts and whose keys
 /// encode as UTF-8 and values decode; `None` otherwise. Anything else JSON can
 /// say (numbers, objects, deeper lists, NaN, ...) is not of that shape, so this

@@ -180,7 +180,7 @@ def _start_fails(c: PulsarCluster, tmp_path: Path, env: dict[str, str]) -> list[
     """kop's exit on a cluster that will not have it: its error lines."""
     gateway = KopProcess(tmp_path, **env)
     proc = subprocess.run(
-        [sys.executable, "-m", "kop.cli", "serve"],
+        [sys.executable, "-m", "kop.cli.main", "serve"],
         env=gateway.env,
         capture_output=True,
         text=True,

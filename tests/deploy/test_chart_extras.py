@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from tests.deploy.chart import CHART, Rendered, render
-from tests.unit.memory_gateway import free_port, gateway_with_hot_topic
+from tests.gateway.memory_gateway import free_port, gateway_with_hot_topic
 
 EXTRAS = CHART / "ci" / "extras-values.yaml"
 CHECK = CHART / "files" / "helm_test.py"

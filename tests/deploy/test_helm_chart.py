@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kop.config import load_config, unknown_env
+from kop.config.settings import load_config, unknown_env
 from kop.pulsar.wire.auth import TokenAuth
 from tests.deploy.chart import CHART, CI_VALUES, NAMESPACE, Rendered, helm, kubeconform, render
 

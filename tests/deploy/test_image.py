@@ -124,10 +124,15 @@ def test_wheel_holds_kop_and_its_command(wheel: Path) -> None:
         info = f"kop_gateway-{project['version']}.dist-info"
         entry_points = zf.read(f"{info}/entry_points.txt").decode()
         metadata = email.message_from_bytes(zf.read(f"{info}/METADATA"))
-    for module in ("kop/__init__.py", "kop/cli.py", "kop/config.py", "kop/app.py"):
+    for module in (
+        "kop/__init__.py",
+        "kop/cli/main.py",
+        "kop/config/settings.py",
+        "kop/wiring/app.py",
+    ):
         assert module in names
     assert "kop/pulsar/wire/proto/PulsarApi_pb2.py" in names  # generated, checked in
-    assert "kop = kop.cli:main" in entry_points
+    assert "kop = kop.cli.main:main" in entry_points
     required = {Requirement(r) for r in metadata.get_all("Requires-Dist") or []}
     assert {r for r in required if r.marker is None} == {
         Requirement(r) for r in project["dependencies"]
@@ -161,7 +166,7 @@ def test_wheel_installs_and_kop_runs(wheel: Path, tmp_path: Path) -> None:
     assert help_run.returncode == 0, help_run.stderr
     assert "serve" in help_run.stdout
     where = subprocess.run(
-        [str(python), "-c", "import kop.cli; print(kop.cli.__file__)"],
+        [str(python), "-c", "import kop.cli.main; print(kop.cli.main.__file__)"],
         capture_output=True,
         text=True,
         env=env,

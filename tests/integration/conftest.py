@@ -79,7 +79,7 @@ class KopProcess:
     def start(self, timeout: float = 60.0) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kop.cli", "serve"], env=self.env, stdout=log, stderr=log
+            [sys.executable, "-m", "kop.cli.main", "serve"], env=self.env, stdout=log, stderr=log
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -358,7 +358,7 @@ def test_operators_see_a_groups_committed_offsets_and_lag(kop: KopProcess, topic
                 "lag": 6}  # fmt: skip
     assert [{k: o[k] for k in expected} for o in described["offsets"]] == [expected]
 
-    cli = [sys.executable, "-m", "kop.cli", "groups", "describe", group, "--admin-url", admin]
+    cli = [sys.executable, "-m", "kop.cli.main", "groups", "describe", group, "--admin-url", admin]
     as_json = subprocess.run([*cli, "--json"], capture_output=True, text=True, timeout=60)
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout)["offsets"] == described["offsets"]

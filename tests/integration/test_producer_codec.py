@@ -9,8 +9,8 @@ import pulsar
 import pytest
 
 from conformance.clients.raw import RawClient
-from kop.log.topic_configs import PULSAR_BATCHING as BATCHING
 from kop.protocol.records import Record, build_batch, iter_batches, read_header
+from kop.topics.configs import PULSAR_BATCHING as BATCHING
 from tests.integration.admin import create_topic
 from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_URL, KopProcess

@@ -65,7 +65,7 @@ def test_three_instances_from_one_command(pulsar: str, tmp_path: Path) -> None:
         "KOP_SYSTEM_NAMESPACE": f"public/__kop-standalone-{suffix}",
     }
     log = open(tmp_path / "standalone.log", "wb")  # noqa: SIM115 - handed to the child
-    command = [sys.executable, "-m", "kop.cli", "standalone", "--instances", "3",
+    command = [sys.executable, "-m", "kop.cli.main", "standalone", "--instances", "3",
                "--port", str(base), "--admin-port", str(base + 2)]  # fmt: skip
     supervisor = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
     admins = [base + 2 + 100 * i for i in range(3)]

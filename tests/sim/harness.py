@@ -8,10 +8,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from kop.entries.formats import EntryFormat
 from kop.log.checkpoint_store import CheckpointStore
-from kop.log.entry_format import EntryFormat
-from kop.log.manager import LogManager
 from kop.log.partition_log import LogSettings, PartitionLog
+from kop.partitions.manager import LogManager
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import Record, build_batch, iter_records, split_batches
 from kop.storage.port import Compaction

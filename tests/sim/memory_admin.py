@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Generic, TypeVar
 
-from kop.config import KopConfig
+from kop.config.settings import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import NamespaceGrants
 from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo

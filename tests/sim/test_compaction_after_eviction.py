@@ -8,7 +8,7 @@ The cycle now counts from where the live data begins."""
 
 from __future__ import annotations
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import PartitionLog
 from kop.log.settings import LogSettings
 from kop.protocol.records import Record, build_batch, iter_records, read_header

@@ -37,7 +37,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import PartitionLog
 from kop.log.settings import LogSettings
 from kop.protocol.errors import KafkaError

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import LogSettings, PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError

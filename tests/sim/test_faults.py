@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
+from kop.entries.formats import EntryFormat
 from kop.log.checkpoint_store import CheckpointStore, Persisted
-from kop.log.entry_format import EntryFormat
 from kop.log.settings import LogSettings
 from kop.ops.metrics import Metrics
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -216,7 +216,7 @@ def test_index_write_failures_back_off_and_are_logged_once_per_spell(
     node.produce(batch([b"a"]))
     shard = loop.run(log.writer(_index_shard(log).name), within=5)
     shard.stall()  # every index write times out from now on
-    with caplog.at_level(logging.INFO, logger="kop.log.manager"):
+    with caplog.at_level(logging.INFO, logger="kop.partitions.manager"):
         for i in range(12):
             node.produce(batch([f"b{i}".encode()]))
             loop.settle(5)

@@ -3,7 +3,7 @@ or are stored late and out of order, and kop crashing in between.
 
 The rule proven here: whatever subset of its index writes Pulsar ends up holding,
 in whatever order, a restarted kop opens the partition and gives every record the
-offset DESIGN.md's model says (its count of preceding records). A lost or late
+offset docs/offsets.md's model says (its count of preceding records). A lost or late
 checkpoint costs re-reading from the previous one, never a wrong offset; and a
 dead index topic never holds up a clean stop beyond the write timeout.
 """
@@ -26,8 +26,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from kop.entries.formats import EntryFormat
 from kop.log.checkpoint_store import CheckpointStore, Persisted
-from kop.log.entry_format import EntryFormat
 from kop.log.receipts import QUIET_S
 from kop.log.settings import LogSettings
 from kop.protocol.errors import KafkaError
@@ -61,7 +61,7 @@ def _persisted(loop: SimLoop, log: MemoryLog) -> Persisted:
 
 
 class Truth:
-    """Every record the partition holds or held, at its offset by DESIGN.md's rule
+    """Every record the partition holds or held, at its offset by the rule of docs/offsets.md
     (counted as Pulsar appends; trimmed records keep their offsets)."""
 
     def __init__(self, topic: MemoryTopic) -> None:

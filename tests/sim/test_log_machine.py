@@ -7,7 +7,7 @@ writes, fetches at random offsets, DeleteRecords, partial writes, lost receipts,
 ledger rolls, retention trims, clean stops, crashes that lose whatever was not
 flushed, and restarts. After every step it checks a simple model:
 
-- the truth is the in-memory log itself, counted by DESIGN.md's rule as records
+- the truth is the in-memory log itself, counted by the rule of docs/offsets.md as records
   are appended (trimmed records keep their offsets in the truth);
 - every acknowledged record is at its acknowledged offset, exactly once;
 - kop's high watermark is the truth's, and never goes backwards;
@@ -43,7 +43,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import PartitionLog
 from kop.log.receipts import QUIET_S
 from kop.log.settings import LogSettings

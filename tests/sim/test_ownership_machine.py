@@ -6,7 +6,7 @@ storage and land late, instances crash and come back. The real log code on both.
 Checked after every step:
 - at most one instance had writes acknowledged under each epoch of the fence;
 - every acknowledged record is at its acknowledged offset in the log, counted by
-  DESIGN.md's rule from the storage itself (offsets are a pure function of the log),
+  docs/offsets.md's rule from the storage itself (offsets are a pure function of the log),
   and no offset was acknowledged twice.
 """
 

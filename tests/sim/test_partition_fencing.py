@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader, split_batches

@@ -10,7 +10,7 @@ import struct
 import crc32c
 import pytest
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import LogSettings
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import split_batches

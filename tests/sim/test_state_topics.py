@@ -11,14 +11,14 @@ import random
 
 import pytest
 
-from kop.app import Gateway, StartupError
-from kop.config import KopConfig
-from kop.state_topics import SIBLING_ID, STATE_ID, StateTopicLost, StateTopicWatch
-from kop.state_topics import ensure_state_topics as ensure
+from kop.config.settings import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.systables.state_topics import SIBLING_ID, STATE_ID, StateTopicLost, StateTopicWatch
+from kop.systables.state_topics import ensure_state_topics as ensure
+from kop.wiring.app import Gateway, StartupError
+from tests.gateway.memory_gateway import free_port
 from tests.sim.memory_admin import MemoryAdmin, MemoryBackend
 from tests.sim.memory_log import MemoryLog
-from tests.unit.memory_gateway import free_port
 
 NS = Namespace("public", "__kop")
 OFFSETS = PulsarTopic(NS, "consumer-offsets", "consumer-offsets")

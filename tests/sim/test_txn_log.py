@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.partition_log import LogSettings
 from kop.log.txn_index import Aborted
 from kop.protocol.control import Marker, marker_batch

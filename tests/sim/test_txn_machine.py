@@ -45,7 +45,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kop.log.entry_format import EntryFormat
+from kop.entries.formats import EntryFormat
 from kop.log.settings import LogSettings
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError

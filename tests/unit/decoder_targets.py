@@ -14,9 +14,10 @@ import contextlib
 import json
 import struct
 
+from kop.entries import codec as entries
+from kop.entries.formats import EntryFormat
 from kop.groups import consumer_protocol, offsets_codec
-from kop.log import checkpoint_store, entries
-from kop.log.entry_format import EntryFormat
+from kop.log import checkpoint_store
 from kop.protocol import compression
 from kop.protocol.records import split_batches
 from kop.pulsar.wire import compression as pulsar_compression

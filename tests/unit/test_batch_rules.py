@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kop.log.batch_rules import CODECS, BatchRules, InvalidTimestamps
-from kop.log.topic_configs import TopicDefaults
 from kop.protocol.batch_rewrite import as_log_append_time, stamp
 from kop.protocol.errors import ErrorCode
 from kop.protocol.records import (
@@ -21,6 +20,7 @@ from kop.protocol.records import (
     read_header,
     split_batches,
 )
+from kop.topics.configs import TopicDefaults
 
 NOW = 1_800_000_000_000
 LIMIT = 1 << 20

@@ -47,9 +47,7 @@ from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
-from kop.log.manager import LogManager
-from kop.log.partition_budget import PartitionBudget
-from kop.log.topics import TopicCatalog, TopicDefaults
+from kop.partitions.manager import LogManager
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import (
@@ -65,6 +63,8 @@ from kop.protocol.messages import (
     top_level_error_response,
 )
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.topics.catalog import TopicCatalog, TopicDefaults
+from kop.topics.partition_budget import PartitionBudget
 from kop.txn.coordinator import TxnCoordinator
 from kop.txn.service import TxnService
 from kop.txn.state import Partition

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any, cast
 
 from kop.log.checkpoint_store import Persisted
-from kop.log.compacted_part import CompactedPart
+from kop.log.compacted.part import CompactedPart
+from kop.log.compacted.survivors import Horizon, Survivor
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
 from kop.log.settings import LogSettings
 from kop.log.stats import LogStats
-from kop.log.survivors import Horizon, Survivor
 from kop.storage.types import Position
 
 LIVE = 100  # where the live ledgers begin

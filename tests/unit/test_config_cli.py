@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from kop.cli import main
+from kop.cli.main import main
 
 SECRET = "abcdefghijklmnopqrstuvwxyz0123"
 

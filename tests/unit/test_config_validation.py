@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kop.log.cleanup_policy import pulsar_retention
-from kop.log.config_types import ConfigType, java_double
-from kop.log.topic_config_defs import LONG_MAX, TOPIC_CONFIGS
-from kop.log.topic_configs import TopicDefaults, validate_configs
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.topics.cleanup_policy import pulsar_retention
+from kop.topics.config_defs import LONG_MAX, TOPIC_CONFIGS
+from kop.topics.config_types import ConfigType, java_double
+from kop.topics.configs import TopicDefaults, validate_configs
 
 DEFAULTS = TopicDefaults().configs()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from kop.config import KopConfig
+from kop.config.settings import KopConfig
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 _UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}

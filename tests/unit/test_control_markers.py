@@ -10,7 +10,7 @@ from aiokafka.record.default_records import DefaultRecordBatch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kop.log.entry_format import encode_batch
+from kop.entries.formats import encode_batch
 from kop.protocol.control import Marker, marker_batch, read_marker
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import CONTROL_MASK, Record, build_batch, read_header

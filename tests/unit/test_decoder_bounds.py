@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fuzz.isolated import Isolated
+from kop.entries.formats import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS
 from kop.groups.offsets_codec import encode_group, encode_offset
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
-from kop.log.entry_format import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS
 from kop.protocol.records import HEADER_SIZE, Record, build_batch, uvarint
 from kop.pulsar.wire.frames import encode_payload_command
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb

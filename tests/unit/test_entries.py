@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kop.log import entries
-from kop.log.entry_format import P_KEY, P_PRODUCER, P_TXN, ProducerStamp, encode_batch
+from kop.entries import codec as entries
+from kop.entries.formats import P_KEY, P_PRODUCER, P_TXN, ProducerStamp, encode_batch
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import BatchHeader, Record, build_batch, iter_batches, read_header
 from kop.storage import batch_layout

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kop.log import entries, entry_format
-from kop.log.entry_format import (
+from kop.entries import codec as entries
+from kop.entries import formats as entry_format
+from kop.entries.formats import (
     P_ENTRY,
     P_HEADERS,
     P_KEY,
@@ -22,8 +23,7 @@ from kop.log.entry_format import (
     EntryFormat,
     ProducerStamp,
 )
-from kop.log.leader_epoch import BATCH_EPOCH
-from kop.protocol.batch_epochs import with_leader_epoch
+from kop.protocol.batch_epochs import BATCH_EPOCH, with_leader_epoch
 from kop.protocol.records import Record, build_batch, iter_batches, read_header, with_base_offset
 from kop.storage.types import OutgoingMessage, Position, StoredEntry
 from kop.storage.types import StoredMessage as PulsarMessage

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kop.config import ConfigError, KopConfig, load_config
+from kop.config.settings import ConfigError, KopConfig, load_config
 from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
 
 

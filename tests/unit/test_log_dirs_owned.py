@@ -13,9 +13,9 @@ from kop.api import log_dirs
 from kop.api.context import Broker, RequestContext, Services
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
-from kop.log.partition_budget import PartitionBudget
-from kop.log.topics import TopicCatalog, TopicDefaults
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.topics.catalog import TopicCatalog, TopicDefaults
+from kop.topics.partition_budget import PartitionBudget
 from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
 

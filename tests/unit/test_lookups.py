@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from kop.log.lookups import Lookups
+from kop.topics.lookups import Lookups
 
 
 class Admin:

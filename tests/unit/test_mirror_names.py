@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kop.config import ConfigError, load_config
+from kop.config.settings import ConfigError, load_config
 from kop.groups.mirror_names import SubscriptionNames
 
 PREFIXES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:=-]{0,20}", fullmatch=True)

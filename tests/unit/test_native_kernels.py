@@ -1,5 +1,5 @@
 """The native kernels (`kop_native`, built from native/ by `make setup`) against
-their Python twins in `kop.log.entries`, which are the spec: for any Kafka
+their Python twins in `kop.entries.codec`, which are the spec: for any Kafka
 records, the same batch layouts byte for byte; for any batch entry, malformed
 ones included, the same records, max timestamp, Kafka batches byte for byte,
 stamps and anomalies. Then each rule on its own (base64, int(), the header JSON)
@@ -24,9 +24,10 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from kop.log import entries, entry_format
-from kop.log.entries import MAX_NULL_RECORDS
-from kop.log.entry_format import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS, ProducerStamp
+from kop.entries import codec as entries
+from kop.entries import formats as entry_format
+from kop.entries.codec import MAX_NULL_RECORDS
+from kop.entries.formats import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS, ProducerStamp
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import (
     HEADER_SIZE,

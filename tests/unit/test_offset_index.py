@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kop.entries.codec import Entry
 from kop.log.counting import Anchor, LogCounter, LogEntry, TrimDetected
-from kop.log.entries import Entry
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
 from kop.storage.types import Position
 

@@ -15,10 +15,10 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 
 from kop.api import metadata, topics_admin
 from kop.api.context import Broker, RequestContext, Services
-from kop.log.partition_budget import PER_REQUEST_MESSAGE, PartitionBudget
-from kop.log.topics import TopicCatalog, TopicDefaults
 from kop.protocol.errors import ErrorCode
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.topics.catalog import TopicCatalog, TopicDefaults
+from kop.topics.partition_budget import PER_REQUEST_MESSAGE, PartitionBudget
 from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
 

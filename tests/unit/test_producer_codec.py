@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kop.log import entries
-from kop.log.entry_format import EntryFormat
+from kop.entries import codec as entries
+from kop.entries.formats import EntryFormat
 from kop.protocol import compress, compression
 from kop.protocol.records import (
     Record,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kop.log.entry_format import P_TXN, encode_batch, encode_record
+from kop.entries.formats import P_TXN, encode_batch, encode_record
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.records import Record, build_batch, read_header
 from kop.storage.types import OutgoingMessage, Position, StoredMessage

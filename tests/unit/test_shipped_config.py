@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kop.config import load_config
+from kop.config.settings import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 

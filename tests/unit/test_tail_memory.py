@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 
+from kop.entries.codec import decode
 from kop.log.counting import LogEntry
-from kop.log.entries import decode
 from kop.log.tail_buffer import TailBudget, TailBuffer
 from kop.protocol.records import Record, build_batch
 from kop.storage import batch_layout

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kop.log.topic_configs import APPEND, DELETE, SET, SUBTRACT, incremental
-from kop.log.topics import TopicDefaults, TopicView, validate_configs
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.types import TopicInfo
+from kop.topics.catalog import TopicDefaults, TopicView, validate_configs
+from kop.topics.configs import APPEND, DELETE, SET, SUBTRACT, incremental
 
 
 def _view(configs: dict[str, str]) -> TopicView:

@@ -1,0 +1,236 @@
+"""The partitions this instance serves: opened on first use, their indexes persisted.
+
+Only partitions this instance owns are opened (`owns`, from kop.cluster.ownership);
+one it no longer owns is let go (`release`, driven by kop.partitions.handover), and the
+flusher is what lets the next owner resume. Memory budgets (tail buffers, kept
+history readers) are shared by all partitions it serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+
+from kop.log.checkpoint_store import CheckpointStore
+from kop.log.leader_epoch import EpochSource, FirstEpoch
+from kop.log.partition_log import PartitionLog, Shared
+from kop.log.settings import LogSettings
+from kop.partitions.index_flusher import IndexFlusher
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.port import Compaction, MessageLog
+from kop.topics.catalog import TopicView
+
+log = logging.getLogger(__name__)
+
+_SIDE_BY_SIDE = 64  # partitions closed at once: each close waits on a Pulsar round trip
+
+
+async def _side_by_side(calls: Iterable[Awaitable[None]]) -> None:
+    """Await all, at most _SIDE_BY_SIDE at a time; the first failure is raised
+    after all have finished."""
+    gate = asyncio.Semaphore(_SIDE_BY_SIDE)
+
+    async def one(call: Awaitable[None]) -> None:
+        async with gate:
+            await call
+
+    results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
+class LogManager:
+    def __init__(
+        self,
+        storage: MessageLog,
+        store: CheckpointStore,
+        settings: LogSettings,
+        flush_interval_s: float = 1.0,
+        compaction: Compaction | None = None,
+        owns: Callable[[str], bool] = lambda _topic: True,
+        view: Callable[[], int] = lambda: 0,
+        epochs: EpochSource | None = None,
+    ) -> None:
+        self._storage = storage
+        self._epochs = epochs or FirstEpoch()
+        self.owns = owns
+        self._view = view  # the version of the ownership view
+        self._fenced: dict[str, int] = {}  # partition -> view version when it was fenced
+        self._store = store
+        self._settings = settings
+        self._compaction = compaction
+        self.shared = Shared.for_settings(settings)
+        self.stats = self.shared.stats
+        self._logs: dict[str, PartitionLog] = {}
+        self._opening: dict[str, asyncio.Task[PartitionLog]] = {}
+        self._letting_go: set[asyncio.Task[None]] = set()
+        self._flusher: asyncio.Task[None] | None = None
+        self._index = IndexFlusher(store, settings, flush_interval_s, self._logs)
+        self._flush_lock = self._index.lock
+
+    @property
+    def settings(self) -> LogSettings:
+        return self._settings
+
+    async def start(self) -> None:
+        self._flusher = asyncio.create_task(self._index.run(), name="checkpoint-flusher")
+
+    def owned(self) -> dict[str, PartitionLog]:
+        return dict(self._logs)
+
+    def is_open(self, topic: str) -> bool:
+        return topic in self._logs
+
+    def leader_epoch(self, topic: str, leader: str) -> int:
+        """The epoch the instance `leader` (its Member.instance) leads the partition
+        in: this instance's own, if it serves it."""
+        plog = self._logs.get(topic)
+        return plog.leader_epoch if plog is not None else self._epochs.of(topic, leader)
+
+    async def partition(
+        self,
+        topic: str,
+        wait_s: float | None = None,
+        compacted: bool | None = None,
+        expire_ms: int | None = None,
+    ) -> PartitionLog:
+        """See `_partition`; `expire_ms`: a compacted topic's survivors expire after it
+        (`compact,delete`), as its config says now."""
+        plog = await self._partition(topic, wait_s, compacted)
+        if compacted and plog.compacted is not None:
+            plog.compacted.expire_ms = expire_ms
+        return plog
+
+    async def of_topic(self, view: TopicView, index: int) -> PartitionLog:
+        """Partition `index` of a topic, opened as its cleanup policy says."""
+        return await self.partition(
+            view.partition_topic(index),
+            compacted=view.compacted,
+            expire_ms=view.compacted_expire_ms,
+        )
+
+    async def _partition(
+        self, topic: str, wait_s: float | None, compacted: bool | None
+    ) -> PartitionLog:
+        """The partition's log, opened on first use. Opening (loading its index and
+        catching up from it) goes on in the background; a caller waits at most
+        `wait_s` (default `open_wait_s`) and meanwhile gets a retriable
+        LEADER_NOT_AVAILABLE, as from a Kafka broker still loading a partition.
+        `compacted`: the topic's cleanup policy compacts (None: unknown to the
+        caller); a partition open the other way is reopened (a config changed)."""
+        if not self.owns(topic) or self._fenced.get(topic) == self._view():
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower, f"{topic} is led by another instance"
+            )
+        existing = self._logs.get(topic)
+        if existing is not None and existing.appender.fenced:
+            # Another instance took it over while this one's view still said it owns
+            # it: let it go, and do not take it back (that would fence the new owner)
+            # until the view changes.
+            self._fenced[topic] = self._view()
+            await self.release([topic])
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved to another instance")
+        if existing is not None:
+            if compacted is None or (existing.compacted is not None) == compacted:
+                return existing
+            await self.release([topic])
+        task = self._opening.get(topic)
+        if task is None:
+            want = bool(compacted) and self._compaction is not None
+            task = asyncio.create_task(self._open(topic, want), name=f"open:{topic}")
+            self._opening[topic] = task
+            task.add_done_callback(lambda _t: self._opening.pop(topic, None))
+        wait = (
+            self._settings.open_wait_s
+            if wait_s is None
+            else min(wait_s, self._settings.open_wait_s)
+        )
+        try:
+            async with asyncio.timeout(max(0.0, wait)):
+                return await asyncio.shield(task)
+        except TimeoutError:
+            raise KafkaError(
+                ErrorCode.leader_not_available, f"{topic} is still catching up with Pulsar"
+            ) from None
+
+    async def _open(self, topic: str, compacted: bool = False) -> PartitionLog:
+        plog = PartitionLog(
+            self._storage, self._store, topic, self._settings, self.shared,
+            self._compaction if compacted else None,
+        )  # fmt: skip
+        try:
+            await plog.open()
+            if not self.owns(topic):  # ownership moved while it opened
+                raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved away")
+            plog.leader_epoch = await self._epochs.take(topic)
+        except BaseException:
+            await plog.close()
+            raise
+        self._logs[topic] = plog
+        return plog
+
+    async def release(self, topics: Sequence[str]) -> None:
+        """Let partitions go (their indexes persisted first, their writers closed), side
+        by side; the next use reopens one, if this instance owns it then."""
+        for topic in topics:
+            task = self._opening.get(topic)
+            if task is not None:
+                task.cancel()
+        await self.flush(final=True)
+        async with self._flush_lock:
+            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+            await _side_by_side(p.close() for p in plogs)
+        await _side_by_side(self._storage.close_writer(t) for t in topics)
+
+    async def drop(self, topics: Sequence[str]) -> None:
+        """The Pulsar partitions are being deleted: stop following them and forget
+        their indexes. Partitions let go side by side (a topic may have thousands)."""
+        async with self._flush_lock:  # a flush in flight must not re-add its checkpoints
+            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+            self._index.forget(topics)
+            self.shared.traffic.forget(list(topics))
+            await _side_by_side(p.close() for p in plogs)
+            await _side_by_side(self._storage.close_writer(t) for t in topics)
+            await _side_by_side(self._store.forget(t) for t in topics)
+        await self._epochs.forget(topics)
+
+    def deleted_elsewhere(self, topics: Sequence[str]) -> None:
+        """Another instance deleted these partitions' topic (the leader-epoch table's
+        tombstones say so): stop following those open here, whose readers would
+        otherwise subscribe again and make Pulsar create the partition anew. Nothing
+        is forgotten here: the deleting instance does that."""
+        gone = [t for t in topics if t in self._logs or t in self._opening]
+        if gone:
+            task = asyncio.create_task(self._let_go_deleted(gone), name="deleted-elsewhere")
+            self._letting_go.add(task)
+            task.add_done_callback(self._letting_go.discard)
+
+    async def _let_go_deleted(self, topics: list[str]) -> None:
+        for topic in topics:
+            opening = self._opening.get(topic)
+            if opening is not None:
+                opening.cancel()
+        async with self._flush_lock:
+            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+            self._index.forget(topics)
+            await _side_by_side(p.close() for p in plogs)
+            await _side_by_side(self._storage.close_writer(t) for t in topics)
+        log.info("let go of %d partitions of a topic deleted elsewhere", len(plogs))
+
+    async def flush(self, final: bool = False) -> None:
+        """See `IndexFlusher.flush`."""
+        await self._index.flush(final)
+
+    async def close(self) -> None:
+        for task in [*self._opening.values(), *self._letting_go]:
+            task.cancel()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        await self.flush(final=True)
+        await _side_by_side(plog.close() for plog in self._logs.values())
+        self._logs.clear()
