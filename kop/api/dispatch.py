@@ -1,4 +1,5 @@
-"""API key -> handler, and turning a handler's answer into the versioned response."""
+"""API key -> handler: the typed routes (kop/api/routes.py), and the handlers still
+answering with version-agnostic mappings (`build`), which leave one by one (issue 35)."""
 
 from __future__ import annotations
 
@@ -31,14 +32,19 @@ from kop.api import (
     txn_offsets,
 )
 from kop.api.context import HandlerResult, RequestContext, Services
+from kop.api.routes import Route
 from kop.protocol.messages import ApiKey
 
 Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
 
+# Each typed module names its routes (`ROUTES`) beside its handlers.
+ROUTES: dict[ApiKey, Route[Any, Any]] = {
+    r.api: r for module in (list_offsets, leader_epochs) for r in module.ROUTES
+}
+
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.PRODUCE: produce.handle,
     ApiKey.FETCH: fetch.handle,
-    ApiKey.LIST_OFFSETS: list_offsets.handle,
     ApiKey.METADATA: metadata.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.SASL_HANDSHAKE: sasl.handshake,
@@ -55,7 +61,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_PRODUCERS: txn_admin.describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.describe_transactions,
     ApiKey.LIST_TRANSACTIONS: txn_admin.list_transactions,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle,
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,
     ApiKey.DELETE_ACLS: acls.delete_acls,
@@ -84,4 +89,5 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter,
+    **{api: route.run for api, route in ROUTES.items()},
 }

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, partition_log
+from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest
+from kio.schema.list_offsets.v7.response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from kio.static.primitive import i32, i64
+
+from kop.api.context import RequestContext, Services, error_of, partition_log
+from kop.api.routes import Now, Route
 from kop.protocol.batch_epochs import BATCH_EPOCH, NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
 
 LATEST = -1
@@ -16,34 +26,31 @@ MAX_TIMESTAMP = -3
 READ_COMMITTED = 1
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: ListOffsetsRequest
+) -> Now[ListOffsetsResponse]:
     topics = []
-    committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
+    committed = request.isolation_level == READ_COMMITTED
     for t in request.topics:
         parts = await asyncio.gather(
-            *(
-                _lookup(
-                    services, ctx, t.name, p.partition_index, p.timestamp, _current(p), committed
-                )
-                for p in t.partitions
-            )
+            *(_lookup(services, ctx, t.name, p, committed) for p in t.partitions)
         )
-        topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time": 0, "topics": topics}
+        topics.append(ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
+    return Now(ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics)))
 
 
-def _current(partition: Any) -> int:
-    """The client's view of the leader epoch (v4+; -1: none)."""
-    return int(getattr(partition, "current_leader_epoch", NO_EPOCH))
+ROUTES = (Route(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, handle),)
 
 
 async def _lookup(
-    services: Services, ctx: RequestContext, name: str, index: int, timestamp: int, current: int,
-    committed: bool = False,
-) -> dict[str, Any]:  # fmt: skip
+    services: Services, ctx: RequestContext, name: str, p: ListOffsetsPartition, committed: bool
+) -> ListOffsetsPartitionResponse:
     """With `committed` (read_committed), nothing at or past the last stable offset."""
+    index, timestamp = p.partition_index, p.timestamp
     try:
-        plog = await partition_log(services, ctx, name, index, current, TopicOp.CONSUME)
+        plog = await partition_log(
+            services, ctx, name, index, p.current_leader_epoch, TopicOp.CONSUME
+        )
         end = plog.last_stable if committed else plog.high_watermark
         if timestamp == LATEST:  # Kafka names the latest epoch with the log end
             return _part(index, ErrorCode.none, end, -1, plog.leader_epoch)
@@ -64,12 +71,12 @@ async def _lookup(
 
 def _part(
     index: int, code: ErrorCode, offset: int, timestamp: int, epoch: int = BATCH_EPOCH
-) -> dict[str, Any]:
+) -> ListOffsetsPartitionResponse:
     """`epoch`: of the record at `offset`, which every served batch carries."""
-    return {
-        "partition_index": index,
-        "error_code": code,
-        "timestamp": timestamp,
-        "offset": offset,
-        "leader_epoch": epoch if offset >= 0 else NO_EPOCH,
-    }
+    return ListOffsetsPartitionResponse(
+        partition_index=i32(index),
+        error_code=code,
+        timestamp=i64(timestamp),
+        offset=i64(offset),
+        leader_epoch=i32(epoch if offset >= 0 else NO_EPOCH),
+    )

@@ -227,6 +227,10 @@ def decode_request(frame: bytes | memoryview) -> Request:
     )
 
 
+def request_schema(api_key: int, version: int) -> type[Entity]:
+    return typing.cast(type[Entity], _request_schema(api_key, version))
+
+
 def response_schema(api_key: int, version: int) -> type[Entity]:
     return typing.cast(type[Entity], _response_schema(api_key, version))
 

@@ -18,6 +18,22 @@ from typing import Any, cast
 
 import jwt
 import pytest
+from kio.schema.list_offsets.v7.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from kio.schema.offset_for_leader_epoch.v4.response import (
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+)
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
 
 from kop.api import (
     alter_configs,
@@ -41,6 +57,8 @@ from kop.api import (
     txn_offsets,
 )
 from kop.api.context import Broker, RequestContext, Response, Services
+from kop.api.dispatch import ROUTES
+from kop.api.routes import Later, Now
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Limits as GroupLimits
@@ -62,6 +80,7 @@ from kop.protocol.messages import (
     response_schema,
     top_level_error_response,
 )
+from kop.protocol.values import NO_THROTTLE
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.topics.catalog import TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
@@ -239,11 +258,18 @@ def _ns(**kwargs: Any) -> Any:
     return SimpleNamespace(**kwargs)
 
 
-async def _resolved(result: Any) -> Response | None:
-    """Handlers may answer with an awaitable of the response (see HandlerResult)."""
-    while isinstance(result, Awaitable):
-        result = await result
-    return cast(Response | None, result)
+async def _resolved(result: Any) -> Any:
+    """Handlers may answer with an awaitable of the response (see HandlerResult), typed
+    ones in one of the two phases (kop/api/routes.py)."""
+    while True:
+        if isinstance(result, Now):
+            result = result.answer
+        elif isinstance(result, Later):
+            result = await result.answer
+        elif isinstance(result, Awaitable):
+            result = await result
+        else:
+            return result
 
 
 async def _appended(offset: int) -> int:
@@ -300,9 +326,18 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
         ok = fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
         calls = [fetch.handle(s, ctx, request), fetch._response([("t", ok)])]
     elif api == ApiKey.LIST_OFFSETS:
-        parts = [_ns(partition_index=0, timestamp=-1), _ns(partition_index=5, timestamp=-2)]
-        request = _ns(topics=[_ns(name="t", partitions=parts), _ns(name="gone", partitions=parts)])
-        calls = [list_offsets.handle(s, ctx, request)]
+        lo_parts = (
+            ListOffsetsPartition(partition_index=i32(0), timestamp=i64(-1)),
+            ListOffsetsPartition(partition_index=i32(5), timestamp=i64(-2)),
+        )
+        lo_request = ListOffsetsRequest(
+            replica_id=BrokerId(-1),
+            isolation_level=i8(0),
+            topics=tuple(
+                ListOffsetsTopic(name=TopicName(n), partitions=lo_parts) for n in ("t", "gone")
+            ),
+        )
+        calls = [list_offsets.handle(s, ctx, lo_request)]
     elif api == ApiKey.METADATA:
         named = [_ns(name="t"), _ns(name="auto"), _ns(name="bad name!"), _ns(name=None)]
         calls = [
@@ -484,17 +519,28 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
                     committed=False)),
             ]  # fmt: skip
     elif api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
-        parts = [
-            _ns(partition=0, current_leader_epoch=-1, leader_epoch=0),
-            _ns(partition=5, current_leader_epoch=3, leader_epoch=0),
-        ]
-        request = _ns(
-            topics=[_ns(topic="t", partitions=parts), _ns(topic="gone", partitions=parts)]
+        le_parts = (
+            OffsetForLeaderPartition(
+                partition=i32(0), current_leader_epoch=i32(-1), leader_epoch=i32(0)
+            ),
+            OffsetForLeaderPartition(
+                partition=i32(5), current_leader_epoch=i32(3), leader_epoch=i32(0)
+            ),
+        )
+        le_request = OffsetForLeaderEpochRequest(
+            topics=tuple(
+                OffsetForLeaderTopic(topic=TopicName(n), partitions=le_parts) for n in ("t", "gone")
+            )
         )
         ok = leader_epochs._part(0, ErrorCode.none, 0, 42)
         calls = [
-            leader_epochs.handle(s, ctx, request),
-            _resolved({"throttle_time": 0, "topics": [{"topic": "t", "partitions": [ok]}]}),
+            leader_epochs.handle(s, ctx, le_request),
+            _resolved(
+                OffsetForLeaderEpochResponse(
+                    throttle_time=NO_THROTTLE,
+                    topics=(OffsetForLeaderTopicResult(topic=TopicName("t"), partitions=(ok,)),),
+                )
+            ),
         ]
     elif api == ApiKey.DESCRIBE_CONFIGS:
         resources = [
@@ -711,6 +757,11 @@ async def test_handler_responses_build_in_every_version(api: ApiKey, version: in
     assert responses
     cls = response_schema(api, version)
     for data in responses:
+        if not isinstance(data, dict):  # a typed route's answer, in the newest version
+            typed = ROUTES[api].write(data, version)
+            assert type(typed) is cls
+            encode_response(RequestHeader(api, version, 1, None), typed)
+            continue
         built = build_response(api, version, data)
         assert type(built) is cls
         encode_response(RequestHeader(api, version, 1, None), built)  # every value fits
