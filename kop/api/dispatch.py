@@ -39,12 +39,10 @@ Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
 
 # Each typed module names its routes (`ROUTES`) beside its handlers.
 ROUTES: dict[ApiKey, Route[Any, Any]] = {
-    r.api: r for module in (list_offsets, leader_epochs) for r in module.ROUTES
+    r.api: r for module in (produce, fetch, list_offsets, leader_epochs) for r in module.ROUTES
 }
 
 HANDLERS: dict[ApiKey, Handler] = {
-    ApiKey.PRODUCE: produce.handle,
-    ApiKey.FETCH: fetch.handle,
     ApiKey.METADATA: metadata.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.SASL_HANDSHAKE: sasl.handshake,

@@ -11,16 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
-from typing import Any
+from typing import cast
 
-from kop.api.context import RequestContext, Response, Services, error_of, topic_partition
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest
+from kio.schema.fetch.v12.response import (
+    AbortedTransaction,
+    FetchableTopicResponse,
+    FetchResponse,
+    PartitionData,
+)
+from kio.schema.types import ProducerId, TopicName
+from kio.static.primitive import Records, i32, i64
+
+from kop.api.context import RequestContext, Services, error_of, topic_partition
+from kop.api.routes import Later, Route
 from kop.entries.formats import EntryFormat
 from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_epochs import NO_EPOCH
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import ApiKey
 from kop.protocol.records import below
+from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
 
 _NEW_SESSION, _NO_SESSION = 0, -1  # KIP-227's INITIAL and FINAL session epochs
@@ -30,15 +42,22 @@ READ_COMMITTED = 1  # isolation_level: only what is below the last stable offset
 Source = tuple[PartitionLog, bool] | BaseException
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Awaitable[Response]:
-    return _fetch(services, ctx, request)
+async def handle(
+    services: Services, ctx: RequestContext, request: FetchRequest
+) -> Later[FetchResponse]:
+    """A fetch waits for data after its ordered part, while the connection reads on."""
+    return Later(_fetch(services, ctx, request))
 
 
-async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Response:
+ROUTES = (Route(ApiKey.FETCH, FetchRequest, FetchResponse, handle),)
+
+
+async def _fetch(services: Services, ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     # KIP-227: epochs other than 0 (new session) and -1 (none) continue an incremental
     # session. kop never creates one (it answers session id 0), so, as Kafka for a
-    # session it does not know, the whole fetch is FETCH_SESSION_ID_NOT_FOUND.
-    if getattr(request, "session_epoch", _NO_SESSION) not in (_NO_SESSION, _NEW_SESSION):
+    # session it does not know, the whole fetch is FETCH_SESSION_ID_NOT_FOUND. (Versions
+    # before 7 have no sessions: their requests read as epoch -1.)
+    if request.session_epoch not in (_NO_SESSION, _NEW_SESSION):
         return _response([], ErrorCode.fetch_session_id_not_found)
     wait_ms = min(int(request.max_wait.total_seconds() * 1000), services.fetch_max_wait_cap_ms)
     deadline = time.monotonic() + max(0, wait_ms) / 1000
@@ -53,11 +72,11 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
     # fetches starting together take the whole answer budget and refuse the rest.
     want = max(1, min(max_bytes, sum(max(0, p.partition_max_bytes) for _, p in wanted)))
     logs = await asyncio.gather(*(_log(services, ctx, name, p) for name, p in wanted))
-    committed = int(getattr(request, "isolation_level", 0)) == READ_COMMITTED
+    committed = request.isolation_level == READ_COMMITTED
     while True:
         changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
         try:
-            parts: list[tuple[str, dict[str, Any]]] = []
+            parts: list[tuple[str, PartitionData]] = []
             total = 0
             errors = False
             # The server's budget for unsent answers bounds this one; with no room, the
@@ -71,8 +90,8 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
                 part = await _read_partition(
                     plog, p.partition, p.fetch_offset, budget, first, committed
                 )
-                total += len(part["records"] or b"")
-                errors = errors or part["error_code"] != ErrorCode.none
+                total += len(part.records or b"")
+                errors = errors or part.error_code != ErrorCode.none
                 parts.append((name, part))
             ctx.answers.keep(total)
             remaining = deadline - time.monotonic()
@@ -88,19 +107,19 @@ async def _fetch(services: Services, ctx: RequestContext, request: Any) -> Respo
                 fut.cancel()
 
 
-def _wanted(request: Any) -> list[tuple[str, Any]]:
+def _wanted(request: FetchRequest) -> list[tuple[str, FetchPartition]]:
     """Each partition once, as Kafka's broker reads a full fetch: a partition named
     twice is answered once, with its last fetch position, in its first place."""
-    chosen: dict[tuple[str, int], Any] = {}
+    chosen: dict[tuple[str, int], FetchPartition] = {}
     for t in request.topics:
         for p in t.partitions:
             chosen[(t.topic, p.partition)] = p
     return [(name, p) for (name, _), p in chosen.items()]
 
 
-async def _log(services: Services, ctx: RequestContext, name: str, p: Any) -> Source:
+async def _log(services: Services, ctx: RequestContext, name: str, p: FetchPartition) -> Source:
     # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
-    current = max(NO_EPOCH, getattr(p, "current_leader_epoch", NO_EPOCH))
+    current = max(NO_EPOCH, p.current_leader_epoch)
     try:
         view, plog = await topic_partition(
             services, ctx, name, p.partition, current, TopicOp.CONSUME
@@ -113,7 +132,7 @@ async def _log(services: Services, ctx: RequestContext, name: str, p: Any) -> So
 
 async def _read_partition(
     src: Source, index: int, offset: int, budget: int, first: bool, committed: bool
-) -> dict[str, Any]:
+) -> PartitionData:
     if isinstance(src, BaseException):
         code, _ = error_of(src)
         return _part(index, code, -1, -1, -1, b"")
@@ -129,10 +148,13 @@ async def _read_partition(
             if append_time:
                 records = as_log_append_time(records)
             plog.gave(records)
-        aborted: tuple[dict[str, int], ...] = ()
+        aborted: tuple[AbortedTransaction, ...] = ()
         if committed and records:  # those below the LSO (a consumer skips by offset)
             aborted = tuple(
-                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                AbortedTransaction(
+                    producer_id=cast(ProducerId, a.producer_id),
+                    first_offset=cast(i64, a.first_offset),
+                )
                 for a in plog.txns.aborted(offset, stable)
             )
         return _part(
@@ -145,30 +167,36 @@ async def _read_partition(
 
 def _part(
     index: int, code: ErrorCode, hw: int, stable: int, start: int, records: bytes,
-    aborted: tuple[dict[str, int], ...] = (),
-) -> dict[str, Any]:  # fmt: skip
-    return {
-        "partition_index": index,
-        "error_code": code,
-        "high_watermark": hw,
-        "last_stable_offset": stable,
-        "log_start_offset": start,
-        "aborted_transactions": aborted,
-        "preferred_read_replica": -1,
-        "records": records,
-    }
+    aborted: tuple[AbortedTransaction, ...] = (),
+) -> PartitionData:  # fmt: skip
+    """One partition's answer. Per partition and per fetch, so the values are given
+    their kio types by `cast` (no range check per value: each is an offset or index kop
+    keeps, and kio's writer refuses one that does not fit its field), and the records
+    are served as they are, without a copy."""
+    return PartitionData(
+        partition_index=cast(i32, index),
+        error_code=code,
+        high_watermark=cast(i64, hw),
+        last_stable_offset=cast(i64, stable),
+        log_start_offset=cast(i64, start),
+        aborted_transactions=aborted,
+        records=cast(Records, records),
+    )
 
 
 def _response(
-    parts: list[tuple[str, dict[str, Any]]], error: ErrorCode = ErrorCode.none
-) -> Response:
+    parts: list[tuple[str, PartitionData]], error: ErrorCode = ErrorCode.none
+) -> FetchResponse:
     """A full answer: exactly the partitions asked for, and session id 0 (no session)."""
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[PartitionData]] = {}
     for name, part in parts:
         by_topic.setdefault(name, []).append(part)
-    return {
-        "throttle_time": 0,
-        "error_code": error,
-        "session_id": 0,
-        "responses": [{"topic": n, "partitions": ps} for n, ps in by_topic.items()],
-    }
+    return FetchResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        session_id=i32(0),
+        responses=tuple(
+            FetchableTopicResponse(topic=TopicName(n), partitions=tuple(ps))
+            for n, ps in by_topic.items()
+        ),
+    )

@@ -8,30 +8,36 @@ Pulsar's acknowledgements overlaps with later requests. acks=0 gets no answer.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import logging
 import time
 from collections.abc import Awaitable
-from typing import Any
+from typing import cast
+
+from kio.schema.produce.v12.request import ProduceRequest
+from kio.schema.produce.v12.response import (
+    BatchIndexAndErrorMessage,
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from kio.schema.types import TopicName
+from kio.static.primitive import TZAware, i32, i64
 
 from kop.api import transactions
-from kop.api.context import (
-    RequestContext,
-    Response,
-    Services,
-    error_of,
-    existing_topic,
-    lead,
-)
+from kop.api.context import RequestContext, Services, error_of, existing_topic, lead
 from kop.api.internal_topics import refuse_produce
+from kop.api.routes import Later, Route
 from kop.entries.formats import EntryFormat
 from kop.log.appender import OFFLOAD_RECORDS
 from kop.log.batch_rules import BatchRules, InvalidTimestamps
-from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
 from kop.protocol.records import BatchHeader, iter_records, split_batches
+from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
-from kop.txn.state import Partition
+from kop.txn.verified_writes import verify_write
 
 # What a partition's write becomes: its offset (awaited) and its log append time
 # (-1 for CreateTime topics), or why it was refused.
@@ -43,16 +49,17 @@ log = logging.getLogger(__name__)
 
 
 async def handle(
-    services: Services, ctx: RequestContext, request: Any
-) -> Awaitable[Response | None]:
+    services: Services, ctx: RequestContext, request: ProduceRequest
+) -> Later[ProduceResponse]:
+    """The ordered part begins every partition's append; the answer waits for Pulsar."""
     if request.acks not in (0, 1, -1):
-        return _finish(request, [], error=ErrorCode.invalid_required_acks)
+        return Later(_finish(request, [], error=ErrorCode.invalid_required_acks))
     txn: str | None = None
     if request.transactional_id is not None:
         try:
             txn = await transactions.txn_key(services, ctx, request.transactional_id)
         except KafkaError as exc:
-            return _finish(request, [], error=exc.code)
+            return Later(_finish(request, [], error=exc.code))
     pending: list[tuple[str, int, Pending | asyncio.Task[Pending]]] = []
     for t in request.topic_data:
         for p in t.partition_data:
@@ -62,7 +69,10 @@ async def handle(
                 pending.append((t.name, p.index, ctx.chains.after(key, begin)))
             else:
                 pending.append((t.name, p.index, await begin()))
-    return _finish(request, pending)
+    return Later(_finish(request, pending))
+
+
+ROUTES = (Route(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, handle),)
 
 
 async def _to_open(services: Services, ctx: RequestContext, name: str, index: int) -> bool:
@@ -103,9 +113,12 @@ async def _begin(
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
         plog = await services.logs.of_topic(view, index)
-        v2 = transactions.tv2(services, ctx, first=12)
-        for head, _ in batches:
-            await _verify(services, head, txn, (view.partition_topic(index), index), plog, v2)
+        if txn is not None and services.txns is not None:
+            add = transactions.tv2(services, ctx, first=12)
+            for head, _ in batches:
+                await verify_write(
+                    services.txns, head, txn, (view.partition_topic(index), index), plog, add=add
+                )
         work = await plog.begin_append(
             batches, view.entry_format, view.pulsar_batching, shared=view.shared_writes
         )
@@ -139,10 +152,10 @@ async def _apply(
 
 
 async def _finish(
-    request: Any,
+    request: ProduceRequest,
     pending: list[tuple[str, int, Pending | asyncio.Task[Pending]]],
     error: ErrorCode | None = None,
-) -> Response | None:
+) -> ProduceResponse | None:
     # One after another: the writes are in flight already, so this takes as long as the
     # slowest, and no task per partition is made to wait for (with gather, an answer
     # took two more turns of the event loop).
@@ -150,23 +163,26 @@ async def _finish(
     results = [await _settle(work, deadline) for _, _, work in pending]
     if request.acks == 0:
         return None
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_topic: dict[str, list[PartitionProduceResponse]] = {}
     for (name, index, _), part in zip(pending, results, strict=True):
-        by_topic.setdefault(name, []).append({"index": index, **part})
-        if part["error_code"] is ErrorCode.request_timed_out:
-            _tell_timed_out(name, index, part["error_message"])
+        by_topic.setdefault(name, []).append(part(index))
+        if part.code is ErrorCode.request_timed_out:
+            _tell_timed_out(name, index, part.message)
     if error is not None:
         for t in request.topic_data:
             by_topic[t.name] = [
-                {"index": p.index, **_partition(error, -1, error.name)} for p in t.partition_data
+                _partition(error, -1, error.name)(p.index) for p in t.partition_data
             ]
-    return {
-        "responses": [{"name": n, "partition_responses": ps} for n, ps in by_topic.items()],
-        "throttle_time": 0,
-    }
+    return ProduceResponse(
+        responses=tuple(
+            TopicProduceResponse(name=TopicName(n), partition_responses=tuple(ps))
+            for n, ps in by_topic.items()
+        ),
+        throttle_time=NO_THROTTLE,
+    )
 
 
-def _deadline(request: Any) -> float | None:
+def _deadline(request: ProduceRequest) -> float | None:
     """When the answer is due: within the request's timeout, as Kafka answers a
     delayed produce, and a little before it. Clients send their own request timeout
     as the produce timeout (Java's and librdkafka's request.timeout.ms); an answer
@@ -180,7 +196,7 @@ def _deadline(request: Any) -> float | None:
     return now + timeout_s * ANSWER_WITHIN
 
 
-async def _settle(work: Pending | asyncio.Task[Pending], deadline: float | None) -> dict[str, Any]:
+async def _settle(work: Pending | asyncio.Task[Pending], deadline: float | None) -> Answer:
     try:
         async with asyncio.timeout_at(deadline):
             if isinstance(work, asyncio.Task):
@@ -209,27 +225,57 @@ def _tell_timed_out(name: str, index: int, why: str | None) -> None:
         log.info("produce to %s-%d answered REQUEST_TIMED_OUT: %s", name, index, why)
 
 
-def _refused(exc: BaseException) -> dict[str, Any]:
-    code, message = error_of(exc)
-    out = _partition(code, -1, message)
-    if isinstance(exc, InvalidTimestamps):
-        out["record_errors"] = tuple(
-            {"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors
+class Answer:
+    """A partition's answer before its index is known to the caller: called with the
+    index, it is the typed answer (`_finish` pairs them)."""
+
+    __slots__ = ("_append_time", "_offset", "_record_errors", "code", "message")
+
+    def __init__(
+        self, code: ErrorCode, offset: int, message: str | None, append_time: int = -1,
+        record_errors: tuple[BatchIndexAndErrorMessage, ...] = (),
+    ) -> None:  # fmt: skip
+        self.code = code
+        self.message = message
+        self._offset = offset
+        self._append_time = append_time
+        self._record_errors = record_errors
+
+    def __call__(self, index: int) -> PartitionProduceResponse:
+        # Per partition and produce: kio types by `cast` (no range check per value; the
+        # writer refuses one that does not fit), as for Fetch.
+        return PartitionProduceResponse(
+            index=cast(i32, index),
+            error_code=self.code,
+            base_offset=cast(i64, self._offset),
+            log_append_time=_append_time(self._append_time),
+            log_start_offset=i64(-1),
+            record_errors=self._record_errors,
+            error_message=self.message,
         )
-    return out
 
 
-def _partition(
-    code: ErrorCode, offset: int, message: str | None, append_time: int = -1
-) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "base_offset": offset,
-        "log_append_time": append_time,
-        "log_start_offset": -1,
-        "record_errors": (),
-        "error_message": message,
-    }
+def _append_time(ms: int) -> TZAware | None:
+    """Kafka's LogAppendTime in ms, as kio carries it (-1: CreateTime, none). A `cast`:
+    kio's TZAware check refuses an instant with milliseconds, which its writer carries."""
+    if ms < 0:
+        return None
+    return cast(TZAware, datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC))
+
+
+def _refused(exc: BaseException) -> Answer:
+    code, message = error_of(exc)
+    if isinstance(exc, InvalidTimestamps):
+        errors = tuple(
+            BatchIndexAndErrorMessage(batch_index=i32(i), batch_index_error_message=m)
+            for i, m in exc.record_errors
+        )
+        return Answer(code, -1, message, record_errors=errors)
+    return _partition(code, -1, message)
+
+
+def _partition(code: ErrorCode, offset: int, message: str | None, append_time: int = -1) -> Answer:
+    return Answer(code, offset, message, append_time)
 
 
 def _check_transactional(head: BatchHeader, txn: str | None) -> None:
@@ -239,36 +285,6 @@ def _check_transactional(head: BatchHeader, txn: str | None) -> None:
         raise KafkaError(ErrorCode.invalid_record, "clients may not write control batches")
     if head.is_transactional and txn is None:
         raise KafkaError(ErrorCode.invalid_record, "a transactional batch needs a transactional id")
-
-
-async def _verify(
-    services: Services, head: BatchHeader, txn: str | None, part: Partition, plog: PartitionLog,
-    v2: bool,
-) -> None:  # fmt: skip
-    """A transactional batch goes only into a partition its producer's ongoing
-    transaction holds (KIP-890's verification, by the coordinator of the id, here or at
-    another instance): a late write of an ended transaction would otherwise open one
-    that no marker ever closes. Under transaction version 2 (`v2`) the coordinator adds
-    the partition instead. Asked once per transaction and partition, as Kafka asks:
-    while the producer has a transaction of this epoch open here, its batches belong
-    to it (version 2 bumps the epoch at every end: a batch of the next transaction
-    is asked about while the last one's marker is on its way). Errors as Kafka answers
-    them: a coordinator loading, out of reach or still ending the producer's previous
-    transaction, NOT_ENOUGH_REPLICAS (retriable); a fenced producer,
-    INVALID_PRODUCER_EPOCH."""
-    if not head.is_transactional or txn is None or services.txns is None:
-        return
-    pid, epoch = head.producer_id, head.producer_epoch
-    if plog.txns.is_open(pid) and plog.producers.epoch(pid) == epoch:
-        return
-    code = await services.txns.admit(txn, pid, epoch, part, add=v2)
-    if code in (ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
-                ErrorCode.not_coordinator, ErrorCode.concurrent_transactions):  # fmt: skip
-        raise KafkaError(ErrorCode.not_enough_replicas, f"transaction coordinator: {code.name}")
-    if code is ErrorCode.producer_fenced:
-        raise KafkaError(ErrorCode.invalid_producer_epoch, f"producer {pid} is fenced")
-    if code is not ErrorCode.none:
-        raise KafkaError(code, f"{part[0]}: not in an ongoing transaction of this producer")
 
 
 def _require_keys(batches: list[tuple[BatchHeader, bytes]], name: str, index: int) -> None:

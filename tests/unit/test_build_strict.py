@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import jwt
 import pytest
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -32,8 +33,9 @@ from kio.schema.offset_for_leader_epoch.v4.response import (
     OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
 )
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import BrokerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from kop.api import (
     alter_configs,
@@ -65,6 +67,7 @@ from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
+from kop.log.batch_rules import InvalidTimestamps
 from kop.partitions.manager import LogManager
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -106,19 +109,31 @@ SUPPORTED = [
 HANDLER_CASES = list(SUPPORTED)
 
 
+# A Fetch answer as a mapping, for the checks of `build` itself (kop's fetch handler
+# answers typed: kop/api/routes.py).
+_FETCH: dict[str, Any] = {
+    "throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": [],
+}  # fmt: skip
+
+
 def _fetch_response(version: int, part: dict[str, Any]) -> Any:
-    return build_response(ApiKey.FETCH, version, fetch._response([("t", part)]))
+    data = {**_FETCH, "responses": [{"topic": "t", "partitions": [part]}]}
+    return build_response(ApiKey.FETCH, version, data)
 
 
 def _ok_part() -> dict[str, Any]:
-    return fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
+    return {
+        "partition_index": 0, "error_code": ErrorCode.none, "high_watermark": 10,
+        "last_stable_offset": 10, "log_start_offset": 0, "aborted_transactions": (),
+        "preferred_read_replica": -1, "records": b"",
+    }  # fmt: skip
 
 
 # --- the strict check itself -------------------------------------------------
 
 
 def test_misspelled_top_level_key_raises() -> None:
-    data = {**fetch._response([]), "throtle_time": 5}
+    data = {**_FETCH, "throtle_time": 5}
     with pytest.raises(UnknownField) as info:
         build_response(ApiKey.FETCH, 12, data)
     assert info.value.key == "throtle_time"
@@ -154,14 +169,14 @@ def test_unknown_field_is_a_type_error() -> None:
 def test_request_only_field_is_rejected_in_a_response() -> None:
     """Requests and responses are separate messages: `max_wait` is a FetchRequest field."""
     with pytest.raises(UnknownField) as info:
-        build_response(ApiKey.FETCH, 12, {**fetch._response([]), "max_wait": 500})
+        build_response(ApiKey.FETCH, 12, {**_FETCH, "max_wait": 500})
     assert info.value.key == "max_wait"
 
 
 def test_key_of_another_version_is_dropped_at_top_level() -> None:
     # error_code and session_id arrive in Fetch v7; v4 has neither.
     assert not has_field(response_schema(ApiKey.FETCH, 4), "session_id")
-    data = {**fetch._response([]), "session_id": 7, "error_code": ErrorCode.none}
+    data = {**_FETCH, "session_id": 7, "error_code": ErrorCode.none}
     old: Any = build_response(ApiKey.FETCH, 4, data)
     new: Any = build_response(ApiKey.FETCH, 7, data)
     assert not hasattr(old, "session_id")
@@ -297,34 +312,45 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
     ctx = RequestContext(NS, "test", version)
     calls: list[Any] = []
     if api == ApiKey.PRODUCE:
-        part = _ns(index=0, records=None)
-        topics = [_ns(name="t", partition_data=[part]), _ns(name="gone", partition_data=[part])]
-        wait = datetime.timedelta(seconds=30)
+        part = PartitionProduceData(index=i32(0), records=None)
+        topics = tuple(
+            TopicProduceData(name=TopicName(n), partition_data=(part,)) for n in ("t", "gone")
+        )
+        wait = i32Timedelta.parse(datetime.timedelta(seconds=30))
+
+        def produced(txn: str | None, acks: int) -> ProduceRequest:
+            return ProduceRequest(
+                transactional_id=None if txn is None else TransactionalId(txn),
+                acks=i16(acks), timeout=wait, topic_data=topics,
+            )  # fmt: skip
+
         calls = [
-            produce.handle(
-                s, ctx, _ns(transactional_id=None, acks=1, timeout=wait, topic_data=topics)
-            ),
-            produce.handle(
-                s, ctx, _ns(transactional_id="x", acks=-1, timeout=wait, topic_data=topics)
-            ),
+            produce.handle(s, ctx, produced(None, 1)),
+            produce.handle(s, ctx, produced("x", -1)),
+            produce.handle(s, ctx, produced(None, 2)),  # refused: INVALID_REQUIRED_ACKS
             produce._finish(
-                _ns(acks=1, timeout=wait),
+                produced(None, 1),
                 [
                     ("t", 0, (_appended(41), -1)),
                     ("t", 1, KafkaError(ErrorCode.not_leader_or_follower)),
+                    ("t", 2, (_appended(42), 1_700_000_000_123)),  # LogAppendTime
+                    ("t", 3, InvalidTimestamps([(0, "too old")])),  # record_errors (v8+)
                 ],
             ),
         ]
     elif api == ApiKey.FETCH:
-        parts = [_ns(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)]
-        request = _ns(
-            max_wait=datetime.timedelta(milliseconds=500),
-            min_bytes=1,
-            max_bytes=0,
-            topics=[_ns(topic="t", partitions=parts), _ns(topic="gone", partitions=parts)],
+        f_parts = (
+            FetchPartition(partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1 << 20)),
         )
-        ok = fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
-        calls = [fetch.handle(s, ctx, request), fetch._response([("t", ok)])]
+        f_request = FetchRequest(
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=500)),
+            min_bytes=i32(1),
+            max_bytes=i32(0),
+            topics=tuple(FetchTopic(topic=TopicName(n), partitions=f_parts) for n in ("t", "gone")),
+            forgotten_topics_data=(),
+        )
+        ok_part = fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
+        calls = [fetch.handle(s, ctx, f_request), _resolved(fetch._response([("t", ok_part)]))]
     elif api == ApiKey.LIST_OFFSETS:
         lo_parts = (
             ListOffsetsPartition(partition_index=i32(0), timestamp=i64(-1)),
