@@ -23,7 +23,6 @@ from kop.api import (
     producer_ids,
     quotas,
     replicas,
-    sasl,
     scram,
     topic_partitions,
     topics_admin,
@@ -45,8 +44,6 @@ ROUTES: dict[ApiKey, Route[Any, Any]] = {
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.METADATA: metadata.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.SASL_HANDSHAKE: sasl.handshake,
-    ApiKey.SASL_AUTHENTICATE: sasl.authenticate,
     ApiKey.CREATE_TOPICS: topics_admin.create_topics,
     ApiKey.DELETE_TOPICS: topics_admin.delete_topics,
     ApiKey.DELETE_RECORDS: delete_records.handle,

@@ -1,4 +1,8 @@
-"""One Kafka client connection: framing, in-order pipelining, limits.
+"""One Kafka client connection, its asyncio side: framing, in-order pipelining, limits.
+
+What each request frame means (run a handler, the SASL exchange, answer without a
+handler, close) is decided by the protocol core, a pure state machine
+(`kafka_connection.py`); this side moves frames and answers and applies the budgets.
 
 Requests are read and their ordered part handled one after another (so
 writes from one connection reach Pulsar in the order sent); their slow parts
@@ -37,11 +41,10 @@ from kop.server.closing import (
     RECEIVE_TIMEOUT,
     SESSION_EXPIRED,
     SETUP_TIMEOUT,
-    UNAUTHENTICATED,
     ThrottledLog,
 )
-from kop.server.decoding import Undecodable, decode
 from kop.server.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
+from kop.server.kafka_connection import Authenticate, Close, KafkaConnection, Reply
 from kop.server.log_context import PEER, PRINCIPAL, REQUEST
 from kop.server.loop_time import Timed
 from kop.server.memory import AnswerMemory
@@ -78,12 +81,13 @@ class Limits:
     max_namespaces_per_request: int = 100
 
 
-class _Close(Exception):
-    """The request cannot be answered within the protocol; drop the connection."""
+class _Ended(Exception):
+    """The protocol core closed the connection (`Close`): what is in flight is still
+    answered."""
 
-
-class _Refused(Exception):
-    """The client did not authenticate (or its session ended): answered, then closed."""
+    def __init__(self, close: Close) -> None:
+        super().__init__(close.why)
+        self.reason = close.reason
 
 
 # How a read loop that raised ends: the reason counted, and whether what is already
@@ -92,10 +96,8 @@ _ENDINGS: dict[type[Exception], tuple[str, bool]] = {
     FrameTooLarge: (FRAME_TOO_LARGE, True),
     ReceiveTimeout: (RECEIVE_TIMEOUT, True),
     Evicted: (EVICTED, False),
-    _Close: (BAD_REQUEST, True),
-    _Refused: (UNAUTHENTICATED, True),
 }
-_ENDS = tuple(_ENDINGS)
+_ENDS: tuple[type[Exception], ...] = (*_ENDINGS, _Ended)
 
 
 class Connection:
@@ -117,7 +119,7 @@ class Connection:
         self._gate.on_expiry = self._expired
         if self._gate.authenticating:
             reader.limit_frames(min(limits.max_request_bytes, MAX_UNAUTHENTICATED_FRAME))
-        self._closing_after: str | None = None  # a SASL answer that ends the connection
+        self._core = KafkaConnection(lambda: self._gate.authenticating)
         self._limits = limits
         self._observer = observer
         memory = answers or AnswerMemory(limits.max_queued_response_bytes)
@@ -200,15 +202,25 @@ class Connection:
                     _drop(item)  # never queued: `_discard` would not see it
                     raise
                 del item  # the writer owns it now: gone once answered
-                if self._closing_after is not None:
-                    raise _Refused(self._closing_after)
+                if (ending := self._core.ending) is not None:
+                    raise _Ended(ending)  # the answer it queued was its last
         except _ENDS as exc:
-            reason, answer_in_flight = next(v for t, v in _ENDINGS.items() if isinstance(exc, t))
+            if isinstance(exc, _Ended):
+                reason, answer_in_flight = exc.reason, True
+            else:
+                reason, answer_in_flight = next(
+                    v for t, v in _ENDINGS.items() if isinstance(exc, t)
+                )
             self._closing(reason, exc)
             return answer_in_flight
         except (ConnectionError, asyncio.IncompleteReadError):
             return False
         return self._stopping
+
+    def _log_context(self, h: RequestHeader) -> None:
+        """Who and what this request's log lines are for (kop.ops.log_format)."""
+        PEER.set(self.peer)
+        REQUEST.set((h.api_key, h.api_version, h.correlation_id, h.client_id or ""))
 
     def _setup_expired(self) -> None:
         """Accepted `connection_setup_timeout_s` ago and still no whole request (or,
@@ -254,29 +266,23 @@ class Connection:
     async def _dispatch(self, frame: bytes | memoryview) -> Item:
         started = time.monotonic()
         decoding = time.perf_counter()
-        try:
-            request = decode(frame)
-        except Undecodable as exc:
-            raise _Close(str(exc)) from exc
+        event = self._core.receive(frame)
         decoded_s = time.perf_counter() - decoding
-        if isinstance(request, tuple):  # answered without a handler
-            header, reply, malformed = request
-            if malformed is not None:  # throttled: garbage must not set the log's pace
+        if isinstance(event, Reply):  # answered without a handler
+            if event.malformed is not None:  # throttled: garbage must not set the log's pace
                 _closes(logging.WARNING, INVALID, "invalid request from %s: %s", self.peer,
-                        malformed)  # fmt: skip
-            return header, started, reply
-        key = request.header.api_key
-        h = request.header  # who and what this request's log lines are for (log_format)
-        PEER.set(self.peer)
-        REQUEST.set((key, h.api_version, h.correlation_id, h.client_id or ""))
-        gate = self._gate
-        if not gate.admits(key):
-            raise _Refused(f"api {key} before SASL authentication")
-        if gate.answers(key):
+                        event.malformed)  # fmt: skip
+            return event.header, started, event.body
+        if isinstance(event, Close):
+            if event.header is not None:
+                self._log_context(event.header)
+            raise _Ended(event)
+        request, gate = event.request, self._gate
+        h, key = request.header, request.header.api_key
+        self._log_context(h)
+        if isinstance(event, Authenticate):
             answer = await _sasl(gate, self._quota, request, len(frame), decoded_s)
-            if answer.close:
-                self._closing_after = f"SASL refused: {answer.reason}"
-            elif not gate.authenticating:
+            if self._core.authenticated(answer) is None and not gate.authenticating:
                 self._reader.limit_frames(self._limits.max_request_bytes)
             return request.header, started, answer.body
         ctx = gate_context(gate, request.header, self.peer, self._answers.room, self._chains,
@@ -292,7 +298,7 @@ class Connection:
             log.exception("handler for api %d failed", request.header.api_key)
             reply = top_level_error_response(request.header, ErrorCode.unknown_server_error)
             if reply is None:
-                raise _Close(f"handler failed: {exc}") from exc
+                raise _Ended(Close(BAD_REQUEST, f"handler failed: {exc}")) from exc
             return request.header, started, reply
         finally:
             self._quota.dispatched(key, len(frame), decoded_s + timed.seconds)

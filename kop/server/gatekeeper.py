@@ -21,9 +21,6 @@ from kop.security.session import Answer, MechanismFactory, SaslSession, no_excha
 from kop.server.tls_server import peer_role
 from kop.storage.naming import Namespace
 
-# Before authentication only these pass (Kafka's SaslServerAuthenticator).
-_BEFORE_AUTH = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-_SASL = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 # Kafka's sasl.server.max.receive.size: the largest frame before authentication.
 MAX_UNAUTHENTICATED_FRAME = 512 * 1024
 
@@ -87,16 +84,10 @@ class Gatekeeper:
         """Frames are bounded to MAX_UNAUTHENTICATED_FRAME while this holds."""
         return self._session is not None and not self._session.authenticated
 
-    def admits(self, api_key: int) -> bool:
-        return not self.authenticating or api_key in _BEFORE_AUTH
-
-    def answers(self, api_key: int) -> bool:
-        """The SASL requests of a SASL listener, and of any listener that takes kop
-        instances' exchange, are answered here, not by the handlers."""
-        sasl = self._session is not None or self.security.peer is not None
-        return sasl and api_key in _SASL
-
     async def answer(self, api_key: int, body: Any) -> Answer:
+        """A SASL request's answer (kop.server.kafka_connection decides which requests
+        come here): the listener's exchange, kop instances' own, or, where neither is
+        expected, Kafka's ILLEGAL_SASL_STATE with the connection kept."""
         if self._session is None:  # no SASL here: only an instance's own exchange
             peer = self.security.peer
             if peer is None or api_key != ApiKey.SASL_HANDSHAKE or body.mechanism != PEER_MECHANISM:
