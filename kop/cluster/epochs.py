@@ -3,9 +3,9 @@ Pulsar topic (`kop-leader-epochs` in the system namespace; kept, compacted).
 
 An instance that opens a partition to serve it takes the next epoch: it reads the
 table to the topic's end, writes `epoch + 1` under the partition's key, and serves
-only once Pulsar has acknowledged it. "To the end" is up to a marker it writes
-itself (key `sync|<node id>`) and reads back: a position compared with the topic's
-last message id would wait forever for a tombstone that compaction removed.
+only once Pulsar has acknowledged it. "To the end" is up to a barrier it writes
+itself (key `sync|<node id>`, never a partition's: those are Pulsar topic names) and
+reads back (kop.systables.barrier).
 
 Every instance tails the topic. Each take names the instance (process) that took
 it, so every instance can tell the epoch a partition's owner leads it in, also
@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -46,6 +45,7 @@ from kop.storage.types import (
     StorageUnavailable,
     StoredEntry,
 )
+from kop.systables.barrier import EPOCHS, Barriers
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,6 @@ class Taken(NamedTuple):
     instance: str  # the process that took it (Member.instance)
 
 
-_SYNC = "sync|"  # markers' keys: never a partition's (those are Pulsar topic names)
-
-
 class LeaderEpochs:
     def __init__(
         self, storage: MessageLog, topic: str, me: Member, catch_up_s: float = 10.0
@@ -69,7 +66,7 @@ class LeaderEpochs:
         self._me = me
         self._catch_up_s = catch_up_s
         self._table: dict[str, Taken] = {}
-        self._markers: dict[str, asyncio.Future[None]] = {}  # written, not yet read back
+        self._barriers = Barriers(EPOCHS)  # written, not yet read back
         self._tail: asyncio.Task[None] | None = None
         self._catching_up: asyncio.Future[None] | None = None
         self._live = False  # the tail is past what the topic held at start
@@ -144,13 +141,10 @@ class LeaderEpochs:
         await asyncio.shield(self._catching_up)
 
     async def _read_to_end(self) -> None:
-        nonce = uuid.uuid4().hex
-        read_back = asyncio.get_running_loop().create_future()
-        self._markers[nonce] = read_back
+        """Write a barrier (kop.systables.barrier) and wait for the tail to read it."""
+        marker, read_back = self._barriers.written(str(self._me.node_id))
         try:
             async with asyncio.timeout(self._catch_up_s):
-                body = json.dumps({"sync": nonce}).encode()
-                marker = OutgoingMessage(body, {}, f"{_SYNC}{self._me.node_id}", None)
                 writer = await self._storage.writer(self.topic)
                 await writer.send_all([OutgoingEntry.of(marker)])[1]
                 await read_back
@@ -159,7 +153,7 @@ class LeaderEpochs:
                 f"{self.topic} was not read to its end within {self._catch_up_s:.0f} s"
             ) from None
         finally:
-            self._markers.pop(nonce, None)
+            self._barriers.forget(read_back)
 
     async def _follow(self, reader: TopicReader) -> None:
         try:
@@ -173,8 +167,7 @@ class LeaderEpochs:
     def _apply(self, entry: StoredEntry) -> None:
         deleted = []
         for msg in batch_layout.messages(entry):
-            if msg.partition_key.startswith(_SYNC):
-                self._read_back(msg.payload)
+            if self._barriers.read(msg):
                 continue
             if msg.null_value:
                 self._table.pop(msg.partition_key, None)
@@ -199,9 +192,3 @@ class LeaderEpochs:
         known = self._table.get(partition)
         if known is None or taken.epoch >= known.epoch:
             self._table[partition] = taken
-
-    def _read_back(self, payload: bytes) -> None:
-        with contextlib.suppress(ValueError, TypeError, AttributeError):
-            waiting = self._markers.get(json.loads(payload).get("sync"))
-            if waiting is not None and not waiting.done():
-                waiting.set_result(None)

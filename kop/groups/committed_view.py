@@ -28,7 +28,7 @@ from kop.groups.types import CommittedOffset, TopicPartition
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog
 from kop.storage.types import Idle, StorageError, StoredEntry
-from kop.systables.held_topic import BARRIER_KEY
+from kop.systables.barrier import HELD
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class CommittedView:
 
     def _apply(self, into: ByGroup, entry: StoredEntry, tell: bool) -> None:
         for msg in batch_layout.messages(entry):
-            if msg.partition_key == BARRIER_KEY:
+            if HELD.is_barrier(msg.partition_key):
                 continue
             try:
                 record = decode(msg.partition_key, None if msg.null_value else msg.payload)

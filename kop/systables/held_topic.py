@@ -23,18 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 import zlib
 from collections.abc import Callable, Sequence
 
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog, TopicReader, TopicWriter
-from kop.storage.types import Idle, OutgoingMessage, StorageError, WriterMode
+from kop.storage.types import OutgoingMessage, StorageError, StoredMessage, WriterMode
+from kop.systables.barrier import HELD, new_nonce, read_to_barrier
 
 log = logging.getLogger(__name__)
-
-# The barrier a new holder writes: loads skip it (an older kop counts it malformed).
-BARRIER_KEY = "barrier|"
 
 # Called with each record's key and payload (None: a tombstone), in order; raises the
 # topic's `malformed` exception for a record it cannot read, which is skipped and counted.
@@ -100,39 +97,32 @@ class HeldPartitions:
         finally:
             await reader.close()
 
-    async def _take(self, topic: str) -> bytes:
+    async def _take(self, topic: str) -> str:
+        """Fence the partition, then write this holder's barrier (kop.systables.barrier);
+        its nonce, to read back."""
         await self.release_topic(topic)
         writer = await self.storage.writer(topic, mode=WriterMode.FENCING)
         self._held[topic] = writer
-        barrier = uuid.uuid4().hex.encode()
-        message = OutgoingMessage(barrier, {}, BARRIER_KEY, None)
+        nonce = new_nonce()
         async with asyncio.timeout(self._write_timeout_s):
-            await writer.send_all([batch_layout.entry([message])])[1]
-        return barrier
+            await writer.send_all([batch_layout.entry([HELD.message(nonce)])])[1]
+        return nonce
 
     async def _read_to(
-        self, reader: TopicReader, topic: str, barrier: bytes | None, visit: Visit
+        self, reader: TopicReader, topic: str, barrier: str | None, visit: Visit
     ) -> None:
         """Up to the barrier (None: to the end the reader reports as idle)."""
         skipped, first_skipped = 0, ""
-        while True:
-            stored = await reader.read()
-            if isinstance(stored, Idle):
-                if barrier is None:
-                    return self._report(topic, skipped, first_skipped)
-                continue  # the barrier is still on its way
-            for msg in batch_layout.messages(stored):
-                if msg.partition_key == BARRIER_KEY:
-                    if msg.payload == barrier:
-                        return self._report(topic, skipped, first_skipped)
-                    continue
-                try:
-                    visit(msg.partition_key, None if msg.null_value else msg.payload)
-                except self._skip as exc:
-                    skipped += 1
-                    first_skipped = first_skipped or f"{msg.partition_key!r}: {exc}"
 
-    def _report(self, topic: str, skipped: int, first_skipped: str) -> None:
+        def one(msg: StoredMessage) -> None:
+            nonlocal skipped, first_skipped
+            try:
+                visit(msg.partition_key, None if msg.null_value else msg.payload)
+            except self._skip as exc:
+                skipped += 1
+                first_skipped = first_skipped or f"{msg.partition_key!r}: {exc}"
+
+        await read_to_barrier(reader, HELD, barrier, one)
         if skipped:
             self.malformed += skipped
             log.warning(

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from kop.storage.port import MessageLog
 from kop.storage.types import OutgoingMessage
-from kop.systables.held_topic import BARRIER_KEY, HeldPartitions
+from kop.systables.barrier import HELD
+from kop.systables.held_topic import HeldPartitions
 from kop.txn.codec import MalformedRecord, decode, encode
 from kop.txn.state import TxnMeta
 
@@ -16,7 +17,7 @@ from kop.txn.state import TxnMeta
 def reserved(key: str) -> bool:
     """Whether a state key is the topic's own: a transactional id keyed so would have
     its state skipped at every load, as a new holder's barrier is."""
-    return key == BARRIER_KEY
+    return HELD.is_barrier(key)
 
 
 class TxnStore:
