@@ -5,27 +5,39 @@ configuration file, so a BROKER resource is refused with a clear message."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar
+
+from kio.schema.alter_configs.v2.request import AlterConfigsRequest, AlterConfigsResource
+from kio.schema.alter_configs.v2.response import AlterConfigsResourceResponse, AlterConfigsResponse
+from kio.schema.incremental_alter_configs.v1 import request as incremental_request
+from kio.schema.incremental_alter_configs.v1 import response as incremental_response
+from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterConfigsResponse
+from kio.static.primitive import i8
 
 from kop.api.configs import BROKER, TOPIC
 from kop.api.context import (
     RequestContext,
-    Response,
     Services,
     error_of,
     existing_topic,
     permitted,
 )
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
 from kop.topics.configs import incremental
 
 
-async def alter_configs(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def alter_configs(
+    services: Services, ctx: RequestContext, request: AlterConfigsRequest
+) -> Now[AlterConfigsResponse]:
     """The whole set: what a resource does not name reverts to its default."""
 
-    async def apply(res: Any) -> None:
+    async def apply(res: AlterConfigsResource) -> None:
         _no_duplicates([c.name for c in res.configs])
         for c in res.configs:
             if c.value is None:
@@ -36,22 +48,47 @@ async def alter_configs(services: Services, ctx: RequestContext, request: Any) -
         topic = await permitted(ctx, res.resource_name, TopicOp.ALTER)
         await services.catalog.alter(topic, configs, request.validate_only)
 
-    return await _each(ctx, request, apply)
+    answers = await _each(ctx, request.resources, apply)
+    responses = tuple(
+        AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=kind, resource_name=name
+        )
+        for code, message, kind, name in answers
+    )
+    return Now(AlterConfigsResponse(throttle_time=NO_THROTTLE, responses=responses))
 
 
 async def incremental_alter_configs(
-    services: Services, ctx: RequestContext, request: Any
-) -> Response:
+    services: Services, ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> Now[IncrementalAlterConfigsResponse]:
     """SET, DELETE (back to the default), APPEND and SUBTRACT (list configs) (KIP-339)."""
 
-    async def apply(res: Any) -> None:
+    async def apply(res: incremental_request.AlterConfigsResource) -> None:
         _no_duplicates([c.name for c in res.configs])
         view = await existing_topic(services, ctx, res.resource_name, TopicOp.ALTER)
-        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        ops = [(c.name, int(c.config_operation), c.value) for c in res.configs]
         after = incremental(view.explicit, view.configs, ops)
         await services.catalog.alter(view.topic, after, request.validate_only)
 
-    return await _each(ctx, request, apply)
+    answers = await _each(ctx, request.resources, apply)
+    responses = tuple(
+        incremental_response.AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=kind, resource_name=name
+        )
+        for code, message, kind, name in answers
+    )
+    return Now(IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE, responses=responses))
+
+
+ROUTES = (
+    Route(ApiKey.ALTER_CONFIGS, AlterConfigsRequest, AlterConfigsResponse, alter_configs),
+    Route(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+        incremental_alter_configs,
+    ),
+)
 
 
 def _no_duplicates(names: list[str]) -> None:
@@ -59,11 +96,27 @@ def _no_duplicates(names: list[str]) -> None:
         raise KafkaError(ErrorCode.invalid_request, "Error due to duplicate config keys")
 
 
+class _Resource(Protocol):
+    """What the two APIs' resources share (each API has a class of its own)."""
+
+    @property
+    def resource_type(self) -> i8: ...
+
+    @property
+    def resource_name(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Resource)
+
+# A resource's answer: its error code and message, its type and name.
+Answer = tuple[ErrorCode, str | None, i8, str]
+
+
 async def _each(
-    ctx: RequestContext, request: Any, apply: Callable[[Any], Awaitable[None]]
-) -> Response:
-    responses = []
-    for res in request.resources:
+    ctx: RequestContext, resources: Sequence[R], apply: Callable[[R], Awaitable[None]]
+) -> list[Answer]:
+    answers = []
+    for res in resources:
         code, message = ErrorCode.none, None
         try:
             if res.resource_type == BROKER and not await ctx.access.cluster():
@@ -77,12 +130,5 @@ async def _each(
             await apply(res)
         except Exception as exc:
             code, message = error_of(exc)
-        responses.append(
-            {
-                "error_code": code,
-                "error_message": message,
-                "resource_type": res.resource_type,
-                "resource_name": res.resource_name,
-            }
-        )
-    return {"throttle_time": 0, "responses": responses}
+        answers.append((code, message, res.resource_type, res.resource_name))
+    return answers

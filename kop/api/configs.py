@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+from kio.schema.describe_configs.v4.response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from kio.static.primitive import i8
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kop.api.context import RequestContext, Services, error_of, existing_topic
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.topics.config_defs import CLUSTER_WIDE, TOPIC_CONFIGS
 from kop.topics.configs import ENTRY_FORMAT, PULSAR_BATCHING, SHARED_WRITES, config_type
 
@@ -31,19 +41,15 @@ TYPE_LONG = 5
 TYPE_LIST = 7
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: DescribeConfigsRequest
+) -> Now[DescribeConfigsResponse]:
     results = []
     defaults = services.catalog.defaults.configs()
-    synonyms = bool(getattr(request, "include_synonyms", False))
-    docs = bool(getattr(request, "include_documentation", False))
+    synonyms, docs = request.include_synonyms, request.include_documentation
     for res in request.resources:
-        result: dict[str, Any] = {
-            "error_code": ErrorCode.none,
-            "error_message": None,
-            "resource_type": res.resource_type,
-            "resource_name": res.resource_name,
-            "configs": (),
-        }
+        code, message = ErrorCode.none, None
+        chosen: tuple[DescribeConfigsResourceResult, ...] = ()
         try:
             keys = res.configuration_keys
             if res.resource_type == TOPIC:
@@ -53,16 +59,29 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
                 if not await ctx.access.cluster():
                     raise KafkaError(ErrorCode.cluster_authorization_failed)
                 values, sources = _broker(services, defaults)
-                entries = [_entry(k, v, sources[k]) for k, v in sorted(values.items())]
+                entries = [
+                    _entry(k, v, sources[k], _suffix_type(k)) for k, v in sorted(values.items())
+                ]
             else:
                 raise KafkaError(
                     ErrorCode.invalid_request, f"resource type {res.resource_type} is not supported"
                 )
-            result["configs"] = [e for e in entries if keys is None or e["name"] in keys]
+            chosen = tuple(e for e in entries if keys is None or e.name in keys)
         except Exception as exc:
-            result["error_code"], result["error_message"] = error_of(exc)
-        results.append(result)
-    return {"throttle_time": 0, "results": results}
+            code, message = error_of(exc)
+        results.append(
+            DescribeConfigsResult(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+                configs=chosen,
+            )
+        )
+    return Now(DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(results)))
+
+
+ROUTES = (Route(ApiKey.DESCRIBE_CONFIGS, DescribeConfigsRequest, DescribeConfigsResponse, handle),)
 
 
 def _broker(
@@ -101,7 +120,7 @@ def topic_entries(
     defaults: dict[str, str],
     synonyms: bool = False,
     docs: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[DescribeConfigsResourceResult]:
     """A topic's configs as DescribeConfigs (and CreateTopics v5+) report them: the
     ones a client set are DYNAMIC_TOPIC_CONFIG, also when equal to the default."""
     out = []
@@ -113,13 +132,16 @@ def topic_entries(
         else:
             source = SOURCE_DEFAULT
         definition = TOPIC_CONFIGS.get(name)
-        entry = _entry(
-            name, value, source, _synonyms(name, value, source, defaults) if synonyms else ()
+        out.append(
+            _entry(
+                name,
+                value,
+                source,
+                int(config_type(name)),
+                _synonyms(name, value, source, defaults) if synonyms else (),
+                (definition.doc if definition else _KOP_DOCS.get(name)) if docs else None,
+            )
         )
-        entry["config_type"] = config_type(name)
-        if docs:
-            entry["documentation"] = definition.doc if definition else _KOP_DOCS.get(name)
-        out.append(entry)
     return out
 
 
@@ -134,33 +156,46 @@ _KOP_DOCS = {
 
 def _synonyms(
     name: str, value: str | None, source: int, defaults: dict[str, str]
-) -> tuple[dict[str, Any], ...]:
+) -> tuple[DescribeConfigsSynonym, ...]:
     """The topic's own setting first (if any), then its broker-wide defaults, as Kafka
     lists them (none for configs whose broker setting has several units)."""
     out = []
     if source == SOURCE_DYNAMIC_TOPIC:
-        out.append({"name": name, "value": value, "source": SOURCE_DYNAMIC_TOPIC})
+        out.append(_synonym(name, value, SOURCE_DYNAMIC_TOPIC))
     default = defaults.get(name, value)
     if name in CLUSTER_WIDE:
-        out.append({"name": name, "value": default, "source": SOURCE_DYNAMIC_DEFAULT_BROKER})
+        out.append(_synonym(name, default, SOURCE_DYNAMIC_DEFAULT_BROKER))
     definition = TOPIC_CONFIGS.get(name)
     for broker in definition.synonyms if definition else ():
-        out.append({"name": broker, "value": default, "source": SOURCE_DEFAULT})
+        out.append(_synonym(broker, default, SOURCE_DEFAULT))
     return tuple(out)
 
 
+def _synonym(name: str, value: str | None, source: int) -> DescribeConfigsSynonym:
+    return DescribeConfigsSynonym(name=name, value=value, source=i8(source))
+
+
+def _suffix_type(name: str) -> int:
+    """A broker setting's config_type, told by its name."""
+    return TYPE_LONG if name.endswith((".ms", ".bytes")) else TYPE_STRING
+
+
 def _entry(
-    name: str, value: str | None, source: int, synonyms: tuple[dict[str, Any], ...] = ()
-) -> dict[str, Any]:
-    kind = TYPE_LONG if name.endswith((".ms", ".bytes")) else TYPE_STRING
-    return {
-        "name": name,
-        "value": value,
-        "read_only": source
+    name: str,
+    value: str | None,
+    source: int,
+    kind: int,
+    synonyms: tuple[DescribeConfigsSynonym, ...] = (),
+    documentation: str | None = None,
+) -> DescribeConfigsResourceResult:
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=source
         not in (SOURCE_DYNAMIC_TOPIC, SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER),
-        "config_source": source,
-        "is_sensitive": False,
-        "synonyms": synonyms,
-        "config_type": kind,
-        "documentation": None,
-    }
+        config_source=i8(source),
+        is_sensitive=False,
+        synonyms=synonyms,
+        config_type=i8(kind),
+        documentation=documentation,
+    )

@@ -8,23 +8,35 @@ retention deletes it. Each partition is answered once its floor is persisted.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+
+from kio.schema.delete_records.v2.request import DeleteRecordsRequest
+from kio.schema.delete_records.v2.response import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i64
 
 from kop.api.context import (
     RequestContext,
-    Response,
     Services,
     error_of,
     existing_topic,
     lead,
 )
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
 
 NO_LOW_WATERMARK = -1  # what Kafka answers for a partition that failed
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: DeleteRecordsRequest
+) -> Now[DeleteRecordsResponse]:
     timeout_s = request.timeout.total_seconds()
     wanted = [(t.name, p) for t in request.topics for p in t.partitions]
     parts = await asyncio.gather(
@@ -33,18 +45,26 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             for name, p in wanted
         )
     )
-    topics: dict[str, list[dict[str, Any]]] = {}
+    topics: dict[TopicName, list[DeleteRecordsPartitionResult]] = {}
     for (name, _p), part in zip(wanted, parts, strict=True):
         topics.setdefault(name, []).append(part)
-    return {
-        "throttle_time": 0,
-        "topics": [{"name": name, "partitions": ps} for name, ps in topics.items()],
-    }
+    return Now(
+        DeleteRecordsResponse(
+            throttle_time=NO_THROTTLE,
+            topics=tuple(
+                DeleteRecordsTopicResult(name=name, partitions=tuple(ps))
+                for name, ps in topics.items()
+            ),
+        )
+    )
+
+
+ROUTES = (Route(ApiKey.DELETE_RECORDS, DeleteRecordsRequest, DeleteRecordsResponse, handle),)
 
 
 async def _delete(
     services: Services, ctx: RequestContext, name: str, index: int, offset: int, timeout_s: float
-) -> dict[str, Any]:
+) -> DeleteRecordsPartitionResult:
     try:
         view = await existing_topic(services, ctx, name, TopicOp.ALTER)
         if not 0 <= index < view.partitions:
@@ -65,5 +85,7 @@ async def _delete(
         return _part(index, code, NO_LOW_WATERMARK)
 
 
-def _part(index: int, code: ErrorCode, low_watermark: int) -> dict[str, Any]:
-    return {"partition_index": index, "low_watermark": low_watermark, "error_code": code}
+def _part(index: int, code: ErrorCode, low_watermark: int) -> DeleteRecordsPartitionResult:
+    return DeleteRecordsPartitionResult(
+        partition_index=i32(index), low_watermark=i64(low_watermark), error_code=code
+    )

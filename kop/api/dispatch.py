@@ -38,15 +38,26 @@ Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
 
 # Each typed module names its routes (`ROUTES`) beside its handlers.
 ROUTES: dict[ApiKey, Route[Any, Any]] = {
-    r.api: r for module in (produce, fetch, list_offsets, leader_epochs) for r in module.ROUTES
+    r.api: r
+    for module in (
+        produce,
+        fetch,
+        list_offsets,
+        leader_epochs,
+        topics_admin,
+        configs,
+        alter_configs,
+        delete_records,
+        log_dirs,
+        replicas,
+        topic_partitions,
+    )
+    for r in module.ROUTES
 }
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.METADATA: metadata.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.CREATE_TOPICS: topics_admin.create_topics,
-    ApiKey.DELETE_TOPICS: topics_admin.delete_topics,
-    ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions,
     ApiKey.ADD_OFFSETS_TO_TXN: txn_offsets.add_offsets,
@@ -59,10 +70,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,
     ApiKey.DELETE_ACLS: acls.delete_acls,
-    ApiKey.DESCRIBE_CONFIGS: configs.handle,
-    ApiKey.ALTER_CONFIGS: alter_configs.alter_configs,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.incremental_alter_configs,
-    ApiKey.CREATE_PARTITIONS: topics_admin.create_partitions,
     ApiKey.FIND_COORDINATOR: groups.find_coordinator,
     ApiKey.JOIN_GROUP: groups.join_group,
     ApiKey.SYNC_GROUP: groups.sync_group,
@@ -74,12 +81,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.OFFSET_COMMIT: offsets.offset_commit,
     ApiKey.OFFSET_FETCH: offsets.offset_fetch,
     ApiKey.OFFSET_DELETE: offsets.offset_delete,
-    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
-    ApiKey.ALTER_REPLICA_LOG_DIRS: replicas.alter_replica_log_dirs,
-    ApiKey.ELECT_LEADERS: replicas.elect_leaders,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: replicas.alter_partition_reassignments,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: replicas.list_partition_reassignments,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe,
     ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,

@@ -7,21 +7,42 @@ owns (docs/decisions.md D15): kafka-log-dirs asks every broker and adds up."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, existing_topic
+from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+from kio.schema.describe_log_dirs.v4.response import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i64
+
+from kop.api.context import RequestContext, Services, existing_topic
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 
 _STATS_AT_ONCE = 16  # Pulsar stats lookups in flight for one request
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: DescribeLogDirsRequest
+) -> Now[DescribeLogDirsResponse]:
+    """The top-level error code (v3+) is dropped for older versions, as Kafka's schema
+    allows: they learn of a refusal from the empty results."""
     if not await ctx.access.cluster():
-        return {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                "results": ()}  # fmt: skip
-    wanted: dict[str, list[int] | None]
+        return Now(
+            DescribeLogDirsResponse(
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.cluster_authorization_failed,
+                results=(),
+            )
+        )
+    wanted: dict[TopicName, list[int] | None]
     if request.topics is None:
-        wanted = dict.fromkeys(await services.catalog.names(ctx.namespace))
+        wanted = dict.fromkeys(TopicName(n) for n in await services.catalog.names(ctx.namespace))
     else:
         wanted = {t.topic: list(t.partitions) for t in request.topics}
     gate = asyncio.Semaphore(_STATS_AT_ONCE)
@@ -44,25 +65,32 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             continue  # none hosted here: Kafka leaves the topic out
         sizes = await asyncio.gather(*(size(view.partition_topic(i)) for i in indexes))
         topics.append(
-            {
-                "name": name,
-                "partitions": [_partition(i, s) for i, s in zip(indexes, sizes, strict=True)],
-            }
+            DescribeLogDirsTopic(
+                name=name,
+                partitions=tuple(_partition(i, s) for i, s in zip(indexes, sizes, strict=True)),
+            )
         )
-    result = {
-        "error_code": ErrorCode.none,
-        "log_dir": f"pulsar://{ctx.namespace.path}",
-        "topics": topics,
-        "total_bytes": -1,
-        "usable_bytes": -1,
-    }
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "results": [result]}
+    result = DescribeLogDirsResult(
+        error_code=ErrorCode.none,
+        log_dir=f"pulsar://{ctx.namespace.path}",
+        topics=tuple(topics),
+        total_bytes=i64(-1),
+        usable_bytes=i64(-1),
+    )
+    return Now(
+        DescribeLogDirsResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(result,)
+        )
+    )
 
 
-def _partition(index: int, size: int) -> dict[str, Any]:
-    return {
-        "partition_index": index,
-        "partition_size": size,
-        "offset_lag": 0,
-        "is_future_key": False,
-    }
+ROUTES = (Route(ApiKey.DESCRIBE_LOG_DIRS, DescribeLogDirsRequest, DescribeLogDirsResponse, handle),)
+
+
+def _partition(index: int, size: int) -> DescribeLogDirsPartition:
+    return DescribeLogDirsPartition(
+        partition_index=i32(index),
+        partition_size=i64(size),
+        offset_lag=i64(0),
+        is_future_key=False,
+    )

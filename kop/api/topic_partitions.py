@@ -4,25 +4,41 @@ paged by a partition limit and a cursor."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, existing_topic
+from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
+from kio.schema.describe_topic_partitions.v0.response import (
+    Cursor,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32
+
+from kop.api.context import RequestContext, Services, error_of, existing_topic
 from kop.api.internal_topics import OFFSETS_TOPIC_ID, is_internal
-from kop.api.metadata import offsets_partitions, partitions, topic_entry
+from kop.api.metadata import UNKNOWN_OPERATIONS, ZERO_UUID, offsets_partitions, partitions
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> Now[DescribeTopicPartitionsResponse]:
     names = sorted({t.name for t in request.topics})
     cursor = request.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
     budget = max(1, request.response_partition_limit)
-    topics: list[dict[str, Any]] = []
+    topics: list[DescribeTopicPartitionsResponseTopic] = []
     next_cursor = None
     for name in names:
         if budget <= 0:
-            next_cursor = {"topic_name": name, "partition_index": 0}
+            next_cursor = Cursor(topic_name=name, partition_index=i32(0))
             break
         internal = is_internal(name) and services.offsets_topic_partitions > 0
         try:
@@ -33,20 +49,66 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
                 every, topic_id = partitions(services, view), view.topic_id
         except Exception as exc:
             code, _ = error_of(exc)
-            topics.append(topic_entry(name, code, []))
+            topics.append(_topic(name, code, ()))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         parts = [p for p in every if p["partition_index"] >= first]
         if len(parts) > budget:
-            next_cursor = {"topic_name": name, "partition_index": parts[budget]["partition_index"]}
+            next_cursor = Cursor(
+                topic_name=name, partition_index=i32(parts[budget]["partition_index"])
+            )
             parts = parts[:budget]
         budget -= len(parts)
-        elr = [_with_elr(p) for p in parts]
-        topics.append(topic_entry(name, ErrorCode.none, elr, topic_id, internal))
+        elr = tuple(_with_elr(p) for p in parts)
+        topics.append(_topic(name, ErrorCode.none, elr, topic_id, internal))
         if next_cursor is not None:
             break
-    return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}
+    return Now(
+        DescribeTopicPartitionsResponse(
+            throttle_time=NO_THROTTLE, topics=tuple(topics), next_cursor=next_cursor
+        )
+    )
 
 
-def _with_elr(partition: dict[str, Any]) -> dict[str, Any]:
-    return {**partition, "eligible_leader_replicas": (), "last_known_elr": ()}
+ROUTES = (
+    Route(
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS,
+        DescribeTopicPartitionsRequest,
+        DescribeTopicPartitionsResponse,
+        handle,
+    ),
+)
+
+
+def _topic(
+    name: TopicName,
+    code: ErrorCode,
+    parts: tuple[DescribeTopicPartitionsResponsePartition, ...],
+    topic_id: uuid.UUID = ZERO_UUID,
+    internal: bool = False,
+) -> DescribeTopicPartitionsResponseTopic:
+    """A topic as Metadata describes it (kop.api.metadata.topic_entry)."""
+    return DescribeTopicPartitionsResponseTopic(
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=internal,
+        partitions=parts,
+        topic_authorized_operations=i32(UNKNOWN_OPERATIONS),
+    )
+
+
+def _with_elr(partition: dict[str, Any]) -> DescribeTopicPartitionsResponsePartition:
+    """A partition of Metadata's view (kop.api.metadata.partitions), its eligible
+    leader replicas empty."""
+    return DescribeTopicPartitionsResponsePartition(
+        error_code=partition["error_code"],
+        partition_index=i32(partition["partition_index"]),
+        leader_id=BrokerId(partition["leader_id"]),
+        leader_epoch=i32(partition["leader_epoch"]),
+        replica_nodes=tuple(BrokerId(n) for n in partition["replica_nodes"]),
+        isr_nodes=tuple(BrokerId(n) for n in partition["isr_nodes"]),
+        eligible_leader_replicas=(),
+        last_known_elr=(),
+        offline_replicas=tuple(BrokerId(n) for n in partition["offline_replicas"]),
+    )

@@ -2,23 +2,51 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from typing import Any
+from collections.abc import Sequence
+
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
+from kio.schema.create_partitions.v3.response import (
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.create_topics.v7.response import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsResponse,
+)
+from kio.schema.delete_topics.v1 import request as delete_topics_v1
+from kio.schema.delete_topics.v2 import request as delete_topics_v2
+from kio.schema.delete_topics.v3 import request as delete_topics_v3
+from kio.schema.delete_topics.v4 import request as delete_topics_v4
+from kio.schema.delete_topics.v5 import request as delete_topics_v5
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from kio.schema.delete_topics.v6.response import DeletableTopicResult, DeleteTopicsResponse
+from kio.static.primitive import i16, i32
 
 from kop.api.configs import topic_entries
-from kop.api.context import RequestContext, Response, Services, error_of, permitted, topic_for
+from kop.api.context import RequestContext, Services, error_of, permitted, topic_for
 from kop.api.internal_topics import refuse_create
 from kop.api.metadata import ZERO_UUID
+from kop.api.routes import Now, Route
 from kop.groups.scope import GroupScope
 from kop.groups.topic_deletion import forget_deleted_topics
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
 from kop.storage.naming import InvalidTopicName, PulsarTopic
 
 
-async def create_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def create_topics(
+    services: Services, ctx: RequestContext, request: CreateTopicsRequest
+) -> Now[CreateTopicsResponse]:
     """Topic by topic, in order, as Kafka answers: each is judged against the limits
-    with those before it (created, or validated under validate_only) counted."""
+    with those before it (created, or validated under validate_only) counted. What
+    v5 added to a topic's result (its counts and configs) and v7's topic id are
+    dropped for older versions, as Kafka's schema allows."""
     results = []
     seen: set[str] = set()
     reserved = 0
@@ -28,18 +56,18 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
     except KafkaError as exc:
         refused = exc  # Kafka's controller refuses the whole request
     for t in request.topics:
-        result: dict[str, Any] = {
-            "name": t.name,
-            "topic_id": ZERO_UUID,
-            "error_code": ErrorCode.none,
-            "error_message": None,
-            "num_partitions": -1,
-            "replication_factor": -1,
-            "configs": (),
-        }
+        result = CreatableTopicResult(
+            name=t.name,
+            topic_id=ZERO_UUID,
+            error_code=ErrorCode.none,
+            error_message=None,
+            num_partitions=i32(-1),
+            replication_factor=i16(-1),
+            configs=(),
+        )
         if refused is not None:
-            result["error_code"], result["error_message"] = error_of(refused)
-            results.append(result)
+            code, message = error_of(refused)
+            results.append(dataclasses.replace(result, error_code=code, error_message=message))
             continue
         try:
             if t.name in seen:
@@ -52,27 +80,33 @@ async def create_topics(services: Services, ctx: RequestContext, request: Any) -
             view = await services.catalog.create(
                 topic, partitions, configs, request.validate_only, reserved
             )
-            result["num_partitions"] = view.partitions
-            result["replication_factor"] = 1
             if request.validate_only:
                 reserved += view.partitions
-            else:
-                result["topic_id"] = view.topic_id
             defaults = services.catalog.defaults.configs()
-            result["configs"] = [
-                {k: e[k] for k in _CREATED_CONFIG_FIELDS}
-                for e in topic_entries(view.configs, view.explicit, defaults)
-            ]
+            result = dataclasses.replace(
+                result,
+                topic_id=ZERO_UUID if request.validate_only else view.topic_id,
+                num_partitions=i32(view.partitions),
+                replication_factor=i16(1),
+                configs=tuple(
+                    CreatableTopicConfigs(
+                        name=e.name,
+                        value=e.value,
+                        read_only=e.read_only,
+                        config_source=e.config_source,
+                        is_sensitive=e.is_sensitive,
+                    )
+                    for e in topic_entries(view.configs, view.explicit, defaults)
+                ),
+            )
         except Exception as exc:
-            result["error_code"], result["error_message"] = error_of(exc)
+            code, message = error_of(exc)
+            result = dataclasses.replace(result, error_code=code, error_message=message)
         results.append(result)
-    return {"throttle_time": 0, "topics": results}
+    return Now(CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(results)))
 
 
-_CREATED_CONFIG_FIELDS = ("name", "value", "read_only", "config_source", "is_sensitive")
-
-
-def _partitions_asked(services: Services, t: Any) -> int:
+def _partitions_asked(services: Services, t: CreatableTopic) -> int:
     """How many partitions a CreateTopics entry asks for (-1: the default), judged as
     Kafka's controller judges it: a manual assignment must name kop's node, once per
     partition, for partitions 0..n-1, and leaves the counts at -1."""
@@ -135,7 +169,7 @@ def _live_nodes(services: Services) -> set[int]:
     return {m.node_id for m in services.owners.brokers()}
 
 
-def _requested(services: Services, topics: Any) -> int:
+def _requested(services: Services, topics: Sequence[CreatableTopic]) -> int:
     """Partitions a CreateTopics asks for in all, counted as Kafka's controller does."""
     total = 0
     for t in topics:
@@ -148,14 +182,14 @@ def _requested(services: Services, topics: Any) -> int:
     return total
 
 
-async def delete_topics(services: Services, ctx: RequestContext, request: Any) -> Response:
-    names = (
-        list(request.topic_names)
-        if hasattr(request, "topic_names")
-        else [t.name for t in request.topics]
-    )
+async def delete_topics(
+    services: Services, ctx: RequestContext, request: DeleteTopicsRequest
+) -> Now[DeleteTopicsResponse]:
+    """By name; v6's topics named by id alone are refused. The topic id and error
+    message of a result are dropped for the versions without them, as Kafka's schema
+    allows."""
     responses = []
-    for name in names:
+    for name in (t.name for t in request.topics):
         code, message, topic_id = ErrorCode.none, None, ZERO_UUID
         try:
             if name is None:
@@ -175,9 +209,35 @@ async def delete_topics(services: Services, ctx: RequestContext, request: Any) -
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(
-            {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
+            DeletableTopicResult(
+                name=name, topic_id=topic_id, error_code=code, error_message=message
+            )
         )
-    return {"throttle_time": 0, "responses": responses}
+    return Now(DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(responses)))
+
+
+# DeleteTopics v1-5: the topics as a flat `topic_names`.
+_NamesOnly = (
+    delete_topics_v1.DeleteTopicsRequest
+    | delete_topics_v2.DeleteTopicsRequest
+    | delete_topics_v3.DeleteTopicsRequest
+    | delete_topics_v4.DeleteTopicsRequest
+    | delete_topics_v5.DeleteTopicsRequest
+)
+
+
+def _delete_topics_request(
+    body: _NamesOnly | DeleteTopicsRequest, version: int
+) -> DeleteTopicsRequest:
+    """v6 made each topic an entry of `topics` (a name, or a topic id instead) where
+    v1-5 list names: these become entries of a name alone, as Kafka's
+    DeleteTopicsRequest reads them."""
+    if isinstance(body, DeleteTopicsRequest):
+        return body
+    return DeleteTopicsRequest(
+        topics=tuple(DeleteTopicState(name=n, topic_id=None) for n in body.topic_names),
+        timeout=body.timeout,
+    )
 
 
 def _names(scope: GroupScope, topic: PulsarTopic, group: str, name: str) -> bool:
@@ -189,7 +249,9 @@ def _names(scope: GroupScope, topic: PulsarTopic, group: str, name: str) -> bool
         return False
 
 
-async def create_partitions(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def create_partitions(
+    services: Services, ctx: RequestContext, request: CreatePartitionsRequest
+) -> Now[CreatePartitionsResponse]:
     """Judged topic by topic against the limits, as CreateTopics."""
     results = []
     reserved = 0
@@ -206,24 +268,47 @@ async def create_partitions(services: Services, ctx: RequestContext, request: An
                 reserved += added
         except Exception as exc:
             code, message = error_of(exc)
-        results.append({"name": t.name, "error_code": code, "error_message": message})
-    return {"throttle_time": 0, "results": results}
+        results.append(
+            CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+        )
+    return Now(CreatePartitionsResponse(throttle_time=NO_THROTTLE, results=tuple(results)))
 
 
-async def _check_assignments(services: Services, ctx: RequestContext, t: Any) -> None:
+ROUTES = (
+    Route(ApiKey.CREATE_TOPICS, CreateTopicsRequest, CreateTopicsResponse, create_topics),
+    Route(
+        ApiKey.DELETE_TOPICS,
+        DeleteTopicsRequest,
+        DeleteTopicsResponse,
+        delete_topics,
+        up=_delete_topics_request,
+    ),
+    Route(
+        ApiKey.CREATE_PARTITIONS,
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
+        create_partitions,
+    ),
+)
+
+
+async def _check_assignments(
+    services: Services, ctx: RequestContext, t: CreatePartitionsTopic
+) -> None:
     """An explicit assignment names one live instance per new partition (topics have one
     replica), as Kafka checks against its brokers."""
     view = await services.catalog.describe(topic_for(ctx, t.name))
     if view is None:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {t.name!r}")
-    if len(t.assignments) != t.count - view.partitions:
+    assignments = t.assignments or ()
+    if len(assignments) != t.count - view.partitions:
         raise KafkaError(
             ErrorCode.invalid_replica_assignment,
-            f"{len(t.assignments)} assignments for {t.count - view.partitions} new partitions",
+            f"{len(assignments)} assignments for {t.count - view.partitions} new partitions",
         )
     live = _live_nodes(services)
-    for a in t.assignments:
-        ids = list(getattr(a, "broker_ids", a))
+    for a in assignments:
+        ids = list(a.broker_ids)
         if len(ids) != 1 or ids[0] not in live:
             raise KafkaError(
                 ErrorCode.invalid_replica_assignment,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import datetime
 import itertools
 from collections.abc import Awaitable, Callable
@@ -80,6 +81,7 @@ from kop.protocol.messages import (
     build_response,
     encode_response,
     has_field,
+    request_schema,
     response_schema,
     top_level_error_response,
 )
@@ -380,42 +382,8 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
         calls = await scram_answers(api, s, version)
     elif api in (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS):
         calls = await quota_answers(api, s, version)
-    elif api == ApiKey.CREATE_TOPICS:
-        config = _ns(name="retention.ms", value="1000")
-
-        def topic(name: str, count: int = 3, configs: Any = ()) -> Any:
-            return _ns(
-                name=name,
-                assignments=(),
-                num_partitions=count,
-                replication_factor=-1,
-                configs=configs,
-            )
-
-        topics = [topic("new", configs=[config]), topic("new"), topic("t"), topic("z", count=0)]
-        calls = [
-            topics_admin.create_topics(s, ctx, _ns(topics=topics, validate_only=False)),
-            topics_admin.create_topics(s, ctx, _ns(topics=[topic("v")], validate_only=True)),
-        ]
-    elif api == ApiKey.DELETE_TOPICS:
-        calls = [
-            topics_admin.delete_topics(s, ctx, _ns(topic_names=["t", "gone"])),
-        ]
-        if version >= 6:  # deleting by topic id (name null) exists from v6
-            calls.append(
-                topics_admin.delete_topics(s, ctx, _ns(topics=[_ns(name=None), _ns(name="x")]))
-            )
-    elif api == ApiKey.DELETE_RECORDS:
-        parts = [_ns(partition_index=0, offset=4), _ns(partition_index=5, offset=-1)]
-        request = _ns(
-            timeout=datetime.timedelta(seconds=1),
-            topics=[_ns(name="t", partitions=parts), _ns(name="gone", partitions=parts)],
-        )
-        ok = delete_records._part(0, ErrorCode.none, 4)
-        calls = [
-            delete_records.handle(s, ctx, request),
-            _resolved({"throttle_time": 0, "topics": [{"name": "t", "partitions": [ok]}]}),
-        ]
+    elif api in TOPIC_ADMIN_APIS:
+        calls = topic_admin_answers(s, ctx, api)
     elif api == ApiKey.INIT_PRODUCER_ID:
         minute = datetime.timedelta(seconds=60)
         calls = [
@@ -568,90 +536,10 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
                 )
             ),
         ]
-    elif api == ApiKey.DESCRIBE_CONFIGS:
-        resources = [
-            _ns(resource_type=configs.TOPIC, resource_name="t", configuration_keys=None),
-            _ns(resource_type=configs.TOPIC, resource_name="gone", configuration_keys=None),
-            _ns(resource_type=configs.BROKER, resource_name="1", configuration_keys=["broker.id"]),
-            _ns(resource_type=99, resource_name="?", configuration_keys=None),
-        ]
-        calls = [
-            configs.handle(s, ctx, _ns(resources=resources)),
-            configs.handle(s, ctx, _ns(resources=resources[:1], include_synonyms=True)),
-        ]
-    elif api == ApiKey.DESCRIBE_LOG_DIRS:
-        asked = [_ns(topic="t", partitions=[0, 1, 7]), _ns(topic="gone", partitions=[0])]
-        calls = [
-            log_dirs.handle(s, ctx, _ns(topics=None)),
-            log_dirs.handle(s, ctx, _ns(topics=asked)),
-        ]
-    elif api == ApiKey.ELECT_LEADERS:
-        asked = [_ns(topic="t", partitions=[0, 7]), _ns(topic="gone", partitions=[0])]
-        calls = [
-            replicas.elect_leaders(s, ctx, _ns(election_type=0, topic_partitions=asked)),
-            replicas.elect_leaders(s, ctx, _ns(election_type=0, topic_partitions=None)),
-        ]
-    elif api == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
-        moves = [
-            _ns(partition_index=0, replicas=[0]),
-            _ns(partition_index=0, replicas=[3]),
-            _ns(partition_index=0, replicas=None),
-            _ns(partition_index=9, replicas=[0]),
-        ]
-        calls = [
-            replicas.alter_partition_reassignments(
-                s,
-                ctx,
-                _ns(
-                    topics=[_ns(name="t", partitions=moves), _ns(name="gone", partitions=moves[:1])]
-                ),
-            )
-        ]
-    elif api == ApiKey.LIST_PARTITION_REASSIGNMENTS:
-        calls = [replicas.list_partition_reassignments(s, ctx, _ns(topics=None))]
-    elif api == ApiKey.ALTER_REPLICA_LOG_DIRS:
-        dirs = [
-            _ns(path="pulsar://public/default", topics=[_ns(name="t", partitions=[0, 9])]),
-            _ns(path="/data", topics=[_ns(name="gone", partitions=[0])]),
-        ]
-        calls = [replicas.alter_replica_log_dirs(s, ctx, _ns(dirs=dirs))]
-    elif api == ApiKey.DESCRIBE_TOPIC_PARTITIONS:
-        names = [_ns(name="t"), _ns(name="gone")]
-        resume = _ns(topic_name="t", partition_index=1)
-        calls = [
-            topic_partitions.handle(
-                s, ctx, _ns(topics=names, response_partition_limit=1, cursor=None)
-            ),
-            topic_partitions.handle(
-                s, ctx, _ns(topics=names, response_partition_limit=10, cursor=resume)
-            ),
-        ]
-    elif api == ApiKey.ALTER_CONFIGS:
-        res = [
-            _ns(resource_type=configs.TOPIC, resource_name="t",
-                configs=[_ns(name="retention.ms", value="60000")]),
-            _ns(resource_type=configs.TOPIC, resource_name="t",
-                configs=[_ns(name="no.such.config", value="1")]),
-            _ns(resource_type=configs.BROKER, resource_name="1", configs=[]),
-        ]  # fmt: skip
-        calls = [alter_configs.alter_configs(s, ctx, _ns(resources=res, validate_only=False))]
-    elif api == ApiKey.INCREMENTAL_ALTER_CONFIGS:
-        res = [
-            _ns(resource_type=configs.TOPIC, resource_name="t",
-                configs=[_ns(name="retention.ms", config_operation=1, value=None)]),
-            _ns(resource_type=configs.TOPIC, resource_name="gone", configs=[]),
-        ]  # fmt: skip
-        calls = [
-            alter_configs.incremental_alter_configs(s, ctx, _ns(resources=res, validate_only=True))
-        ]
-    elif api == ApiKey.CREATE_PARTITIONS:
-        grow = [_ns(name="t", assignments=None, count=4), _ns(name="t", assignments=None, count=1)]
-        calls = [
-            topics_admin.create_partitions(s, ctx, _ns(topics=grow, validate_only=True)),
-            topics_admin.create_partitions(
-                s, ctx, _ns(topics=[_ns(name="t", assignments=[[1]], count=4)], validate_only=False)
-            ),
-        ]
+    elif api in CONFIG_APIS:
+        calls = config_answers(s, ctx, api)
+    elif api in REPLICA_APIS:
+        calls = replica_answers(s, ctx, api)
     calls += _group_calls(s, ctx, api)
     responses = []
     try:
@@ -917,3 +805,250 @@ async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
     asked = _ns(users=[_ns(name="u"), _ns(name="nope")])
     await scram.alter(with_users, root, alter)  # then: one user to describe
     return [scram.describe(s, root, _ns(users=None)), scram.describe(with_users, root, asked)]
+
+
+TOPIC_ADMIN_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
+                    ApiKey.DELETE_RECORDS)  # fmt: skip
+
+
+def topic_admin_answers(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
+    """CreateTopics, DeleteTopics (v1-5 through the route's reshape), CreatePartitions
+    and DeleteRecords, over their success and error paths."""
+    from kio.schema.create_partitions.v3.request import (
+        CreatePartitionsAssignment,
+        CreatePartitionsRequest,
+        CreatePartitionsTopic,
+    )
+    from kio.schema.create_topics.v7.request import (
+        CreatableTopic,
+        CreatableTopicConfig,
+        CreateTopicsRequest,
+    )
+    from kio.schema.delete_records.v2.request import (
+        DeleteRecordsPartition,
+        DeleteRecordsRequest,
+        DeleteRecordsTopic,
+    )
+    from kio.schema.delete_records.v2.response import (
+        DeleteRecordsResponse,
+        DeleteRecordsTopicResult,
+    )
+    from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+    from kio.static.primitive import i16, i32Timedelta
+
+    timeout = i32Timedelta.parse(datetime.timedelta(seconds=1))
+    version = ctx.api_version
+    if api == ApiKey.CREATE_TOPICS:
+        config = CreatableTopicConfig(name="retention.ms", value="1000")
+
+        def topic(name: str, count: int = 3, configs: tuple[CreatableTopicConfig, ...] = ()) -> Any:
+            return CreatableTopic(name=TopicName(name), assignments=(), num_partitions=i32(count),
+                                  replication_factor=i16(-1), configs=configs)  # fmt: skip
+
+        topics = (topic("new", configs=(config,)), topic("new"), topic("t"), topic("z", count=0))
+        return [
+            topics_admin.create_topics(s, ctx, CreateTopicsRequest(topics=topics)),
+            topics_admin.create_topics(
+                s, ctx, CreateTopicsRequest(topics=(topic("v"),), validate_only=True)
+            ),
+        ]
+    if api == ApiKey.DELETE_TOPICS:
+        route = ROUTES[api]
+        names = (TopicName("t"), TopicName("gone"))
+        if version < 6:  # the version's own shape, through the route's reshape
+            body = request_schema(api, version)(topic_names=names, timeout=timeout)
+        else:
+            states = tuple(DeleteTopicState(name=n, topic_id=None) for n in names)
+            body = DeleteTopicsRequest(topics=states, timeout=timeout)
+        calls = [topics_admin.delete_topics(s, ctx, route.read(body, version))]
+        if version >= 6:  # deleting by topic id (name null) exists from v6
+            by_id = (DeleteTopicState(name=None, topic_id=None),
+                     DeleteTopicState(name=TopicName("x"), topic_id=None))  # fmt: skip
+            calls.append(
+                topics_admin.delete_topics(
+                    s, ctx, DeleteTopicsRequest(topics=by_id, timeout=timeout)
+                )
+            )
+        return calls
+    if api == ApiKey.CREATE_PARTITIONS:
+
+        def grow(count: int, assignments: tuple[tuple[int, ...], ...] | None = None) -> Any:
+            return CreatePartitionsTopic(
+                name=TopicName("t"), count=i32(count), assignments=None if assignments is None
+                else tuple(CreatePartitionsAssignment(broker_ids=tuple(BrokerId(b) for b in a))
+                           for a in assignments),
+            )  # fmt: skip
+
+        return [
+            topics_admin.create_partitions(s, ctx, CreatePartitionsRequest(
+                topics=(grow(4), grow(1)), timeout=timeout, validate_only=True)),
+            topics_admin.create_partitions(s, ctx, CreatePartitionsRequest(
+                topics=(grow(4, ((1,),)),), timeout=timeout, validate_only=False)),
+        ]  # fmt: skip
+    parts = (DeleteRecordsPartition(partition_index=i32(0), offset=i64(4)),
+             DeleteRecordsPartition(partition_index=i32(5), offset=i64(-1)))  # fmt: skip
+    named = tuple(DeleteRecordsTopic(name=TopicName(n), partitions=parts) for n in ("t", "gone"))
+    request = DeleteRecordsRequest(topics=named, timeout=timeout)
+    ok = delete_records._part(0, ErrorCode.none, 4)
+    return [
+        delete_records.handle(s, ctx, request),
+        _resolved(DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=(
+            DeleteRecordsTopicResult(name=TopicName("t"), partitions=(ok,)),))),
+    ]  # fmt: skip
+
+
+CONFIG_APIS = (ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS)
+
+
+def config_answers(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
+    """DescribeConfigs of a topic, a missing one, the broker and an unknown resource
+    type; AlterConfigs and IncrementalAlterConfigs accepted and refused."""
+    from kio.schema.alter_configs.v2 import request as alter
+    from kio.schema.describe_configs.v4.request import (
+        DescribeConfigsRequest,
+        DescribeConfigsResource,
+    )
+    from kio.schema.incremental_alter_configs.v1 import request as incremental
+
+    topic, broker = i8(configs.TOPIC), i8(configs.BROKER)
+    if api == ApiKey.DESCRIBE_CONFIGS:
+        resources = (
+            DescribeConfigsResource(resource_type=topic, resource_name="t",
+                                    configuration_keys=None),
+            DescribeConfigsResource(resource_type=topic, resource_name="gone",
+                                    configuration_keys=None),
+            DescribeConfigsResource(resource_type=broker, resource_name="1",
+                                    configuration_keys=("broker.id",)),
+            DescribeConfigsResource(resource_type=i8(99), resource_name="?",
+                                    configuration_keys=None),
+        )  # fmt: skip
+        return [
+            configs.handle(s, ctx, DescribeConfigsRequest(resources=resources)),
+            configs.handle(
+                s, ctx, DescribeConfigsRequest(resources=resources[:1], include_synonyms=True)
+            ),
+            configs.handle(
+                s, ctx, DescribeConfigsRequest(resources=resources[:1], include_documentation=True)
+            ),
+        ]
+    if api == ApiKey.ALTER_CONFIGS:
+        res = (
+            alter.AlterConfigsResource(resource_type=topic, resource_name="t",
+                configs=(alter.AlterableConfig(name="retention.ms", value="60000"),)),
+            alter.AlterConfigsResource(resource_type=topic, resource_name="t",
+                configs=(alter.AlterableConfig(name="no.such.config", value="1"),)),
+            alter.AlterConfigsResource(resource_type=broker, resource_name="1", configs=()),
+        )  # fmt: skip
+        request = alter.AlterConfigsRequest(resources=res, validate_only=False)
+        return [alter_configs.alter_configs(s, ctx, request)]
+    unset = incremental.AlterableConfig(name="retention.ms", config_operation=i8(1), value=None)
+    changes = (
+        incremental.AlterConfigsResource(resource_type=topic, resource_name="t", configs=(unset,)),
+        incremental.AlterConfigsResource(resource_type=topic, resource_name="gone", configs=()),
+    )
+    request = incremental.IncrementalAlterConfigsRequest(resources=changes, validate_only=True)
+    return [alter_configs.incremental_alter_configs(s, ctx, request)]
+
+
+REPLICA_APIS = (ApiKey.DESCRIBE_LOG_DIRS, ApiKey.ELECT_LEADERS,
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS,
+                ApiKey.ALTER_REPLICA_LOG_DIRS, ApiKey.DESCRIBE_TOPIC_PARTITIONS)  # fmt: skip
+
+
+def replica_answers(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
+    """The log-dir and replica-management APIs, and DescribeTopicPartitions; the first
+    two also for a principal refused cluster operations (a top-level error code that
+    old versions lack)."""
+    from kio.schema.alter_partition_reassignments.v1.request import (
+        AlterPartitionReassignmentsRequest,
+        ReassignablePartition,
+        ReassignableTopic,
+    )
+    from kio.schema.alter_replica_log_dirs.v2.request import (
+        AlterReplicaLogDir,
+        AlterReplicaLogDirsRequest,
+        AlterReplicaLogDirTopic,
+    )
+    from kio.schema.describe_log_dirs.v4.request import (
+        DescribableLogDirTopic,
+        DescribeLogDirsRequest,
+    )
+    from kio.schema.describe_topic_partitions.v0.request import (
+        Cursor,
+        DescribeTopicPartitionsRequest,
+        TopicRequest,
+    )
+    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
+    from kio.schema.list_partition_reassignments.v0.request import (
+        ListPartitionReassignmentsRequest,
+    )
+
+    from kop.security.authorizer import DENY_ALL
+
+    refused = dataclasses.replace(ctx, access=DENY_ALL)
+
+    def indexes(*ids: int) -> tuple[i32, ...]:
+        return tuple(i32(i) for i in ids)
+
+    if api == ApiKey.DESCRIBE_LOG_DIRS:
+        asked = (
+            DescribableLogDirTopic(topic=TopicName("t"), partitions=indexes(0, 1, 7)),
+            DescribableLogDirTopic(topic=TopicName("gone"), partitions=indexes(0)),
+        )
+        return [
+            log_dirs.handle(s, ctx, DescribeLogDirsRequest(topics=None)),
+            log_dirs.handle(s, ctx, DescribeLogDirsRequest(topics=asked)),
+            log_dirs.handle(s, refused, DescribeLogDirsRequest(topics=asked)),
+        ]
+    if api == ApiKey.ELECT_LEADERS:
+        named = (TopicPartitions(topic=TopicName("t"), partitions=indexes(0, 7)),
+                 TopicPartitions(topic=TopicName("gone"), partitions=indexes(0)))  # fmt: skip
+        every = ElectLeadersRequest(election_type=i8(0), topic_partitions=None)
+        some = ElectLeadersRequest(election_type=i8(0), topic_partitions=named)
+        return [
+            replicas.elect_leaders(s, ctx, some),
+            replicas.elect_leaders(s, ctx, every),
+            replicas.elect_leaders(s, refused, some),
+        ]
+    if api == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+
+        def move(index: int, to: tuple[int, ...] | None) -> ReassignablePartition:
+            return ReassignablePartition(
+                partition_index=i32(index),
+                replicas=None if to is None else tuple(BrokerId(b) for b in to),
+            )
+
+        moves = (move(0, (0,)), move(0, (3,)), move(0, None), move(9, (0,)))
+        topics = (ReassignableTopic(name=TopicName("t"), partitions=moves),
+                  ReassignableTopic(name=TopicName("gone"), partitions=moves[:1]))  # fmt: skip
+        request = AlterPartitionReassignmentsRequest(topics=topics)
+        return [
+            replicas.alter_partition_reassignments(s, ctx, request),
+            replicas.alter_partition_reassignments(s, refused, request),
+        ]
+    if api == ApiKey.LIST_PARTITION_REASSIGNMENTS:
+        request = ListPartitionReassignmentsRequest(topics=None)
+        return [
+            replicas.list_partition_reassignments(s, ctx, request),
+            replicas.list_partition_reassignments(s, refused, request),
+        ]
+    if api == ApiKey.ALTER_REPLICA_LOG_DIRS:
+        dirs = (
+            AlterReplicaLogDir(path="pulsar://public/default", topics=(
+                AlterReplicaLogDirTopic(name=TopicName("t"), partitions=indexes(0, 9)),)),
+            AlterReplicaLogDir(path="/data", topics=(
+                AlterReplicaLogDirTopic(name=TopicName("gone"), partitions=indexes(0)),)),
+        )  # fmt: skip
+        request = AlterReplicaLogDirsRequest(dirs=dirs)
+        return [
+            replicas.alter_replica_log_dirs(s, ctx, request),
+            replicas.alter_replica_log_dirs(s, refused, request),
+        ]
+    names = (TopicRequest(name=TopicName("t")), TopicRequest(name=TopicName("gone")))
+    resume = Cursor(topic_name=TopicName("t"), partition_index=i32(1))
+    return [
+        topic_partitions.handle(s, ctx, DescribeTopicPartitionsRequest(
+            topics=names, response_partition_limit=i32(1), cursor=None)),
+        topic_partitions.handle(s, ctx, DescribeTopicPartitionsRequest(
+            topics=names, response_partition_limit=i32(10), cursor=resume)),
+    ]  # fmt: skip

@@ -5,6 +5,11 @@ an offset of the old topic (it would silently skip the new topic's records)."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from kio.schema.types import TopicName
+from kio.static.primitive import i32Timedelta
 
 from kop.api import groups, offsets, topics_admin
 from kop.api.context import RequestContext, Services
@@ -17,6 +22,7 @@ from kop.storage.naming import PulsarTopic
 from tests.unit.test_build_strict import NS, _ns, _services, close_services
 
 CTX = RequestContext(NS, "test", 5)
+TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 
 
 async def _commit(s: Services, group: str, *topics: str) -> None:
@@ -49,8 +55,11 @@ async def test_deleting_a_topic_removes_its_offsets_from_every_group_durably() -
         await _commit(s, "both", "t", "u")
         await _commit(s, "only-t", "t")
         await _commit(s, "full-name", "persistent://public/default/t")
-        deleted = await topics_admin.delete_topics(s, CTX, _ns(topic_names=["t"]))
-        assert deleted["responses"][0]["error_code"] is ErrorCode.none
+        named = DeleteTopicsRequest(
+            topics=(DeleteTopicState(name=TopicName("t"), topic_id=None),), timeout=TIMEOUT
+        )
+        deleted = (await topics_admin.delete_topics(s, CTX, named)).answer
+        assert deleted.responses[0].error_code is ErrorCode.none
         assert set(s.groups.offsets.of("both")) == {TopicPartition("u", 0)}
         assert s.groups.offsets.of("only-t") == {} == s.groups.offsets.of("full-name")
         described = await groups.describe_groups(s, CTX, _ns(groups=["only-t", "both"]))

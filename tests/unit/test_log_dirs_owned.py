@@ -63,9 +63,9 @@ async def _listed(
     assert isinstance(admin, MemoryAdmin)
     if not await admin.topic_info(PulsarTopic(NS, "t", "t")):
         await admin.create_partitioned(PulsarTopic(NS, "t", "t"), PARTITIONS, {})
-    answer = await log_dirs.handle(services, CTX, DescribeLogDirsRequest(topics=topics))
-    listed = answer["results"][0]["topics"]
-    return sorted(p["partition_index"] for t in listed for p in t["partitions"])
+    answer = (await log_dirs.handle(services, CTX, DescribeLogDirsRequest(topics=topics))).answer
+    listed = answer.results[0].topics
+    return sorted(p.partition_index for t in listed for p in t.partitions)
 
 
 async def test_each_partition_is_listed_by_its_owner_alone() -> None:

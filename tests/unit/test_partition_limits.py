@@ -69,8 +69,8 @@ async def _create(
         timeout=TIMEOUT,
         validate_only=validate_only,
     )  # fmt: skip
-    response = await topics_admin.create_topics(services, CTX, request)
-    return [(t["name"], t["error_code"], t["error_message"]) for t in response["topics"]]
+    response = (await topics_admin.create_topics(services, CTX, request)).answer
+    return [(t.name, t.error_code, t.error_message) for t in response.topics]
 
 
 async def _grow(
@@ -82,8 +82,8 @@ async def _grow(
         timeout=TIMEOUT,
         validate_only=validate_only,
     )  # fmt: skip
-    response = await topics_admin.create_partitions(services, CTX, request)
-    return [(t["name"], t["error_code"], t["error_message"]) for t in response["results"]]
+    response = (await topics_admin.create_partitions(services, CTX, request)).answer
+    return [(t.name, t.error_code, t.error_message) for t in response.results]
 
 
 def _codes(results: list[tuple[str, ErrorCode, str | None]]) -> dict[str, ErrorCode]:
@@ -211,8 +211,8 @@ async def test_deleting_a_topic_gives_its_partitions_back() -> None:
         topics=(DeleteTopicState(name="a", topic_id=None),),
         timeout=TIMEOUT,
     )
-    response = await topics_admin.delete_topics(services, CTX, request)
-    assert response["responses"][0]["error_code"] is ErrorCode.none
+    response = (await topics_admin.delete_topics(services, CTX, request)).answer
+    assert response.responses[0].error_code is ErrorCode.none
     assert _codes(await _create(services, {"b": 4})) == {"b": ErrorCode.none}
 
 
