@@ -24,7 +24,20 @@ import struct
 from collections.abc import Iterable
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_response_schema
+from kio.schema.add_partitions_to_txn.v4.request import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.schema.types import ProducerId, TopicName, TransactionalId
+from kio.schema.write_txn_markers.v1.request import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
@@ -32,15 +45,18 @@ from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
-from kop.protocol.messages import ApiKey, build
 from kop.security.instances import PEER_MECHANISM, ClusterSecret, final_message, first_message
 from kop.security.instances import is_instance as is_peer
 from kop.storage.types import StorageError
 from kop.txn.state import Partition
 
 PEER_PREFIX = "kop-peer-"  # the client id of kop's requests (for logs, never trusted)
-WRITE_TXN_MARKERS, MARKERS_VERSION = 27, 1
-ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
+# Requests are kio entities of one version each (WriteTxnMarkers v1, AddPartitionsToTxn
+# v4, the SASL pair): the version a request is sent at is its class's.
+PeerRequest = (
+    WriteTxnMarkersRequest | AddPartitionsToTxnRequest | SaslHandshakeRequest
+    | SaslAuthenticateRequest
+)  # fmt: skip
 _SIZE = struct.Struct(">i")
 
 
@@ -89,14 +105,16 @@ class Peers:
         topics: dict[str, list[int]] = {}
         for topic, index in sorted(partitions):
             topics.setdefault(kafka_name(topic), []).append(index)
-        body = {"markers": ({
-            "producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
-            "transaction_result": marker.commit, "coordinator_epoch": marker.coordinator_epoch,
-            "topics": tuple({"name": t, "partition_indexes": tuple(ps)}
-                            for t, ps in topics.items()),
-        },)}  # fmt: skip
+        body = WriteTxnMarkersRequest(markers=(WritableTxnMarker(
+            producer_id=ProducerId(marker.producer_id), producer_epoch=i16(marker.producer_epoch),
+            transaction_result=marker.commit, coordinator_epoch=i32(marker.coordinator_epoch),
+            topics=tuple(
+                WritableTxnMarkerTopic(name=TopicName(t), partition_indexes=tuple(map(i32, ps)))
+                for t, ps in topics.items()
+            ),
+        ),))  # fmt: skip
         try:
-            answer = await self._ask(owner, WRITE_TXN_MARKERS, MARKERS_VERSION, body)
+            answer = await self._ask(owner, body)
         except PeerUnreachable as exc:
             raise StorageError(f"markers to instance {owner.node_id}: {exc}") from exc
         # A partition that refuses the marker's epoch as stale has seen a later one:
@@ -119,13 +137,13 @@ class Peers:
         transaction (verify-only), or on adding `part` to it (the transactional id as
         kop keys it, tenant included): NONE, or the error the write gets
         (COORDINATOR_NOT_AVAILABLE when it cannot be asked)."""
-        body = {"transactions": ({
-            "transactional_id": txn_key, "producer_id": producer_id, "producer_epoch": epoch,
-            "verify_only": verify_only,
-            "topics": ({"name": part[0], "partitions": (part[1],)},),
-        },)}  # fmt: skip
+        body = AddPartitionsToTxnRequest(transactions=(AddPartitionsToTxnTransaction(
+            transactional_id=TransactionalId(txn_key), producer_id=ProducerId(producer_id),
+            producer_epoch=i16(epoch), verify_only=verify_only,
+            topics=(AddPartitionsToTxnTopic(name=TopicName(part[0]), partitions=(i32(part[1]),)),),
+        ),))  # fmt: skip
         try:
-            answer = await self._ask(coordinator, ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, body)
+            answer = await self._ask(coordinator, body)
         except PeerUnreachable:
             return ErrorCode.coordinator_not_available
         if answer.error_code != 0:
@@ -134,20 +152,18 @@ class Peers:
                  for r in t.topic_results for p in r.results_by_partition]  # fmt: skip
         return ErrorCode(codes[0]) if codes else ErrorCode.unknown_server_error
 
-    async def _ask(self, to: Member, api: int, version: int, body: dict[str, Any]) -> Any:
+    async def _ask(self, to: Member, body: PeerRequest) -> Any:
         address = dict(((n, (h, p)) for n, h, p in to.listeners))
         if "PLAINTEXT" not in address and to.listeners:
             raise PeerUnreachable(f"instance {to.node_id} has no PLAINTEXT listener")
         host, port = address.get("PLAINTEXT", (to.host, to.port))
         try:
             async with asyncio.timeout(self._timeout_s):
-                return await self._request(host, port, api, version, body)
+                return await self._request(host, port, body)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
             raise PeerUnreachable(f"{host}:{port}: {exc!r}") from exc
 
-    async def _request(
-        self, host: str, port: int, api: int, version: int, body: dict[str, Any]
-    ) -> Any:
+    async def _request(self, host: str, port: int, body: PeerRequest) -> Any:
         """Over an idle kept connection, or a new one. One that the other instance
         closed meanwhile (a restart, an idle timeout) fails as it is used: the
         request is sent once more over a new one (each of these requests may be
@@ -162,7 +178,7 @@ class Peers:
             try:
                 if kept is None:
                     await self._prove(connection)
-                answer = await self._exchange(connection, api, version, body)
+                answer = await self._exchange(connection, body)
             except BaseException as exc:
                 connection[1].close()
                 if kept is None or not isinstance(exc, (OSError, EOFError)):
@@ -179,9 +195,7 @@ class Peers:
         if self._secret is None:
             return
         instance = self._ownership.me.instance
-        shake = await self._exchange(
-            connection, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": PEER_MECHANISM}
-        )
+        shake = await self._exchange(connection, SaslHandshakeRequest(mechanism=PEER_MECHANISM))
         if shake.error_code != 0:
             raise ValueError(f"KOP-PEER refused: {ErrorCode(shake.error_code).name}")
         first, nonce = first_message(instance)
@@ -189,25 +203,23 @@ class Peers:
         await self._sasl_step(connection, final_message(self._secret, instance, nonce, challenge))
 
     async def _sasl_step(self, connection: Connection, message: bytes) -> bytes:
-        answer = await self._exchange(
-            connection, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message}
-        )
+        answer = await self._exchange(connection, SaslAuthenticateRequest(auth_bytes=message))
         if answer.error_code != 0:
             raise ValueError(f"KOP-PEER failed: {answer.error_message}")
         return bytes(answer.auth_bytes)
 
-    async def _exchange(self, connection: Connection, api: int, version: int,
-                        body: dict[str, Any]) -> Any:  # fmt: skip
+    async def _exchange(self, connection: Connection, body: PeerRequest) -> Any:
         reader, writer = connection
         self._correlation = correlation = (self._correlation + 1) % 2**31
-        schema = load_request_schema(api, version)
+        schema = type(body)
+        api, version = int(schema.__api_key__), int(schema.__version__)
         out = io.BytesIO()
         header = schema.__header_schema__(
             request_api_key=i16(api), request_api_version=i16(version),
             correlation_id=i32(correlation), client_id=PEER_PREFIX + self._ownership.me.instance,
         )  # fmt: skip
         entity_writer(schema.__header_schema__)(out, header)
-        entity_writer(schema)(out, build(schema, body))
+        entity_writer(schema)(out, body)
         frame = out.getvalue()
         writer.write(_SIZE.pack(len(frame)) + frame)
         await writer.drain()

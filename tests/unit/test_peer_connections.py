@@ -18,7 +18,9 @@ from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import build
-from kop.txn.peers import ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, Peers
+from kop.txn.peers import Peers
+
+ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4  # what kop.txn.peers sends a coordinator
 
 SIZE = struct.Struct(">i")
 PART = ("persistent://public/default/hot-partition-0", 0)
