@@ -10,10 +10,15 @@ come back as the same principal. A session ends at its `expires_at`.
 
 from __future__ import annotations
 
+import datetime
 import enum
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+
+from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
+from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
+from kio.static.primitive import i64Timedelta
 
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ApiKey
@@ -43,12 +48,16 @@ class State(enum.Enum):
     CLOSED = "closed"  # refused: the answer is the last thing sent
 
 
+Body = SaslHandshakeResponse | SaslAuthenticateResponse  # the newest versions kop serves
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """The response body; `close` once it is sent; `failed`: an authentication failure
+    """The response body (in the newest version: the server writes it at the one the
+    client speaks); `close` once it is sent; `failed`: an authentication failure
     (answered after the configured delay)."""
 
-    body: dict[str, object]
+    body: Body
     close: bool = False
     failed: bool = False
     reason: str = ""  # for kop's log
@@ -98,7 +107,7 @@ class SaslSession:
             )
         self._mechanism, self._mechanism_name = factory(), mechanism
         self.state = State.HANDSHAKEN if self.state is State.START else State.REAUTH
-        return Answer({"error_code": ErrorCode.none, "mechanisms": enabled})
+        return Answer(SaslHandshakeResponse(error_code=ErrorCode.none, mechanisms=tuple(enabled)))
 
     def authenticate(self, client: bytes) -> Answer:
         if self.state not in (State.HANDSHAKEN, State.REAUTH) or self._mechanism is None:
@@ -132,33 +141,35 @@ class SaslSession:
 
     def _refuse(self, code: ErrorCode, reason: str, enabled: list[str]) -> Answer:
         self.state = State.CLOSED
-        return Answer({"error_code": code, "mechanisms": enabled}, close=True, reason=reason)
+        body = SaslHandshakeResponse(error_code=code, mechanisms=tuple(enabled))
+        return Answer(body, close=True, reason=reason)
 
     def _fail(self, code: ErrorCode, reason: str) -> Answer:
         self.state, self._mechanism = State.CLOSED, None
         failed = code == ErrorCode.sasl_authentication_failed
         message = failed_message(self._mechanism_name) if failed else reason
-        body = {**_authenticate_body(b"", 0), "error_code": code, "error_message": message}
+        body = _authenticate_body(b"", 0, code, message)
         return Answer(body, close=True, failed=failed, reason=reason)
 
 
-def _authenticate_body(challenge: bytes, lifetime_ms: int) -> dict[str, object]:
-    return {
-        "error_code": ErrorCode.none,
-        "error_message": None,
-        "auth_bytes": challenge,
-        "session_lifetime": lifetime_ms,
-    }
+def _authenticate_body(
+    challenge: bytes, lifetime_ms: int, code: ErrorCode = ErrorCode.none,
+    message: str | None = None,
+) -> SaslAuthenticateResponse:  # fmt: skip
+    return SaslAuthenticateResponse(
+        error_code=code,
+        error_message=message,
+        auth_bytes=challenge,
+        session_lifetime=i64Timedelta.parse(datetime.timedelta(milliseconds=lifetime_ms)),
+    )
 
 
-def no_exchange(api_key: int) -> dict[str, object]:
+def no_exchange(api_key: int) -> Body:
     """The answer to SaslHandshake or SaslAuthenticate where no SASL exchange is
     expected (a listener without SASL, or after the exchange): Kafka's
     ILLEGAL_SASL_STATE, the connection kept."""
     if api_key == ApiKey.SASL_HANDSHAKE:
-        return {"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []}
-    return {
-        **_authenticate_body(b"", 0),
-        "error_code": ErrorCode.illegal_sasl_state,
-        "error_message": "no SASL exchange on this connection",
-    }
+        return SaslHandshakeResponse(error_code=ErrorCode.illegal_sasl_state, mechanisms=())
+    return _authenticate_body(
+        b"", 0, ErrorCode.illegal_sasl_state, "no SASL exchange on this connection"
+    )

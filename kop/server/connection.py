@@ -29,7 +29,14 @@ from kop.api.dispatch import HANDLERS
 from kop.api.produce_order import PartitionChains
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameTooLarge
-from kop.protocol.messages import ApiKey, Request, RequestHeader, top_level_error_response
+from kop.protocol.messages import (
+    ApiKey,
+    Request,
+    RequestHeader,
+    response_schema,
+    top_level_error_response,
+)
+from kop.protocol.versions import downgrade
 from kop.security.session import Answer
 from kop.server.answers import AnswerWriter, Item
 from kop.server.closing import (
@@ -284,7 +291,9 @@ class Connection:
             answer = await _sasl(gate, self._quota, request, len(frame), decoded_s)
             if self._core.authenticated(answer) is None and not gate.authenticating:
                 self._reader.limit_frames(self._limits.max_request_bytes)
-            return request.header, started, answer.body
+            # In the newest version; written at the one the client speaks.
+            written = downgrade(answer.body, response_schema(key, h.api_version), ApiKey(key))
+            return request.header, started, written
         ctx = gate_context(gate, request.header, self.peer, self._answers.room, self._chains,
                            self._limits.max_namespaces_per_request)  # fmt: skip
         PRINCIPAL.set(ctx.principal.role if ctx.principal is not None else "")

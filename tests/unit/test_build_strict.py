@@ -86,6 +86,7 @@ from kop.protocol.messages import (
     top_level_error_response,
 )
 from kop.protocol.values import NO_THROTTLE
+from kop.protocol.versions import downgrade
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.topics.catalog import TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
@@ -672,7 +673,12 @@ async def test_handler_responses_build_in_every_version(api: ApiKey, version: in
     cls = response_schema(api, version)
     for data in responses:
         if not isinstance(data, dict):  # a typed route's answer, in the newest version
-            typed = ROUTES[api].write(data, version)
+            route = ROUTES.get(api)  # SASL answers come from the gate, not a route
+            typed = (
+                route.write(data, version)
+                if route is not None
+                else downgrade(data, response_schema(api, version), api)
+            )
             assert type(typed) is cls
             encode_response(RequestHeader(api, version, 1, None), typed)
             continue

@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
 
 from kop.protocol.errors import ErrorCode
 from kop.security.errors import AuthenticationFailed
 from kop.security.mechanisms import OAuthBearer, Plain
-from kop.security.session import FAILED_MESSAGE, SaslSession, State
+from kop.security.session import FAILED_MESSAGE, Answer, SaslSession, State
 from kop.security.tokens import TokenSettings, TokenValidator
 from kop.storage.naming import Namespace
 from tests.tls_material import TokenKeys
@@ -103,19 +104,19 @@ def session(max_reauth_ms: int = 0, clock: float = 1000.0) -> SaslSession:
 def test_kafka_order_of_a_sasl_exchange() -> None:
     s = session()
     answer = s.handshake("SCRAM-SHA-256")
-    assert answer.close and answer.body["error_code"] == ErrorCode.unsupported_sasl_mechanism
-    assert answer.body["mechanisms"] == ["OAUTHBEARER", "PLAIN"]
+    assert answer.close and answer.body.error_code == ErrorCode.unsupported_sasl_mechanism
+    assert answer.body.mechanisms == ("OAUTHBEARER", "PLAIN")
 
     s = session()
     early = s.authenticate(plain("", "token:" + KEYS.token("a")))
-    assert early.close and early.body["error_code"] == ErrorCode.illegal_sasl_state
+    assert early.close and early.body.error_code == ErrorCode.illegal_sasl_state
 
     s = session()
-    assert s.handshake("PLAIN").body["error_code"] == ErrorCode.none
+    assert s.handshake("PLAIN").body.error_code == ErrorCode.none
     wrong = s.authenticate(plain("", "token:bad"))
     assert wrong.close and wrong.failed
-    assert wrong.body["error_code"] == ErrorCode.sasl_authentication_failed
-    assert wrong.body["error_message"] == FAILED_MESSAGE  # never which part was wrong
+    assert wrong.body.error_code == ErrorCode.sasl_authentication_failed
+    assert wrong.body.error_message == FAILED_MESSAGE  # never which part was wrong
     assert s.state is State.CLOSED and s.principal is None
 
 
@@ -123,25 +124,25 @@ def test_session_lifetime_and_reauthentication() -> None:
     s = session(clock=time.time())
     s.handshake("PLAIN")
     ok = s.authenticate(plain("acme", "token:" + KEYS.token("a", expires_in_s=60)))
-    assert 55_000 < ok.body["session_lifetime"] <= 60_000 and s.authenticated  # type: ignore[operator]
+    assert 55_000 < _lifetime_ms(ok) <= 60_000 and s.authenticated
     # KIP-368: a new handshake of the same mechanism, the same principal
-    assert s.handshake("PLAIN").body["error_code"] == ErrorCode.none
+    assert s.handshake("PLAIN").body.error_code == ErrorCode.none
     assert s.authenticated  # requests still pass while re-authenticating
     again = s.authenticate(plain("acme", "token:" + KEYS.token("a", expires_in_s=600)))
-    assert 595_000 < again.body["session_lifetime"] <= 600_000  # type: ignore[operator]
+    assert 595_000 < _lifetime_ms(again) <= 600_000
     # another principal, or another mechanism, is refused
     s.handshake("PLAIN")
     assert s.authenticate(plain("acme", "token:" + KEYS.token("b"))).failed
     s2 = session()
     s2.handshake("PLAIN")
     s2.authenticate(plain("", "token:" + KEYS.token("a")))
-    assert s2.handshake("OAUTHBEARER").body["error_code"] == ErrorCode.illegal_sasl_state
+    assert s2.handshake("OAUTHBEARER").body.error_code == ErrorCode.illegal_sasl_state
 
 
 def test_max_reauth_bounds_a_session_of_a_token_that_never_expires() -> None:
     s = session(max_reauth_ms=30_000)
     s.handshake("PLAIN")
-    assert s.authenticate(plain("", "token:" + KEYS.token("a"))).body["session_lifetime"] == 30_000
+    assert _lifetime_ms(s.authenticate(plain("", "token:" + KEYS.token("a")))) == 30_000
 
 
 class SaslMachine(RuleBasedStateMachine):
@@ -163,7 +164,7 @@ class SaslMachine(RuleBasedStateMachine):
         ok = not self.closed and not self.handshaken and mechanism in ("PLAIN", "OAUTHBEARER")
         if ok and self.expect_auth:
             ok = mechanism == self.authenticated_with  # re-authentication keeps the mechanism
-        assert (answer.body["error_code"] == ErrorCode.none) == ok
+        assert (answer.body.error_code == ErrorCode.none) == ok
         self.handshaken = ok
         self.mechanism = mechanism
         self.closed = self.closed or answer.close
@@ -181,7 +182,7 @@ class SaslMachine(RuleBasedStateMachine):
             self.closed = True
             self.expect_auth = False
         else:
-            assert answer.body["error_code"] == ErrorCode.none
+            assert answer.body.error_code == ErrorCode.none
             self.expect_auth = True
             self.authenticated_with = mech
         self.handshaken = False
@@ -196,3 +197,9 @@ class SaslMachine(RuleBasedStateMachine):
 
 TestSaslMachine = SaslMachine.TestCase
 TestSaslMachine.settings = settings(max_examples=200, stateful_step_count=12, deadline=None)
+
+
+def _lifetime_ms(answer: Answer) -> float:
+    body = answer.body
+    assert isinstance(body, SaslAuthenticateResponse)
+    return body.session_lifetime.total_seconds() * 1000
