@@ -26,7 +26,8 @@ from kop.cli.instances import run_instances
 from kop.cli.options import build, config_options
 from kop.config.settings import KopConfig
 from kop.ops import log_format
-from kop.wiring.app import Gateway, StartupError
+from kop.wiring.app import Gateway
+from kop.wiring.errors import StartupError
 
 log = logging.getLogger("kop")
 

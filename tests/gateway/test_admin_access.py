@@ -200,7 +200,7 @@ async def test_the_admin_token_once_set_is_needed_even_from_loopback() -> None:
 
 
 async def test_an_unreadable_admin_token_file_stops_the_start(tmp_path: Path) -> None:
-    from kop.wiring.app import StartupError
+    from kop.wiring.errors import StartupError
 
     with pytest.raises(StartupError, match="admin_token: cannot read"):
         async with gateway_with_hot_topic(

@@ -15,7 +15,8 @@ from kop.config.settings import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.systables.state_topics import SIBLING_ID, STATE_ID, StateTopicLost, StateTopicWatch
 from kop.systables.state_topics import ensure_state_topics as ensure
-from kop.wiring.app import Gateway, StartupError
+from kop.wiring.app import Gateway
+from kop.wiring.errors import StartupError
 from tests.gateway.memory_gateway import free_port
 from tests.sim.memory_admin import MemoryAdmin, MemoryBackend
 from tests.sim.memory_log import MemoryLog

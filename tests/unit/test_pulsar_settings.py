@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from kop.config.settings import ConfigError, load_config
-from kop.wiring.app import StartupError, connect_options
+from kop.wiring.backend import connect_options
+from kop.wiring.errors import StartupError
 
 
 def test_a_mistyped_kop_variable_is_refused_naming_the_setting_it_resembles() -> None:

@@ -1,0 +1,138 @@
+"""The parts the gateway is built from, each from its settings: limits, the log's
+settings, the topic catalog, the state topics' watch, producer id blocks, admin HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kop.cluster.ownership import Ownership
+from kop.config.settings import KopConfig
+from kop.entries.formats import EntryFormat
+from kop.groups.report import GroupReport
+from kop.groups.service import GroupService
+from kop.log.settings import LogSettings
+from kop.ops.http import AdminServer
+from kop.ops.metrics import Metrics
+from kop.ops.viewer import Viewer
+from kop.partitions.manager import LogManager
+from kop.server.connection import Limits
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.port import MessageLog, StorageAdmin
+from kop.systables.state_topics import StateTopicLost, StateTopicWatch, ensure_state_topics
+from kop.topics.catalog import TopicCatalog, TopicDefaults
+from kop.topics.partition_budget import PartitionBudget
+from kop.txn.producer_ids import TOPIC as PRODUCER_IDS_TOPIC
+from kop.txn.producer_ids import ProducerIdBlocks
+from kop.wiring.errors import StartupError
+from kop.wiring.groups import OFFSETS_STATE_TOPIC, system_topic
+from kop.wiring.listeners import Security
+from kop.wiring.txn import STATE_TOPIC
+
+
+async def state_topics(
+    c: KopConfig, admin: StorageAdmin, lost: Callable[[str, bool], None]
+) -> StateTopicWatch:
+    """The offsets and transaction state topics, made on the first start and checked on
+    every other (kop.systables.state_topics); a StartupError if one was deleted or replaced."""
+    tenant, namespace = c.system_namespace.split("/")
+    ns = Namespace(tenant, namespace)
+    offsets = PulsarTopic(ns, OFFSETS_STATE_TOPIC, OFFSETS_STATE_TOPIC)
+    txn = PulsarTopic(ns, STATE_TOPIC, STATE_TOPIC)
+    pair = ((offsets, c.offsets_topic_partitions), (txn, c.transaction_state_partitions))
+    try:
+        ids = await ensure_state_topics(admin, pair, c.recreate_lost_state_topics)
+    except StateTopicLost as exc:
+        raise StartupError(str(exc)) from None
+    topics = {OFFSETS_STATE_TOPIC: offsets, STATE_TOPIC: txn}
+    return StateTopicWatch(admin, topics, ids, lost)
+
+
+async def producer_id_blocks(
+    c: KopConfig, admin: StorageAdmin, storage: MessageLog
+) -> ProducerIdBlocks:
+    """Producer ids from blocks claimed in the system namespace (kop.txn.producer_ids),
+    the first one claimed now."""
+    topic = await system_topic(admin, c, PRODUCER_IDS_TOPIC, 1)
+    blocks = ProducerIdBlocks(storage, topic.full, c.node_id)
+    await blocks.start()
+    return blocks
+
+
+def connection_limits(c: KopConfig) -> Limits:
+    return Limits(
+        max_request_bytes=c.max_request_bytes,
+        max_inflight=c.max_inflight_requests,
+        idle_timeout_s=c.idle_timeout_s,
+        request_receive_timeout_s=c.request_receive_timeout_s,
+        response_send_timeout_s=c.response_send_timeout_s,
+        max_connections=c.max_connections,
+        max_connections_per_ip=c.max_connections_per_ip,
+        max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
+        max_connection_creation_rate_per_ip=c.max_connection_creation_rate_per_ip,
+        connection_setup_timeout_s=c.connection_setup_timeout_s,
+        max_namespaces_per_request=c.max_namespaces_per_request,
+        max_queued_request_bytes=c.max_queued_request_bytes,
+        max_queued_response_bytes=c.max_queued_response_bytes,
+    )
+
+
+def log_settings(c: KopConfig) -> LogSettings:
+    return LogSettings(
+        checkpoint_interval=c.checkpoint_interval,
+        max_checkpoints=c.max_checkpoints,
+        tail_buffer_bytes=c.tail_buffer_bytes,
+        write_timeout_s=c.write_timeout_s,
+        open_wait_s=c.open_wait_s,
+        retention_check_s=c.retention_check_s,
+        compaction_interval_s=c.compaction_interval_s,
+        history_readers=c.history_readers,
+        history_prefetch=c.history_prefetch,
+        max_producers=c.max_producers,
+        max_producers_per_tenant=c.max_producers_per_tenant,
+        max_uncompressed_batch_bytes=c.max_uncompressed_batch_bytes,
+    )
+
+
+def topic_catalog(c: KopConfig, admin: StorageAdmin) -> TopicCatalog:
+    """Topic metadata, with the configured defaults and partition limits."""
+    defaults = TopicDefaults(
+        entry_format=EntryFormat(c.default_entry_format),
+        pulsar_batching=c.default_pulsar_batching,
+        partitions=c.default_partitions,
+        retention_ms=c.retention_ms,
+        retention_bytes=c.retention_bytes,
+        max_message_bytes=c.max_message_bytes,
+        shared_writes=c.pulsar_shared_writes,
+    )
+    budget = PartitionBudget(
+        admin,
+        per_topic=c.max_partitions_per_topic,
+        total=c.max_partitions_total,
+        home=Namespace(c.tenant, c.namespace),
+    )
+    return TopicCatalog(admin, defaults, budget, max_read_bytes=c.max_uncompressed_entry_bytes)
+
+
+async def admin_http(
+    c: KopConfig, metrics: Metrics, logs: LogManager, groups: GroupService, catalog: TopicCatalog,
+    ownership: Ownership, security: Security, admin: StorageAdmin,
+) -> AdminServer:  # fmt: skip
+    """The admin HTTP API, listening, or a StartupError saying why not."""
+    viewer = None
+    if security.authorizer is not None:
+        viewer = Viewer(security.authorizer, security.tokens, groups.scope)
+    try:  # admin_token: ValueError (AdminTokenError) if its file cannot be read
+        server = AdminServer(
+            metrics, logs, admin.healthy, groups=GroupReport(groups, logs, catalog),
+            ownership=ownership, viewer=viewer, admin_token=c.admin_token.get_secret_value(),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    try:
+        await server.start(c.admin_host, c.admin_port)
+    except OSError as exc:
+        await server.stop()  # the runner set up before the port was refused
+        raise StartupError(
+            f"cannot listen on admin port {c.admin_port}: {exc.strerror}; set KOP_ADMIN_PORT"
+        ) from exc
+    return server
