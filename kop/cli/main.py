@@ -31,7 +31,7 @@ from kop.wiring.errors import StartupError
 
 log = logging.getLogger("kop")
 
-_REPO = Path(__file__).resolve().parent.parent
+_REPO = Path(__file__).resolve().parents[2]  # the checkout: kop/cli/main.py
 
 
 def _load(config_file: Path | None, flags: dict[str, Any]) -> KopConfig:
