@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest
 from kio.schema.list_offsets.v7.response import (
@@ -24,6 +25,7 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 READ_COMMITTED = 1
+FIRST_WITH_EPOCH = 4  # the answer's leader_epoch (not ignorable: older versions must not set it)
 
 
 async def handle(
@@ -31,9 +33,10 @@ async def handle(
 ) -> Now[ListOffsetsResponse]:
     topics = []
     committed = request.isolation_level == READ_COMMITTED
+    epochs = ctx.api_version >= FIRST_WITH_EPOCH
     for t in request.topics:
         parts = await asyncio.gather(
-            *(_lookup(services, ctx, t.name, p, committed) for p in t.partitions)
+            *(_lookup(services, ctx, t.name, p, committed, epochs) for p in t.partitions)
         )
         topics.append(ListOffsetsTopicResponse(name=t.name, partitions=tuple(parts)))
     return Now(ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics)))
@@ -43,9 +46,18 @@ ROUTES = (Route(ApiKey.LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse, ha
 
 
 async def _lookup(
+    services: Services, ctx: RequestContext, name: str, p: ListOffsetsPartition, committed: bool,
+    epochs: bool = True,
+) -> ListOffsetsPartitionResponse:  # fmt: skip
+    """With `committed` (read_committed), nothing at or past the last stable offset;
+    without `epochs` (before v4), no leader epoch, as Kafka's broker answers."""
+    found = await _found(services, ctx, name, p, committed)
+    return found if epochs else replace(found, leader_epoch=i32(NO_EPOCH))
+
+
+async def _found(
     services: Services, ctx: RequestContext, name: str, p: ListOffsetsPartition, committed: bool
 ) -> ListOffsetsPartitionResponse:
-    """With `committed` (read_committed), nothing at or past the last stable offset."""
     index, timestamp = p.partition_index, p.timestamp
     try:
         plog = await partition_log(

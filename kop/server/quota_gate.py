@@ -11,10 +11,14 @@ Produce request's bytes (`producer_byte_rate`), a Fetch answer's record bytes
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import time
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
+
+from kio.static.primitive import i32Timedelta
 
 from kop.protocol.messages import ApiKey
 from kop.quotas.entities import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
@@ -70,16 +74,27 @@ class QuotaGate:
         self._owed = 0.0
         self._who = None
 
-    def answering(self, api_key: int, result: Any, loop_s: float) -> None:
+    def answering(self, api_key: int, result: Any, loop_s: float) -> Any:
         """The oldest queued answer is made (its slow part held the loop `loop_s`):
-        charge it, and set its `throttle_time`."""
+        charge it; the answer with its `throttle_time` set (kio's answers are frozen:
+        a throttled one is a copy)."""
         owed, who = self._queued.popleft() if self._queued else (0.0, None)
         if who is not None:
             owed = max(owed, self._charge(REQUEST_PERCENTAGE, loop_s * 100, who))
-            if api_key == ApiKey.FETCH and isinstance(result, dict):
+            if api_key == ApiKey.FETCH and result is not None:
                 owed = max(owed, self._charge(CONSUMER_BYTE_RATE, _record_bytes(result), who))
-        if owed > 0 and isinstance(result, dict) and isinstance(result.get("throttle_time"), int):
-            result["throttle_time"] = max(result["throttle_time"], round(owed * 1000))
+        if owed <= 0 or result is None:
+            return result
+        ms = round(owed * 1000)
+        if isinstance(result, dict):
+            if isinstance(result.get("throttle_time"), int):
+                result["throttle_time"] = max(result["throttle_time"], ms)
+            return result
+        before = getattr(result, "throttle_time", None)
+        if not isinstance(before, datetime.timedelta):
+            return result  # the answer has no throttle time at this version
+        wanted = max(before, datetime.timedelta(milliseconds=ms))
+        return dataclasses.replace(result, throttle_time=i32Timedelta.parse(wanted))
 
     async def muted(self) -> None:
         """Returns once the connection may be read again."""
@@ -98,12 +113,12 @@ class QuotaGate:
         return owed
 
 
-def _record_bytes(result: Mapping[str, Any]) -> int:
+def _record_bytes(result: Any) -> int:
     """The record bytes of a Fetch answer (what Kafka charges to the fetch quota)."""
-    total = 0
-    for topic in result.get("responses", ()):
-        for part in topic.get("partitions", ()):
-            records = part.get("records")
-            if records is not None:
-                total += len(records)
-    return total
+    if isinstance(result, Mapping):
+        parts = [
+            p.get("records") for t in result.get("responses", ()) for p in t.get("partitions", ())
+        ]
+    else:
+        parts = [p.records for t in result.responses for p in t.partitions]
+    return sum(len(records) for records in parts if records is not None)
