@@ -39,7 +39,7 @@ Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
 
 # Each typed module names its routes (`ROUTES`) beside its handlers.
 ROUTES: dict[ApiKey, Route[Any, Any]] = {
-    r.api: r for module in (list_offsets, leader_epochs) for r in module.ROUTES
+    r.api: r for module in (list_offsets, leader_epochs, groups, offsets) for r in module.ROUTES
 }
 
 HANDLERS: dict[ApiKey, Handler] = {
@@ -68,17 +68,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ALTER_CONFIGS: alter_configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.incremental_alter_configs,
     ApiKey.CREATE_PARTITIONS: topics_admin.create_partitions,
-    ApiKey.FIND_COORDINATOR: groups.find_coordinator,
-    ApiKey.JOIN_GROUP: groups.join_group,
-    ApiKey.SYNC_GROUP: groups.sync_group,
-    ApiKey.HEARTBEAT: groups.heartbeat,
-    ApiKey.LEAVE_GROUP: groups.leave_group,
-    ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
-    ApiKey.LIST_GROUPS: groups.list_groups,
-    ApiKey.DELETE_GROUPS: groups.delete_groups,
-    ApiKey.OFFSET_COMMIT: offsets.offset_commit,
-    ApiKey.OFFSET_FETCH: offsets.offset_fetch,
-    ApiKey.OFFSET_DELETE: offsets.offset_delete,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle,
     ApiKey.ALTER_REPLICA_LOG_DIRS: replicas.alter_replica_log_dirs,
     ApiKey.ELECT_LEADERS: replicas.elect_leaders,
