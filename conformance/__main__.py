@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-dir", type=Path, default=REPO / ".conformance")
     ap.add_argument("--show", action="store_true", help="print what each target observed")
     ap.add_argument(
+        "--together", action="store_true",
+        help="run each cell on Kafka and on kop at once (make test's quick tier: its time)",
+    )  # fmt: skip
+    ap.add_argument(
         "--instances",
         type=int,
         default=1,
@@ -67,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     n = args.instances
     with kafka_target(n) as kafka, kop_target(args.log_dir, n) as kop:
-        cells = run_all(chosen, clients, kop, kafka, progress, quick=args.quick, instances=n)
+        cells = run_all(
+            chosen, clients, kop, kafka, progress, quick=args.quick, instances=n,
+            together=args.together,
+        )  # fmt: skip
     print(report.text(cells))
     tier = "quick tier" if args.quick else "full matrix"
     seconds = time.monotonic() - started

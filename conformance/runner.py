@@ -6,6 +6,7 @@ import contextlib
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from conformance.clients import DRIVERS
@@ -52,10 +53,22 @@ def _observe(sc: Scenario, client: str, ctx: Ctx) -> Outcome:
         )
 
 
-def judge(sc: Scenario, client: str, kop: Target, kafka: Target, instances: int = 1) -> Cell:
+def judge(
+    sc: Scenario, client: str, kop: Target, kafka: Target, instances: int = 1,
+    together: bool = False,
+) -> Cell:  # fmt: skip
+    """One cell: the scenario by the client on Kafka and on kop (`together`: both at
+    once, each in a thread of its own; the targets share nothing, and every name a
+    scenario makes is its run's own)."""
     started = time.monotonic()
-    on_kafka = _outcome(sc, client, kafka)
-    on_kop = _outcome(sc, client, kop)
+    if together:
+        with ThreadPoolExecutor(1, thread_name_prefix="kafka-side") as pool:
+            kafka_side = pool.submit(_outcome, sc, client, kafka)
+            on_kop = _outcome(sc, client, kop)
+            on_kafka = kafka_side.result()
+    else:
+        on_kafka = _outcome(sc, client, kafka)
+        on_kop = _outcome(sc, client, kop)
     cell = Cell(sc.name, client, AGREE, on_kop, on_kafka, seconds=time.monotonic() - started)
     known = known_reason(sc.name, client, instances)
     if (on_kafka.error or "").startswith("unsupported"):
@@ -83,6 +96,7 @@ def run_all(
     progress: Callable[[Cell, int, int], None],
     quick: bool = False,
     instances: int = 1,
+    together: bool = False,
 ) -> list[Cell]:
     pairs = [
         (sc, c)
@@ -92,7 +106,7 @@ def run_all(
     ]
     cells = []
     for i, (sc, client) in enumerate(pairs, 1):
-        cell = judge(sc, client, kop, kafka, instances)
+        cell = judge(sc, client, kop, kafka, instances, together)
         cells.append(cell)
         progress(cell, i, len(pairs))
     return cells

@@ -51,6 +51,8 @@ ROUTES: dict[ApiKey, Route[Any, Any]] = {
         log_dirs,
         replicas,
         topic_partitions,
+        groups,
+        offsets,
     )
     for r in module.ROUTES
 }
@@ -70,17 +72,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,
     ApiKey.DELETE_ACLS: acls.delete_acls,
-    ApiKey.FIND_COORDINATOR: groups.find_coordinator,
-    ApiKey.JOIN_GROUP: groups.join_group,
-    ApiKey.SYNC_GROUP: groups.sync_group,
-    ApiKey.HEARTBEAT: groups.heartbeat,
-    ApiKey.LEAVE_GROUP: groups.leave_group,
-    ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
-    ApiKey.LIST_GROUPS: groups.list_groups,
-    ApiKey.DELETE_GROUPS: groups.delete_groups,
-    ApiKey.OFFSET_COMMIT: offsets.offset_commit,
-    ApiKey.OFFSET_FETCH: offsets.offset_fetch,
-    ApiKey.OFFSET_DELETE: offsets.offset_delete,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe,
     ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,

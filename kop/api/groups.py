@@ -3,16 +3,53 @@ LeaveGroup, DescribeGroups, ListGroups, DeleteGroups. FindCoordinator names the
 instance that owns the group's offsets partition (a transactional id's: its state
 partition); the others answer NOT_COORDINATOR.
 
-JoinGroup and SyncGroup may wait for other members: they return an awaitable so
-the connection goes on serving its other requests (heartbeats) meanwhile.
+JoinGroup and SyncGroup may wait for other members: their answers are `Later`, so the
+connection goes on serving its other requests (heartbeats) meanwhile; refused before
+they reach the group, they are answered `Now`.
+
+FindCoordinator (v0-3: one `key`, answered at the top level) and LeaveGroup (v0-2: one
+`member_id`, answered by the top-level error code) were reshaped into batches; their
+routes read and write the old shapes (`_coordinator_up`/`_coordinator_down`,
+`_leave_up`/`_leave_down`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import dataclasses
+import datetime
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.describe_groups.v5.response import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsResponse,
+)
+from kio.schema.find_coordinator.v0.response import (
+    FindCoordinatorResponse as FindCoordinatorV0,
+)
+from kio.schema.find_coordinator.v3.response import (
+    FindCoordinatorResponse as FindCoordinatorV3,
+)
+from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
+from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.heartbeat.v4.response import HeartbeatResponse
+from kio.schema.join_group.v9.request import JoinGroupRequest
+from kio.schema.join_group.v9.response import JoinGroupResponse, JoinGroupResponseMember
+from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
+from kio.schema.list_groups.v5.request import ListGroupsRequest
+from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
+from kio.schema.sync_group.v5.request import SyncGroupRequest
+from kio.schema.sync_group.v5.response import SyncGroupResponse
+from kio.schema.types import BrokerId, GroupId
+from kio.static.primitive import i32
+
+from kop.api.context import RequestContext, Services, error_of
+from kop.api.routes import Later, Now, Route
 from kop.api.transactions import txn_key, txn_service
 from kop.cluster.member import Member
 from kop.groups.coordinator import JoinRequest
@@ -22,6 +59,9 @@ from kop.groups.scope import ReservedGroupName
 from kop.groups.service import GroupService
 from kop.groups.types import GroupState
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey, response_schema
+from kop.protocol.values import NO_THROTTLE
+from kop.protocol.versions import Unrepresentable, downgrade, upgrade
 
 _GROUP_KEY, _TXN_KEY = 0, 1  # FindCoordinator key_type: a consumer group, a transaction
 
@@ -44,25 +84,50 @@ async def group_key(services: Services, ctx: RequestContext, group_id: str) -> s
         raise KafkaError(ErrorCode.invalid_group_id, str(exc)) from None
 
 
-def _ms(value: Any) -> int:
+def _ms(value: datetime.timedelta) -> int:
     return int(value.total_seconds() * 1000)
 
 
-async def find_coordinator(services: Services, ctx: RequestContext, request: Any) -> Response:
-    keys = list(getattr(request, "coordinator_keys", None) or [getattr(request, "key", "")])
-    key_type = getattr(request, "key_type", _GROUP_KEY)
-    coordinators = [await _coordinator(services, ctx, key, key_type) for key in keys]
-    first = coordinators[0]
-    return {
-        "throttle_time": 0,
-        "coordinators": coordinators,
-        **{k: v for k, v in first.items() if k != "key"},
-    }
+async def find_coordinator(
+    services: Services, ctx: RequestContext, request: FindCoordinatorRequest
+) -> Now[FindCoordinatorResponse]:
+    # An empty batch is answered for the key "", as kop always answered it.
+    keys = request.coordinator_keys or ("",)
+    coordinators = [await _coordinator(services, ctx, key, request.key_type) for key in keys]
+    return Now(FindCoordinatorResponse(throttle_time=NO_THROTTLE, coordinators=tuple(coordinators)))
+
+
+def _coordinator_up(body: Any, version: int) -> FindCoordinatorRequest:
+    """v0-3 ask for one `key` (v0 only a group's: key_type takes its default, 0)."""
+    request = upgrade(body, FindCoordinatorRequest)
+    return request if version >= 4 else dataclasses.replace(request, coordinator_keys=(body.key,))
+
+
+def _coordinator_down(answer: FindCoordinatorResponse, version: int) -> object:
+    """v0-3 answer their one key at the top level (an answer for more keys is refused:
+    it would say less than the handler meant); v0 has neither throttle time nor error
+    message, both ignorable in Kafka's schema (dropped, as Kafka drops them)."""
+    api = ApiKey.FIND_COORDINATOR
+    if version >= 4:
+        return downgrade(answer, response_schema(api, version), api)
+    if len(answer.coordinators) != 1:
+        raise Unrepresentable(f"{len(answer.coordinators)} coordinators at version {version}")
+    first = answer.coordinators[0]
+    if version == 0:
+        return FindCoordinatorV0(
+            error_code=first.error_code, node_id=first.node_id, host=first.host, port=first.port
+        )
+    single = FindCoordinatorV3(
+        throttle_time=answer.throttle_time, error_code=first.error_code,
+        error_message=first.error_message, node_id=first.node_id, host=first.host,
+        port=first.port,
+    )  # fmt: skip
+    return downgrade(single, response_schema(api, version), api)
 
 
 async def _coordinator(
     services: Services, ctx: RequestContext, key: str, key_type: int
-) -> dict[str, Any]:
+) -> Coordinator:
     """The owner of the group's offsets partition (of the transactional id's state
     partition), as Kafka names the leader of its `__consumer_offsets`
     (`__transaction_state`) partition."""
@@ -83,11 +148,11 @@ async def _coordinator(
         else:
             raise KafkaError(ErrorCode.invalid_request, f"no coordinator key type {key_type}")
     except KafkaError as exc:
-        return {"key": key, "node_id": -1, "host": "", "port": -1,
-                "error_code": exc.code, "error_message": exc.message}  # fmt: skip
+        return Coordinator(key=key, node_id=BrokerId(-1), host="", port=i32(-1),
+                           error_code=exc.code, error_message=exc.message)  # fmt: skip
     host, port = owner.address(listener)
-    return {"key": key, "node_id": owner.node_id, "host": host, "port": port,
-            "error_code": ErrorCode.none, "error_message": None}  # fmt: skip
+    return Coordinator(key=key, node_id=BrokerId(owner.node_id), host=host, port=i32(port),
+                       error_code=ErrorCode.none, error_message=None)  # fmt: skip
 
 
 def _owner(services: Services, partition_topic: str) -> Member:
@@ -101,18 +166,20 @@ def _owner(services: Services, partition_topic: str) -> Member:
 
 
 async def join_group(
-    services: Services, ctx: RequestContext, request: Any
-) -> Awaitable[Response] | Response:
+    services: Services, ctx: RequestContext, request: JoinGroupRequest
+) -> Now[JoinGroupResponse] | Later[JoinGroupResponse]:
+    """Later: the join waits for the rebalance it takes part in to complete."""
     session = _ms(request.session_timeout)
-    rebalance = _ms(request.rebalance_timeout) if hasattr(request, "rebalance_timeout") else session
+    # v0 has no rebalance timeout: the session timeout bounds the rebalance, as in Kafka
+    rebalance = _ms(request.rebalance_timeout) if ctx.api_version >= 1 else session
     try:
         key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
-        return await _refused_join(exc, request.member_id, ctx.api_version)
+        return Now(_join_response(JoinResult(exc.code, request.member_id), ctx.api_version))
     join = JoinRequest(
         key,
         request.member_id,
-        getattr(request, "group_instance_id", None),
+        request.group_instance_id,
         request.protocol_type,
         tuple((p.name, p.metadata) for p in request.protocols),
         session,
@@ -122,14 +189,10 @@ async def join_group(
         ctx.api_version >= 4,
         ctx.api_version >= 9,
     )
-    return _join(services, join, ctx.api_version)
+    return Later(_join(services, join, ctx.api_version))
 
 
-async def _refused_join(exc: KafkaError, member_id: str, version: int) -> Response:
-    return _join_response(JoinResult(exc.code, member_id), version)
-
-
-async def _join(services: Services, join: JoinRequest, version: int) -> Response:
+async def _join(services: Services, join: JoinRequest, version: int) -> JoinGroupResponse:
     try:
         r = await group_service(services).join(join)
     except KafkaError as exc:
@@ -137,154 +200,183 @@ async def _join(services: Services, join: JoinRequest, version: int) -> Response
     return _join_response(r, version)
 
 
-def _join_response(r: JoinResult, version: int) -> Response:
+def _join_response(r: JoinResult, version: int) -> JoinGroupResponse:
     # The protocol name is nullable from v7 on; before, no protocol is "".
     nothing = None if version >= 7 else ""
-    return {
-        "throttle_time": 0,
-        "error_code": r.error,
-        "generation_id": r.generation,
-        "protocol_type": r.protocol_type,
-        "protocol_name": r.protocol if r.protocol is not None else nothing,
-        "leader": r.leader,
-        "skip_assignment": r.skip_assignment,
-        "member_id": r.member_id,
-        "members": [
-            {"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in r.members
-        ],
-    }
+    return JoinGroupResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=r.error,
+        generation_id=i32(r.generation),
+        protocol_type=r.protocol_type,
+        protocol_name=r.protocol if r.protocol is not None else nothing,
+        leader=r.leader,
+        skip_assignment=r.skip_assignment,  # only ever set for v9 (JoinRequest)
+        member_id=r.member_id,
+        members=tuple(
+            JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
+            for m, i, meta in r.members
+        ),
+    )
 
 
 async def sync_group(
-    services: Services, ctx: RequestContext, request: Any
-) -> Awaitable[Response] | Response:
+    services: Services, ctx: RequestContext, request: SyncGroupRequest
+) -> Now[SyncGroupResponse] | Later[SyncGroupResponse]:
+    """Later: a follower's sync waits for the leader's assignment."""
     try:
         groups = group_service(services)
         key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
-        return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}
-    return _sync(groups, key, request)
+        return Now(_sync_refused(exc.code))
+    return Later(_sync(groups, key, request))
 
 
-async def _sync(groups: GroupService, key: str, request: Any) -> Response:
+def _sync_refused(code: ErrorCode) -> SyncGroupResponse:
+    return SyncGroupResponse(throttle_time=NO_THROTTLE, error_code=code, assignment=b"")
+
+
+async def _sync(groups: GroupService, key: str, request: SyncGroupRequest) -> SyncGroupResponse:
     try:
         r = await groups.sync(
             key,
             request.generation_id,
             request.member_id,
-            getattr(request, "group_instance_id", None),
+            request.group_instance_id,
             {a.member_id: a.assignment for a in request.assignments},
-            (getattr(request, "protocol_type", None), getattr(request, "protocol_name", None)),
+            (request.protocol_type, request.protocol_name),
         )
     except KafkaError as exc:
-        return {"throttle_time": 0, "error_code": exc.code, "assignment": b""}
-    return {
-        "throttle_time": 0,
-        "error_code": r.error,
-        "protocol_type": r.protocol_type,
-        "protocol_name": r.protocol,
-        "assignment": r.assignment,
-    }
+        return _sync_refused(exc.code)
+    return SyncGroupResponse(
+        throttle_time=NO_THROTTLE,
+        error_code=r.error,
+        protocol_type=r.protocol_type,
+        protocol_name=r.protocol,
+        assignment=r.assignment,
+    )
 
 
-async def heartbeat(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def heartbeat(
+    services: Services, ctx: RequestContext, request: HeartbeatRequest
+) -> Now[HeartbeatResponse]:
     try:
         code = group_service(services).heartbeat(
             await group_key(services, ctx, request.group_id),
             request.generation_id,
             request.member_id,
-            getattr(request, "group_instance_id", None),
+            request.group_instance_id,
         )
     except KafkaError as exc:
         code = exc.code
-    return {"throttle_time": 0, "error_code": code}
+    return Now(HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code))
 
 
-async def leave_group(services: Services, ctx: RequestContext, request: Any) -> Response:
-    if hasattr(request, "members"):  # v3+: a batch
-        members = [(m.member_id, m.group_instance_id) for m in request.members]
-    else:
-        members = [(request.member_id, None)]
+async def leave_group(
+    services: Services, ctx: RequestContext, request: LeaveGroupRequest
+) -> Now[LeaveGroupResponse]:
+    members = [(m.member_id, m.group_instance_id) for m in request.members]
     try:
         key = await group_key(services, ctx, request.group_id)
         codes = group_service(services).leave(key, members)
     except KafkaError as exc:
-        return {"throttle_time": 0, "error_code": exc.code, "members": []}
-    top = codes[0] if len(codes) == 1 and not hasattr(request, "members") else ErrorCode.none
-    return {
-        "throttle_time": 0,
-        "error_code": top,
-        "members": [
-            {"member_id": m, "group_instance_id": i, "error_code": c}
-            for (m, i), c in zip(members, codes, strict=True)
-        ],
-    }
+        return Now(LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=exc.code, members=()))
+    return Now(
+        LeaveGroupResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            members=tuple(
+                MemberResponse(member_id=m, group_instance_id=i, error_code=c)
+                for (m, i), c in zip(members, codes, strict=True)
+            ),
+        )
+    )
 
 
-async def describe_groups(services: Services, ctx: RequestContext, request: Any) -> Response:
+def _leave_up(body: Any, version: int) -> LeaveGroupRequest:
+    """v0-2 name one member, by its id alone."""
+    if version >= 3:
+        return upgrade(body, LeaveGroupRequest)
+    return LeaveGroupRequest(
+        group_id=body.group_id, members=(MemberIdentity(member_id=body.member_id),)
+    )
+
+
+def _leave_down(answer: LeaveGroupResponse, version: int) -> object:
+    """v0-2 have no members: their one member's code is the top-level one (an answer for
+    more members is refused)."""
+    if version < 3:
+        if len(answer.members) > 1:
+            raise Unrepresentable(f"{len(answer.members)} members at version {version}")
+        code = answer.error_code
+        if code is ErrorCode.none and answer.members:
+            code = answer.members[0].error_code
+        answer = dataclasses.replace(answer, error_code=code, members=())
+    return downgrade(answer, response_schema(ApiKey.LEAVE_GROUP, version), ApiKey.LEAVE_GROUP)
+
+
+async def describe_groups(
+    services: Services, ctx: RequestContext, request: DescribeGroupsRequest
+) -> Now[DescribeGroupsResponse]:
     out = []
     for group_id in request.groups:
         try:
             groups = group_service(services)
             key = await group_key(services, ctx, group_id)
             groups.check(key)
-            out.append({**_describe(groups, key), "group_id": group_id})
+            out.append(_describe(groups, key, group_id))
         except KafkaError as exc:
-            out.append(
-                {
-                    "error_code": exc.code,
-                    "group_id": group_id,
-                    "group_state": "",
-                    "protocol_type": "",
-                    "protocol_data": "",
-                    "members": [],
-                    "authorized_operations": -(2**31),
-                }
-            )
-    return {"throttle_time": 0, "groups": out}
+            out.append(_described(exc.code, group_id, ""))
+    return Now(DescribeGroupsResponse(throttle_time=NO_THROTTLE, groups=tuple(out)))
 
 
-def _describe(groups: GroupService, group_id: str) -> Response:
-    """Kafka's summary: members always; their metadata and assignment, and the
-    protocol, only in a Stable group. An unknown group is Dead, not an error."""
-    g = groups.coordinator.groups.get(group_id)
-    out: Response = {
-        "error_code": ErrorCode.none,
-        "group_id": group_id,
-        "group_state": GroupState.DEAD.value,
-        "protocol_type": "",
-        "protocol_data": "",
-        "members": [],
-        "authorized_operations": -(2**31),
-    }
+def _described(
+    code: ErrorCode, group_id: GroupId, state: str, protocol_type: str = "",
+    protocol: str = "", members: tuple[DescribedGroupMember, ...] = (),
+) -> DescribedGroup:  # fmt: skip
+    return DescribedGroup(
+        error_code=code,
+        group_id=group_id,
+        group_state=state,
+        protocol_type=protocol_type,
+        protocol_data=protocol,
+        members=members,
+    )  # authorized_operations keeps its default (-2**31): kop computes none
+
+
+def _describe(groups: GroupService, key: str, group_id: GroupId) -> DescribedGroup:
+    """Kafka's summary of group `key` (`group_id` to its client): members always; their
+    metadata and assignment, and the protocol, only in a Stable group. An unknown group
+    is Dead, not an error."""
+    g = groups.coordinator.groups.get(key)
     if g is None:
-        return out
+        return _described(ErrorCode.none, group_id, GroupState.DEAD.value)
     protocol = g.protocol if g.state is GroupState.STABLE else None
-    out.update(
-        group_state=g.state.value, protocol_type=g.protocol_type or "", protocol_data=protocol or ""
-    )
-    out["members"] = [
-        {
-            "member_id": m.member_id,
-            "group_instance_id": m.instance_id,
-            "client_id": m.client_id,
-            "client_host": m.client_host,
-            "member_metadata": m.metadata_for(protocol) if protocol else b"",
-            "member_assignment": m.assignment if protocol else b"",
-        }
+    members = tuple(
+        DescribedGroupMember(
+            member_id=m.member_id,
+            group_instance_id=m.instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            member_metadata=m.metadata_for(protocol) if protocol else b"",
+            member_assignment=m.assignment if protocol else b"",
+        )
         for m in g.members.values()
-    ]
-    return out
+    )
+    return _described(
+        ErrorCode.none, group_id, g.state.value, g.protocol_type or "", protocol or "", members
+    )
 
 
-async def list_groups(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def list_groups(
+    services: Services, ctx: RequestContext, request: ListGroupsRequest
+) -> Now[ListGroupsResponse]:
     try:
         groups = group_service(services)
         groups.check_loaded()
     except KafkaError as exc:
-        return {"throttle_time": 0, "error_code": exc.code, "groups": []}
-    states = {s.lower() for s in getattr(request, "states_filter", ())}
-    types = {t.lower() for t in getattr(request, "types_filter", ())}
+        return Now(ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=exc.code, groups=()))
+    states = {s.lower() for s in request.states_filter}
+    types = {t.lower() for t in request.types_filter}
     out = []
     for g in summaries(groups):
         ns, group_id = groups.scope.split(g["group"])
@@ -292,17 +384,47 @@ async def list_groups(services: Services, ctx: RequestContext, request: Any) -> 
             continue
         if (types and "classic" not in types) or not await ctx.access.group(ns, group_id):
             continue
-        out.append({"group_id": group_id, "protocol_type": g["protocol_type"] or "",
-                    "group_state": g["state"], "group_type": "classic"})  # fmt: skip
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "groups": out}
+        out.append(ListedGroup(group_id=GroupId(group_id), protocol_type=g["protocol_type"] or "",
+                               group_state=g["state"], group_type="classic"))  # fmt: skip
+    return Now(
+        ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(out))
+    )
 
 
-async def delete_groups(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def delete_groups(
+    services: Services, ctx: RequestContext, request: DeleteGroupsRequest
+) -> Now[DeleteGroupsResponse]:
     results = []
     for group_id in request.groups_names:
         try:
             code = await group_service(services).delete(await group_key(services, ctx, group_id))
         except Exception as exc:
             code, _ = error_of(exc)
-        results.append({"group_id": group_id, "error_code": code})
-    return {"throttle_time": 0, "results": results}
+        results.append(DeletableGroupResult(group_id=group_id, error_code=code))
+    return Now(DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results)))
+
+
+ROUTES = (
+    Route(
+        ApiKey.FIND_COORDINATOR,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        find_coordinator,
+        up=_coordinator_up,
+        down=_coordinator_down,
+    ),
+    Route(ApiKey.JOIN_GROUP, JoinGroupRequest, JoinGroupResponse, join_group),
+    Route(ApiKey.SYNC_GROUP, SyncGroupRequest, SyncGroupResponse, sync_group),
+    Route(ApiKey.HEARTBEAT, HeartbeatRequest, HeartbeatResponse, heartbeat),
+    Route(
+        ApiKey.LEAVE_GROUP,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        leave_group,
+        up=_leave_up,
+        down=_leave_down,
+    ),
+    Route(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, DescribeGroupsResponse, describe_groups),
+    Route(ApiKey.LIST_GROUPS, ListGroupsRequest, ListGroupsResponse, list_groups),
+    Route(ApiKey.DELETE_GROUPS, DeleteGroupsRequest, DeleteGroupsResponse, delete_groups),
+)

@@ -1,37 +1,107 @@
 """OffsetCommit, OffsetFetch and OffsetDelete: committed offsets of groups, stored
-in the offsets topic and acknowledged only once Pulsar persisted them."""
+in the offsets topic and acknowledged only once Pulsar persisted them.
+
+OffsetCommit v2-4 may carry a retention time the newest request has no field for
+(`Commit`); OffsetFetch v1-7 ask for one group and are answered at the top level
+(`_fetch_up`/`_fetch_down`)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kio.schema.offset_commit.v9.request import OffsetCommitRequest
+from kio.schema.offset_commit.v9.response import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
+from kio.schema.offset_delete.v0.response import (
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from kio.schema.offset_fetch.v7.response import OffsetFetchResponse as OffsetFetchV7
+from kio.schema.offset_fetch.v7.response import (
+    OffsetFetchResponsePartition as FlatPartition,
+)
+from kio.schema.offset_fetch.v7.response import OffsetFetchResponseTopic as FlatTopic
+from kio.schema.offset_fetch.v9.request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
+from kio.schema.offset_fetch.v9.response import (
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopics,
+)
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64
 
 from kop.api.context import RequestContext, Response, Services, existing_topic, topic_for
 from kop.api.groups import group_key, group_service
+from kop.api.routes import Now, Route
 from kop.groups.types import CommittedOffset, GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey, response_schema
+from kop.protocol.values import NO_THROTTLE
+from kop.protocol.versions import Unrepresentable, downgrade, upgrade
 from kop.security.authorizer import TopicOp
 from kop.storage.types import StorageError
 from kop.topics.catalog import TopicView
 
 MAX_METADATA_BYTES = 4096  # offset.metadata.max.bytes
 
+T = TypeVar("T")
 
-async def offset_commit(services: Services, ctx: RequestContext, request: Any) -> Response:
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """An OffsetCommit as its handler reads it: the newest request, and the retention
+    time v2-4 may ask for in ms (None: the broker's offsets.retention.minutes). Kafka
+    honours it for those versions and so does kop, but the newest request has no field
+    to carry it to the handler."""
+
+    request: OffsetCommitRequest
+    retention_ms: int | None = None
+
+
+def _commit_up(body: Any, version: int) -> Commit:
+    retention = _retention_ms(body.retention_time) if version <= 4 else None
+    return Commit(upgrade(body, OffsetCommitRequest), retention)
+
+
+def _retention_ms(retention: datetime.timedelta) -> int | None:
+    """OffsetCommit v2-4's retention time (-1: the broker's offsets.retention.minutes)."""
+    ms = int(retention.total_seconds() * 1000)
+    return ms if ms >= 0 else None
+
+
+async def offset_commit(
+    services: Services, ctx: RequestContext, commit: Commit
+) -> Now[OffsetCommitResponse]:
+    request = commit.request
     codes: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
     try:
         key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
-        return refused_all(request, exc.code)
+        return Now(_committed(dict.fromkeys(named_partitions(request.topics), exc.code)))
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
         code = await group_service(services).commit(
             key,
             request.generation_id_or_member_epoch,
             request.member_id,
-            getattr(request, "group_instance_id", None),
+            request.group_instance_id,
             offsets,
-            _retention_ms(request),
+            commit.retention_ms,
         )
         unknown = key not in group_service(services).coordinator.groups
         if code is ErrorCode.illegal_generation and ctx.api_version >= 9 and unknown:
@@ -39,14 +109,34 @@ async def offset_commit(services: Services, ctx: RequestContext, request: Any) -
     except KafkaError as exc:
         code = exc.code
     codes.update({tp: code for tp in offsets})
-    return {"throttle_time": 0, "topics": codes_by_topic(codes)}
+    return Now(_committed(codes))
+
+
+def _committed(codes: Mapping[TopicPartition, ErrorCode]) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            OffsetCommitResponseTopic(
+                name=TopicName(name),
+                partitions=tuple(
+                    OffsetCommitResponsePartition(partition_index=i32(p), error_code=c)
+                    for p, c in parts
+                ),
+            )
+            for name, parts in by_topic(codes).items()
+        ),
+    )
+
+
+def named_partitions(topics: Iterable[Any]) -> list[TopicPartition]:
+    """Every partition a commit's `topics` name, in their order."""
+    return [TopicPartition(t.name, p.partition_index) for t in topics for p in t.partitions]
 
 
 def refused_all(request: Any, code: ErrorCode) -> Response:
-    """A commit refused as a whole: `code` for every partition it named."""
-    every = [
-        TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
-    ]
+    """A commit refused as a whole: `code` for every partition it named (TxnOffsetCommit's
+    answer, a mapping)."""
+    every = named_partitions(request.topics)
     return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, code))}
 
 
@@ -55,7 +145,9 @@ async def requested_offsets(
     codes: dict[TopicPartition, ErrorCode], offsets: dict[TopicPartition, CommittedOffset],
 ) -> None:  # fmt: skip
     """A commit's offsets (into `offsets`), and the partitions refused on their own
-    (into `codes`): not to be read by the principal, not there, metadata too large."""
+    (into `codes`): not to be read by the principal, not there, metadata too large.
+    `topics` are OffsetCommit's or TxnOffsetCommit's (of any version: v0-1 of the latter
+    have no leader epoch)."""
     for t in topics:
         try:
             view = await _group_topic(services, ctx, t.name, group_id)
@@ -87,46 +179,86 @@ async def _group_topic(
     return await existing_topic(services, ctx, name, TopicOp.CONSUME)
 
 
-def _retention_ms(request: Any) -> int | None:
-    """OffsetCommit v2-4 may ask for its offsets to be kept this long (-1: the
-    broker's offsets.retention.minutes), as Kafka honours it for those versions."""
-    retention = getattr(request, "retention_time", None)
-    if retention is None:
-        return None
-    ms = int(retention.total_seconds() * 1000)
-    return ms if ms >= 0 else None
+def by_topic(codes: Mapping[TopicPartition, T]) -> dict[str, list[tuple[int, T]]]:
+    """(partition, value) pairs per topic, in the order `codes` has them."""
+    topics: dict[str, list[tuple[int, T]]] = {}
+    for tp, value in codes.items():
+        topics.setdefault(tp.topic, []).append((tp.partition, value))
+    return topics
 
 
 def codes_by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for tp, code in codes.items():
-        topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "error_code": code}
-        )
-    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+    """TxnOffsetCommit's per-topic codes, as a mapping."""
+    return [
+        {"name": name, "partitions": [{"partition_index": p, "error_code": c} for p, c in parts]}
+        for name, parts in by_topic(codes).items()
+    ]
 
 
-async def offset_fetch(services: Services, ctx: RequestContext, request: Any) -> Response:
-    """v8+ asks for several groups; earlier versions for one, answered at the top
-    level. Both shapes are given; the version's schema keeps its own."""
-    stable = getattr(request, "require_stable", False)
-    if hasattr(request, "groups"):
-        out = [await _fetch_group(services, ctx, g.group_id, g.topics, stable)
-               for g in request.groups]  # fmt: skip
-    else:
-        out = [await _fetch_group(services, ctx, request.group_id, request.topics, stable)]
-    first = out[0] if out else {"topics": [], "error_code": ErrorCode.none}
-    return {
-        "throttle_time": 0,
-        "groups": out,
-        "topics": first["topics"],
-        "error_code": first["error_code"],
-    }
+async def offset_fetch(
+    services: Services, ctx: RequestContext, request: OffsetFetchRequest
+) -> Now[OffsetFetchResponse]:
+    """v8+ ask for several groups; earlier versions for one (see `_fetch_up`)."""
+    out = [
+        await _fetch_group(services, ctx, g.group_id, g.topics, request.require_stable)
+        for g in request.groups
+    ]
+    return Now(OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(out)))
+
+
+def _fetch_up(body: Any, version: int) -> OffsetFetchRequest:
+    """v1-7 name one group (`group_id`, `topics`) at the top level: a batch of one."""
+    request = upgrade(body, OffsetFetchRequest)  # require_stable from v7, else False
+    if version >= 8:
+        return request
+    topics = (
+        None
+        if body.topics is None  # all the group has (v2+)
+        else tuple(upgrade(t, OffsetFetchRequestTopics) for t in body.topics)
+    )
+    group = OffsetFetchRequestGroup(group_id=body.group_id, topics=topics)
+    return dataclasses.replace(request, groups=(group,))
+
+
+def _fetch_down(answer: OffsetFetchResponse, version: int) -> object:
+    """v1-7 answer their one group at the top level (an answer for more groups is
+    refused). The top-level error code (v2+)
+    and the leader epoch (v5+) are ignorable in Kafka's flat schema: older versions
+    drop them, as Kafka does."""
+    api = ApiKey.OFFSET_FETCH
+    if version >= 8:
+        return downgrade(answer, response_schema(api, version), api)
+    if len(answer.groups) != 1:
+        raise Unrepresentable(f"{len(answer.groups)} groups at version {version}")
+    group = answer.groups[0]
+    flat = OffsetFetchV7(
+        throttle_time=answer.throttle_time,
+        topics=tuple(
+            FlatTopic(name=t.name, partitions=tuple(_flat(p, version) for p in t.partitions))
+            for t in group.topics
+        ),
+        error_code=group.error_code if version >= 2 else ErrorCode.none,
+    )
+    return downgrade(flat, response_schema(api, version), api)
+
+
+def _flat(p: OffsetFetchResponsePartitions, version: int) -> FlatPartition:
+    return FlatPartition(
+        partition_index=p.partition_index,
+        committed_offset=p.committed_offset,
+        committed_leader_epoch=p.committed_leader_epoch if version >= 5 else i32(-1),
+        metadata=p.metadata,
+        error_code=p.error_code,
+    )
 
 
 async def _fetch_group(
-    services: Services, ctx: RequestContext, group_id: str, topics: Any, require_stable: bool
-) -> dict[str, Any]:
+    services: Services,
+    ctx: RequestContext,
+    group_id: GroupId,
+    topics: tuple[OffsetFetchRequestTopics, ...] | None,
+    require_stable: bool,
+) -> OffsetFetchResponseGroup:
     """Committed offsets of the asked partitions (all the group has, when `topics`
     is null); -1 for a partition without one, as Kafka answers. Topics the principal
     may not read are left out of "all" and refused when asked for by name."""
@@ -135,7 +267,7 @@ async def _fetch_group(
         key = await group_key(services, ctx, group_id)
         groups.check(key)
     except KafkaError as exc:
-        return {"group_id": group_id, "topics": [], "error_code": exc.code}
+        return OffsetFetchResponseGroup(group_id=group_id, topics=(), error_code=exc.code)
     committed = groups.offsets.of(key)
     # KIP-447: a consumer asking for stable offsets is told to retry while a
     # transaction that committed offsets for the partition has not ended
@@ -147,26 +279,29 @@ async def _fetch_group(
     allowed = {name: await _may_read(ctx, name, group_id) for name in {tp.topic for tp in wanted}}
     if topics is None:
         wanted = [tp for tp in wanted if allowed[tp.topic]]
-    by_topic: dict[str, list[dict[str, Any]]] = {}
+    by_name: dict[str, list[OffsetFetchResponsePartitions]] = {}
     for tp in wanted:
         o = committed.get(tp) if allowed[tp.topic] else None
         code = ErrorCode.none if allowed[tp.topic] else ErrorCode.topic_authorization_failed
         if code is ErrorCode.none and tp in unstable:
             code = ErrorCode.unstable_offset_commit
-        by_topic.setdefault(tp.topic, []).append(
-            {
-                "partition_index": tp.partition,
-                "committed_offset": o.offset if o else -1,
-                "committed_leader_epoch": o.leader_epoch if o else -1,
-                "metadata": o.metadata if o else "",
-                "error_code": code,
-            }
+        by_name.setdefault(tp.topic, []).append(
+            OffsetFetchResponsePartitions(
+                partition_index=i32(tp.partition),
+                committed_offset=i64(o.offset if o else -1),
+                committed_leader_epoch=i32(o.leader_epoch if o else -1),
+                metadata=o.metadata if o else "",
+                error_code=code,
+            )
         )
-    return {
-        "group_id": group_id,
-        "error_code": ErrorCode.none,
-        "topics": [{"name": n, "partitions": ps} for n, ps in by_topic.items()],
-    }
+    return OffsetFetchResponseGroup(
+        group_id=group_id,
+        error_code=ErrorCode.none,
+        topics=tuple(
+            OffsetFetchResponseTopics(name=TopicName(name), partitions=tuple(parts))
+            for name, parts in by_name.items()
+        ),
+    )
 
 
 async def _may_read(ctx: RequestContext, name: str, group_id: str) -> bool:
@@ -176,12 +311,14 @@ async def _may_read(ctx: RequestContext, name: str, group_id: str) -> bool:
         return True  # not a topic name at all: answered as before
 
 
-async def offset_delete(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def offset_delete(
+    services: Services, ctx: RequestContext, request: OffsetDeleteRequest
+) -> Now[OffsetDeleteResponse]:
     """As Kafka: a group's offsets go, except those of topics a member of a live
     consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC). A group whose
     subscriptions cannot be read keeps all of them; a live group of another
     protocol type (Connect's) keeps all of them with NON_EMPTY_GROUP."""
-    tps = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    tps = named_partitions(request.topics)
     try:
         groups = group_service(services)
         key = await group_key(services, ctx, request.group_id)
@@ -203,7 +340,44 @@ async def offset_delete(services: Services, ctx: RequestContext, request: Any) -
                 codes[tp] = ErrorCode.topic_authorization_failed
         await groups.offsets.delete(key, [tp for tp, c in codes.items() if c is ErrorCode.none])
     except KafkaError as exc:
-        return {"error_code": exc.code, "throttle_time": 0, "topics": []}
+        return Now(_deleted(exc.code, {}))
     except StorageError:
-        return {"error_code": ErrorCode.coordinator_not_available, "throttle_time": 0, "topics": []}
-    return {"error_code": ErrorCode.none, "throttle_time": 0, "topics": codes_by_topic(codes)}
+        return Now(_deleted(ErrorCode.coordinator_not_available, {}))
+    return Now(_deleted(ErrorCode.none, codes))
+
+
+def _deleted(code: ErrorCode, codes: Mapping[TopicPartition, ErrorCode]) -> OffsetDeleteResponse:
+    return OffsetDeleteResponse(
+        error_code=code,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            OffsetDeleteResponseTopic(
+                name=TopicName(name),
+                partitions=tuple(
+                    OffsetDeleteResponsePartition(partition_index=i32(p), error_code=c)
+                    for p, c in parts
+                ),
+            )
+            for name, parts in by_topic(codes).items()
+        ),
+    )
+
+
+ROUTES = (
+    Route(
+        ApiKey.OFFSET_COMMIT,
+        Commit,
+        OffsetCommitResponse,
+        offset_commit,
+        up=_commit_up,
+    ),
+    Route(
+        ApiKey.OFFSET_FETCH,
+        OffsetFetchRequest,
+        OffsetFetchResponse,
+        offset_fetch,
+        up=_fetch_up,
+        down=_fetch_down,
+    ),
+    Route(ApiKey.OFFSET_DELETE, OffsetDeleteRequest, OffsetDeleteResponse, offset_delete),
+)

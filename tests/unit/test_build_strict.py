@@ -19,11 +19,33 @@ from typing import Any, cast
 
 import jwt
 import pytest
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
+from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
+)
+from kio.schema.offset_commit.v9.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.offset_delete.v0.request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
+from kio.schema.offset_fetch.v9.request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
 )
 from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderEpochRequest,
@@ -35,7 +57,8 @@ from kio.schema.offset_for_leader_epoch.v4.response import (
     OffsetForLeaderTopicResult,
 )
 from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.types import BrokerId, TopicName, TransactionalId
+from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
+from kio.schema.types import BrokerId, GroupId, TopicName, TransactionalId
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from kop.api import (
@@ -555,111 +578,159 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
     return responses
 
 
-def _join(member_id: str = "", protocol_type: str = "consumer") -> Any:
-    return _ns(
-        group_id="g", member_id=member_id, group_instance_id=None, protocol_type=protocol_type,
-        protocols=[_ns(name="range", metadata=b"m")], reason=None,
-        session_timeout=datetime.timedelta(seconds=10),
-        rebalance_timeout=datetime.timedelta(seconds=30),
+def join_request(
+    member_id: str = "", protocol_type: str = "consumer", group: str = "g",
+    metadata: bytes = b"m", protocol: str = "range",
+) -> JoinGroupRequest:  # fmt: skip
+    return JoinGroupRequest(
+        group_id=GroupId(group), member_id=member_id, group_instance_id=None,
+        protocol_type=protocol_type,
+        protocols=(JoinGroupRequestProtocol(name=protocol, metadata=metadata),), reason=None,
+        session_timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+        rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
     )  # fmt: skip
+
+
+def sync_request(
+    member_id: str, generation: int, assignment: bytes | None = b"a", group: str = "g",
+    protocol: tuple[str | None, str | None] = ("consumer", "range"),
+) -> SyncGroupRequest:  # fmt: skip
+    """`assignment` None: none given (a follower's); `protocol`: type and name (v5)."""
+    given = () if assignment is None else (
+        SyncGroupRequestAssignment(member_id=member_id, assignment=assignment),
+    )  # fmt: skip
+    return SyncGroupRequest(
+        group_id=GroupId(group), generation_id=i32(generation), member_id=member_id,
+        group_instance_id=None, protocol_type=protocol[0], protocol_name=protocol[1],
+        assignments=given,
+    )  # fmt: skip
+
+
+def commit_request(
+    group: str, topics: dict[str, list[int]], generation: int = -1, member_id: str = "",
+    offset: int = 5, metadata: str = "m",
+) -> OffsetCommitRequest:  # fmt: skip
+    """Offset `offset` for partitions {topic: [index, ...]}."""
+    return OffsetCommitRequest(
+        group_id=GroupId(group), generation_id_or_member_epoch=i32(generation),
+        member_id=member_id, group_instance_id=None,
+        topics=tuple(
+            OffsetCommitRequestTopic(name=TopicName(name), partitions=tuple(
+                OffsetCommitRequestPartition(
+                    partition_index=i32(p), committed_offset=i64(offset),
+                    committed_leader_epoch=i32(-1), committed_metadata=metadata,
+                ) for p in parts
+            ))
+            for name, parts in topics.items()
+        ),
+    )  # fmt: skip
+
+
+def delete_offsets_request(group: str, topics: dict[str, list[int]]) -> OffsetDeleteRequest:
+    return OffsetDeleteRequest(
+        group_id=GroupId(group),
+        topics=tuple(
+            OffsetDeleteRequestTopic(name=TopicName(name), partitions=tuple(
+                OffsetDeleteRequestPartition(partition_index=i32(p)) for p in parts
+            ))
+            for name, parts in topics.items()
+        ),
+    )  # fmt: skip
+
+
+def describe_groups_request(*names: str) -> DescribeGroupsRequest:
+    return DescribeGroupsRequest(
+        groups=tuple(GroupId(n) for n in names), include_authorized_operations=False
+    )
+
+
+def delete_groups_request(*names: str) -> DeleteGroupsRequest:
+    return DeleteGroupsRequest(groups_names=tuple(GroupId(n) for n in names))
 
 
 def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
     """Group and offset APIs over the real coordinator (in-memory offsets topic):
-    the calls run in order, so later ones see the group the join made."""
-    part = _ns(partition_index=0, committed_offset=5, committed_leader_epoch=-1,
-               committed_metadata="m")  # fmt: skip
-    commit_topics = [_ns(name="t", partitions=[part, _ns(**{**vars(part), "partition_index": 9})]),
-                     _ns(name="gone", partitions=[part])]  # fmt: skip
-    wanted = [_ns(name="t", partition_indexes=[0, 1])]
+    the calls run in order, so later ones see the group the join made. Batches of
+    coordinator keys and of leaving members only where the version has them."""
+    commit = commit_request("solo", {"t": [0, 9], "gone": [0]})
+    wanted = (OffsetFetchRequestTopics(name=TopicName("t"), partition_indexes=(i32(0), i32(1))),)
 
-    async def joined_then(call: str) -> Response | None:
-        joined = await _resolved(groups.join_group(s, ctx, _join()))
-        if joined is not None and joined["error_code"] is ErrorCode.member_id_required:
-            joined = await _resolved(groups.join_group(s, ctx, _join(joined["member_id"])))
-        assert joined is not None and joined["error_code"] is ErrorCode.none, joined
-        member, generation = joined["member_id"], joined["generation_id"]
-        request = _ns(group_id="g", generation_id=generation, member_id=member,
-                      group_instance_id=None, protocol_type="consumer", protocol_name="range",
-                      assignments=[_ns(member_id=member, assignment=b"a")])  # fmt: skip
-        handler = {"sync": groups.sync_group, "heartbeat": groups.heartbeat}[call]
-        return await _resolved(handler(s, ctx, request))
+    def fetch(*asked: tuple[str, Any]) -> OffsetFetchRequest:
+        return OffsetFetchRequest(
+            groups=tuple(OffsetFetchRequestGroup(group_id=GroupId(g), topics=t) for g, t in asked)
+        )
 
-    async def described_after(first: Awaitable[Response | None]) -> Response | None:
+    def coordinators(key_type: int, *keys: str) -> FindCoordinatorRequest:
+        return FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=keys)
+
+    async def joined_then(call: str) -> Any:
+        joined = await _resolved(groups.join_group(s, ctx, join_request()))
+        if joined is not None and joined.error_code is ErrorCode.member_id_required:
+            joined = await _resolved(groups.join_group(s, ctx, join_request(joined.member_id)))
+        assert joined is not None and joined.error_code is ErrorCode.none, joined
+        member, generation = joined.member_id, joined.generation_id
+        if call == "sync":
+            return await _resolved(groups.sync_group(s, ctx, sync_request(member, generation)))
+        beat = HeartbeatRequest(group_id=GroupId("g"), generation_id=generation,
+                                member_id=member, group_instance_id=None)  # fmt: skip
+        return await _resolved(groups.heartbeat(s, ctx, beat))
+
+    async def described_after(first: Awaitable[Any]) -> Any:
         await first  # a Stable group: members with metadata and assignment
-        return await groups.describe_groups(s, ctx, _ns(groups=["g"]))
+        return await groups.describe_groups(s, ctx, describe_groups_request("g"))
 
+    def leaving(*members: tuple[str, str | None]) -> LeaveGroupRequest:
+        return LeaveGroupRequest(group_id=GroupId("g"), members=tuple(
+            MemberIdentity(member_id=m, group_instance_id=i, reason=None) for m, i in members
+        ))  # fmt: skip
+
+    batches = ctx.api_version >= {ApiKey.FIND_COORDINATOR: 4, ApiKey.LEAVE_GROUP: 3}.get(api, 0)
     cases: dict[ApiKey, Callable[[], list[Any]]] = {
         ApiKey.FIND_COORDINATOR: lambda: [
-            groups.find_coordinator(s, ctx, _ns(key="g", key_type=0)),
-            groups.find_coordinator(s, ctx, _ns(key_type=0, coordinator_keys=["a", "b"])),
-            groups.find_coordinator(s, ctx, _ns(key_type=1, coordinator_keys=["tx"])),
+            groups.find_coordinator(s, ctx, coordinators(0, "g")),
+            groups.find_coordinator(s, ctx, coordinators(1, "tx")),
+            *([groups.find_coordinator(s, ctx, coordinators(0, "a", "b"))] if batches else []),
         ],
         ApiKey.JOIN_GROUP: lambda: [
-            groups.join_group(s, ctx, _join()),
-            groups.join_group(s, ctx, _join(protocol_type="connect")),
-            groups.join_group(s, ctx, _join(member_id="nobody")),
+            groups.join_group(s, ctx, join_request()),
+            groups.join_group(s, ctx, join_request(protocol_type="connect")),
+            groups.join_group(s, ctx, join_request(member_id="nobody")),
         ],
         ApiKey.SYNC_GROUP: lambda: [
             joined_then("sync"),
-            groups.sync_group(
-                s, ctx, _ns(group_id="g", generation_id=1, member_id="x", assignments=[])
-            ),
+            groups.sync_group(s, ctx, sync_request("x", 1, None, protocol=(None, None))),
         ],
         ApiKey.HEARTBEAT: lambda: [
             joined_then("heartbeat"),
-            groups.heartbeat(s, ctx, _ns(group_id="g", generation_id=1, member_id="x")),
+            groups.heartbeat(
+                s, ctx, HeartbeatRequest(group_id=GroupId("g"), generation_id=i32(1), member_id="x")
+            ),
         ],
         ApiKey.LEAVE_GROUP: lambda: [
-            groups.leave_group(s, ctx, _ns(group_id="g", member_id="x")),
-            groups.leave_group(
-                s,
-                ctx,
-                _ns(
-                    group_id="g",
-                    members=[
-                        _ns(member_id="x", group_instance_id=None, reason=None),
-                        _ns(member_id="", group_instance_id="i", reason=None),
-                    ],
-                ),
-            ),
+            groups.leave_group(s, ctx, leaving(("x", None))),
+            *([groups.leave_group(s, ctx, leaving(("x", None), ("", "i")))] if batches else []),
         ],
         ApiKey.DESCRIBE_GROUPS: lambda: [
             described_after(joined_then("sync")),
-            groups.describe_groups(s, ctx, _ns(groups=["g", "nope"])),
+            groups.describe_groups(s, ctx, describe_groups_request("g", "nope")),
         ],
         ApiKey.LIST_GROUPS: lambda: [
-            groups.list_groups(s, ctx, _ns()),
-            groups.list_groups(s, ctx, _ns(states_filter=["Stable"], types_filter=["classic"])),
+            groups.list_groups(s, ctx, ListGroupsRequest()),
+            groups.list_groups(
+                s, ctx, ListGroupsRequest(states_filter=("Stable",), types_filter=("classic",))
+            ),
         ],
         ApiKey.DELETE_GROUPS: lambda: [
-            groups.delete_groups(s, ctx, _ns(groups_names=["g", "nope"]))
+            groups.delete_groups(s, ctx, delete_groups_request("g", "nope"))
         ],
-        ApiKey.OFFSET_COMMIT: lambda: [
-            offsets.offset_commit(
-                s,
-                ctx,
-                _ns(
-                    group_id="solo",
-                    generation_id_or_member_epoch=-1,
-                    member_id="",
-                    group_instance_id=None,
-                    topics=commit_topics,
-                ),
-            )
-        ],
+        ApiKey.OFFSET_COMMIT: lambda: [offsets.offset_commit(s, ctx, offsets.Commit(commit))],
         ApiKey.OFFSET_FETCH: lambda: [
-            offsets.offset_fetch(s, ctx, _ns(group_id="solo", topics=wanted)),
-            offsets.offset_fetch(s, ctx, _ns(group_id="solo", topics=None)),
-            offsets.offset_fetch(s, ctx, _ns(groups=[_ns(group_id="solo", topics=wanted)])),
+            offsets.offset_fetch(s, ctx, fetch(("solo", wanted))),
+            offsets.offset_fetch(s, ctx, fetch(("solo", None))),
         ],
         ApiKey.OFFSET_DELETE: lambda: [
-            offsets.offset_delete(
-                s,
-                ctx,
-                _ns(group_id="solo", topics=[_ns(name="t", partitions=[_ns(partition_index=0)])]),
-            ),
-            offsets.offset_delete(s, ctx, _ns(group_id="nope", topics=[])),
+            offsets.offset_delete(s, ctx, delete_offsets_request("solo", {"t": [0]})),
+            offsets.offset_delete(s, ctx, delete_offsets_request("nope", {})),
         ],
     }
     return cases.get(api, list)()

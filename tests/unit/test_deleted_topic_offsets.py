@@ -19,21 +19,22 @@ from kop.groups.service import GroupService
 from kop.groups.types import GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode
 from kop.storage.naming import PulsarTopic
-from tests.unit.test_build_strict import NS, _ns, _services, close_services
+from tests.unit.test_build_strict import (
+    NS,
+    _services,
+    close_services,
+    commit_request,
+    describe_groups_request,
+)
 
 CTX = RequestContext(NS, "test", 5)
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 
 
 async def _commit(s: Services, group: str, *topics: str) -> None:
-    parts = [_ns(partition_index=0, committed_offset=7, committed_leader_epoch=-1,
-                 committed_metadata="")]  # fmt: skip
-    request = _ns(
-        group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-        topics=[_ns(name=t, partitions=parts) for t in topics],
-    )  # fmt: skip
-    answer = await offsets.offset_commit(s, CTX, request)
-    assert all(p["error_code"] is ErrorCode.none for t in answer["topics"] for p in t["partitions"])
+    request = commit_request(group, {t: [0] for t in topics}, offset=7, metadata="")
+    answer = (await offsets.offset_commit(s, CTX, offsets.Commit(request))).answer
+    assert all(p.error_code is ErrorCode.none for t in answer.topics for p in t.partitions)
 
 
 async def _reloaded(s: Services) -> GroupService:
@@ -62,8 +63,9 @@ async def test_deleting_a_topic_removes_its_offsets_from_every_group_durably() -
         assert deleted.responses[0].error_code is ErrorCode.none
         assert set(s.groups.offsets.of("both")) == {TopicPartition("u", 0)}
         assert s.groups.offsets.of("only-t") == {} == s.groups.offsets.of("full-name")
-        described = await groups.describe_groups(s, CTX, _ns(groups=["only-t", "both"]))
-        states = [g["group_state"] for g in described["groups"]]
+        asked = describe_groups_request("only-t", "both")
+        described = (await groups.describe_groups(s, CTX, asked)).answer
+        states = [g.group_state for g in described.groups]
         assert states == [GroupState.DEAD.value, GroupState.EMPTY.value]  # as Kafka
         again = await _reloaded(s)
         try:

@@ -5,16 +5,33 @@ protocol type."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-from typing import Any
+
+from kio.schema.join_group.v9.request import JoinGroupRequest
+from kio.schema.offset_commit.v2.request import OffsetCommitRequest as CommitV2
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestPartition as CommitPartitionV2
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestTopic as CommitTopicV2
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64, i64Timedelta
 
 from kop.api import groups, offsets
 from kop.api.context import RequestContext
+from kop.api.dispatch import ROUTES
 from kop.groups.coordinator import PARKED
 from kop.groups.rebalance import SyncResult
 from kop.groups.types import GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode
-from tests.unit.test_build_strict import NS, _ns, _resolved, _services, close_services
+from kop.protocol.messages import ApiKey
+from tests.unit.test_build_strict import (
+    NS,
+    _resolved,
+    _services,
+    close_services,
+    commit_request,
+    delete_offsets_request,
+    join_request,
+)
 from tests.unit.test_coordinator_rules import Driver, _join, _stable_pair
 
 
@@ -55,34 +72,36 @@ CTX_V2 = RequestContext(NS, "test", 2)
 async def test_offset_commit_v2_retention_time_expires_the_offsets() -> None:
     s = await _services()
     assert s.groups is not None
+    route = ROUTES[ApiKey.OFFSET_COMMIT]
     try:
-        part = _ns(partition_index=0, committed_offset=3, committed_metadata="")
-        request = _ns(
-            group_id="solo", generation_id_or_member_epoch=-1, member_id="",
-            retention_time=datetime.timedelta(seconds=60),
-            topics=[_ns(name="t", partitions=[part])],
+        part = CommitPartitionV2(
+            partition_index=i32(0), committed_offset=i64(3), committed_metadata=""
+        )
+        request = CommitV2(
+            group_id=GroupId("solo"), generation_id_or_member_epoch=i32(-1), member_id="",
+            retention_time=i64Timedelta.parse(datetime.timedelta(seconds=60)),
+            topics=(CommitTopicV2(name=TopicName("t"), partitions=(part,)),),
         )  # fmt: skip
-        await offsets.offset_commit(s, CTX_V2, request)
+        await offsets.offset_commit(s, CTX_V2, route.read(request, 2))
         (committed,) = s.groups.offsets.of("solo").values()
         assert committed.expire_ms == committed.commit_ms + 60_000
         g = s.groups.coordinator.groups["solo"]
         tp = TopicPartition("t", 0)
         assert s.groups.offsets.expired("solo", g, committed.commit_ms + 59_999) == []
         assert s.groups.offsets.expired("solo", g, committed.commit_ms + 60_000) == [tp]
-        default = _ns(**{**vars(request), "retention_time": datetime.timedelta(milliseconds=-1)})
-        await offsets.offset_commit(s, CTX_V2, default)
+        default = dataclasses.replace(
+            request, retention_time=i64Timedelta.parse(datetime.timedelta(milliseconds=-1))
+        )
+        await offsets.offset_commit(s, CTX_V2, route.read(default, 2))
         assert s.groups.offsets.of("solo")[tp].expire_ms is None
     finally:
         await close_services(s)
 
 
-def _connect_join(member_id: str) -> Any:
-    return _ns(
-        group_id="workers", member_id=member_id, group_instance_id=None, protocol_type="connect",
-        protocols=[_ns(name="sessioned", metadata=b"worker")], reason=None,
-        session_timeout=datetime.timedelta(seconds=10),
-        rebalance_timeout=datetime.timedelta(seconds=30),
-    )  # fmt: skip
+def _connect_join(member_id: str) -> JoinGroupRequest:
+    return join_request(
+        member_id, "connect", group="workers", metadata=b"worker", protocol="sessioned"
+    )
 
 
 async def test_offset_delete_on_a_live_group_of_another_protocol_is_non_empty_group() -> None:
@@ -92,11 +111,11 @@ async def test_offset_delete_on_a_live_group_of_another_protocol_is_non_empty_gr
     try:
         first = await _resolved(groups.join_group(s, ctx, _connect_join("")))
         assert first is not None
-        joined = await _resolved(groups.join_group(s, ctx, _connect_join(first["member_id"])))
-        assert joined is not None and joined["error_code"] is ErrorCode.none
-        asked = _ns(group_id="workers", topics=[_ns(name="t", partitions=[_ns(partition_index=0)])])
-        answer = await offsets.offset_delete(s, ctx, asked)
-        assert (answer["error_code"], answer["topics"]) == (ErrorCode.non_empty_group, [])
+        joined = await _resolved(groups.join_group(s, ctx, _connect_join(first.member_id)))
+        assert joined is not None and joined.error_code is ErrorCode.none
+        asked = delete_offsets_request("workers", {"t": [0]})
+        answer = await _resolved(offsets.offset_delete(s, ctx, asked))
+        assert (answer.error_code, answer.topics) == (ErrorCode.non_empty_group, ())
     finally:
         await close_services(s)
 
@@ -106,15 +125,11 @@ async def test_offset_commit_v9_to_an_unknown_group_is_group_id_not_found() -> N
     s = await _services()
     assert s.groups is not None
     try:
-        part = _ns(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
-                   committed_metadata="")  # fmt: skip
-        request = _ns(
-            group_id="nobody", generation_id_or_member_epoch=4, member_id="m",
-            group_instance_id=None, topics=[_ns(name="t", partitions=[part])],
-        )  # fmt: skip
+        request = offsets.Commit(commit_request("nobody", {"t": [0]}, 4, "m", 3, ""))
         expected = ((8, ErrorCode.illegal_generation), (9, ErrorCode.group_id_not_found))
         for version, code in expected:
-            answer = await offsets.offset_commit(s, RequestContext(NS, "test", version), request)
-            assert answer["topics"][0]["partitions"][0]["error_code"] is code, version
+            ctx = RequestContext(NS, "test", version)
+            answer = await _resolved(offsets.offset_commit(s, ctx, request))
+            assert answer.topics[0].partitions[0].error_code is code, version
     finally:
         await close_services(s)

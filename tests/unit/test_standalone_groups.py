@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kio.schema.list_groups.v5.request import ListGroupsRequest
+
 from kop.api import groups, offsets
 from kop.api.context import RequestContext, Services
 from kop.groups.coordinator import Limits
@@ -15,27 +17,32 @@ from kop.groups.offsets_store import OffsetsStore
 from kop.groups.service import GroupService
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
-from tests.unit.test_build_strict import NS, _ns, _services, close_services
+from tests.unit.test_build_strict import (
+    NS,
+    _services,
+    close_services,
+    commit_request,
+    delete_groups_request,
+    describe_groups_request,
+)
 
 CTX = RequestContext(NS, "test", 5)
 
 
 async def _commit(s: Services) -> None:
-    part = _ns(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
-               committed_metadata="")  # fmt: skip
-    request = _ns(group_id="solo", generation_id_or_member_epoch=-1, member_id="",
-                  group_instance_id=None, topics=[_ns(name="t", partitions=[part])])  # fmt: skip
-    answer = await offsets.offset_commit(s, CTX, request)
-    assert answer["topics"][0]["partitions"][0]["error_code"] is ErrorCode.none
+    request = commit_request("solo", {"t": [0]}, offset=3, metadata="")
+    answer = (await offsets.offset_commit(s, CTX, offsets.Commit(request))).answer
+    assert answer.topics[0].partitions[0].error_code is ErrorCode.none
 
 
 async def _seen(s: Services) -> tuple[Any, Any]:
     """(state, protocol type) as DescribeGroups and as ListGroups give them."""
-    described = (await groups.describe_groups(s, CTX, _ns(groups=["solo"])))["groups"][0]
-    listed = [g for g in (await groups.list_groups(s, CTX, _ns()))["groups"]
-              if g["group_id"] == "solo"]  # fmt: skip
-    seen_list = (listed[0]["group_state"], listed[0]["protocol_type"]) if listed else None
-    return (described["group_state"], described["protocol_type"]), seen_list
+    asked = describe_groups_request("solo")
+    described = (await groups.describe_groups(s, CTX, asked)).answer.groups[0]
+    listed = [g for g in (await groups.list_groups(s, CTX, ListGroupsRequest())).answer.groups
+              if g.group_id == "solo"]  # fmt: skip
+    seen_list = (listed[0].group_state, listed[0].protocol_type) if listed else None
+    return (described.group_state, described.protocol_type), seen_list
 
 
 async def test_a_standalone_group_is_empty_to_describe_and_list_after_a_restart() -> None:
@@ -65,8 +72,8 @@ async def test_a_delete_that_was_not_persisted_leaves_the_group_as_it_was() -> N
             raise StorageError("offsets topic unreachable")
 
         s.groups.offsets.forget_group = fails  # type: ignore[method-assign]
-        answer = await groups.delete_groups(s, CTX, _ns(groups_names=["solo"]))
-        assert answer["results"][0]["error_code"] is ErrorCode.coordinator_not_available
+        answer = (await groups.delete_groups(s, CTX, delete_groups_request("solo"))).answer
+        assert answer.results[0].error_code is ErrorCode.coordinator_not_available
         assert await _seen(s) == (("Empty", ""), ("Empty", ""))
     finally:
         await close_services(s)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
+import typing
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -134,5 +136,8 @@ def test_every_route_reads_and_answers_the_newest_version_kop_serves() -> None:
     assert ROUTES
     for api, route in ROUTES.items():
         assert route.api is api
-        assert route.request is newest_request(api), api
+        request: Any = route.request
+        if not request.__module__.startswith("kio."):  # kop's own, holding the newest
+            request = typing.get_type_hints(request)["request"]  # (OffsetCommit's Commit)
+        assert request is newest_request(api), api
         assert route.response is newest_response(api), api
