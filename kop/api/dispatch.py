@@ -39,7 +39,9 @@ Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
 
 # Each typed module names its routes (`ROUTES`) beside its handlers.
 ROUTES: dict[ApiKey, Route[Any, Any]] = {
-    r.api: r for module in (list_offsets, leader_epochs) for r in module.ROUTES
+    r.api: r
+    for module in (list_offsets, leader_epochs, producer_ids, transactions, txn_offsets, txn_admin)
+    for r in module.ROUTES
 }
 
 HANDLERS: dict[ApiKey, Handler] = {
@@ -52,15 +54,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.CREATE_TOPICS: topics_admin.create_topics,
     ApiKey.DELETE_TOPICS: topics_admin.delete_topics,
     ApiKey.DELETE_RECORDS: delete_records.handle,
-    ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
-    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions,
-    ApiKey.ADD_OFFSETS_TO_TXN: txn_offsets.add_offsets,
-    ApiKey.END_TXN: transactions.end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: txn_offsets.txn_offset_commit,
-    ApiKey.WRITE_TXN_MARKERS: txn_admin.write_txn_markers,
-    ApiKey.DESCRIBE_PRODUCERS: txn_admin.describe_producers,
-    ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: txn_admin.list_transactions,
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,
     ApiKey.DELETE_ACLS: acls.delete_acls,
