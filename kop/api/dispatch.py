@@ -53,6 +53,10 @@ ROUTES: dict[ApiKey, Route[Any, Any]] = {
         topic_partitions,
         groups,
         offsets,
+        producer_ids,
+        transactions,
+        txn_offsets,
+        txn_admin,
     )
     for r in module.ROUTES
 }
@@ -60,15 +64,6 @@ ROUTES: dict[ApiKey, Route[Any, Any]] = {
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.METADATA: metadata.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.INIT_PRODUCER_ID: producer_ids.handle,
-    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions,
-    ApiKey.ADD_OFFSETS_TO_TXN: txn_offsets.add_offsets,
-    ApiKey.END_TXN: transactions.end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: txn_offsets.txn_offset_commit,
-    ApiKey.WRITE_TXN_MARKERS: txn_admin.write_txn_markers,
-    ApiKey.DESCRIBE_PRODUCERS: txn_admin.describe_producers,
-    ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: txn_admin.list_transactions,
     ApiKey.DESCRIBE_ACLS: acls.describe_acls,
     ApiKey.CREATE_ACLS: acls.create_acls,
     ApiKey.DELETE_ACLS: acls.delete_acls,

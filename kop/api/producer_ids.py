@@ -3,23 +3,25 @@ coordinator (kop.api.transactions)."""
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
+from kio.schema.init_producer_id.v5.response import InitProducerIdResponse
 
 from kop.api import transactions
-from kop.api.context import RequestContext, Response, Services
+from kop.api.context import RequestContext, Services
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: InitProducerIdRequest
+) -> Now[InitProducerIdResponse]:
     if request.transactional_id is not None:
-        return await transactions.init_producer_id(services, ctx, request)
+        return Now(
+            await transactions.init_producer_id(services, ctx, request.transactional_id, request)
+        )
     if not await ctx.access.idempotent_write(ctx.namespace):
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.cluster_authorization_failed,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
+        return Now(transactions.init_answer(ErrorCode.cluster_authorization_failed, -1, -1))
     # The id and epoch an idempotent producer names (KIP-360) are not looked at: Kafka
     # answers every idempotent InitProducerId with a new producer id at epoch 0. Before,
     # kop answered the named id at its epoch + 1 unchecked, so a client naming another
@@ -27,7 +29,8 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
     try:
         pid = services.producer_ids.next()
     except KafkaError as exc:  # the next block is on its way: the client retries
-        return {"throttle_time": 0, "error_code": exc.code, "producer_id": -1,
-                "producer_epoch": -1}  # fmt: skip
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": pid,
-            "producer_epoch": 0}  # fmt: skip
+        return Now(transactions.init_answer(exc.code, -1, -1))
+    return Now(transactions.init_answer(ErrorCode.none, pid, 0))
+
+
+ROUTES = (Route(ApiKey.INIT_PRODUCER_ID, InitProducerIdRequest, InitProducerIdResponse, handle),)

@@ -8,11 +8,41 @@ from __future__ import annotations
 import datetime
 import re
 import time
-from typing import Any
+
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+from kio.schema.describe_producers.v0.response import (
+    DescribeProducersResponse,
+    PartitionResponse,
+    ProducerState,
+    TopicResponse,
+)
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.describe_transactions.v0.response import (
+    DescribeTransactionsResponse,
+    TopicData,
+)
+from kio.schema.describe_transactions.v0.response import (
+    TransactionState as DescribedState,
+)
+from kio.schema.list_transactions.v2.request import ListTransactionsRequest
+from kio.schema.list_transactions.v2.response import (
+    ListTransactionsResponse,
+)
+from kio.schema.list_transactions.v2.response import (
+    TransactionState as ListedState,
+)
+from kio.schema.types import ProducerId, TopicName, TransactionalId
+from kio.schema.write_txn_markers.v2.request import WriteTxnMarkersRequest
+from kio.schema.write_txn_markers.v2.response import (
+    WritableTxnMarkerPartitionResult,
+    WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult,
+    WriteTxnMarkersResponse,
+)
+from kio.static.primitive import i16, i32, i32Timedelta, i64
 
 from kop.api.context import (
     RequestContext,
-    Response,
     Services,
     error_of,
     lead,
@@ -20,11 +50,14 @@ from kop.api.context import (
     topic_partition,
 )
 from kop.api.patterns import compile_client_pattern
+from kop.api.routes import Now, Route
 from kop.api.transactions import txn_key, txn_service
 from kop.entries.formats import EntryFormat
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
 from kop.protocol.records import read_header
+from kop.protocol.values import NO_THROTTLE, kafka_time
 from kop.security.authorizer import TopicOp
 from kop.txn.peers import is_peer
 from kop.txn.state import State
@@ -32,42 +65,53 @@ from kop.txn.state import State
 _STATES = {s.value for s in State}
 
 
-def _ms_time(ms: int) -> datetime.datetime:
-    """A Kafka timestamp as kio writes it (-1, "none", is 1 ms before the epoch)."""
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-
-
-async def list_transactions(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def list_transactions(
+    services: Services, ctx: RequestContext, request: ListTransactionsRequest
+) -> Now[ListTransactionsResponse]:
     """The transactions this instance coordinates, of the client's namespace, if it
     may use transactional ids there (Kafka leaves out what it may not describe).
     A `transactional_id_pattern` (v2, KIP-1152) must match a whole id, as Kafka's
     RE2/J `matches()`; null or empty filters nothing; one RE2 refuses, or longer than
     MAX_PATTERN_CHARS, is INVALID_REGULAR_EXPRESSION with nothing listed (Kafka's
-    error answer), whether or not the client may see any id."""
+    error answer), whether or not the client may see any id. Before v1 there is no
+    duration filter (-1), before v2 no pattern (null)."""
     wanted = set(request.state_filters)
     pids = set(request.producer_id_filters)
-    duration = getattr(request, "duration_filter", -1)
-    pattern_text = getattr(request, "transactional_id_pattern", None)
-    out: dict[str, Any] = {"throttle_time": 0, "error_code": ErrorCode.none,
-                           "unknown_state_filters": sorted(wanted - _STATES),
-                           "transaction_states": []}  # fmt: skip
+    duration = request.duration_filter
+    unknown = tuple(sorted(wanted - _STATES))
+
+    def answer(
+        code: ErrorCode = ErrorCode.none,
+        states: tuple[ListedState, ...] = (),
+        unknown_filters: tuple[str, ...] = unknown,
+    ) -> Now[ListTransactionsResponse]:
+        return Now(
+            ListTransactionsResponse(
+                throttle_time=NO_THROTTLE, error_code=code,
+                unknown_state_filters=unknown_filters, transaction_states=states,
+            )
+        )  # fmt: skip
+
     try:
         txns = txn_service(services)
     except KafkaError as exc:
-        return {**out, "error_code": exc.code}
+        return answer(exc.code)
     allowed = await ctx.access.idempotent_write(ctx.namespace)  # may use transactional ids
     if not txns.partitions.all_loaded:
-        return {**out, "error_code": ErrorCode.coordinator_load_in_progress}
+        return answer(ErrorCode.coordinator_load_in_progress)
     # Compiled after the last await: one compiled pattern at a time, for this loop only.
     pattern = None
-    if pattern_text:
+    if request.transactional_id_pattern:
         try:
-            pattern = compile_client_pattern(pattern_text, "transactional_id_pattern")
+            pattern = compile_client_pattern(
+                request.transactional_id_pattern, "transactional_id_pattern"
+            )
         except KafkaError as exc:
-            return {**out, "error_code": exc.code, "unknown_state_filters": []}
+            return answer(exc.code, unknown_filters=())
     if not allowed:
-        return out
+        return answer()
     now = txns.coordinator.now_ms()
+    states = []
     for meta in sorted(txns.coordinator.metas(), key=lambda m: m.txn_id):
         ns, txn_id = txns.scope.split(meta.txn_id)
         if ns != ctx.namespace or (wanted and meta.state.value not in wanted):
@@ -78,43 +122,55 @@ async def list_transactions(services: Services, ctx: RequestContext, request: An
             continue
         if pattern is not None and not pattern.fullmatch(txn_id):
             continue
-        out["transaction_states"].append({"transactional_id": txn_id,
-                                          "producer_id": meta.producer_id,
-                                          "transaction_state": meta.state.value})  # fmt: skip
-    return out
+        states.append(
+            ListedState(
+                transactional_id=TransactionalId(txn_id),
+                producer_id=ProducerId(meta.producer_id),
+                transaction_state=meta.state.value,
+            )
+        )
+    return answer(states=tuple(states))
 
 
-async def describe_transactions(services: Services, ctx: RequestContext, request: Any) -> Response:
-    return {"throttle_time": 0,
-            "transaction_states": [await _describe(services, ctx, t)
-                                   for t in request.transactional_ids]}  # fmt: skip
+async def describe_transactions(
+    services: Services, ctx: RequestContext, request: DescribeTransactionsRequest
+) -> Now[DescribeTransactionsResponse]:
+    states = [await _describe(services, ctx, t) for t in request.transactional_ids]
+    return Now(
+        DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=tuple(states))
+    )
 
 
-async def _describe(services: Services, ctx: RequestContext, txn_id: str) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "error_code": ErrorCode.none, "transactional_id": txn_id, "transaction_state": "",
-        "transaction_timeout": datetime.timedelta(0), "transaction_start_time": _ms_time(-1),
-        "producer_id": -1, "producer_epoch": -1, "topics": [],
-    }  # fmt: skip
+async def _describe(services: Services, ctx: RequestContext, txn_id: str) -> DescribedState:
+    def described(
+        code: ErrorCode, state: str = "", timeout_ms: int = 0, started_ms: int = -1,
+        pid: int = -1, epoch: int = -1, topics: tuple[TopicData, ...] = (),
+    ) -> DescribedState:  # fmt: skip
+        """No start time is Kafka's -1 (kafka_time)."""
+        return DescribedState(
+            error_code=code, transactional_id=TransactionalId(txn_id), transaction_state=state,
+            transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+            transaction_start_time=kafka_time(started_ms),
+            producer_id=ProducerId(pid), producer_epoch=i16(epoch), topics=topics,
+        )  # fmt: skip
+
     try:
         key = await txn_key(services, ctx, txn_id)
         txns = txn_service(services)
         txns.check(key)
     except KafkaError as exc:
-        return {**out, "error_code": exc.code}
+        return described(exc.code)
     meta = txns.coordinator.meta(key)
     if meta is None:
-        return {**out, "error_code": ErrorCode.transactional_id_not_found}
-    by_topic: dict[str, list[int]] = {}
+        return described(ErrorCode.transactional_id_not_found)
+    by_topic: dict[str, list[i32]] = {}
     for pulsar_topic, index in sorted(meta.partitions):
-        by_topic.setdefault(_kafka_name(pulsar_topic, ctx), []).append(index)
-    return {
-        **out, "transaction_state": meta.state.value,
-        "transaction_timeout": datetime.timedelta(milliseconds=meta.timeout_ms),
-        "transaction_start_time": _ms_time(meta.started_ms),
-        "producer_id": meta.producer_id, "producer_epoch": meta.epoch,
-        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-    }  # fmt: skip
+        by_topic.setdefault(_kafka_name(pulsar_topic, ctx), []).append(i32(index))
+    return described(
+        ErrorCode.none, meta.state.value, meta.timeout_ms, meta.started_ms,
+        meta.producer_id, meta.epoch,
+        tuple(TopicData(topic=TopicName(t), partitions=tuple(ps)) for t, ps in by_topic.items()),
+    )  # fmt: skip
 
 
 def _kafka_name(partition_topic: str, ctx: RequestContext) -> str:
@@ -125,7 +181,10 @@ def _kafka_name(partition_topic: str, ctx: RequestContext) -> str:
     return base[len(home) :] if base.startswith(home) else base
 
 
-async def describe_producers(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def describe_producers(
+    services: Services, ctx: RequestContext, request: DescribeProducersRequest
+) -> Now[DescribeProducersResponse]:
+    """Each partition's producers (no timestamps or coordinator epochs kept: -1)."""
     topics = []
     for t in request.topics:
         parts = []
@@ -135,23 +194,33 @@ async def describe_producers(services: Services, ctx: RequestContext, request: A
                                                     op=TopicOp.CONSUME)  # fmt: skip
             except Exception as exc:
                 code, message = error_of(exc)
-                parts.append({"partition_index": index, "error_code": code,
-                              "error_message": message, "active_producers": []})  # fmt: skip
+                parts.append(_partition(index, code, message))
                 continue
             open_txns = plog.txns.open_transactions()
-            producers = [
-                {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq,
-                 "last_timestamp": -1, "coordinator_epoch": -1,
-                 "current_txn_start_offset": open_txns.get(pid, -1)}
+            producers = tuple(
+                ProducerState(
+                    producer_id=ProducerId(pid), producer_epoch=i32(epoch),
+                    last_sequence=i32(seq), last_timestamp=i64(-1), coordinator_epoch=i32(-1),
+                    current_txn_start_offset=i64(open_txns.get(pid, -1)),
+                )
                 for pid, (epoch, seq) in sorted(plog.producers.describe().items())
-            ]  # fmt: skip
-            parts.append({"partition_index": index, "error_code": ErrorCode.none,
-                          "error_message": None, "active_producers": producers})  # fmt: skip
-        topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time": 0, "topics": topics}
+            )  # fmt: skip
+            parts.append(_partition(index, ErrorCode.none, None, producers))
+        topics.append(TopicResponse(name=t.name, partitions=tuple(parts)))
+    return Now(DescribeProducersResponse(throttle_time=NO_THROTTLE, topics=tuple(topics)))
 
 
-async def write_txn_markers(services: Services, ctx: RequestContext, request: Any) -> Response:
+def _partition(
+    index: i32, code: ErrorCode, message: str | None, producers: tuple[ProducerState, ...] = ()
+) -> PartitionResponse:
+    return PartitionResponse(
+        partition_index=index, error_code=code, error_message=message, active_producers=producers
+    )
+
+
+async def write_txn_markers(
+    services: Services, ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> Now[WriteTxnMarkersResponse]:
     """Markers into partitions this instance leads; Kafka takes them from its
     coordinators and from admins (ClusterAction), kop from the other live instances
     (kop.txn.peers) and from superusers."""
@@ -166,10 +235,32 @@ async def write_txn_markers(services: Services, ctx: RequestContext, request: An
                 code = ErrorCode.cluster_authorization_failed
                 if allowed:
                     code = await _write_marker(services, ctx, t.name, index, marker)
-                parts.append({"partition_index": index, "error_code": code})
-            topics.append({"name": t.name, "partitions": parts})
-        results.append({"producer_id": m.producer_id, "topics": topics})
-    return {"markers": results}
+                parts.append(
+                    WritableTxnMarkerPartitionResult(partition_index=index, error_code=code)
+                )
+            topics.append(WritableTxnMarkerTopicResult(name=t.name, partitions=tuple(parts)))
+        results.append(WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(topics)))
+    return Now(WriteTxnMarkersResponse(markers=tuple(results)))
+
+
+ROUTES = (
+    Route(
+        ApiKey.WRITE_TXN_MARKERS, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+        write_txn_markers,
+    ),
+    Route(
+        ApiKey.DESCRIBE_PRODUCERS, DescribeProducersRequest, DescribeProducersResponse,
+        describe_producers,
+    ),
+    Route(
+        ApiKey.DESCRIBE_TRANSACTIONS, DescribeTransactionsRequest, DescribeTransactionsResponse,
+        describe_transactions,
+    ),
+    Route(
+        ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest, ListTransactionsResponse,
+        list_transactions,
+    ),
+)  # fmt: skip
 
 
 async def _write_marker(

@@ -5,17 +5,31 @@ transaction version 2, TxnOffsetCommit v5 adds the offsets partition itself."""
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.add_offsets_to_txn.v4.request import AddOffsetsToTxnRequest
+from kio.schema.add_offsets_to_txn.v4.response import AddOffsetsToTxnResponse
+from kio.schema.txn_offset_commit.v5.request import TxnOffsetCommitRequest
+from kio.schema.txn_offset_commit.v5.response import (
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
 
-from kop.api.context import RequestContext, Response, Services
+from kop.api.context import RequestContext, Services
 from kop.api.groups import group_key, group_service
-from kop.api.offsets import codes_by_topic, refused_all, requested_offsets
+from kop.api.offsets import requested_offsets
+from kop.api.routes import Now, Route
 from kop.api.transactions import coordinated, for_version, tv2, txn_key, txn_service
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 
 
-async def add_offsets(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def add_offsets(
+    services: Services, ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> Now[AddOffsetsToTxnResponse]:
     try:
         key = await coordinated(services, ctx, request.transactional_id)
         groups = group_service(services)
@@ -26,10 +40,17 @@ async def add_offsets(services: Services, ctx: RequestContext, request: Any) -> 
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code
-    return {"throttle_time": 0, "error_code": for_version(code, "AddOffsetsToTxn", ctx.api_version)}
+    return Now(
+        AddOffsetsToTxnResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=for_version(code, "AddOffsetsToTxn", ctx.api_version),
+        )
+    )
 
 
-async def txn_offset_commit(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def txn_offset_commit(
+    services: Services, ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> Now[TxnOffsetCommitResponse]:
     codes: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, CommittedOffset] = {}
     try:
@@ -38,19 +59,47 @@ async def txn_offset_commit(services: Services, ctx: RequestContext, request: An
         producer = (request.producer_id, request.producer_epoch)
         await _verify(services, txn, key, producer, tv2(services, ctx, first=5))
     except KafkaError as exc:
-        return refused_all(request, for_version(exc.code, "TxnOffsetCommit", ctx.api_version))
+        code = for_version(exc.code, "TxnOffsetCommit", ctx.api_version)
+        every = [
+            TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions
+        ]
+        return Now(_answer(dict.fromkeys(every, code)))  # refused as a whole
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
+        # generation -1, member "" and no instance id before v3: a commit outside the group
         code = await group_service(services).commit(
-            key, getattr(request, "generation_id", -1), getattr(request, "member_id", ""),
-            getattr(request, "group_instance_id", None), offsets,
+            key, request.generation_id, request.member_id, request.group_instance_id, offsets,
             producer=producer,
         )  # fmt: skip
     except KafkaError as exc:
         code = exc.code
     code = for_version(code, "TxnOffsetCommit", ctx.api_version)
     codes.update({tp: code for tp in offsets})
-    return {"throttle_time": 0, "topics": codes_by_topic(codes)}
+    return Now(_answer(codes))
+
+
+def _answer(codes: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+    """Each partition's code, by topic in the order the topics first come."""
+    topics: dict[str, list[TxnOffsetCommitResponsePartition]] = {}
+    for tp, code in codes.items():
+        topics.setdefault(tp.topic, []).append(
+            TxnOffsetCommitResponsePartition(partition_index=i32(tp.partition), error_code=code)
+        )
+    return TxnOffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            TxnOffsetCommitResponseTopic(name=TopicName(name), partitions=tuple(parts))
+            for name, parts in topics.items()
+        ),
+    )
+
+
+ROUTES = (
+    Route(ApiKey.ADD_OFFSETS_TO_TXN, AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, add_offsets),
+    Route(
+        ApiKey.TXN_OFFSET_COMMIT, TxnOffsetCommitRequest, TxnOffsetCommitResponse, txn_offset_commit
+    ),
+)
 
 
 async def _verify(

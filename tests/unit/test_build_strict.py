@@ -19,11 +19,28 @@ from typing import Any, cast
 
 import jwt
 import pytest
+from kio.schema.add_offsets_to_txn.v4.request import AddOffsetsToTxnRequest
+from kio.schema.add_partitions_to_txn.v3.request import (
+    AddPartitionsToTxnRequest as AddPartitionsToTxnV3Request,
+)
+from kio.schema.add_partitions_to_txn.v3.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnV3Topic,
+)
+from kio.schema.add_partitions_to_txn.v5.request import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.describe_producers.v0.request import DescribeProducersRequest
+from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersTopic
+from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.end_txn.v5.request import EndTxnRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.list_groups.v5.request import ListGroupsRequest
@@ -32,6 +49,7 @@ from kio.schema.list_offsets.v7.request import (
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
+from kio.schema.list_transactions.v2.request import ListTransactionsRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -58,7 +76,17 @@ from kio.schema.offset_for_leader_epoch.v4.response import (
 )
 from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.schema.types import BrokerId, GroupId, TopicName, TransactionalId
+from kio.schema.txn_offset_commit.v5.request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from kio.schema.types import BrokerId, GroupId, ProducerId, TopicName, TransactionalId
+from kio.schema.write_txn_markers.v2.request import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from kop.api import (
@@ -109,7 +137,7 @@ from kop.protocol.messages import (
     top_level_error_response,
 )
 from kop.protocol.values import NO_THROTTLE
-from kop.protocol.versions import downgrade
+from kop.protocol.versions import downgrade, upgrade
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.topics.catalog import TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
@@ -317,6 +345,57 @@ async def _appended(offset: int) -> int:
     return offset
 
 
+def _init(
+    txn_id: str | None, timeout: datetime.timedelta, pid: int = -1, epoch: int = -1
+) -> InitProducerIdRequest:
+    return InitProducerIdRequest(
+        transactional_id=None if txn_id is None else TransactionalId(txn_id),
+        transaction_timeout=i32Timedelta.parse(timeout),
+        producer_id=ProducerId(pid),
+        producer_epoch=i16(epoch),
+    )
+
+
+async def _init_txn(s: Services, ctx: RequestContext) -> int:
+    """The producer id transactional id "tx" gets (at epoch 0)."""
+    init = await producer_ids.handle(s, ctx, _init("tx", datetime.timedelta(seconds=60)))
+    assert init.answer.error_code is ErrorCode.none, init
+    return init.answer.producer_id
+
+
+def _txn_topic(name: str, *partitions: int) -> AddPartitionsToTxnTopic:
+    return AddPartitionsToTxnTopic(name=TopicName(name), partitions=tuple(map(i32, partitions)))
+
+
+def _v3_request(
+    pid: int, topics: tuple[AddPartitionsToTxnTopic, ...], version: int
+) -> AddPartitionsToTxnRequest:
+    """A v0-3 client's AddPartitionsToTxn (of `version`'s class) as its route reads it."""
+    sent = AddPartitionsToTxnV3Request(
+        v3_and_below_transactional_id=TransactionalId("tx"),
+        v3_and_below_producer_id=ProducerId(pid),
+        v3_and_below_producer_epoch=i16(0),
+        v3_and_below_topics=tuple(
+            AddPartitionsToTxnV3Topic(name=t.name, partitions=t.partitions) for t in topics
+        ),
+    )
+    old = upgrade(sent, request_schema(ApiKey.ADD_PARTITIONS_TO_TXN, version))
+    read: AddPartitionsToTxnRequest = ROUTES[ApiKey.ADD_PARTITIONS_TO_TXN].read(old, version)
+    return read
+
+
+async def _add_v3(s: Services, pid: int, topics: tuple[AddPartitionsToTxnTopic, ...]) -> None:
+    """`topics` join the transaction of "tx", as a v3 client adds them."""
+    ctx = RequestContext(NS, "test", 3)
+    added = await transactions.add_partitions(s, ctx, _v3_request(pid, topics, 3))
+    (result,) = added.answer.results_by_transaction
+    assert all(
+        p.partition_error_code is ErrorCode.none
+        for t in result.topic_results
+        for p in t.results_by_partition
+    ), added
+
+
 async def _handler_responses(api: ApiKey, version: int) -> list[Response]:
     """What the real handlers answer, over their success and error paths."""
     s = await _services()
@@ -411,131 +490,133 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
     elif api == ApiKey.INIT_PRODUCER_ID:
         minute = datetime.timedelta(seconds=60)
         calls = [
-            producer_ids.handle(
-                s,
-                ctx,
-                _ns(
-                    transactional_id="tx",
-                    transaction_timeout=minute,
-                    producer_id=-1,
-                    producer_epoch=-1,
-                ),
-            ),
-            producer_ids.handle(
-                s, ctx, _ns(transactional_id="tx", transaction_timeout=minute * 10**6)
-            ),
-            producer_ids.handle(
-                s, ctx, _ns(transactional_id=None, producer_id=5, producer_epoch=2)
-            ),
-            producer_ids.handle(s, ctx, _ns(transactional_id=None)),
+            producer_ids.handle(s, ctx, _init("tx", minute)),
+            producer_ids.handle(s, ctx, _init("tx", minute * 10)),  # over the coordinator's max
+            producer_ids.handle(s, ctx, _init(None, minute, pid=5, epoch=2)),
+            producer_ids.handle(s, ctx, _init(None, minute)),
         ]
     elif api in (ApiKey.LIST_TRANSACTIONS, ApiKey.DESCRIBE_TRANSACTIONS,
                  ApiKey.DESCRIBE_PRODUCERS, ApiKey.WRITE_TXN_MARKERS):  # fmt: skip
-        init = await producer_ids.handle(
-            s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
-                        producer_id=-1, producer_epoch=-1),
-        )  # fmt: skip
-        await transactions.add_partitions(
-            s,
-            ctx,
-            _ns(
-                v3_and_below_transactional_id="tx",
-                v3_and_below_producer_id=init["producer_id"],
-                v3_and_below_producer_epoch=0,
-                v3_and_below_topics=[_ns(name="t", partitions=[0])],
+        pid = await _init_txn(s, ctx)
+        await _add_v3(s, pid, (_txn_topic("t", 0),))
+        described = (
+            DescribeProducersTopic(name=TopicName("t"), partition_indexes=(i32(0), i32(7))),
+            DescribeProducersTopic(name=TopicName("gone"), partition_indexes=(i32(0),)),
+        )
+        marker = WritableTxnMarker(
+            producer_id=ProducerId(5),
+            producer_epoch=i16(0),
+            transaction_result=False,
+            coordinator_epoch=i32(0),
+            transaction_version=i8(0),
+            topics=tuple(
+                WritableTxnMarkerTopic(name=t.name, partition_indexes=t.partition_indexes)
+                for t in described
             ),
         )
-        topics = [_ns(name="t", partition_indexes=[0, 7]), _ns(name="gone", partition_indexes=[0])]
-        marker = _ns(
-            producer_id=5,
-            producer_epoch=0,
-            transaction_result=False,
-            coordinator_epoch=0,
-            transaction_version=0,
-            topics=topics,
-        )
-        calls = {
+        admin: dict[ApiKey, Callable[[], list[Any]]] = {
             ApiKey.LIST_TRANSACTIONS: lambda: [
-                txn_admin.list_transactions(s, ctx, _ns(state_filters=[], producer_id_filters=[])),
+                txn_admin.list_transactions(s, ctx, ListTransactionsRequest()),
                 txn_admin.list_transactions(
                     s,
                     ctx,
-                    _ns(
-                        state_filters=["Ongoing", "Nope"],
-                        producer_id_filters=[1],
-                        duration_filter=0,
+                    ListTransactionsRequest(
+                        state_filters=("Ongoing", "Nope"),
+                        producer_id_filters=(ProducerId(1),),
+                        duration_filter=i64(0),
                         transactional_id_pattern="t.*",
                     ),
                 ),
             ],
             ApiKey.DESCRIBE_TRANSACTIONS: lambda: [
-                txn_admin.describe_transactions(s, ctx, _ns(transactional_ids=["tx", "nope"])),
+                txn_admin.describe_transactions(
+                    s,
+                    ctx,
+                    DescribeTransactionsRequest(
+                        transactional_ids=(TransactionalId("tx"), TransactionalId("nope"))
+                    ),
+                ),
             ],
             ApiKey.DESCRIBE_PRODUCERS: lambda: [
-                txn_admin.describe_producers(s, ctx, _ns(topics=topics)),
+                txn_admin.describe_producers(s, ctx, DescribeProducersRequest(topics=described)),
             ],
             ApiKey.WRITE_TXN_MARKERS: lambda: [
-                txn_admin.write_txn_markers(s, ctx, _ns(markers=[marker])),
+                txn_admin.write_txn_markers(s, ctx, WriteTxnMarkersRequest(markers=(marker,))),
             ],
-        }[api]()
+        }
+        calls = admin[api]()
     elif api in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT):
-        init = await producer_ids.handle(
-            s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
-                        producer_id=-1, producer_epoch=-1),
+        pid = await _init_txn(s, ctx)
+        commit_parts = (
+            TxnOffsetCommitRequestPartition(partition_index=i32(0), committed_offset=i64(3),
+                                            committed_leader_epoch=i32(-1),
+                                            committed_metadata=None),
+            TxnOffsetCommitRequestPartition(partition_index=i32(9), committed_offset=i64(3),
+                                            committed_leader_epoch=i32(-1),
+                                            committed_metadata=""),
         )  # fmt: skip
-        pid = init["producer_id"]
-        parts = [_ns(partition_index=0, committed_offset=3, committed_leader_epoch=-1,
-                     committed_metadata=None),
-                 _ns(partition_index=9, committed_offset=3, committed_leader_epoch=-1,
-                     committed_metadata="")]  # fmt: skip
-        commit = _ns(
-            transactional_id="tx",
-            group_id="g",
-            producer_id=pid,
-            producer_epoch=0,
-            generation_id=-1,
+        commit = TxnOffsetCommitRequest(
+            transactional_id=TransactionalId("tx"),
+            group_id=GroupId("g"),
+            producer_id=ProducerId(pid),
+            producer_epoch=i16(0),
+            generation_id=i32(-1),
             member_id="",
             group_instance_id=None,
-            topics=[_ns(name="t", partitions=parts), _ns(name="gone", partitions=parts)],
+            topics=tuple(
+                TxnOffsetCommitRequestTopic(name=TopicName(n), partitions=commit_parts)
+                for n in ("t", "gone")
+            ),
         )
+
+        def add_offsets(producer_id: int) -> AddOffsetsToTxnRequest:
+            return AddOffsetsToTxnRequest(
+                transactional_id=TransactionalId("tx"), producer_id=ProducerId(producer_id),
+                producer_epoch=i16(0), group_id=GroupId("g"),
+            )  # fmt: skip
+
         calls = (
-            [txn_offsets.add_offsets(s, ctx, _ns(transactional_id="tx", producer_id=pid,
-                                                 producer_epoch=0, group_id="g")),
-             txn_offsets.add_offsets(s, ctx, _ns(transactional_id="tx", producer_id=pid + 1,
-                                                 producer_epoch=0, group_id="g"))]
+            [txn_offsets.add_offsets(s, ctx, add_offsets(pid)),
+             txn_offsets.add_offsets(s, ctx, add_offsets(pid + 1))]
             if api == ApiKey.ADD_OFFSETS_TO_TXN
             else [txn_offsets.txn_offset_commit(s, ctx, commit)]
         )  # fmt: skip
     elif api in (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.END_TXN):
-        init = await producer_ids.handle(
-            s, ctx, _ns(transactional_id="tx", transaction_timeout=datetime.timedelta(seconds=60),
-                        producer_id=-1, producer_epoch=-1),
-        )  # fmt: skip
-        pid = init["producer_id"]
-        topics = [_ns(name="t", partitions=[0, 1]), _ns(name="gone", partitions=[0])]
+        pid = await _init_txn(s, ctx)
+        txn_topics = (_txn_topic("t", 0, 1), _txn_topic("gone", 0))
 
-        def add(named: list[Any]) -> Any:
-            return transactions.add_partitions(s, ctx, _ns(
-                v3_and_below_transactional_id="tx", v3_and_below_producer_id=pid,
-                v3_and_below_producer_epoch=0, v3_and_below_topics=named))  # fmt: skip
+        def batched(topics: tuple[AddPartitionsToTxnTopic, ...], verify: bool) -> Any:
+            """v4+: a broker's (kop's superuser's here) batch of one transaction."""
+            return transactions.add_partitions(s, ctx, AddPartitionsToTxnRequest(transactions=(
+                AddPartitionsToTxnTransaction(
+                    transactional_id=TransactionalId("tx"), producer_id=ProducerId(pid),
+                    producer_epoch=i16(0), verify_only=verify, topics=topics),
+            )))  # fmt: skip
 
-        if api == ApiKey.ADD_PARTITIONS_TO_TXN:
+        if api == ApiKey.END_TXN:
+            await _add_v3(s, pid, txn_topics[:1])
+
+            def end(producer_id: int, committed: bool) -> EndTxnRequest:
+                return EndTxnRequest(
+                    transactional_id=TransactionalId("tx"), producer_id=ProducerId(producer_id),
+                    producer_epoch=i16(0), committed=committed,
+                )  # fmt: skip
+
             calls = [
-                add(topics[:1]),
-                add(topics),
-                transactions.add_partitions(s, ctx, _ns(transactions=[_ns(
-                    transactional_id="tx", producer_id=pid, producer_epoch=0, verify_only=True,
-                    topics=topics[:1])])),
-            ]  # fmt: skip
+                transactions.end_txn(s, ctx, end(pid, True)),
+                transactions.end_txn(s, ctx, end(pid + 1, False)),
+            ]
+        elif version < transactions.BATCHED:  # the client's one transaction, v0-3's shape
+            calls = [
+                transactions.add_partitions(s, ctx, _v3_request(pid, txn_topics[:1], version)),
+                transactions.add_partitions(s, ctx, _v3_request(pid, txn_topics, version)),
+            ]
         else:
-            await add(topics[:1])
             calls = [
-                transactions.end_txn(s, ctx, _ns(
-                    transactional_id="tx", producer_id=pid, producer_epoch=0, committed=True)),
-                transactions.end_txn(s, ctx, _ns(
-                    transactional_id="tx", producer_id=pid + 1, producer_epoch=0,
-                    committed=False)),
-            ]  # fmt: skip
+                batched(txn_topics[:1], verify=False),
+                batched(txn_topics, verify=False),
+                batched(txn_topics[:1], verify=True),
+            ]
     elif api == ApiKey.OFFSET_FOR_LEADER_EPOCH:
         le_parts = (
             OffsetForLeaderPartition(

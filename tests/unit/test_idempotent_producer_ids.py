@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime
 
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
-from kio.static.primitive import i16, i64
+from kio.static.primitive import i16, i32Timedelta, i64
 
 from kop.api import producer_ids
 from kop.api.context import RequestContext
 from kop.protocol.errors import ErrorCode
 from tests.unit.test_partition_limits import NS, _services
+
+NO_TIMEOUT = i32Timedelta.parse(datetime.timedelta(milliseconds=-1))  # idempotent: none
 
 
 async def test_a_named_producer_id_is_never_handed_back() -> None:
@@ -23,12 +25,12 @@ async def test_a_named_producer_id_is_never_handed_back() -> None:
 
     async def init(pid: int, epoch: int) -> tuple[int, int]:
         request = InitProducerIdRequest(
-            transactional_id=None, transaction_timeout=datetime.timedelta(milliseconds=-1),
+            transactional_id=None, transaction_timeout=NO_TIMEOUT,
             producer_id=i64(pid), producer_epoch=i16(epoch),
         )  # fmt: skip
-        answer = await producer_ids.handle(services, ctx, request)
-        assert answer["error_code"] is ErrorCode.none
-        return answer["producer_id"], answer["producer_epoch"]
+        answer = (await producer_ids.handle(services, ctx, request)).answer
+        assert answer.error_code is ErrorCode.none
+        return answer.producer_id, answer.producer_epoch
 
     victim, epoch = await init(-1, -1)
     assert epoch == 0
