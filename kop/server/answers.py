@@ -164,7 +164,7 @@ class AnswerWriter:
                 loop_s = timed.seconds
             elif inspect.isawaitable(result):
                 result = await _resolve(result)
-            self._quota.answering(header.api_key, result, loop_s)
+            result = self._quota.answering(header.api_key, result, loop_s)
             if result is None:
                 return None
             errors = error_counts(result)

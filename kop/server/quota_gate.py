@@ -11,10 +11,14 @@ Produce request's bytes (`producer_byte_rate`), a Fetch answer's record bytes
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import time
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
+
+from kio.static.primitive import i32Timedelta
 
 from kop.protocol.messages import ApiKey
 from kop.quotas.entities import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
@@ -70,16 +74,29 @@ class QuotaGate:
         self._owed = 0.0
         self._who = None
 
-    def answering(self, api_key: int, result: Any, loop_s: float) -> None:
+    def answering(self, api_key: int, result: Any, loop_s: float) -> Any:
         """The oldest queued answer is made (its slow part held the loop `loop_s`):
-        charge it, and set its `throttle_time`."""
+        charge it, and set its `throttle_time`. Returns the answer to send: a typed
+        route's answer is a frozen message, so a throttled one is a new one."""
         owed, who = self._queued.popleft() if self._queued else (0.0, None)
         if who is not None:
             owed = max(owed, self._charge(REQUEST_PERCENTAGE, loop_s * 100, who))
             if api_key == ApiKey.FETCH and isinstance(result, dict):
                 owed = max(owed, self._charge(CONSUMER_BYTE_RATE, _record_bytes(result), who))
-        if owed > 0 and isinstance(result, dict) and isinstance(result.get("throttle_time"), int):
-            result["throttle_time"] = max(result["throttle_time"], round(owed * 1000))
+        if owed <= 0:
+            return result
+        ms = round(owed * 1000)
+        if isinstance(result, dict):
+            if isinstance(result.get("throttle_time"), int):
+                result["throttle_time"] = max(result["throttle_time"], ms)
+            return result
+        # A message of the negotiated version: its throttle_time, if that version has one.
+        current = getattr(result, "throttle_time", None)
+        entity = dataclasses.is_dataclass(result) and not isinstance(result, type)
+        if entity and isinstance(current, datetime.timedelta):
+            wanted = max(current, datetime.timedelta(milliseconds=ms))
+            return dataclasses.replace(result, throttle_time=i32Timedelta.parse(wanted))
+        return result
 
     async def muted(self) -> None:
         """Returns once the connection may be read again."""
