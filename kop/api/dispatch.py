@@ -39,14 +39,14 @@ Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
 
 # Each typed module names its routes (`ROUTES`) beside its handlers.
 ROUTES: dict[ApiKey, Route[Any, Any]] = {
-    r.api: r for module in (list_offsets, leader_epochs) for r in module.ROUTES
+    r.api: r
+    for module in (list_offsets, leader_epochs, acls, scram, quotas, metadata, api_versions)
+    for r in module.ROUTES
 }
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.PRODUCE: produce.handle,
     ApiKey.FETCH: fetch.handle,
-    ApiKey.METADATA: metadata.handle,
-    ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.SASL_HANDSHAKE: sasl.handshake,
     ApiKey.SASL_AUTHENTICATE: sasl.authenticate,
     ApiKey.CREATE_TOPICS: topics_admin.create_topics,
@@ -61,9 +61,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_PRODUCERS: txn_admin.describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: txn_admin.describe_transactions,
     ApiKey.LIST_TRANSACTIONS: txn_admin.list_transactions,
-    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
-    ApiKey.CREATE_ACLS: acls.create_acls,
-    ApiKey.DELETE_ACLS: acls.delete_acls,
     ApiKey.DESCRIBE_CONFIGS: configs.handle,
     ApiKey.ALTER_CONFIGS: alter_configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs.incremental_alter_configs,
@@ -85,9 +82,5 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: replicas.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: replicas.list_partition_reassignments,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe,
-    ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter,
     **{api: route.run for api, route in ROUTES.items()},
 }
