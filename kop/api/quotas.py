@@ -9,9 +9,7 @@ from collections.abc import Iterable
 
 from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest
 from kio.schema.alter_client_quotas.v1.request import EntityData as AlteredEntity
-from kio.schema.alter_client_quotas.v1.response import (
-    AlterClientQuotasResponse,
-)
+from kio.schema.alter_client_quotas.v1.response import AlterClientQuotasResponse
 from kio.schema.alter_client_quotas.v1.response import EntityData as AlterEntityData
 from kio.schema.alter_client_quotas.v1.response import EntryData as AlterEntryData
 from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest
