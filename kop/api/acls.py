@@ -5,10 +5,27 @@ broker without an authorizer: SECURITY_DISABLED."""
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.create_acls.v3.request import CreateAclsRequest
+from kio.schema.create_acls.v3.response import AclCreationResult, CreateAclsResponse
+from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
+from kio.schema.delete_acls.v3.response import (
+    DeleteAclsFilterResult,
+    DeleteAclsMatchingAcl,
+    DeleteAclsResponse,
+)
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+from kio.schema.describe_acls.v3.response import (
+    AclDescription,
+    DescribeAclsResource,
+    DescribeAclsResponse,
+)
+from kio.static.primitive import i8
 
-from kop.api.context import RequestContext, Response, Services, error_of, refuse_system
+from kop.api.context import RequestContext, Services, error_of, refuse_system
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.security.acl_admin import AclAdmin
 from kop.security.acls import Binding, Filter, Resource, Unmappable
 from kop.storage.naming import InvalidTopicName, Namespace, resolve
@@ -17,7 +34,9 @@ from kop.storage.types import AdminError
 _PREFIX = "persistent://"
 
 
-async def describe_acls(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def describe_acls(
+    services: Services, ctx: RequestContext, request: DescribeAclsRequest
+) -> Now[DescribeAclsResponse]:
     try:
         admin = await _admin(services, ctx, _namespace(ctx, request.resource_name_filter))
         wanted = _filter(request)
@@ -25,28 +44,40 @@ async def describe_acls(services: Services, ctx: RequestContext, request: Any) -
         found = await admin.describe(ns, _local(wanted))
     except Exception as exc:
         code, message = error_of(exc)
-        return {"throttle_time": 0, "error_code": code, "error_message": message, "resources": []}
-    resources: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+        return Now(
+            DescribeAclsResponse(
+                throttle_time=NO_THROTTLE, error_code=code, error_message=message, resources=()
+            )
+        )
+    resources: dict[tuple[int, str, int], list[AclDescription]] = {}
     for b in found:
         key = (b.resource, _shown(ctx, ns, b), b.pattern)
         resources.setdefault(key, []).append(_acl(b))
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.none,
-        "error_message": None,
-        "resources": [
-            {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
-            for (t, n, p), acls in resources.items()
-        ],
-    }
+    return Now(
+        DescribeAclsResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            error_message=None,
+            resources=tuple(
+                DescribeAclsResource(
+                    resource_type=i8(t), resource_name=n, pattern_type=i8(p), acls=tuple(acls)
+                )
+                for (t, n, p), acls in resources.items()
+            ),
+        )
+    )
 
 
-async def create_acls(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def create_acls(
+    services: Services, ctx: RequestContext, request: CreateAclsRequest
+) -> Now[CreateAclsResponse]:
     results = []
     for c in request.creations:
         code, message = ErrorCode.none, None
         try:
-            ns = _namespace(ctx, c.resource_name if c.resource_type == Resource.TOPIC else None)
+            ns = _namespace(
+                ctx, c.resource_name if c.resource_type == int(Resource.TOPIC) else None
+            )
             admin = await _admin(services, ctx, ns)
             binding = Binding(c.resource_type, _name_in(ns, c.resource_type, c.resource_name),
                               c.resource_pattern_type, c.principal, c.host, c.operation,
@@ -60,12 +91,14 @@ async def create_acls(services: Services, ctx: RequestContext, request: Any) -> 
                 message = f"Pulsar grants on existing topics only: create {c.resource_name} first"
         except Exception as exc:
             code, message = error_of(exc)
-        results.append({"error_code": code, "error_message": message})
-    return {"throttle_time": 0, "results": results}
+        results.append(AclCreationResult(error_code=code, error_message=message))
+    return Now(CreateAclsResponse(throttle_time=NO_THROTTLE, results=tuple(results)))
 
 
-async def delete_acls(services: Services, ctx: RequestContext, request: Any) -> Response:
-    out: list[dict[str, Any]] = []
+async def delete_acls(
+    services: Services, ctx: RequestContext, request: DeleteAclsRequest
+) -> Now[DeleteAclsResponse]:
+    out: list[DeleteAclsFilterResult] = []
     for f in request.filters:
         try:
             wanted = _filter(f)
@@ -74,21 +107,37 @@ async def delete_acls(services: Services, ctx: RequestContext, request: Any) -> 
             removed = await admin.delete(ns, _local(wanted))
         except Exception as exc:
             code, message = error_of(exc)
-            out.append({"error_code": code, "error_message": message, "matching_acls": []})
+            out.append(
+                DeleteAclsFilterResult(error_code=code, error_message=message, matching_acls=())
+            )
             continue
-        matching = [
-            {
-                **_acl(b),
-                "error_code": ErrorCode.none if why is None else ErrorCode.invalid_request,
-                "error_message": why,
-                "resource_type": b.resource,
-                "resource_name": _shown(ctx, ns, b),
-                "pattern_type": b.pattern,
-            }
+        matching = tuple(
+            DeleteAclsMatchingAcl(
+                error_code=ErrorCode.none if why is None else ErrorCode.invalid_request,
+                error_message=why,
+                resource_type=i8(b.resource),
+                resource_name=_shown(ctx, ns, b),
+                pattern_type=i8(b.pattern),
+                principal=b.principal,
+                host=b.host,
+                operation=i8(b.operation),
+                permission_type=i8(b.permission),
+            )
             for b, why in removed
-        ]
-        out.append({"error_code": ErrorCode.none, "error_message": None, "matching_acls": matching})
-    return {"throttle_time": 0, "filter_results": out}
+        )
+        out.append(
+            DeleteAclsFilterResult(
+                error_code=ErrorCode.none, error_message=None, matching_acls=matching
+            )
+        )
+    return Now(DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=tuple(out)))
+
+
+ROUTES = (
+    Route(ApiKey.DESCRIBE_ACLS, DescribeAclsRequest, DescribeAclsResponse, describe_acls),
+    Route(ApiKey.CREATE_ACLS, CreateAclsRequest, CreateAclsResponse, create_acls),
+    Route(ApiKey.DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse, delete_acls),
+)
 
 
 async def _admin(services: Services, ctx: RequestContext, ns: Namespace) -> AclAdmin:
@@ -103,16 +152,16 @@ async def _admin(services: Services, ctx: RequestContext, ns: Namespace) -> AclA
     return services.acls
 
 
-def _acl(b: Binding) -> dict[str, Any]:
-    return {
-        "principal": b.principal,
-        "host": b.host,
-        "operation": b.operation,
-        "permission_type": b.permission,
-    }
+def _acl(b: Binding) -> AclDescription:
+    return AclDescription(
+        principal=b.principal,
+        host=b.host,
+        operation=i8(b.operation),
+        permission_type=i8(b.permission),
+    )
 
 
-def _filter(request: Any) -> Filter:
+def _filter(request: DescribeAclsRequest | DeleteAclsFilter) -> Filter:
     return Filter(request.resource_type_filter, request.resource_name_filter,
                   request.pattern_type_filter, request.principal_filter, request.host_filter,
                   request.operation, request.permission_type)  # fmt: skip

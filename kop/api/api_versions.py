@@ -7,18 +7,31 @@ finalized), so the epoch is 0: kop's features never change while it runs."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
-from kop.api.context import RequestContext, Response, Services
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.api_versions.v4.response import (
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
+from kio.static.primitive import i16, i64
+
+from kop.api.context import RequestContext, Services
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ADVERTISED_VERSIONS, ApiKey
+from kop.protocol.values import NO_THROTTLE
 
 
-def api_keys() -> list[dict[str, int]]:
-    return [
-        {"api_key": int(k), "min_version": low, "max_version": high}
+def api_keys() -> tuple[ApiVersion, ...]:
+    return tuple(
+        ApiVersion(api_key=i16(int(k)), min_version=i16(low), max_version=i16(high))
         for k, (low, high) in sorted(ADVERTISED_VERSIONS.items())
-    ]
+    )
 
 
 TRANSACTION_VERSION = "transaction.version"
@@ -26,33 +39,46 @@ SUPPORTED_TRANSACTION_VERSIONS = (0, 2)
 FEATURES_EPOCH = 0
 
 
-def features(services: Services) -> dict[str, Any]:
-    """ApiVersions v3+'s feature fields (nothing while this kop serves no transactions)."""
+async def handle(
+    services: Services, ctx: RequestContext, request: ApiVersionsRequest
+) -> Now[ApiVersionsResponse]:
+    """ApiVersions v3+'s feature fields are Kafka's defaults (none, epoch -1) while this
+    kop serves no transactions; older versions drop them (Kafka marks them ignorable)."""
+    answer = ApiVersionsResponse(
+        error_code=ErrorCode.none, api_keys=api_keys(), throttle_time=NO_THROTTLE
+    )
     if services.txns is None:
-        return {}
+        return Now(answer)
     low, high = SUPPORTED_TRANSACTION_VERSIONS
-    level = services.txns.version
-    return {
-        "supported_features": [
-            {"name": TRANSACTION_VERSION, "min_version": low, "max_version": high}
-        ],
-        "finalized_features_epoch": FEATURES_EPOCH,
-        "finalized_features": [
-            {"name": TRANSACTION_VERSION, "max_version_level": level, "min_version_level": level}
-        ],
-    }
+    level = i16(services.txns.version)
+    return Now(
+        dataclasses.replace(
+            answer,
+            supported_features=(
+                SupportedFeatureKey(
+                    name=TRANSACTION_VERSION, min_version=i16(low), max_version=i16(high)
+                ),
+            ),
+            finalized_features_epoch=i64(FEATURES_EPOCH),
+            finalized_features=(
+                FinalizedFeatureKey(
+                    name=TRANSACTION_VERSION, max_version_level=level, min_version_level=level
+                ),
+            ),
+        )
+    )
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
-    return {
-        "error_code": ErrorCode.none, "api_keys": api_keys(), "throttle_time": 0,
-        **features(services),
-    }  # fmt: skip
+ROUTES = (Route(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, handle),)
 
 
-def unsupported_version_response() -> Response:
+def unsupported_version_response() -> ApiVersionsResponseV0:
     """What Kafka answers to a too-new ApiVersions (KIP-511): a v0 body with the
     error and ApiVersions' own range alone, so the client retries with a version
-    both know and then learns the rest."""
-    own = [k for k in api_keys() if k["api_key"] == ApiKey.API_VERSIONS]
-    return {"error_code": ErrorCode.unsupported_version, "api_keys": own, "throttle_time": 0}
+    both know and then learns the rest. The server sends it without a route (the
+    request never decoded), so it is made in v0's class itself."""
+    low, high = ADVERTISED_VERSIONS[ApiKey.API_VERSIONS]
+    own = ApiVersionV0(
+        api_key=i16(int(ApiKey.API_VERSIONS)), min_version=i16(low), max_version=i16(high)
+    )
+    return ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=(own,))

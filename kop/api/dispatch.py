@@ -57,19 +57,15 @@ ROUTES: dict[ApiKey, Route[Any, Any]] = {
         transactions,
         txn_offsets,
         txn_admin,
+        acls,
+        scram,
+        quotas,
+        metadata,
+        api_versions,
     )
     for r in module.ROUTES
 }
 
 HANDLERS: dict[ApiKey, Handler] = {
-    ApiKey.METADATA: metadata.handle,
-    ApiKey.API_VERSIONS: api_versions.handle,
-    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
-    ApiKey.CREATE_ACLS: acls.create_acls,
-    ApiKey.DELETE_ACLS: acls.delete_acls,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe,
-    ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter,
     **{api: route.run for api, route in ROUTES.items()},
 }

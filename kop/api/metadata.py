@@ -4,21 +4,41 @@ instances, and each partition's leader is its owner (kop.cluster.ownership)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from typing import Any
 
-from kop.api.context import RequestContext, Response, Services, error_of, permitted, topic_for
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.schema.metadata.v12.response import (
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+)
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32
+
+from kop.api.context import RequestContext, Services, error_of, permitted, topic_for
 from kop.api.internal_topics import OFFSETS_TOPIC, OFFSETS_TOPIC_ID, is_internal
+from kop.api.routes import Now, Route
 from kop.cluster.member import Member
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey, response_schema
+from kop.protocol.values import NO_THROTTLE
+from kop.protocol.versions import downgrade
 from kop.security.authorizer import TopicOp
 from kop.topics.catalog import TopicView
 
 ZERO_UUID = uuid.UUID(int=0)
 UNKNOWN_OPERATIONS = -(2**31)
+# The versions whose answer tells the cluster's authorized operations (v11 left them
+# to DescribeCluster, KIP-700), so the newest class has no field for them.
+CLUSTER_OPERATIONS_VERSIONS = range(8, 11)
 
 
-async def handle(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def handle(
+    services: Services, ctx: RequestContext, request: MetadataRequest
+) -> Now[MetadataResponse]:
     b = services.broker
     brokers = services.owners.brokers()
     if request.topics is None:
@@ -30,28 +50,44 @@ async def handle(services: Services, ctx: RequestContext, request: Any) -> Respo
             names.append(OFFSETS_TOPIC)
         topics = await asyncio.gather(*(_describe(services, ctx, n, False) for n in names))
     else:
-        allow = services.auto_create_topics and getattr(request, "allow_auto_topic_creation", True)
+        allow = services.auto_create_topics and request.allow_auto_topic_creation
         topics = await asyncio.gather(
             *(_describe(services, ctx, t.name, allow) for t in request.topics if t.name)
         )
-    return {
-        "throttle_time": 0,
-        "brokers": [_broker(m, ctx.listener) for m in brokers],
-        "cluster_id": b.cluster_id,
-        # Kafka names its active controller; kop has none, and the lowest live node id
-        # is the same answer from every instance.
-        "controller_id": brokers[0].node_id if brokers else -1,
-        "topics": [t for t in topics if t is not None],
-        "cluster_authorized_operations": UNKNOWN_OPERATIONS,
-    }
+    return Now(
+        MetadataResponse(
+            throttle_time=NO_THROTTLE,
+            brokers=tuple(_broker(m, ctx.listener) for m in brokers),
+            cluster_id=b.cluster_id,
+            # Kafka names its active controller; kop has none, and the lowest live node
+            # id is the same answer from every instance.
+            controller_id=BrokerId(brokers[0].node_id if brokers else -1),
+            topics=tuple(topics),
+        )
+    )
+
+
+def _written(answer: MetadataResponse, version: int) -> Any:
+    """v8-10 also tell the cluster's authorized operations: kop tells none (unknown),
+    whatever the request's include_cluster_authorized_operations (which the newest
+    request lacks and kop never read: up-converting drops it)."""
+    written = downgrade(answer, response_schema(ApiKey.METADATA, version), ApiKey.METADATA)
+    if version in CLUSTER_OPERATIONS_VERSIONS:
+        written = dataclasses.replace(
+            written, cluster_authorized_operations=i32(UNKNOWN_OPERATIONS)
+        )
+    return written
+
+
+ROUTES = (Route(ApiKey.METADATA, MetadataRequest, MetadataResponse, handle, down=_written),)
 
 
 async def _describe(
     services: Services, ctx: RequestContext, name: str, auto_create: bool
-) -> dict[str, Any] | None:
+) -> MetadataResponseTopic:
     if is_internal(name) and services.offsets_topic_partitions:
         if not await ctx.access.cluster():
-            return topic_entry(name, ErrorCode.topic_authorization_failed, [])
+            return _topic(name, ErrorCode.topic_authorization_failed)
         return _offsets_topic(services)
     try:
         topic = await permitted(ctx, name, TopicOp.DESCRIBE)
@@ -68,8 +104,8 @@ async def _describe(
             raise KafkaError(ErrorCode.unknown_topic_or_partition, f"no topic {name!r}")
     except Exception as exc:
         code, _ = error_of(exc)
-        return topic_entry(name, code, [])
-    return topic_entry(name, ErrorCode.none, partitions(services, view), view.topic_id)
+        return _topic(name, code)
+    return _topic(name, ErrorCode.none, _partitions(services, view), view.topic_id)
 
 
 async def _may_describe(ctx: RequestContext, name: str) -> bool:
@@ -80,10 +116,27 @@ async def _may_describe(ctx: RequestContext, name: str) -> bool:
         return True  # an illegal name: listed with its error, as before
 
 
-def _offsets_topic(services: Services) -> dict[str, Any]:
+def _offsets_topic(services: Services) -> MetadataResponseTopic:
     """Listed as Kafka lists its own, so regex subscriptions and tools skip it."""
-    parts = offsets_partitions(services)
-    return topic_entry(OFFSETS_TOPIC, ErrorCode.none, parts, OFFSETS_TOPIC_ID, internal=True)
+    parts = _offsets_partitions(services)
+    return _topic(OFFSETS_TOPIC, ErrorCode.none, parts, OFFSETS_TOPIC_ID, internal=True)
+
+
+def _topic(
+    name: str,
+    code: ErrorCode,
+    parts: tuple[MetadataResponsePartition, ...] = (),
+    topic_id: uuid.UUID = ZERO_UUID,
+    internal: bool = False,
+) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=code,
+        name=TopicName(name),
+        topic_id=topic_id,
+        is_internal=internal,
+        partitions=parts,
+        topic_authorized_operations=i32(UNKNOWN_OPERATIONS),
+    )
 
 
 def topic_entry(
@@ -93,6 +146,8 @@ def topic_entry(
     topic_id: uuid.UUID = ZERO_UUID,
     internal: bool = False,
 ) -> dict[str, Any]:
+    """A topic as DescribeTopicPartitions (kop/api/topic_partitions.py) still tells
+    it, as a mapping, until that API is typed too."""
     return {
         "error_code": code,
         "name": name,
@@ -104,37 +159,58 @@ def topic_entry(
 
 
 def partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
-    """Each partition's owner leads it and is its only replica."""
-    return [_partition(services, i, view.partition_topic(i)) for i in range(view.partitions)]
+    """`view`'s partitions as DescribeTopicPartitions tells them (see `topic_entry`):
+    the same facts Metadata tells."""
+    return [_fields(p) for p in _partitions(services, view)]
 
 
 def offsets_partitions(services: Services) -> list[dict[str, Any]]:
+    """`__consumer_offsets`' partitions as DescribeTopicPartitions tells them."""
+    return [_fields(p) for p in _offsets_partitions(services)]
+
+
+def _fields(partition: MetadataResponsePartition) -> dict[str, Any]:
+    return {f.name: getattr(partition, f.name) for f in dataclasses.fields(partition)}
+
+
+def _partitions(services: Services, view: TopicView) -> tuple[MetadataResponsePartition, ...]:
+    """Each partition's owner leads it and is its only replica."""
+    return tuple(_partition(services, i, view.partition_topic(i)) for i in range(view.partitions))
+
+
+def _offsets_partitions(services: Services) -> tuple[MetadataResponsePartition, ...]:
     """`__consumer_offsets`: as many partitions as kop's own offsets topic, each led
     by the coordinator of its groups."""
     count = services.offsets_topic_partitions
-    return [_partition(services, i, services.offsets_partition(i)) for i in range(count)]
+    return tuple(_partition(services, i, services.offsets_partition(i)) for i in range(count))
 
 
-def _partition(services: Services, index: int, key: str) -> dict[str, Any]:
+def _partition(services: Services, index: int, key: str) -> MetadataResponsePartition:
     owner = services.owners.owner(key)
     if owner is None:  # no instance is alive in this one's view
-        return {
-            "error_code": ErrorCode.leader_not_available, "partition_index": index,
-            "leader_id": -1, "leader_epoch": -1, "replica_nodes": (), "isr_nodes": (),
-            "offline_replicas": (),
-        }  # fmt: skip
-    node = owner.node_id
-    return {
-        "error_code": ErrorCode.none,
-        "partition_index": index,
-        "leader_id": node,
-        "leader_epoch": services.logs.leader_epoch(key, owner.instance),
-        "replica_nodes": (node,),
-        "isr_nodes": (node,),
-        "offline_replicas": (),
-    }
+        return MetadataResponsePartition(
+            error_code=ErrorCode.leader_not_available,
+            partition_index=i32(index),
+            leader_id=BrokerId(-1),
+            leader_epoch=i32(-1),
+            replica_nodes=(),
+            isr_nodes=(),
+            offline_replicas=(),
+        )
+    node = BrokerId(owner.node_id)
+    return MetadataResponsePartition(
+        error_code=ErrorCode.none,
+        partition_index=i32(index),
+        leader_id=node,
+        leader_epoch=i32(services.logs.leader_epoch(key, owner.instance)),
+        replica_nodes=(node,),
+        isr_nodes=(node,),
+        offline_replicas=(),
+    )
 
 
-def _broker(member: Member, listener: str) -> dict[str, Any]:
+def _broker(member: Member, listener: str) -> MetadataResponseBroker:
     host, port = member.address(listener)
-    return {"node_id": member.node_id, "host": host, "port": port, "rack": None}
+    return MetadataResponseBroker(
+        node_id=BrokerId(member.node_id), host=host, port=i32(port), rack=None
+    )

@@ -5,10 +5,27 @@ asks DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-from kop.api.context import RequestContext, Response, Services, error_of
+from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest
+from kio.schema.alter_client_quotas.v1.request import EntityData as AlteredEntity
+from kio.schema.alter_client_quotas.v1.response import AlterClientQuotasResponse
+from kio.schema.alter_client_quotas.v1.response import EntityData as AlterEntityData
+from kio.schema.alter_client_quotas.v1.response import EntryData as AlterEntryData
+from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest
+from kio.schema.describe_client_quotas.v1.response import (
+    DescribeClientQuotasResponse,
+    EntityData,
+    EntryData,
+    ValueData,
+)
+from kio.static.primitive import f64
+
+from kop.api.context import RequestContext, Services, error_of
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
 from kop.quotas.book import Component, Op, QuotaBook
 from kop.quotas.entities import KEYS, QuotaInvalid
 
@@ -17,7 +34,9 @@ MAX_ENTRIES = 1000  # entries in one AlterClientQuotas request
 MAX_OPS = 16  # operations in one entry (Kafka has three keys a client may set)
 
 
-async def describe(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def describe(
+    services: Services, ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> Now[DescribeClientQuotasResponse]:
     try:
         book = await _book(services, ctx)
         if len(request.components) > MAX_FILTER:
@@ -28,32 +47,38 @@ async def describe(services: Services, ctx: RequestContext, request: Any) -> Res
         )
     except Exception as exc:
         code, message = _error(exc)
-        return {"throttle_time": 0, "error_code": code, "error_message": message, "entries": []}
-    entries = [
-        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
-         "values": [{"key": k, "value": values[k]} for k in KEYS if k in values]}
+        return Now(
+            DescribeClientQuotasResponse(
+                throttle_time=NO_THROTTLE, error_code=code, error_message=message, entries=()
+            )
+        )
+    entries = tuple(
+        EntryData(
+            entity=tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity),
+            values=tuple(ValueData(key=k, value=f64(values[k])) for k in KEYS if k in values),
+        )
         for entity, values in found
-    ]  # fmt: skip
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
-            "entries": entries}  # fmt: skip
+    )
+    return Now(
+        DescribeClientQuotasResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            error_message=None,
+            entries=entries,
+        )
+    )
 
 
-async def alter(services: Services, ctx: RequestContext, request: Any) -> Response:
-    def answer(entity: Any, code: ErrorCode, message: str | None) -> dict[str, Any]:
-        return {"error_code": code, "error_message": message, "entity": [
-            {"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entity
-        ]}  # fmt: skip
-
+async def alter(
+    services: Services, ctx: RequestContext, request: AlterClientQuotasRequest
+) -> Now[AlterClientQuotasResponse]:
     try:
         book = await _book(services, ctx)
         if len(request.entries) > MAX_ENTRIES:
             raise QuotaInvalid(f"a request alters at most {MAX_ENTRIES} entities")
     except Exception as exc:
         code, message = _error(exc)
-        return {
-            "throttle_time": 0,
-            "entries": [answer(e.entity, code, message) for e in request.entries],
-        }
+        return Now(_altered(_answer(e.entity, code, message) for e in request.entries))
     out = []
     for entry in request.entries:
         try:
@@ -64,10 +89,38 @@ async def alter(services: Services, ctx: RequestContext, request: Any) -> Respon
                 [Op(o.key, float(o.value), o.remove) for o in entry.ops],
                 request.validate_only,
             )
-            out.append(answer(entry.entity, ErrorCode.none, None))
+            out.append(_answer(entry.entity, ErrorCode.none, None))
         except Exception as exc:
-            out.append(answer(entry.entity, *_error(exc)))
-    return {"throttle_time": 0, "entries": out}
+            out.append(_answer(entry.entity, *_error(exc)))
+    return Now(_altered(out))
+
+
+ROUTES = (
+    Route(
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse,
+        describe,
+    ),
+    Route(ApiKey.ALTER_CLIENT_QUOTAS, AlterClientQuotasRequest, AlterClientQuotasResponse, alter),
+)
+
+
+def _answer(
+    entity: Iterable[AlteredEntity], code: ErrorCode, message: str | None
+) -> AlterEntryData:
+    """One entry's outcome, naming its entity as the request did."""
+    return AlterEntryData(
+        error_code=code,
+        error_message=message,
+        entity=tuple(
+            AlterEntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entity
+        ),
+    )
+
+
+def _altered(entries: Iterable[AlterEntryData]) -> AlterClientQuotasResponse:
+    return AlterClientQuotasResponse(throttle_time=NO_THROTTLE, entries=tuple(entries))
 
 
 async def _book(services: Services, ctx: RequestContext) -> QuotaBook:

@@ -6,10 +6,33 @@ Kafka's checks and codes. Both are broker-wide operations: superusers only."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Iterable
 
-from kop.api.context import RequestContext, Response, Services, error_of
+from kio.schema.alter_user_scram_credentials.v0.request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from kio.schema.alter_user_scram_credentials.v0.response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
+from kio.schema.describe_user_scram_credentials.v0.request import (
+    DescribeUserScramCredentialsRequest,
+)
+from kio.schema.describe_user_scram_credentials.v0.response import (
+    CredentialInfo,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
+)
+from kio.static.primitive import i8, i32
+
+from kop.api.context import RequestContext, Services, error_of
+from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.messages import ApiKey
+from kop.protocol.values import NO_THROTTLE
+from kop.security.credentials import ScramUsers
 from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
 from kop.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, from_salted_password
 
@@ -21,13 +44,19 @@ CODES = {name: code for code, name in MECHANISMS.items()}
 TWICE = "A user credential cannot be altered twice in the same request"
 
 
-async def describe(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def describe(
+    services: Services, ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> Now[DescribeUserScramCredentialsResponse]:
     try:
         users = await _users(services, ctx)
         await users.refresh()
     except Exception as exc:
         code, message = error_of(exc)
-        return {"throttle_time": 0, "error_code": code, "error_message": message, "results": []}
+        return Now(
+            DescribeUserScramCredentialsResponse(
+                throttle_time=NO_THROTTLE, error_code=code, error_message=message, results=()
+            )
+        )
     asked = [u.name for u in request.users] if request.users else None  # none: all
     counts = Counter(asked or ())
     known = users.describe(None if asked is None else list(counts))
@@ -39,25 +68,43 @@ async def describe(services: Services, ctx: RequestContext, request: Any) -> Res
             status, why = ErrorCode.duplicate_resource, f"user {name!r} asked more than once"
         elif not infos:
             status, why = ErrorCode.resource_not_found, f"no credential for user {name!r}"
-        results.append({"user": name, "error_code": status, "error_message": why,
-                        "credential_infos": [{"mechanism": CODES[m], "iterations": i}
-                                             for m, i in sorted(infos.items())]})  # fmt: skip
-    return {"throttle_time": 0, "error_code": ErrorCode.none, "error_message": None,
-            "results": results}  # fmt: skip
+        results.append(
+            DescribeUserScramCredentialsResult(
+                user=name,
+                error_code=status,
+                error_message=why,
+                credential_infos=tuple(
+                    CredentialInfo(mechanism=i8(CODES[m]), iterations=i32(i))
+                    for m, i in sorted(infos.items())
+                ),
+            )
+        )
+    return Now(
+        DescribeUserScramCredentialsResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            error_message=None,
+            results=tuple(results),
+        )
+    )
 
 
-async def alter(services: Services, ctx: RequestContext, request: Any) -> Response:
+async def alter(
+    services: Services, ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> Now[AlterUserScramCredentialsResponse]:
     names = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
     try:
         users = await _users(services, ctx)
     except Exception as exc:
         code, message = error_of(exc)
-        return {"throttle_time": 0, "results": [
-            {"user": n, "error_code": code, "error_message": message} for n in dict.fromkeys(names)
-        ]}  # fmt: skip
+        return Now(_altered((n, code, message) for n in dict.fromkeys(names)))
     twice = {n for n, c in Counter(names).items() if c > 1}
     outcome: dict[str, tuple[ErrorCode, str | None]] = {}
-    for change in [*request.deletions, *request.upsertions]:
+    changes: list[ScramCredentialDeletion | ScramCredentialUpsertion] = [
+        *request.deletions,
+        *request.upsertions,
+    ]
+    for change in changes:
         name = change.name
         if name in outcome:
             continue
@@ -68,19 +115,46 @@ async def alter(services: Services, ctx: RequestContext, request: Any) -> Respon
             outcome[name] = (ErrorCode.none, None)
         except Exception as exc:
             outcome[name] = error_of(exc)
-    return {"throttle_time": 0, "results": [
-        {"user": n, "error_code": code, "error_message": message}
-        for n, (code, message) in outcome.items()
-    ]}  # fmt: skip
+    return Now(_altered((n, code, message) for n, (code, message) in outcome.items()))
 
 
-async def _apply(users: Any, change: Any) -> None:
+ROUTES = (
+    Route(
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+        describe,
+    ),
+    Route(
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        AlterUserScramCredentialsRequest,
+        AlterUserScramCredentialsResponse,
+        alter,
+    ),
+)
+
+
+def _altered(
+    results: Iterable[tuple[str, ErrorCode, str | None]],
+) -> AlterUserScramCredentialsResponse:
+    return AlterUserScramCredentialsResponse(
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            AlterUserScramCredentialsResult(user=n, error_code=code, error_message=message)
+            for n, code, message in results
+        ),
+    )
+
+
+async def _apply(
+    users: ScramUsers, change: ScramCredentialDeletion | ScramCredentialUpsertion
+) -> None:
     mechanism = MECHANISMS.get(change.mechanism)
     if mechanism is None:
         raise KafkaError(ErrorCode.unsupported_sasl_mechanism, f"mechanism {change.mechanism}")
     if not change.name:
         raise KafkaError(ErrorCode.unacceptable_credential, "the user name is empty")
-    if not hasattr(change, "salted_password"):  # a deletion
+    if isinstance(change, ScramCredentialDeletion):
         if not await users.remove(change.name, mechanism):
             raise KafkaError(ErrorCode.resource_not_found, f"{change.name} has no {mechanism}")
         return
@@ -95,7 +169,7 @@ async def _apply(users: Any, change: Any) -> None:
     await users.upsert(change.name, mechanism, cred)
 
 
-async def _users(services: Services, ctx: RequestContext) -> Any:
+async def _users(services: Services, ctx: RequestContext) -> ScramUsers:
     if not await ctx.access.cluster():
         raise KafkaError(ErrorCode.cluster_authorization_failed, "superusers only")
     if services.scram is None:

@@ -11,6 +11,15 @@ import time
 from types import SimpleNamespace
 from typing import Any, cast
 
+from kio.schema.alter_client_quotas.v1.request import (
+    AlterClientQuotasRequest,
+    EntityData,
+    EntryData,
+    OpData,
+)
+from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest
+from kio.static.primitive import f64
+
 from conformance.clients.raw import RawClient
 from kop.api import quotas
 from kop.api.context import RequestContext, Services
@@ -173,14 +182,18 @@ async def test_only_superusers_see_or_set_quotas() -> None:
     """Quotas name users and client ids of every tenant: a broker-wide operation."""
     services = cast(Services, SimpleNamespace(quotas=QuotaBook(MemoryRecords[str](), Throttles())))
     nobody = RequestContext(Namespace("public", "default"), "c", 1, access=DENY_ALL)
-    entity = SimpleNamespace(entity_type="user", entity_name="eve")
-    op = SimpleNamespace(key="request_percentage", value=1e6, remove=False)
-    request = SimpleNamespace(components=(), strict=False, validate_only=False,
-                              entries=(SimpleNamespace(entity=(entity,), ops=(op,)),))  # fmt: skip
-    described = await quotas.describe(services, nobody, request)
-    altered = await quotas.alter(services, nobody, request)
-    assert described["error_code"] is ErrorCode.cluster_authorization_failed
-    assert [e["error_code"] for e in altered["entries"]] == [ErrorCode.cluster_authorization_failed]
+    entity = EntityData(entity_type="user", entity_name="eve")
+    op = OpData(key="request_percentage", value=f64(1e6), remove=False)
+    described = await quotas.describe(
+        services, nobody, DescribeClientQuotasRequest(components=(), strict=False)
+    )
+    altered = await quotas.alter(services, nobody, AlterClientQuotasRequest(
+        validate_only=False, entries=(EntryData(entity=(entity,), ops=(op,)),)
+    ))  # fmt: skip
+    assert described.answer.error_code is ErrorCode.cluster_authorization_failed
+    assert [e.error_code for e in altered.answer.entries] == [
+        ErrorCode.cluster_authorization_failed
+    ]
     assert services.quotas is not None and services.quotas.describe((), False) == []
 
 
@@ -192,18 +205,20 @@ async def test_another_instance_answers_with_what_was_just_set() -> None:
     store, admin = MemoryRecords[str](), RequestContext(Namespace("public", "default"), "c", 1)
     a, b = (cast(Services, SimpleNamespace(quotas=QuotaBook(store, Throttles(), 3600)))
             for _ in range(2))  # fmt: skip
-    user = (SimpleNamespace(entity_type="user", entity_name="eve"),)
+    user = (EntityData(entity_type="user", entity_name="eve"),)
+    every = DescribeClientQuotasRequest(components=(), strict=False)
 
-    def request(key: str, value: float, remove: bool = False) -> Any:
-        op = SimpleNamespace(key=key, value=value, remove=remove)
-        return SimpleNamespace(components=(), strict=False, validate_only=False,
-                               entries=(SimpleNamespace(entity=user, ops=(op,)),))  # fmt: skip
+    def request(key: str, value: float, remove: bool = False) -> AlterClientQuotasRequest:
+        op = OpData(key=key, value=f64(value), remove=remove)
+        return AlterClientQuotasRequest(
+            validate_only=False, entries=(EntryData(entity=user, ops=(op,)),)
+        )
 
-    await quotas.describe(b, admin, request("request_percentage", 1))  # b's copy: empty
-    await quotas.alter(a, admin, request("request_percentage", 50))
-    described = await quotas.describe(b, admin, request("request_percentage", 1))
-    assert [v["key"] for e in described["entries"] for v in e["values"]] == ["request_percentage"]
-    await quotas.alter(b, admin, request("producer_byte_rate", 1024))
+    await quotas.describe(b, admin, every)  # b's copy: empty
+    await quotas.alter(a, admin, request("request_percentage", 50.0))
+    described = (await quotas.describe(b, admin, every)).answer
+    assert [v.key for e in described.entries or () for v in e.values] == ["request_percentage"]
+    await quotas.alter(b, admin, request("producer_byte_rate", 1024.0))
     assert store.records == {
         "user=eve": '{"producer_byte_rate": 1024.0, "request_percentage": 50.0}'
     }

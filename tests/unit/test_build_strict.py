@@ -31,11 +31,31 @@ from kio.schema.add_partitions_to_txn.v5.request import (
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
 )
+from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest, OpData
+from kio.schema.alter_client_quotas.v1.request import EntityData as AlterEntity
+from kio.schema.alter_client_quotas.v1.request import EntryData as AlterEntry
+from kio.schema.alter_user_scram_credentials.v0.request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
+from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+from kio.schema.describe_client_quotas.v1.request import (
+    ComponentData,
+    DescribeClientQuotasRequest,
+)
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersTopic
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.describe_user_scram_credentials.v0.request import (
+    DescribeUserScramCredentialsRequest,
+    UserName,
+)
 from kio.schema.end_txn.v5.request import EndTxnRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
@@ -50,6 +70,7 @@ from kio.schema.list_offsets.v7.request import (
     ListOffsetsTopic,
 )
 from kio.schema.list_transactions.v2.request import ListTransactionsRequest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -87,7 +108,7 @@ from kio.schema.write_txn_markers.v2.request import (
     WritableTxnMarkerTopic,
     WriteTxnMarkersRequest,
 )
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from kio.static.primitive import f64, i8, i16, i32, i32Timedelta, i64
 
 from kop.api import (
     alter_configs,
@@ -470,13 +491,30 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Response]:
         )
         calls = [list_offsets.handle(s, ctx, lo_request)]
     elif api == ApiKey.METADATA:
-        named = [_ns(name="t"), _ns(name="auto"), _ns(name="bad name!"), _ns(name=None)]
+        named = tuple(
+            MetadataRequestTopic(topic_id=None, name=None if n is None else TopicName(n))
+            for n in ("t", "auto", "bad name!", None)
+        )
         calls = [
-            metadata.handle(s, ctx, _ns(topics=None)),
-            metadata.handle(s, ctx, _ns(topics=named, allow_auto_topic_creation=True)),
+            metadata.handle(
+                s, ctx, MetadataRequest(topics=None, include_topic_authorized_operations=False)
+            ),
+            metadata.handle(
+                s,
+                ctx,
+                MetadataRequest(
+                    topics=named,
+                    allow_auto_topic_creation=True,
+                    include_topic_authorized_operations=False,
+                ),
+            ),
         ]
     elif api == ApiKey.API_VERSIONS:
-        calls = [api_versions.handle(s, ctx, None), api_versions.unsupported_version_response()]
+        asked = ApiVersionsRequest(client_software_name="test", client_software_version="1")
+        calls = [
+            api_versions.handle(s, ctx, asked),
+            api_versions.handle(Services(**{**vars(s), "txns": None}), ctx, asked),
+        ]
     elif api in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
         calls = sasl_answers(api)
     elif api in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
@@ -842,6 +880,21 @@ async def test_handler_responses_build_in_every_version(api: ApiKey, version: in
                 assert len(getattr(built, name)) == len(value), name
 
 
+def test_too_new_api_versions_is_answered_in_v0() -> None:
+    """The server sends it at v0 whatever version was asked (kop/server/decoding.py):
+    the bytes the mapping it was before built, ApiVersions' own range alone."""
+    low, high = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
+    before = build_response(ApiKey.API_VERSIONS, 0, {
+        "error_code": ErrorCode.unsupported_version, "throttle_time": 0,
+        "api_keys": [{"api_key": int(ApiKey.API_VERSIONS), "min_version": low,
+                      "max_version": high}],
+    })  # fmt: skip
+    reply = api_versions.unsupported_version_response()
+    assert type(reply) is response_schema(ApiKey.API_VERSIONS, 0)
+    header = RequestHeader(ApiKey.API_VERSIONS, 0, 7, None)
+    assert encode_response(header, reply) == encode_response(header, before)
+
+
 @pytest.mark.parametrize(("api", "version"), SUPPORTED, ids=lambda v: str(v))
 def test_top_level_error_response_builds_in_every_version(api: ApiKey, version: int) -> None:
     header = RequestHeader(api, version, 1, None)
@@ -902,19 +955,23 @@ async def acl_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
     )
     root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
     nobody = RequestContext(NS, "test", version, principal=Principal("eve", NS, "PLAIN"))
-    any_filter = _ns(
-        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
-        principal_filter=None, host_filter=None, operation=1, permission_type=1,
-    )  # fmt: skip
+    any_filter = {
+        "resource_type_filter": i8(1), "resource_name_filter": None, "pattern_type_filter": i8(1),
+        "principal_filter": None, "host_filter": None, "operation": i8(1),
+        "permission_type": i8(1),
+    }  # fmt: skip
+    request: Any
     if api == ApiKey.DESCRIBE_ACLS:
-        handler, request = acls.describe_acls, any_filter
+        handler, request = acls.describe_acls, DescribeAclsRequest(**any_filter)
     elif api == ApiKey.DELETE_ACLS:
-        handler, request = acls.delete_acls, _ns(filters=[any_filter])
+        handler = acls.delete_acls
+        request = DeleteAclsRequest(filters=(DeleteAclsFilter(**any_filter),))
     else:
-        ok = _ns(resource_type=2, resource_name="t", resource_pattern_type=3,
-                 principal="User:carol", host="*", operation=4, permission_type=3)  # fmt: skip
-        deny = _ns(**{**vars(ok), "permission_type": 2})
-        handler, request = acls.create_acls, _ns(creations=[ok, deny])
+        ok = AclCreation(resource_type=i8(2), resource_name="t", resource_pattern_type=i8(3),
+                         principal="User:carol", host="*", operation=i8(4),
+                         permission_type=i8(3))  # fmt: skip
+        deny = dataclasses.replace(ok, permission_type=i8(2))
+        handler, request = acls.create_acls, CreateAclsRequest(creations=(ok, deny))
     return [handler(s, root, request), handler(with_acls, nobody, request),
             handler(with_acls, root, request)]  # fmt: skip
 
@@ -930,17 +987,22 @@ async def quota_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
     book = QuotaBook(MemoryRecords[str](), Throttles())
     served = Services(**{**vars(s), "quotas": book})
     root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
-    user = [_ns(entity_type="user", entity_name="alice")]
-    anyone = [_ns(entity_type="client-id", entity_name=None)]
-    alter = _ns(validate_only=False, entries=[
-        _ns(entity=user, ops=[_ns(key="producer_byte_rate", value=1024.0, remove=False)]),
-        _ns(entity=anyone, ops=[_ns(key="nonsense", value=1.0, remove=False)]),
-    ])  # fmt: skip
+    user = (AlterEntity(entity_type="user", entity_name="alice"),)
+    anyone = (AlterEntity(entity_type="client-id", entity_name=None),)
+    alter = AlterClientQuotasRequest(validate_only=False, entries=(
+        AlterEntry(entity=user, ops=(OpData(key="producer_byte_rate", value=f64(1024.0),
+                                            remove=False),)),
+        AlterEntry(entity=anyone, ops=(OpData(key="nonsense", value=f64(1.0), remove=False),)),
+    ))  # fmt: skip
     if api == ApiKey.ALTER_CLIENT_QUOTAS:
         return [quotas.alter(s, root, alter), quotas.alter(served, root, alter)]
     await quotas.alter(served, root, alter)  # then: one entity to describe
-    every = _ns(components=[_ns(entity_type="user", match_type=2, match=None)], strict=False)
-    bad = _ns(components=[_ns(entity_type="user", match_type=7, match=None)], strict=True)
+    every = DescribeClientQuotasRequest(
+        components=(ComponentData(entity_type="user", match_type=i8(2), match=None),), strict=False
+    )
+    bad = DescribeClientQuotasRequest(
+        components=(ComponentData(entity_type="user", match_type=i8(7), match=None),), strict=True
+    )
     return [quotas.describe(s, root, every), quotas.describe(served, root, every),
             quotas.describe(served, root, bad)]  # fmt: skip
 
@@ -955,14 +1017,22 @@ async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
     users = ScramUsers(MemoryCredentials())
     with_users = Services(**{**vars(s), "scram": users})
     root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
-    upsert = _ns(name="u", mechanism=2, iterations=4096, salt=b"s", salted_password=b"p")
-    few = _ns(**{**vars(upsert), "name": "few", "iterations": 1})
-    alter = _ns(deletions=[_ns(name="gone", mechanism=1)], upsertions=[upsert, few])
+    upsert = ScramCredentialUpsertion(
+        name="u", mechanism=i8(2), iterations=i32(4096), salt=b"s", salted_password=b"p"
+    )
+    few = dataclasses.replace(upsert, name="few", iterations=i32(1))
+    alter = AlterUserScramCredentialsRequest(
+        deletions=(ScramCredentialDeletion(name="gone", mechanism=i8(1)),),
+        upsertions=(upsert, few),
+    )
     if api == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
         return [scram.alter(s, root, alter), scram.alter(with_users, root, alter)]
-    asked = _ns(users=[_ns(name="u"), _ns(name="nope")])
+    asked = DescribeUserScramCredentialsRequest(users=(UserName(name="u"), UserName(name="nope")))
     await scram.alter(with_users, root, alter)  # then: one user to describe
-    return [scram.describe(s, root, _ns(users=None)), scram.describe(with_users, root, asked)]
+    return [
+        scram.describe(s, root, DescribeUserScramCredentialsRequest(users=None)),
+        scram.describe(with_users, root, asked),
+    ]
 
 
 TOPIC_ADMIN_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,

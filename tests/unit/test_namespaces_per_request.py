@@ -51,8 +51,8 @@ async def test_a_request_names_a_bounded_number_of_other_namespaces() -> None:
         topics=tuple(own + made_up), allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )  # fmt: skip
-    answer = await metadata.handle(services, ctx, request)
-    codes = [t["error_code"] for t in answer["topics"]]
+    answer = (await metadata.handle(services, ctx, request)).answer
+    codes = [t.error_code for t in answer.topics]
     assert codes[:5] == [ErrorCode.unknown_topic_or_partition] * 5  # its own: as before
     assert codes[5:105] == [ErrorCode.unknown_topic_or_partition] * 100
     assert codes[105:] == [ErrorCode.invalid_request] * 50

@@ -187,9 +187,9 @@ async def test_auto_creation_obeys_the_total() -> None:
         allow_auto_topic_creation=True,
         include_topic_authorized_operations=False,
     )
-    response = await metadata.handle(services, CTX, request)
-    [entry] = response["topics"]
-    assert entry["error_code"] is ErrorCode.policy_violation
+    response = (await metadata.handle(services, CTX, request)).answer
+    [entry] = response.topics
+    assert entry.error_code is ErrorCode.policy_violation
     assert "fresh" not in _stored(services)
 
 
