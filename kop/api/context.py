@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from kop.api.internal_topics import refuse_access
 from kop.api.produce_order import PartitionChains
@@ -32,12 +31,6 @@ from kop.txn.service import TxnService
 log = logging.getLogger(__name__)
 
 __all__ = ["Namespace"]  # the server names a connection's namespace through this layer
-
-Response = dict[str, Any]
-# A handler runs its ordered part, then returns either the response or an
-# awaitable of it (the part that may overlap with the connection's next requests).
-HandlerResult = Response | Awaitable[Response | None] | None
-
 
 @dataclass(frozen=True, slots=True)
 class Broker:

@@ -1,9 +1,9 @@
-"""API key -> handler: the typed routes (kop/api/routes.py), and the handlers still
-answering with version-agnostic mappings (`build`), which leave one by one (issue 35)."""
+"""API key -> route: every API kop serves but SASL (the connection's gate answers those)
+is a typed route (kop/api/routes.py), listed by the module that handles it."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import Any
 
 from kop.api import (
@@ -30,14 +30,11 @@ from kop.api import (
     txn_admin,
     txn_offsets,
 )
-from kop.api.context import HandlerResult, RequestContext, Services
 from kop.api.routes import Route
 from kop.protocol.messages import ApiKey
 
-Handler = Callable[[Services, RequestContext, Any], Awaitable[HandlerResult]]
-
-# Each typed module names its routes (`ROUTES`) beside its handlers.
-ROUTES: dict[ApiKey, Route[Any, Any]] = {
+# Each module names its routes (`ROUTES`) beside its handlers.
+ROUTES: Mapping[ApiKey, Route[Any, Any]] = {
     r.api: r
     for module in (
         produce,
@@ -64,8 +61,4 @@ ROUTES: dict[ApiKey, Route[Any, Any]] = {
         api_versions,
     )
     for r in module.ROUTES
-}
-
-HANDLERS: dict[ApiKey, Handler] = {
-    **{api: route.run for api, route in ROUTES.items()},
 }

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kio.schema.offset_commit.v9.request import OffsetCommitRequest
 from kio.schema.offset_commit.v9.response import (
@@ -44,7 +44,7 @@ from kio.schema.offset_fetch.v9.response import (
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i64
 
-from kop.api.context import RequestContext, Response, Services, existing_topic, topic_for
+from kop.api.context import RequestContext, Services, existing_topic, topic_for
 from kop.api.groups import group_key, group_service
 from kop.api.routes import Now, Route
 from kop.groups.types import CommittedOffset, GroupState, TopicPartition
@@ -128,26 +128,52 @@ def _committed(codes: Mapping[TopicPartition, ErrorCode]) -> OffsetCommitRespons
     )
 
 
-def named_partitions(topics: Iterable[Any]) -> list[TopicPartition]:
+class IndexedPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class NamedTopic(Protocol):
+    """A topic of a request that names partitions (OffsetCommit, OffsetDelete, ...)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[IndexedPartition]: ...
+
+
+def named_partitions(topics: Iterable[NamedTopic]) -> list[TopicPartition]:
     """Every partition a commit's `topics` name, in their order."""
     return [TopicPartition(t.name, p.partition_index) for t in topics for p in t.partitions]
 
 
-def refused_all(request: Any, code: ErrorCode) -> Response:
-    """A commit refused as a whole: `code` for every partition it named (TxnOffsetCommit's
-    answer, a mapping)."""
-    every = named_partitions(request.topics)
-    return {"throttle_time": 0, "topics": codes_by_topic(dict.fromkeys(every, code))}
+class CommittedPartition(Protocol):
+    """A partition of OffsetCommit's or TxnOffsetCommit's request (the newest of each:
+    older versions read with their defaults, a leader epoch of -1)."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_leader_epoch(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class CommittedTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[CommittedPartition]: ...
 
 
 async def requested_offsets(
-    services: Services, ctx: RequestContext, topics: Any, group_id: str,
+    services: Services, ctx: RequestContext, topics: Iterable[CommittedTopic], group_id: str,
     codes: dict[TopicPartition, ErrorCode], offsets: dict[TopicPartition, CommittedOffset],
 ) -> None:  # fmt: skip
     """A commit's offsets (into `offsets`), and the partitions refused on their own
-    (into `codes`): not to be read by the principal, not there, metadata too large.
-    `topics` are OffsetCommit's or TxnOffsetCommit's (of any version: v0-1 of the latter
-    have no leader epoch)."""
+    (into `codes`): not to be read by the principal, not there, metadata too large."""
     for t in topics:
         try:
             view = await _group_topic(services, ctx, t.name, group_id)
@@ -164,8 +190,7 @@ async def requested_offsets(
             elif meta is not None and len(meta.encode()) > MAX_METADATA_BYTES:
                 codes[tp] = ErrorCode.offset_metadata_too_large
             else:
-                epoch = getattr(p, "committed_leader_epoch", -1)
-                offsets[tp] = CommittedOffset(p.committed_offset, epoch, meta)
+                offsets[tp] = CommittedOffset(p.committed_offset, p.committed_leader_epoch, meta)
 
 
 async def _group_topic(
@@ -185,14 +210,6 @@ def by_topic(codes: Mapping[TopicPartition, T]) -> dict[str, list[tuple[int, T]]
     for tp, value in codes.items():
         topics.setdefault(tp.topic, []).append((tp.partition, value))
     return topics
-
-
-def codes_by_topic(codes: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
-    """TxnOffsetCommit's per-topic codes, as a mapping."""
-    return [
-        {"name": name, "partitions": [{"partition_index": p, "error_code": c} for p, c in parts]}
-        for name, parts in by_topic(codes).items()
-    ]
 
 
 async def offset_fetch(

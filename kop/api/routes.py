@@ -13,7 +13,7 @@ the three together. A handler says which of two phases its answer belongs to:
 The route converts at both ends: the request of whatever version the client sent is
 up-converted to the handler's class, the answer down-converted to the negotiated version
 (kop/protocol/versions.py). Where Kafka reshaped a message between versions, the route
-carries a converter of its own for that part (`reshape`).
+carries a converter of its own for that part (`up` for the request, `down` for the answer).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 
-from kop.api.context import HandlerResult, RequestContext, Services
+from kop.api.context import RequestContext, Services
 from kop.protocol.messages import ApiKey, response_schema
 from kop.protocol.versions import downgrade, upgrade
 
@@ -46,6 +46,20 @@ class Later(Generic[Resp]):
 
 
 Outcome: TypeAlias = Now[Resp] | Later[Resp]
+
+
+@dataclass(frozen=True, slots=True)
+class Writing:
+    """A `Later` answer on its way to the wire: the handler's own awaitable (so a
+    connection that goes away closes or abandons exactly what the handler made), and how
+    its answer is written at the client's version."""
+
+    answer: Awaitable[Any]
+    write: Callable[[Any], Any]
+
+
+# An answer at the client's version (a kio entity of that version), in its phase.
+Written: TypeAlias = Now[Any] | Writing
 Handler: TypeAlias = Callable[[Services, RequestContext, Req], Awaitable[Outcome[Resp]]]
 # How a request of an older version becomes the handler's (default: field by field),
 # and how the handler's answer becomes the negotiated version's (default: likewise).
@@ -72,14 +86,11 @@ class Route(Generic[Req, Resp]):
             return self.down(answer, version)
         return downgrade(answer, response_schema(self.api, version), self.api)
 
-    async def run(self, services: Services, ctx: RequestContext, body: Any) -> HandlerResult:
-        """Read, handle, and write the answer of its phase (what the server awaits)."""
+    async def run(self, services: Services, ctx: RequestContext, body: Any) -> Written:
+        """Read, handle, and write the answer at the client's version, in its phase: what
+        the server queues in request order."""
         outcome = await self.handle(services, ctx, self.read(body, ctx.api_version))
+        version = ctx.api_version
         if isinstance(outcome, Now):
-            written: HandlerResult = self.write(outcome.answer, ctx.api_version)  # an entity
-            return written
-        return self._written(outcome.answer, ctx.api_version)
-
-    async def _written(self, answer: Awaitable[Resp | None], version: int) -> Any:
-        resolved = await answer
-        return None if resolved is None else self.write(resolved, version)
+            return Now(self.write(outcome.answer, version))
+        return Writing(outcome.answer, lambda answer: self.write(answer, version))

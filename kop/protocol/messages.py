@@ -1,12 +1,7 @@
-"""Typed Kafka requests and responses on top of kio's generated schemas.
-
-kio gives one frozen dataclass per API version. Handlers are written once for
-all versions: they read requests duck-typed and describe responses as plain
-mappings, which `build` turns into the dataclass of the negotiated version
-(fields that version lacks are dropped, nested entities built recursively).
-A key that no version of the message has at that place is a typo and raises
-`UnknownField`: dropping it would silently send the field's default.
-"""
+"""Kafka requests and responses on top of kio's generated schemas: the API keys and
+the versions kop serves, request frames decoded into kio's class of their version, and
+answers encoded. Handlers read and answer in the newest version kop serves; converting
+between versions is `versions.py`'s job."""
 
 from __future__ import annotations
 
@@ -14,16 +9,13 @@ import dataclasses
 import datetime
 import io
 import struct
-import types
 import typing
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import is_optional
 from kio.static.protocol import Entity
@@ -241,133 +233,6 @@ def encode_response(header: RequestHeader, response: Entity) -> bytes:
     _writer(header_schema)(out, header_schema(correlation_id=header.correlation_id))
     _writer(type(response))(out, response)
     return out.getvalue()
-
-
-class UnknownField(TypeError):
-    """A mapping given to `build` names a field that no version of its entity has.
-
-    A TypeError like the one a dataclass raises for an unexpected keyword:
-    it is a bug in the handler, never something a client can cause."""
-
-    def __init__(self, entity: str, key: str, valid: frozenset[str]) -> None:
-        super().__init__(
-            f"{entity} has no field {key!r} in any version; valid: {', '.join(sorted(valid))}"
-        )
-        self.entity = entity
-        self.key = key
-        self.valid = valid
-
-
-def build(cls: type[Entity], data: Mapping[str, Any]) -> Any:
-    """Build entity `cls` from a version-agnostic mapping (see module docstring)."""
-    plan, known, where = _checked_plan(cls)
-    if not known.issuperset(data):
-        key = next(k for k in data if k not in known)
-        raise UnknownField(where, key, known)
-    kwargs: dict[str, Any] = {}
-    for name, (kind, sub) in plan.items():
-        if name not in data:
-            continue
-        value = data[name]
-        if kind == "entities":
-            value = tuple(build(sub, v) if isinstance(v, Mapping) else v for v in value)
-        elif kind == "entity":
-            value = build(sub, value) if isinstance(value, Mapping) else value
-        elif kind == "timedelta" and isinstance(value, int):
-            value = datetime.timedelta(milliseconds=value)
-        elif kind == "datetime" and isinstance(value, int):
-            value = (
-                None
-                if value < 0
-                else datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
-            )
-        elif kind == "tuple" and not isinstance(value, tuple):
-            value = tuple(value)
-        kwargs[name] = value
-    return cls(**kwargs)
-
-
-def build_response(api_key: int, version: int, data: Mapping[str, Any]) -> Entity:
-    return typing.cast(Entity, build(response_schema(api_key, version), data))
-
-
-def has_field(cls: type[Entity], name: str) -> bool:
-    return name in _field_plan(cls)
-
-
-@cache
-def _field_plan(cls: type[Entity]) -> dict[str, tuple[str, Any]]:
-    hints = typing.get_type_hints(cls)
-    plan: dict[str, tuple[str, Any]] = {}
-    for f in dataclasses.fields(cls):
-        hint = hints[f.name]
-        kafka_type = f.metadata.get("kafka_type", "")
-        optional = [a for a in typing.get_args(hint) if a is not type(None)]
-        if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(optional) == 1:
-            hint = optional[0]
-        args = typing.get_args(hint)
-        origin = typing.get_origin(hint)
-        if origin is tuple and args and dataclasses.is_dataclass(args[0]):
-            plan[f.name] = ("entities", args[0])
-        elif origin is tuple:
-            plan[f.name] = ("tuple", None)
-        elif dataclasses.is_dataclass(hint):
-            plan[f.name] = ("entity", hint)
-        elif kafka_type.startswith("timedelta"):
-            plan[f.name] = ("timedelta", None)
-        elif kafka_type.startswith("datetime"):
-            plan[f.name] = ("datetime", None)
-        else:
-            plan[f.name] = ("plain", None)
-    return plan
-
-
-@cache
-def _checked_plan(cls: type[Entity]) -> tuple[dict[str, tuple[str, Any]], frozenset[str], str]:
-    """What build needs for `cls` in one cache lookup: its plan, the names it accepts
-    (see `_known_fields`) and how to name it in an error."""
-    where, known = _known_fields(cls)
-    return _field_plan(cls), known, where
-
-
-def _known_fields(cls: type[Entity]) -> tuple[str, frozenset[str]]:
-    """Where `cls` sits in its message, and the field names any version has there.
-
-    kio generates separate classes per version, so a nested entity is matched
-    to its counterparts by its path of field names from the message root."""
-    api_key = getattr(cls, "__api_key__", None)
-    found = _message_fields(int(api_key)).get(cls) if api_key is not None else None
-    if found is None:  # not part of an API message (e.g. a header): its own fields
-        return cls.__name__, frozenset(_field_plan(cls))
-    return found
-
-
-@cache
-def _message_fields(api_key: int) -> dict[type[Entity], tuple[str, frozenset[str]]]:
-    """Every request and response entity class of API `api_key`, in every version kio
-    knows, mapped to its path and the union of field names across versions at that path."""
-    names: dict[tuple[str, ...], set[str]] = {}
-    classes: dict[type[Entity], set[tuple[str, ...]]] = {}
-
-    def walk(cls: type[Entity], path: tuple[str, ...]) -> None:
-        plan = _field_plan(cls)
-        names.setdefault(path, set()).update(plan)
-        classes.setdefault(cls, set()).add(path)
-        for name, (kind, sub) in plan.items():
-            if kind in ("entities", "entity"):
-                walk(sub, (*path, name))
-
-    for version in schema_name_map[api_key_map[api_key]]:
-        for load in (load_request_schema, load_response_schema):
-            root = typing.cast(type[Entity], load(api_key, version))
-            walk(root, (root.__name__,))
-    return {
-        cls: (
-            " | ".join(sorted(".".join(p) for p in paths)),
-            frozenset().union(*(names[p] for p in paths)),
-        )
-        for cls, paths in classes.items()
-    }
 
 
 @cache

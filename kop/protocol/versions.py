@@ -11,7 +11,7 @@ say less than the handler meant without anyone noticing.
 
 Where Kafka reshaped a message between versions (a single coordinator key became a
 batch, a flat OffsetFetch became per-group), the API's route adds a converter of its own
-on top of this (kop/api/reshape.py); this module converts field by field.
+on top of this (`up` / `down`, beside its handler); this module converts field by field.
 
 Both directions are a plan per pair of classes, made once and cached: the conversion of
 one message is a walk over its fields, with no introspection per request.

@@ -10,15 +10,14 @@ share (`AnswerMemory`).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
+from kop.api.routes import Now, Written
 from kop.protocol.error_counts import error_counts
 from kop.protocol.frames import encode_frame
-from kop.protocol.messages import RequestHeader, build_response, encode_response
+from kop.protocol.messages import RequestHeader, encode_response
 from kop.server.closing import EVICTED, SEND_TIMEOUT, ThrottledLog
 from kop.server.loop_time import Timed
 from kop.server.memory import EVICT_IDLE_S, AnswerMemory
@@ -33,7 +32,9 @@ _closes = ThrottledLog(log)
 # pressure it waits for room instead of answering in slivers.
 CLAIM_FLOOR = 1 << 20
 
-Item = tuple[RequestHeader, float, Any]
+# A request's answer in the making: its header, when it arrived, and the answer at the
+# client's version in its phase (kop.api.routes).
+Item = tuple[RequestHeader, float, Written]
 _NONE: Mapping[int, int] = {}  # what an answer that was never made reports
 
 
@@ -153,27 +154,23 @@ class AnswerWriter:
             self.room.sent()
 
     async def _encoded(self, item: Item) -> bytes | None:
-        header, started, result = item
+        header, started, phase = item
         ok = True
         errors: Mapping[int, int] = _NONE
         try:
             loop_s = 0.0
-            if inspect.iscoroutine(result):
-                timed = Timed(result)
-                result = await timed
+            if isinstance(phase, Now):
+                answer = phase.answer
+            else:  # the handler's slow part, and its time on the loop
+                timed = Timed(phase.answer)
+                resolved = await timed
                 loop_s = timed.seconds
-            elif inspect.isawaitable(result):
-                result = await _resolve(result)
-            result = self._quota.answering(header.api_key, result, loop_s)
-            if result is None:
+                answer = None if resolved is None else phase.write(resolved)
+            answer = self._quota.answering(header.api_key, answer, loop_s)
+            if answer is None:
                 return None
-            errors = error_counts(result)
-            body = (
-                result
-                if not isinstance(result, dict)
-                else build_response(header.api_key, header.api_version, result)
-            )
-            return encode_frame(encode_response(header, body))
+            errors = error_counts(answer)
+            return encode_frame(encode_response(header, answer))
         except Exception:
             ok = False
             log.exception("cannot answer api %d v%d", header.api_key, header.api_version)
@@ -182,6 +179,3 @@ class AnswerWriter:
             seconds = time.monotonic() - started
             self._observer.request_done(header.api_key, seconds, ok, errors)
 
-
-async def _resolve(result: Awaitable[Any]) -> Any:
-    return await result

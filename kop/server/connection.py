@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kop.api.context import AnswerRoom, Namespace, RequestContext, Services
-from kop.api.dispatch import HANDLERS
+from kop.api.dispatch import ROUTES
 from kop.api.produce_order import PartitionChains
+from kop.api.routes import Now, Writing
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameTooLarge
 from kop.protocol.messages import (
@@ -38,6 +39,7 @@ from kop.protocol.messages import (
 )
 from kop.protocol.versions import downgrade
 from kop.security.session import Answer
+from kop.security.session import Body as SaslBody
 from kop.server.answers import AnswerWriter, Item
 from kop.server.closing import (
     BAD_REQUEST,
@@ -105,6 +107,12 @@ _ENDINGS: dict[type[Exception], tuple[str, bool]] = {
     Evicted: (EVICTED, False),
 }
 _ENDS: tuple[type[Exception], ...] = (*_ENDINGS, _Ended)
+
+
+def _ending(exc: Exception) -> tuple[str, bool]:
+    if isinstance(exc, _Ended):
+        return exc.reason, True
+    return next(v for t, v in _ENDINGS.items() if isinstance(exc, t))
 
 
 class Connection:
@@ -212,22 +220,12 @@ class Connection:
                 if (ending := self._core.ending) is not None:
                     raise _Ended(ending)  # the answer it queued was its last
         except _ENDS as exc:
-            if isinstance(exc, _Ended):
-                reason, answer_in_flight = exc.reason, True
-            else:
-                reason, answer_in_flight = next(
-                    v for t, v in _ENDINGS.items() if isinstance(exc, t)
-                )
+            reason, answer_in_flight = _ending(exc)
             self._closing(reason, exc)
             return answer_in_flight
         except (ConnectionError, asyncio.IncompleteReadError):
             return False
         return self._stopping
-
-    def _log_context(self, h: RequestHeader) -> None:
-        """Who and what this request's log lines are for (kop.ops.log_format)."""
-        PEER.set(self.peer)
-        REQUEST.set((h.api_key, h.api_version, h.correlation_id, h.client_id or ""))
 
     def _setup_expired(self) -> None:
         """Accepted `connection_setup_timeout_s` ago and still no whole request (or,
@@ -279,28 +277,26 @@ class Connection:
             if event.malformed is not None:  # throttled: garbage must not set the log's pace
                 _closes(logging.WARNING, INVALID, "invalid request from %s: %s", self.peer,
                         event.malformed)  # fmt: skip
-            return event.header, started, event.body
+            return event.header, started, Now(event.body)
         if isinstance(event, Close):
             if event.header is not None:
-                self._log_context(event.header)
+                _log_context(self.peer, event.header)
             raise _Ended(event)
         request, gate = event.request, self._gate
         h, key = request.header, request.header.api_key
-        self._log_context(h)
+        _log_context(self.peer, h)
         if isinstance(event, Authenticate):
             answer = await _sasl(gate, self._quota, request, len(frame), decoded_s)
             if self._core.authenticated(answer) is None and not gate.authenticating:
                 self._reader.limit_frames(self._limits.max_request_bytes)
-            # In the newest version; written at the one the client speaks.
-            written = downgrade(answer.body, response_schema(key, h.api_version), ApiKey(key))
-            return request.header, started, written
+            return request.header, started, Now(_written(answer.body, h))
         ctx = gate_context(gate, request.header, self.peer, self._answers.room, self._chains,
                            self._limits.max_namespaces_per_request)  # fmt: skip
         PRINCIPAL.set(ctx.principal.role if ctx.principal is not None else "")
-        handler = HANDLERS[ApiKey(key)]
+        route = ROUTES[ApiKey(key)]
         self._quota.asking(ctx.principal, h.client_id)
         await self._quota.admitted()
-        timed = Timed(handler(self._services, ctx, request.body))
+        timed = Timed(route.run(self._services, ctx, request.body))
         try:
             result = await timed
         except Exception as exc:
@@ -308,10 +304,16 @@ class Connection:
             reply = top_level_error_response(request.header, ErrorCode.unknown_server_error)
             if reply is None:
                 raise _Ended(Close(BAD_REQUEST, f"handler failed: {exc}")) from exc
-            return request.header, started, reply
+            return request.header, started, Now(reply)
         finally:
             self._quota.dispatched(key, len(frame), decoded_s + timed.seconds)
         return request.header, started, result
+
+
+def _log_context(peer: str, h: RequestHeader) -> None:
+    """Who and what this request's log lines are for (kop.ops.log_format)."""
+    PEER.set(peer)
+    REQUEST.set((h.api_key, h.api_version, h.correlation_id, h.client_id or ""))
 
 
 async def _sasl(
@@ -326,6 +328,11 @@ async def _sasl(
         quota.asking(gate.principal, h.client_id)
         quota.dispatched(h.api_key, frame_bytes, decoded_s + timed.seconds)
     return answer
+
+
+def _written(body: SaslBody, h: RequestHeader) -> Any:
+    """A SASL answer (in the newest version) at the version the client speaks."""
+    return downgrade(body, response_schema(h.api_key, h.api_version), ApiKey(h.api_key))
 
 
 def gate_context(
@@ -351,11 +358,13 @@ def _discard(queue: asyncio.Queue[Item | None]) -> None:
 
 
 def _drop(item: Item) -> None:
-    result = item[2]
-    if inspect.iscoroutine(result):
-        result.close()
-    elif isinstance(result, asyncio.Future):
-        result.add_done_callback(_retrieve)
+    phase = item[2]
+    if not isinstance(phase, Writing):
+        return
+    if inspect.iscoroutine(phase.answer):
+        phase.answer.close()
+    elif isinstance(phase.answer, asyncio.Future):
+        phase.answer.add_done_callback(_retrieve)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

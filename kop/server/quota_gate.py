@@ -86,10 +86,6 @@ class QuotaGate:
         if owed <= 0 or result is None:
             return result
         ms = round(owed * 1000)
-        if isinstance(result, dict):
-            if isinstance(result.get("throttle_time"), int):
-                result["throttle_time"] = max(result["throttle_time"], ms)
-            return result
         before = getattr(result, "throttle_time", None)
         if not isinstance(before, datetime.timedelta):
             return result  # the answer has no throttle time at this version

@@ -19,7 +19,7 @@ from kop.groups.service import GroupService
 from kop.groups.types import GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode
 from kop.storage.naming import PulsarTopic
-from tests.unit.test_build_strict import (
+from tests.unit.test_every_version import (
     NS,
     _services,
     close_services,

@@ -23,7 +23,8 @@ from kop.groups.rebalance import SyncResult
 from kop.groups.types import GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ApiKey
-from tests.unit.test_build_strict import (
+from tests.unit.test_coordinator_rules import Driver, _join, _stable_pair
+from tests.unit.test_every_version import (
     NS,
     _resolved,
     _services,
@@ -32,7 +33,6 @@ from tests.unit.test_build_strict import (
     delete_offsets_request,
     join_request,
 )
-from tests.unit.test_coordinator_rules import Driver, _join, _stable_pair
 
 
 def _completing(d: Driver) -> tuple[str, int]:

@@ -90,7 +90,7 @@ def test_a_too_new_api_versions_is_answered_at_v0_with_unsupported_version() -> 
     got = _core(False).receive(bytes(frame))
     assert isinstance(got, Reply)
     assert got.header.api_version == 0 and got.malformed is None
-    assert got.body["error_code"] == ErrorCode.unsupported_version
+    assert got.body.error_code == ErrorCode.unsupported_version
 
 
 def test_a_malformed_request_with_a_top_level_error_is_answered_invalid_request() -> None:

@@ -10,7 +10,7 @@ from kop.api import groups, offsets
 from kop.api.context import RequestContext, Services
 from kop.protocol.errors import ErrorCode
 from kop.storage.naming import PulsarTopic
-from tests.unit.test_build_strict import (
+from tests.unit.test_every_version import (
     NS,
     _resolved,
     _services,

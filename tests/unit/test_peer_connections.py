@@ -12,12 +12,20 @@ import io
 import struct
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.add_partitions_to_txn.v4.response import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopicResult,
+)
+from kio.schema.types import TopicName, TransactionalId
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
 
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.protocol.errors import ErrorCode
-from kop.protocol.messages import build
+from kop.protocol.values import NO_THROTTLE
 from kop.txn.peers import Peers
 
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4  # what kop.txn.peers sends a coordinator
@@ -68,12 +76,17 @@ class Coordinator:
         entity_writer(response.__header_schema__)(
             out, response.__header_schema__(correlation_id=head.correlation_id)
         )
-        none = ErrorCode.none
-        body = {"throttle_time": 0, "error_code": none, "results_by_transaction": ({
-            "transactional_id": "t", "topic_results": ({"name": PART[0], "results_by_partition": (
-                {"partition_index": 0, "partition_error_code": none},)},),
-        },)}  # fmt: skip
-        entity_writer(response)(out, build(response, body))
+        part = AddPartitionsToTxnPartitionResult(
+            partition_index=i32(0), partition_error_code=ErrorCode.none
+        )
+        topic = AddPartitionsToTxnTopicResult(name=TopicName(PART[0]), results_by_partition=(part,))
+        body = AddPartitionsToTxnResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+            results_by_transaction=(AddPartitionsToTxnResult(
+                transactional_id=TransactionalId("t"), topic_results=(topic,)
+            ),),
+        )  # fmt: skip
+        entity_writer(response)(out, body)
         data = out.getvalue()
         return SIZE.pack(len(data)) + data
 

@@ -17,7 +17,7 @@ from kop.groups.offsets_store import OffsetsStore
 from kop.groups.service import GroupService
 from kop.protocol.errors import ErrorCode
 from kop.storage.types import StorageError
-from tests.unit.test_build_strict import (
+from tests.unit.test_every_version import (
     NS,
     _services,
     close_services,
