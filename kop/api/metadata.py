@@ -105,7 +105,7 @@ async def _describe(
     except Exception as exc:
         code, _ = error_of(exc)
         return _topic(name, code)
-    return _topic(name, ErrorCode.none, _partitions(services, view), view.topic_id)
+    return _topic(name, ErrorCode.none, partitions(services, view), view.topic_id)
 
 
 async def _may_describe(ctx: RequestContext, name: str) -> bool:
@@ -118,7 +118,7 @@ async def _may_describe(ctx: RequestContext, name: str) -> bool:
 
 def _offsets_topic(services: Services) -> MetadataResponseTopic:
     """Listed as Kafka lists its own, so regex subscriptions and tools skip it."""
-    parts = _offsets_partitions(services)
+    parts = offsets_partitions(services)
     return _topic(OFFSETS_TOPIC, ErrorCode.none, parts, OFFSETS_TOPIC_ID, internal=True)
 
 
@@ -139,46 +139,12 @@ def _topic(
     )
 
 
-def topic_entry(
-    name: str,
-    code: ErrorCode,
-    parts: list[dict[str, Any]],
-    topic_id: uuid.UUID = ZERO_UUID,
-    internal: bool = False,
-) -> dict[str, Any]:
-    """A topic as DescribeTopicPartitions (kop/api/topic_partitions.py) still tells
-    it, as a mapping, until that API is typed too."""
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": topic_id,
-        "is_internal": internal,
-        "partitions": parts,
-        "topic_authorized_operations": UNKNOWN_OPERATIONS,
-    }
-
-
-def partitions(services: Services, view: TopicView) -> list[dict[str, Any]]:
-    """`view`'s partitions as DescribeTopicPartitions tells them (see `topic_entry`):
-    the same facts Metadata tells."""
-    return [_fields(p) for p in _partitions(services, view)]
-
-
-def offsets_partitions(services: Services) -> list[dict[str, Any]]:
-    """`__consumer_offsets`' partitions as DescribeTopicPartitions tells them."""
-    return [_fields(p) for p in _offsets_partitions(services)]
-
-
-def _fields(partition: MetadataResponsePartition) -> dict[str, Any]:
-    return {f.name: getattr(partition, f.name) for f in dataclasses.fields(partition)}
-
-
-def _partitions(services: Services, view: TopicView) -> tuple[MetadataResponsePartition, ...]:
+def partitions(services: Services, view: TopicView) -> tuple[MetadataResponsePartition, ...]:
     """Each partition's owner leads it and is its only replica."""
     return tuple(_partition(services, i, view.partition_topic(i)) for i in range(view.partitions))
 
 
-def _offsets_partitions(services: Services) -> tuple[MetadataResponsePartition, ...]:
+def offsets_partitions(services: Services) -> tuple[MetadataResponsePartition, ...]:
     """`__consumer_offsets`: as many partitions as kop's own offsets topic, each led
     by the coordinator of its groups."""
     count = services.offsets_topic_partitions

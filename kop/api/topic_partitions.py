@@ -5,7 +5,6 @@ paged by a partition limit and a cursor."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from kio.schema.describe_topic_partitions.v0.request import DescribeTopicPartitionsRequest
 from kio.schema.describe_topic_partitions.v0.response import (
@@ -14,7 +13,8 @@ from kio.schema.describe_topic_partitions.v0.response import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.metadata.v12.response import MetadataResponsePartition
+from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
 from kop.api.context import RequestContext, Services, error_of, existing_topic
@@ -52,11 +52,9 @@ async def handle(
             topics.append(_topic(name, code, ()))
             continue
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
-        parts = [p for p in every if p["partition_index"] >= first]
+        parts = [p for p in every if p.partition_index >= first]
         if len(parts) > budget:
-            next_cursor = Cursor(
-                topic_name=name, partition_index=i32(parts[budget]["partition_index"])
-            )
+            next_cursor = Cursor(topic_name=name, partition_index=parts[budget].partition_index)
             parts = parts[:budget]
         budget -= len(parts)
         elr = tuple(_with_elr(p) for p in parts)
@@ -87,7 +85,7 @@ def _topic(
     topic_id: uuid.UUID = ZERO_UUID,
     internal: bool = False,
 ) -> DescribeTopicPartitionsResponseTopic:
-    """A topic as Metadata describes it (kop.api.metadata.topic_entry)."""
+    """A topic as Metadata describes it (kop.api.metadata)."""
     return DescribeTopicPartitionsResponseTopic(
         error_code=code,
         name=name,
@@ -98,17 +96,17 @@ def _topic(
     )
 
 
-def _with_elr(partition: dict[str, Any]) -> DescribeTopicPartitionsResponsePartition:
+def _with_elr(partition: MetadataResponsePartition) -> DescribeTopicPartitionsResponsePartition:
     """A partition of Metadata's view (kop.api.metadata.partitions), its eligible
     leader replicas empty."""
     return DescribeTopicPartitionsResponsePartition(
-        error_code=partition["error_code"],
-        partition_index=i32(partition["partition_index"]),
-        leader_id=BrokerId(partition["leader_id"]),
-        leader_epoch=i32(partition["leader_epoch"]),
-        replica_nodes=tuple(BrokerId(n) for n in partition["replica_nodes"]),
-        isr_nodes=tuple(BrokerId(n) for n in partition["isr_nodes"]),
+        error_code=partition.error_code,
+        partition_index=partition.partition_index,
+        leader_id=partition.leader_id,
+        leader_epoch=partition.leader_epoch,
+        replica_nodes=partition.replica_nodes,
+        isr_nodes=partition.isr_nodes,
         eligible_leader_replicas=(),
         last_known_elr=(),
-        offline_replicas=tuple(BrokerId(n) for n in partition["offline_replicas"]),
+        offline_replicas=partition.offline_replicas,
     )
