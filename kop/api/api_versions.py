@@ -42,13 +42,12 @@ FEATURES_EPOCH = 0
 async def handle(
     services: Services, ctx: RequestContext, request: ApiVersionsRequest
 ) -> Now[ApiVersionsResponse]:
-    """ApiVersions v3+'s feature fields are Kafka's defaults (none, epoch -1) while this
-    kop serves no transactions; older versions drop them (Kafka marks them ignorable)."""
+    """ApiVersions v3+ names the transaction versions kop serves and the one its
+    transaction coordinator runs at (KIP-890); older versions drop the feature fields
+    (Kafka marks them ignorable)."""
     answer = ApiVersionsResponse(
         error_code=ErrorCode.none, api_keys=api_keys(), throttle_time=NO_THROTTLE
     )
-    if services.txns is None:
-        return Now(answer)
     low, high = SUPPORTED_TRANSACTION_VERSIONS
     level = i16(services.txns.version)
     return Now(

@@ -104,10 +104,9 @@ def _broker(
             broker: defaults[topic] for topic, broker in BROKER_SYNONYM.items() if topic in defaults
         },
     }
-    if services.groups is not None:
-        values["offsets.retention.minutes"] = str(services.groups.offsets.retention_ms // 60_000)
-        limits = services.groups.coordinator.limits
-        values["group.initial.rebalance.delay.ms"] = str(limits.initial_rebalance_delay_ms)
+    values["offsets.retention.minutes"] = str(services.groups.offsets.retention_ms // 60_000)
+    limits = services.groups.coordinator.limits
+    values["group.initial.rebalance.delay.ms"] = str(limits.initial_rebalance_delay_ms)
     sources = dict.fromkeys(values, SOURCE_DEFAULT)
     sources.update({"broker.id": SOURCE_STATIC_BROKER, "node.id": SOURCE_STATIC_BROKER})
     sources.update(dict.fromkeys(CLUSTER_WIDE, SOURCE_DYNAMIC_DEFAULT_BROKER))

@@ -11,7 +11,7 @@ from typing import Protocol
 from kop.api.internal_topics import refuse_access
 from kop.api.produce_order import PartitionChains
 from kop.cluster.member import Member
-from kop.cluster.ownership import Ownership, Solo
+from kop.cluster.ownership import Ownership
 from kop.groups.service import GroupService
 from kop.log.leader_epoch import check_current
 from kop.log.partition_log import PartitionLog
@@ -19,9 +19,9 @@ from kop.partitions.manager import LogManager
 from kop.protocol.batch_epochs import NO_EPOCH
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.quotas.book import QuotaBook
+from kop.sasl.scram_users import ScramUsers
 from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import ALLOW_ALL, Access, TopicOp
-from kop.security.credentials import ScramUsers
 from kop.security.principal import Principal
 from kop.storage.naming import InvalidTopicName, Namespace, PulsarTopic, resolve
 from kop.storage.types import AdminError, StorageError
@@ -31,6 +31,7 @@ from kop.txn.service import TxnService
 log = logging.getLogger(__name__)
 
 __all__ = ["Namespace"]  # the server names a connection's namespace through this layer
+
 
 @dataclass(frozen=True, slots=True)
 class Broker:
@@ -65,42 +66,33 @@ class CountingIds:
 
 @dataclass
 class Services:
+    """Everything a handler reaches below the api layer, every part present: the
+    composition root (kop/wiring) starts each before a listener serves, and tests build
+    the same over memory (tests/sim/memory_services.py). Only `acls` may be absent, and
+    its absence is a state Kafka has too: no authorizer, SECURITY_DISABLED."""
+
     broker: Broker
     catalog: TopicCatalog
     logs: LogManager
+    groups: GroupService
+    txns: TxnService
+    ownership: Ownership  # who leads what (alone, this instance leads everything)
+    producer_ids: ProducerIdSource
+    scram: ScramUsers  # SCRAM users, kept in Pulsar
+    quotas: QuotaBook  # client quotas, kept in Pulsar
     auto_create_topics: bool
     fetch_max_wait_cap_ms: int
     fetch_max_bytes_cap: int
-    groups: GroupService | None = None  # None: this kop coordinates no groups
-    # Listed as `__consumer_offsets` (0: not listed, as when kop coordinates no groups).
-    offsets_topic_partitions: int = 0
-    producer_ids: ProducerIdSource = field(default_factory=CountingIds)
-    txns: TxnService | None = None  # None: this kop coordinates no transactions
-    # Who leads what (several instances); alone, this instance leads everything.
-    ownership: Ownership | None = None
+    offsets_topic_partitions: int  # listed as `__consumer_offsets`
     acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
-    scram: ScramUsers | None = None  # SCRAM users, kept in Pulsar
-    quotas: QuotaBook | None = None  # client quotas, kept in Pulsar (None: none enforced)
-
-    def __post_init__(self) -> None:
-        if self.ownership is None:
-            me = self.broker.member()
-            self.ownership = Ownership(Solo(me), me)
-
-    @property
-    def owners(self) -> Ownership:
-        assert self.ownership is not None
-        return self.ownership
 
     def txn_partition(self, index: int) -> str:
         """The Pulsar partition of the transaction state topic whose owner coordinates
         its transactional ids."""
-        assert self.txns is not None
         return self.txns.partition_topic(index)
 
     def offsets_partition(self, index: int) -> str:
         """The Pulsar partition of the offsets topic whose owner coordinates its groups."""
-        assert self.groups is not None
         return self.groups.partition_topic(index)
 
 
@@ -154,7 +146,7 @@ class RequestContext:
 def lead(services: Services, partition_topic: str) -> None:
     """Only a partition's owner serves it: anyone else answers as a Kafka broker that
     is not the leader, so the client refreshes its metadata and goes there."""
-    if not services.owners.mine(partition_topic):
+    if not services.ownership.mine(partition_topic):
         raise KafkaError(
             ErrorCode.not_leader_or_follower, f"{partition_topic} is led by another instance"
         )

@@ -50,7 +50,7 @@ from kio.static.primitive import i32
 
 from kop.api.context import RequestContext, Services, error_of
 from kop.api.routes import Later, Now, Route
-from kop.api.transactions import txn_key, txn_service
+from kop.api.transactions import txn_key
 from kop.cluster.member import Member
 from kop.groups.coordinator import JoinRequest
 from kop.groups.rebalance import JoinResult
@@ -66,16 +66,10 @@ from kop.protocol.versions import Unrepresentable, downgrade, upgrade
 _GROUP_KEY, _TXN_KEY = 0, 1  # FindCoordinator key_type: a consumer group, a transaction
 
 
-def group_service(services: Services) -> GroupService:
-    if services.groups is None:
-        raise KafkaError(ErrorCode.coordinator_not_available, "groups are not served")
-    return services.groups
-
-
 async def group_key(services: Services, ctx: RequestContext, group_id: str) -> str:
     """The group `group_id` names for this client (its tenant's: kop.groups.scope), if
     its principal may use it (GROUP_AUTHORIZATION_FAILED, as Kafka, otherwise)."""
-    groups = group_service(services)
+    groups = services.groups
     if not await ctx.access.group(ctx.namespace, group_id):
         raise KafkaError(ErrorCode.group_authorization_failed, f"not authorized for {group_id}")
     try:
@@ -134,7 +128,7 @@ async def _coordinator(
     listener = ctx.listener
     try:
         if key_type == _GROUP_KEY:
-            groups = group_service(services)
+            groups = services.groups
             partition = groups.partition_of(await group_key(services, ctx, key))
             owner = _owner(services, services.offsets_partition(partition))
             if owner.node_id == services.broker.node_id and not groups.partitions.coordinates(
@@ -142,7 +136,7 @@ async def _coordinator(
             ):  # librdkafka's admin calls retry this, not the group request's answer
                 raise KafkaError(ErrorCode.coordinator_load_in_progress, "groups are loading")
         elif key_type == _TXN_KEY:
-            txns = txn_service(services)
+            txns = services.txns
             partition = txns.partition_of(await txn_key(services, ctx, key))
             owner = _owner(services, services.txn_partition(partition))
         else:
@@ -159,7 +153,7 @@ def _owner(services: Services, partition_topic: str) -> Member:
     """A transaction coordinator is named while it still loads its partition, as Kafka
     names the leader (its requests answer COORDINATOR_LOAD_IN_PROGRESS meanwhile:
     aiokafka's transactional producer takes that answer to FindCoordinator as fatal)."""
-    owner = services.owners.owner(partition_topic)
+    owner = services.ownership.owner(partition_topic)
     if owner is None:
         raise KafkaError(ErrorCode.coordinator_not_available, "no kop instance is alive")
     return owner
@@ -194,7 +188,7 @@ async def join_group(
 
 async def _join(services: Services, join: JoinRequest, version: int) -> JoinGroupResponse:
     try:
-        r = await group_service(services).join(join)
+        r = await services.groups.join(join)
     except KafkaError as exc:
         r = JoinResult(exc.code, join.member_id)
     return _join_response(r, version)
@@ -224,7 +218,7 @@ async def sync_group(
 ) -> Now[SyncGroupResponse] | Later[SyncGroupResponse]:
     """Later: a follower's sync waits for the leader's assignment."""
     try:
-        groups = group_service(services)
+        groups = services.groups
         key = await group_key(services, ctx, request.group_id)
     except KafkaError as exc:
         return Now(_sync_refused(exc.code))
@@ -260,7 +254,7 @@ async def heartbeat(
     services: Services, ctx: RequestContext, request: HeartbeatRequest
 ) -> Now[HeartbeatResponse]:
     try:
-        code = group_service(services).heartbeat(
+        code = services.groups.heartbeat(
             await group_key(services, ctx, request.group_id),
             request.generation_id,
             request.member_id,
@@ -277,7 +271,7 @@ async def leave_group(
     members = [(m.member_id, m.group_instance_id) for m in request.members]
     try:
         key = await group_key(services, ctx, request.group_id)
-        codes = group_service(services).leave(key, members)
+        codes = services.groups.leave(key, members)
     except KafkaError as exc:
         return Now(LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=exc.code, members=()))
     return Now(
@@ -320,7 +314,7 @@ async def describe_groups(
     out = []
     for group_id in request.groups:
         try:
-            groups = group_service(services)
+            groups = services.groups
             key = await group_key(services, ctx, group_id)
             groups.check(key)
             out.append(_describe(groups, key, group_id))
@@ -371,7 +365,7 @@ async def list_groups(
     services: Services, ctx: RequestContext, request: ListGroupsRequest
 ) -> Now[ListGroupsResponse]:
     try:
-        groups = group_service(services)
+        groups = services.groups
         groups.check_loaded()
     except KafkaError as exc:
         return Now(ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=exc.code, groups=()))
@@ -397,7 +391,7 @@ async def delete_groups(
     results = []
     for group_id in request.groups_names:
         try:
-            code = await group_service(services).delete(await group_key(services, ctx, group_id))
+            code = await services.groups.delete(await group_key(services, ctx, group_id))
         except Exception as exc:
             code, _ = error_of(exc)
         results.append(DeletableGroupResult(group_id=group_id, error_code=code))

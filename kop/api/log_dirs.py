@@ -59,7 +59,7 @@ async def handle(
             continue  # Kafka leaves out what it does not host
         indexes = [
             i for i in (asked or range(view.partitions))
-            if 0 <= i < view.partitions and services.owners.mine(view.partition_topic(i))
+            if 0 <= i < view.partitions and services.ownership.mine(view.partition_topic(i))
         ]  # fmt: skip
         if not indexes:
             continue  # none hosted here: Kafka leaves the topic out

@@ -40,7 +40,7 @@ async def handle(
     services: Services, ctx: RequestContext, request: MetadataRequest
 ) -> Now[MetadataResponse]:
     b = services.broker
-    brokers = services.owners.brokers()
+    brokers = services.ownership.brokers()
     if request.topics is None:
         names = await services.catalog.names(ctx.namespace)
         names = [n for n in names if not is_internal(n)]
@@ -152,7 +152,7 @@ def offsets_partitions(services: Services) -> tuple[MetadataResponsePartition, .
 
 
 def _partition(services: Services, index: int, key: str) -> MetadataResponsePartition:
-    owner = services.owners.owner(key)
+    owner = services.ownership.owner(key)
     if owner is None:  # no instance is alive in this one's view
         return MetadataResponsePartition(
             error_code=ErrorCode.leader_not_available,

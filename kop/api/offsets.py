@@ -45,7 +45,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i64
 
 from kop.api.context import RequestContext, Services, existing_topic, topic_for
-from kop.api.groups import group_key, group_service
+from kop.api.groups import group_key
 from kop.api.routes import Now, Route
 from kop.groups.types import CommittedOffset, GroupState, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -95,7 +95,7 @@ async def offset_commit(
         return Now(_committed(dict.fromkeys(named_partitions(request.topics), exc.code)))
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
-        code = await group_service(services).commit(
+        code = await services.groups.commit(
             key,
             request.generation_id_or_member_epoch,
             request.member_id,
@@ -103,7 +103,7 @@ async def offset_commit(
             offsets,
             commit.retention_ms,
         )
-        unknown = key not in group_service(services).coordinator.groups
+        unknown = key not in services.groups.coordinator.groups
         if code is ErrorCode.illegal_generation and ctx.api_version >= 9 and unknown:
             code = ErrorCode.group_id_not_found  # Kafka, from v9 on
     except KafkaError as exc:
@@ -280,7 +280,7 @@ async def _fetch_group(
     is null); -1 for a partition without one, as Kafka answers. Topics the principal
     may not read are left out of "all" and refused when asked for by name."""
     try:
-        groups = group_service(services)
+        groups = services.groups
         key = await group_key(services, ctx, group_id)
         groups.check(key)
     except KafkaError as exc:
@@ -337,7 +337,7 @@ async def offset_delete(
     protocol type (Connect's) keeps all of them with NON_EMPTY_GROUP."""
     tps = named_partitions(request.topics)
     try:
-        groups = group_service(services)
+        groups = services.groups
         key = await group_key(services, ctx, request.group_id)
         groups.check(key)
         g = groups.coordinator.groups.get(key)

@@ -85,7 +85,7 @@ async def _to_open(services: Services, ctx: RequestContext, name: str, index: in
     if not 0 <= index < view.partitions:
         return False
     topic = view.partition_topic(index)
-    return services.owners.mine(topic) and not services.logs.is_open(topic)
+    return services.ownership.mine(topic) and not services.logs.is_open(topic)
 
 
 async def _begin(
@@ -113,7 +113,7 @@ async def _begin(
         batches = await _apply(services, rules, batches, now, pulsar)
         await services.catalog.writable(view.topic)
         plog = await services.logs.of_topic(view, index)
-        if txn is not None and services.txns is not None:
+        if txn is not None:
             add = transactions.tv2(services, ctx, first=12)
             for head, _ in batches:
                 await verify_write(

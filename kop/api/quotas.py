@@ -130,8 +130,6 @@ async def _book(services: Services, ctx: RequestContext) -> QuotaBook:
     one). One read of the namespace's properties per request; superusers only."""
     if not await ctx.access.cluster():
         raise KafkaError(ErrorCode.cluster_authorization_failed, "superusers only")
-    if services.quotas is None:
-        raise KafkaError(ErrorCode.unsupported_version, "client quotas are not served")
     await services.quotas.refresh()
     return services.quotas
 

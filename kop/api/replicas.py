@@ -62,7 +62,7 @@ async def _placement(services: Services, ctx: RequestContext, name: str) -> tupl
     "" for none). `__consumer_offsets` (listed in Metadata) is placed with the offsets
     topic's partitions; any other name is a topic of the client's namespace, or none."""
     if is_internal(name):
-        count = services.offsets_topic_partitions if services.groups is not None else 0
+        count = services.offsets_topic_partitions
         return (
             lambda i: _node(services, services.offsets_partition(i)) if 0 <= i < count else None
         ), ""
@@ -77,7 +77,7 @@ async def _placement(services: Services, ctx: RequestContext, name: str) -> tupl
 
 
 def _node(services: Services, partition_topic: str) -> int:
-    owner = services.owners.owner(partition_topic)
+    owner = services.ownership.owner(partition_topic)
     return -1 if owner is None else owner.node_id
 
 

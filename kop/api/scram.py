@@ -1,6 +1,6 @@
 """DescribeUserScramCredentials and AlterUserScramCredentials, so that
 `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users`
-makes a user that signs in at every instance (kop.security.credentials), with
+makes a user that signs in at every instance (kop.sasl.scram_users), with
 Kafka's checks and codes. Both are broker-wide operations: superusers only."""
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
 from kop.protocol.values import NO_THROTTLE
-from kop.security.credentials import ScramUsers
-from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
-from kop.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, from_salted_password
+from kop.sasl.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
+from kop.sasl.scram import MAX_ITERATIONS, MIN_ITERATIONS, from_salted_password
+from kop.sasl.scram_users import ScramUsers
 
 MECHANISMS = {1: SCRAM_SHA_256, 2: SCRAM_SHA_512}
 CODES = {name: code for code, name in MECHANISMS.items()}
@@ -172,6 +172,4 @@ async def _apply(
 async def _users(services: Services, ctx: RequestContext) -> ScramUsers:
     if not await ctx.access.cluster():
         raise KafkaError(ErrorCode.cluster_authorization_failed, "superusers only")
-    if services.scram is None:
-        raise KafkaError(ErrorCode.unsupported_version, "SCRAM credentials are not served")
     return services.scram

@@ -166,7 +166,7 @@ def _check_replicas(services: Services, ids: list[int]) -> None:
 def _live_nodes(services: Services) -> set[int]:
     """The brokers an assignment may name: the live instances. The partition is placed
     by ownership (D15) whichever it names: Pulsar holds and replicates the data."""
-    return {m.node_id for m in services.owners.brokers()}
+    return {m.node_id for m in services.ownership.brokers()}
 
 
 def _requested(services: Services, topics: Sequence[CreatableTopic]) -> int:
@@ -203,9 +203,8 @@ async def delete_topics(
                 # they would retry against a topic that no longer exists.
                 await services.logs.drop([view.partition_topic(i) for i in range(view.partitions)])
             topic_id = (await services.catalog.delete(topic)).topic_id
-            if services.groups is not None:
-                gone = functools.partial(_names, services.groups.scope, topic)
-                await forget_deleted_topics(services.groups, gone)
+            gone = functools.partial(_names, services.groups.scope, topic)
+            await forget_deleted_topics(services.groups, gone)
         except Exception as exc:
             code, message = error_of(exc)
         responses.append(

@@ -56,7 +56,6 @@ from kop.protocol.values import NO_THROTTLE
 from kop.protocol.versions import Unrepresentable, downgrade, upgrade
 from kop.security.authorizer import TopicOp
 from kop.txn.peers import is_peer
-from kop.txn.service import TxnService
 from kop.txn.state import Partition
 from kop.txn.store import reserved
 
@@ -75,19 +74,13 @@ def for_version(code: ErrorCode, api: str, version: int) -> ErrorCode:
 def tv2(services: Services, ctx: RequestContext, first: int) -> bool:
     """Whether the request (of an API whose version 2 begins at `first`) is made
     under transaction version 2."""
-    return ctx.api_version >= first and services.txns is not None and services.txns.version >= 2
-
-
-def txn_service(services: Services) -> TxnService:
-    if services.txns is None:
-        raise KafkaError(ErrorCode.coordinator_not_available, "transactions are not served")
-    return services.txns
+    return ctx.api_version >= first and services.txns.version >= 2
 
 
 async def txn_key(services: Services, ctx: RequestContext, txn_id: str) -> str:
     """The transactional id `txn_id` names for this client, if its principal may use
     it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka, otherwise)."""
-    txns = txn_service(services)
+    txns = services.txns
     if not await ctx.access.idempotent_write(ctx.namespace):
         raise KafkaError(
             ErrorCode.transactional_id_authorization_failed, f"not authorized for {txn_id}"
@@ -105,7 +98,7 @@ async def coordinated(services: Services, ctx: RequestContext, txn_id: str) -> s
     """`txn_key`, if this instance coordinates it now (NOT_COORDINATOR or
     COORDINATOR_LOAD_IN_PROGRESS otherwise)."""
     key = await txn_key(services, ctx, txn_id)
-    txn_service(services).check(key)
+    services.txns.check(key)
     return key
 
 
@@ -120,7 +113,7 @@ async def init_producer_id(
         timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
         named: tuple[int, int] = (request.producer_id, request.producer_epoch)  # -1s before v3
         expected = named if named[0] >= 0 else None
-        code, pid, epoch = await txn_service(services).coordinator.init_producer_id(
+        code, pid, epoch = await services.txns.coordinator.init_producer_id(
             key, timeout_ms, expected
         )
     except KafkaError as exc:
@@ -212,7 +205,7 @@ async def _add_batched(
 ) -> AddPartitionsToTxnResponse:
     """Kafka takes these from brokers only (ClusterAction); so does kop, from its
     superusers and from the other instances (kop.txn.peers: their verifications)."""
-    peer = is_peer(ctx.principal, services.owners.instances())
+    peer = is_peer(ctx.principal, services.ownership.instances())
     if not peer and not await ctx.access.cluster():
         return _added(ErrorCode.cluster_authorization_failed)
     out = []
@@ -237,7 +230,7 @@ async def _for_peer(
     (transaction version 2): the transactional id as kop keys it (its tenant's), the
     partitions as the coordinator records them (partition topic, index). Each gets
     the coordinator's own answer (INVALID_PRODUCER_EPOCH for a fenced producer)."""
-    txns = txn_service(services)
+    txns = services.txns
     pid, epoch = t.producer_id, t.producer_epoch
 
     async def verdict(part: Partition) -> ErrorCode:
@@ -291,7 +284,7 @@ async def _add(
     if not failed:
         try:
             key = await coordinated(services, ctx, txn_id)
-            coordinator = txn_service(services).coordinator
+            coordinator = services.txns.coordinator
             if verify_only:
                 verified = {
                     n for n, p in named.items()
@@ -328,7 +321,7 @@ async def end_txn(
     version = 2 if tv2(services, ctx, first=5) else 1
     try:
         key = await coordinated(services, ctx, request.transactional_id)
-        code, pid, epoch = await txn_service(services).coordinator.end_txn(
+        code, pid, epoch = await services.txns.coordinator.end_txn(
             key, request.producer_id, request.producer_epoch, request.committed, version
         )
     except KafkaError as exc:

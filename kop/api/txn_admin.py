@@ -51,7 +51,7 @@ from kop.api.context import (
 )
 from kop.api.patterns import compile_client_pattern
 from kop.api.routes import Now, Route
-from kop.api.transactions import txn_key, txn_service
+from kop.api.transactions import txn_key
 from kop.entries.formats import EntryFormat
 from kop.protocol.control import Marker, marker_batch
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -93,7 +93,7 @@ async def list_transactions(
         )  # fmt: skip
 
     try:
-        txns = txn_service(services)
+        txns = services.txns
     except KafkaError as exc:
         return answer(exc.code)
     allowed = await ctx.access.idempotent_write(ctx.namespace)  # may use transactional ids
@@ -156,7 +156,7 @@ async def _describe(services: Services, ctx: RequestContext, txn_id: str) -> Des
 
     try:
         key = await txn_key(services, ctx, txn_id)
-        txns = txn_service(services)
+        txns = services.txns
         txns.check(key)
     except KafkaError as exc:
         return described(exc.code)
@@ -224,7 +224,7 @@ async def write_txn_markers(
     """Markers into partitions this instance leads; Kafka takes them from its
     coordinators and from admins (ClusterAction), kop from the other live instances
     (kop.txn.peers) and from superusers."""
-    allowed = is_peer(ctx.principal, services.owners.instances()) or await ctx.access.cluster()
+    allowed = is_peer(ctx.principal, services.ownership.instances()) or await ctx.access.cluster()
     results = []
     for m in request.markers:
         marker = Marker(m.transaction_result, m.producer_id, m.producer_epoch, m.coordinator_epoch)

@@ -17,10 +17,10 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
 from kop.api.context import RequestContext, Services
-from kop.api.groups import group_key, group_service
+from kop.api.groups import group_key
 from kop.api.offsets import requested_offsets
 from kop.api.routes import Now, Route
-from kop.api.transactions import coordinated, for_version, tv2, txn_key, txn_service
+from kop.api.transactions import coordinated, for_version, tv2, txn_key
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
@@ -32,9 +32,9 @@ async def add_offsets(
 ) -> Now[AddOffsetsToTxnResponse]:
     try:
         key = await coordinated(services, ctx, request.transactional_id)
-        groups = group_service(services)
+        groups = services.groups
         partition = groups.partition_of(await group_key(services, ctx, request.group_id))
-        code = await txn_service(services).coordinator.add_partitions(
+        code = await services.txns.coordinator.add_partitions(
             key, request.producer_id, request.producer_epoch,
             [(groups.partition_topic(partition), partition)],
         )  # fmt: skip
@@ -67,7 +67,7 @@ async def txn_offset_commit(
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
         # generation -1, member "" and no instance id before v3: a commit outside the group
-        code = await group_service(services).commit(
+        code = await services.groups.commit(
             key, request.generation_id, request.member_id, request.group_instance_id, offsets,
             producer=producer,
         )  # fmt: skip
@@ -112,10 +112,10 @@ async def _verify(
     read_committed consumers get UNSTABLE_OFFSET_COMMIT forever. The end of the
     producer's previous transaction still being completed is a retriable
     COORDINATOR_LOAD_IN_PROGRESS; a fenced producer, INVALID_PRODUCER_EPOCH."""
-    groups = group_service(services)
+    groups = services.groups
     partition = groups.partition_of(group)
     part = (groups.partition_topic(partition), partition)
-    code = await txn_service(services).admit(txn, *producer, part, add=v2)
+    code = await services.txns.admit(txn, *producer, part, add=v2)
     if code is ErrorCode.concurrent_transactions:
         code = ErrorCode.coordinator_load_in_progress
     elif code is ErrorCode.producer_fenced:

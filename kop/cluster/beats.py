@@ -17,7 +17,7 @@ log = logging.getLogger("kop.cluster.membership")  # where these lines always we
 
 
 class BeatSeal(Protocol):
-    """Signs and checks beats with the cluster secret (kop.security.instances)."""
+    """Signs and checks beats with the cluster secret (kop.sasl.peers)."""
 
     def beat_proof(self, beat: bytes) -> str: ...
 

@@ -53,7 +53,7 @@ class Ownership:
         return list(self._live().values())
 
     def instances(self) -> set[str]:
-        """The live instances' ids (what a connection proves it is: security.instances)."""
+        """The live instances' ids (what a connection proves it is: sasl.peers)."""
         return {m.instance for m in self._live().values()}
 
     def owner(self, key: str) -> Member | None:

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from kop.security.mechanisms import MECHANISMS, OAUTHBEARER, PLAIN
+from kop.sasl.mechanisms import MECHANISMS, OAUTHBEARER, PLAIN
 from kop.security.tokens import PUBLIC_ALGS, TokenSettings
 from kop.server.endpoints import (
     Endpoint,

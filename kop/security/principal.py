@@ -22,7 +22,7 @@ class Principal:
     namespace: Namespace
     mechanism: str
     expires_at: float | None = None
-    instance: str = ""  # the kop instance a connection proved to be (security.instances)
+    instance: str = ""  # the kop instance a connection proved to be (sasl.peers)
 
     @property
     def kafka_name(self) -> str:
@@ -45,3 +45,15 @@ def select_namespace(
     if chosen == reserved:
         raise AuthenticationFailed(f"{selector!r} is not a namespace clients may work in")
     return chosen
+
+
+def peer_role(peercert: object) -> str | None:
+    """The role a client certificate names, as Pulsar's TLS authentication takes it:
+    the subject's common name."""
+    if not isinstance(peercert, dict):
+        return None
+    for rdn in peercert.get("subject", ()):
+        for key, value in rdn:
+            if key == "commonName" and value:
+                return str(value)
+    return None

@@ -38,8 +38,9 @@ from kop.protocol.messages import (
     top_level_error_response,
 )
 from kop.protocol.versions import downgrade
-from kop.security.session import Answer
-from kop.security.session import Body as SaslBody
+from kop.sasl.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
+from kop.sasl.session import Answer
+from kop.sasl.session import Body as SaslBody
 from kop.server.answers import AnswerWriter, Item
 from kop.server.closing import (
     BAD_REQUEST,
@@ -52,7 +53,6 @@ from kop.server.closing import (
     SETUP_TIMEOUT,
     ThrottledLog,
 )
-from kop.server.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity
 from kop.server.kafka_connection import Authenticate, Close, KafkaConnection, Reply
 from kop.server.log_context import PEER, PRINCIPAL, REQUEST
 from kop.server.loop_time import Timed
@@ -138,8 +138,7 @@ class Connection:
         self._limits = limits
         self._observer = observer
         memory = answers or AnswerMemory(limits.max_queued_response_bytes)
-        quotas = services.quotas
-        self._quota = QuotaGate(quotas.throttles if quotas is not None else None, observer)
+        self._quota = QuotaGate(services.quotas.throttles, observer)
         self._answers = AnswerWriter(writer, memory, observer, self._quota)
         self._chains = PartitionChains()  # produce begins still running, per partition
         self._stopping = False

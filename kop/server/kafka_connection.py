@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kop.protocol.messages import ApiKey, Request, RequestHeader
-from kop.security.session import Answer
+from kop.sasl.session import Answer
 from kop.server.closing import BAD_REQUEST, UNAUTHENTICATED
 from kop.server.decoding import Undecodable, decode
 

@@ -24,6 +24,7 @@ import ssl
 from dataclasses import dataclass
 
 from kop.api.context import Namespace, Services
+from kop.sasl.gatekeeper import Gatekeeper, ListenerSecurity
 from kop.server.addresses import (
     AddressLimits,
     canonical,
@@ -33,7 +34,6 @@ from kop.server.addresses import (
 )
 from kop.server.closing import MAX_CONNECTIONS, MAX_CONNECTIONS_PER_IP, ThrottledLog
 from kop.server.connection import Connection, Limits, RequestObserver
-from kop.server.gatekeeper import Gatekeeper, ListenerSecurity
 from kop.server.memory import AnswerMemory, RequestMemory
 from kop.server.stream import RequestStream
 

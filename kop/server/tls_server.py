@@ -94,13 +94,3 @@ class ServerTls:
                 log.warning("cannot check TLS files: %s", exc)
 
 
-def peer_role(peercert: object) -> str | None:
-    """The role a client certificate names, as Pulsar's TLS authentication takes it:
-    the subject's common name."""
-    if not isinstance(peercert, dict):
-        return None
-    for rdn in peercert.get("subject", ()):
-        for key, value in rdn:
-            if key == "commonName" and value:
-                return str(value)
-    return None

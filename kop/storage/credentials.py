@@ -1,7 +1,7 @@
 """Where SCRAM credentials live: in Pulsar, never in a local file (docs/security.md).
 One opaque record per (user, mechanism), so that changing one never rewrites
 another (two instances altering one user's two mechanisms at once both hold);
-kop.security.credentials gives the records meaning."""
+kop.sasl.scram_users gives the records meaning."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ A request goes to the other instance's PLAINTEXT listener (kop's inter-instance
 listener, as Kafka's inter.broker.listener) over kept connections (a few idle ones
 per instance; one found closed is replaced once). Each connection first proves it
 is a kop instance of this cluster by the `KOP-PEER` SASL exchange over the cluster
-secret (kop.security.instances); an instance takes these requests only from a
+secret (kop.sasl.peers); an instance takes these requests only from a
 connection so proven (`is_peer`), or from a superuser, never by a client id.
 Partitions are named as the coordinator records them, (partition topic, Kafka
 index), a marker's topic by the Kafka name any instance resolves (`kafka_name`).
@@ -45,8 +45,8 @@ from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
 from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode
-from kop.security.instances import PEER_MECHANISM, ClusterSecret, final_message, first_message
-from kop.security.instances import is_instance as is_peer
+from kop.sasl.peers import PEER_MECHANISM, ClusterSecret, final_message, first_message
+from kop.sasl.peers import is_instance as is_peer
 from kop.storage.types import StorageError
 from kop.txn.state import Partition
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import signal
 from functools import partial
 
@@ -14,25 +13,17 @@ from kop.config.settings import KopConfig
 from kop.groups.mirror_names import SubscriptionNames
 from kop.quotas.book import QuotaBook
 from kop.quotas.throttles import Throttles
+from kop.sasl.gatekeeper import ListenerSecurity
+from kop.sasl.offer import offered
+from kop.sasl.peers import PEER_MECHANISM, ClusterSecret, PeerExchange
+from kop.sasl.scram_users import ScramUsers
+from kop.sasl.session import SaslSession
 from kop.security.acl_admin import AclAdmin
 from kop.security.authorizer import Authorizer
-from kop.security.credentials import ScramUsers
 from kop.security.errors import SecurityConfigError
-from kop.security.instances import PEER_MECHANISM, ClusterSecret, PeerExchange
 from kop.security.keys import read_key
-from kop.security.mechanisms import (
-    OAUTHBEARER,
-    PLAIN,
-    SCRAM_SHA_256,
-    SCRAM_SHA_512,
-    OAuthBearer,
-    Plain,
-)
-from kop.security.scram import ScramServer
-from kop.security.session import MechanismFactory, SaslSession
 from kop.security.tokens import TokenValidator
 from kop.server.endpoints import Listener
-from kop.server.gatekeeper import ListenerSecurity
 from kop.server.listener import Bind
 from kop.server.tls_server import ServerTls, TlsFiles, TlsSetupError
 from kop.storage.credentials import CredentialStore
@@ -45,24 +36,6 @@ log = logging.getLogger(__name__)
 
 class ListenerSetupError(Exception):
     """A listener cannot be served as configured; the message says why."""
-
-
-def sasl_mechanisms(
-    c: KopConfig, default: Namespace, users: ScramUsers, tokens: TokenValidator | None
-) -> dict[str, MechanismFactory]:
-    """PLAIN takes `token:<JWT>` passwords and SCRAM users' passwords; OAUTHBEARER
-    tokens; SCRAM-SHA-* the users kept in Pulsar."""
-    decoy = secrets.token_bytes(32)  # salts shown for users that do not exist
-    system = system_namespace(c)
-    factories: dict[str, MechanismFactory] = {}
-    for name in c.mechanisms:
-        if name == PLAIN:
-            factories[name] = partial(Plain, tokens, default, users.check_password, system)
-        elif name == OAUTHBEARER and tokens is not None:
-            factories[name] = partial(OAuthBearer, tokens, default, system)
-        elif name in (SCRAM_SHA_256, SCRAM_SHA_512):
-            factories[name] = partial(ScramServer, name, users.lookup, default, decoy)
-    return factories
 
 
 def system_namespace(c: KopConfig) -> Namespace:
@@ -115,7 +88,7 @@ def binds(
     tokens: TokenValidator | None,
     secret: ClusterSecret | None = None,
 ) -> list[Bind]:
-    mechanisms = sasl_mechanisms(c, default, users, tokens)
+    mechanisms = offered(c.mechanisms, default, system_namespace(c), users, tokens)
     delay = c.connection_failed_authentication_delay_ms / 1000
     peer = None if secret is None else partial(PeerExchange, secret, default)
     unlisted = {} if peer is None else {PEER_MECHANISM: peer}

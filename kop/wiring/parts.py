@@ -1,28 +1,39 @@
 """The parts the gateway is built from, each from its settings: limits, the log's
-settings, the topic catalog, the state topics' watch, producer id blocks, admin HTTP."""
+settings, the topic catalog, the state topics' watch, producer id blocks, admin HTTP,
+this instance among the others, its partition logs."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
+from kop.api.context import Broker
+from kop.cluster.epochs import LeaderEpochs
+from kop.cluster.joining import JoinRefused, Liveness, join
+from kop.cluster.member import Member
+from kop.cluster.membership import Membership
 from kop.cluster.ownership import Ownership
 from kop.config.settings import KopConfig
 from kop.entries.formats import EntryFormat
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService
+from kop.log.checkpoint_store import CheckpointStore
 from kop.log.settings import LogSettings
 from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.ops.viewer import Viewer
 from kop.partitions.manager import LogManager
+from kop.sasl.peers import ClusterSecret
 from kop.server.connection import Limits
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.systables.state_topics import StateTopicLost, StateTopicWatch, ensure_state_topics
-from kop.topics.catalog import TopicCatalog, TopicDefaults
+from kop.topics.catalog import ENTRY_METADATA_ALLOWANCE, TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
 from kop.txn.producer_ids import TOPIC as PRODUCER_IDS_TOPIC
 from kop.txn.producer_ids import ProducerIdBlocks
+from kop.wiring.backend import Backend
 from kop.wiring.errors import StartupError
 from kop.wiring.groups import OFFSETS_STATE_TOPIC, system_topic
 from kop.wiring.listeners import Security
@@ -136,3 +147,33 @@ async def admin_http(
             f"cannot listen on admin port {c.admin_port}: {exc.strerror}; set KOP_ADMIN_PORT"
         ) from exc
     return server
+
+
+async def join_instances(
+    c: KopConfig, admin: StorageAdmin, storage: MessageLog, broker: Broker,
+    secret: ClusterSecret | None,
+) -> tuple[Membership, Member]:  # fmt: skip
+    """This instance among the live ones (kop.cluster.joining), under a fresh instance
+    id, or a StartupError saying why not."""
+    me = broker.member(uuid.uuid4().hex)
+    system = Namespace(*c.system_namespace.split("/"))
+    liveness = Liveness(c.heartbeat_interval_s, c.member_ttl_s)
+    try:
+        return await join(storage, admin, system, me, liveness, secret), me
+    except JoinRefused as exc:
+        raise StartupError(str(exc)) from None
+
+
+async def partition_logs(
+    c: KopConfig, backend: Backend, storage: MessageLog, ownership: Ownership,
+    epochs: LeaderEpochs,
+) -> LogManager:  # fmt: skip
+    """The partition logs this instance serves (not started), over its offset index;
+    a `pulsar`-format batch entry is split where Pulsar would refuse it."""
+    store = CheckpointStore(storage, f"persistent://{c.system_namespace}/offset-index")
+    entry_limit = await backend.admin.message_size_limit() - ENTRY_METADATA_ALLOWANCE
+    settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
+    return LogManager(
+        storage, store, settings, compaction=backend.compaction, owns=ownership.mine,
+        view=lambda: ownership.version, epochs=epochs,
+    )  # fmt: skip

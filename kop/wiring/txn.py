@@ -12,7 +12,7 @@ from kop.config.settings import KopConfig
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
 from kop.partitions.manager import LogManager
-from kop.security.instances import ClusterSecret
+from kop.sasl.peers import ClusterSecret
 from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.txn.coordinator import TxnCoordinator

@@ -135,7 +135,7 @@ async def test_a_peer_elsewhere_is_refused_whatever_its_headers_say() -> None:
     connect from elsewhere): the peer's address decides, not X-Forwarded-For."""
     port = free_port()
     async with gateway_with_hot_topic(1, admin_host="127.0.0.1", admin_port=port) as (gw, _):
-        server = gw._http
+        server = gw.running.http
         assert server is not None
         reached: list[str] = []
 

@@ -139,7 +139,7 @@ async def test_a_silent_tls_socket_is_closed_and_forgotten(tmp_path: Path) -> No
     """asyncio never tells a TLS listener's protocol about a handshake that does not
     end: without the deadline its connection stayed counted forever."""
     async with secured(tmp_path, connection_setup_timeout_s=0.5) as s:
-        listener = s.gateway._listener
+        listener = s.gateway.listener
         assert listener is not None
         silent = await asyncio.to_thread(_client, s.ports["SSL"])  # no ClientHello
         assert await asyncio.to_thread(closed_by_peer, silent.sock, 10)

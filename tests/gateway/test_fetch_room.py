@@ -65,7 +65,7 @@ def _slow_reader(port: int) -> RawClient:
 
 async def test_a_fetch_without_room_reads_the_records_once_room_is_given_back() -> None:
     async with gateway_with_hot_topic(2, max_queued_response_bytes=BUDGET) as (gateway, _):
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         writer = RawClient(gateway.kafka_port)
         hog = _slow_reader(gateway.kafka_port)
@@ -101,7 +101,7 @@ async def test_a_fetch_claims_what_its_partitions_may_return_not_fetch_max_bytes
     fetch needs is what its partitions may return, which fits while the budget has
     that much left (before, it was refused for want of 1 MiB and answered empty)."""
     async with gateway_with_hot_topic(2, max_queued_response_bytes=BUDGET) as (gateway, _):
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         writer = RawClient(gateway.kafka_port)
         hog = _slow_reader(gateway.kafka_port)

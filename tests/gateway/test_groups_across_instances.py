@@ -56,7 +56,6 @@ async def two_instances(**extra: Any) -> AsyncIterator[tuple[Gateway, Gateway, M
 
 
 def group_coordinated_by(gateway: Gateway) -> str:
-    assert gateway.groups is not None
     return next(g for g in (f"grp-{i}" for i in range(200)) if gateway.groups.coordinates(g))
 
 

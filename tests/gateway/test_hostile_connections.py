@@ -131,7 +131,7 @@ async def test_a_trickled_frame_is_closed_at_its_deadline_and_its_memory_returne
         trickler.sendall(struct.pack(">i", 50 * MiB) + b"x" * 40_000)
         trickle = _Trickle(trickler)  # always sending: the idle timeout never comes
         assert (await asyncio.to_thread(_versions, other)).error_code == 0
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         await until(lambda: listener.requests.used > 0, 5)
         assert listener.requests.used < 1 * MiB  # what arrived, not the 50 MiB announced
@@ -147,7 +147,7 @@ async def test_a_trickled_frame_is_closed_at_its_deadline_and_its_memory_returne
 async def test_a_spent_request_budget_delays_large_frames_never_small_ones() -> None:
     config = {"max_queued_request_bytes": MiB, "request_receive_timeout_s": 1.5}
     async with gateway_with_hot_topic(1, **config) as (gateway, _):
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         client = RawClient(gateway.kafka_port)
         assert await asyncio.to_thread(_produced, client, b"warm") == 0
@@ -175,7 +175,7 @@ async def test_a_spent_request_budget_delays_large_frames_never_small_ones() -> 
 
 async def test_a_client_not_reading_its_answers_is_no_longer_read_then_closed() -> None:
     async with gateway_with_hot_topic(1, response_send_timeout_s=1.0) as (gateway, _):
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         client = RawClient(gateway.kafka_port)
         for _ in range(4):
@@ -195,7 +195,7 @@ async def test_a_client_not_reading_its_answers_is_no_longer_read_then_closed() 
 async def test_answers_nobody_reads_stay_within_their_budget() -> None:
     config = {"max_queued_response_bytes": 4 * MiB, "response_send_timeout_s": 2.0}
     async with gateway_with_hot_topic(1, **config) as (gateway, _):
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         client = RawClient(gateway.kafka_port)
         for _ in range(8):
@@ -286,7 +286,7 @@ async def test_answers_nobody_reads_give_way_to_a_consumer_long_before_their_dea
         hostile = [_raw(gateway.kafka_port) for _ in range(12)]
         for sock in hostile:
             sock.sendall(fetch * 40)  # then never read
-        listener = gateway._listener
+        listener = gateway.listener
         assert listener is not None
         await until(lambda: listener.answers.used >= 3 * MiB, 10)  # in their hands now
         consumer = RawClient(gateway.kafka_port)

@@ -19,8 +19,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, WritableTxnMarkerTopic
 
 from conformance.clients.raw import RawClient
-from kop.security.errors import AuthenticationFailed
-from kop.security.instances import (
+from kop.sasl.peers import (
     PEER_MECHANISM,
     ClusterSecret,
     PeerExchange,
@@ -28,6 +27,7 @@ from kop.security.instances import (
     first_message,
     is_instance,
 )
+from kop.security.errors import AuthenticationFailed
 from kop.storage.naming import Namespace
 from tests.gateway.memory_gateway import CLUSTER_SECRET
 from tests.gateway.test_groups_across_instances import two_instances
@@ -115,8 +115,7 @@ async def test_a_client_id_naming_a_live_instance_is_no_credential() -> None:
     async with two_instances(authorization_enabled=True, anonymous_role="anon") as (
         owner, other, _backend,
     ):  # fmt: skip
-        assert other.membership is not None
-        instance = other.membership.me.instance
+        instance = other.running.membership.me.instance
         markers, verify = await asyncio.to_thread(_forge, owner.kafka_port, instance)
         code = markers.markers[0].topics[0].partitions[0].error_code  # type: ignore[attr-defined]
         assert code == ErrorCode.cluster_authorization_failed

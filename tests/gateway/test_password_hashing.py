@@ -18,11 +18,11 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-import kop.security.credentials as credentials
-from kop.security.credentials import ScramUsers
+import kop.sasl.scram_users as credentials
+from kop.sasl.mechanisms import SCRAM_SHA_512
+from kop.sasl.scram import MIN_ITERATIONS, ScramCredential, from_password
+from kop.sasl.scram_users import ScramUsers
 from kop.security.errors import AuthenticationFailed
-from kop.security.mechanisms import SCRAM_SHA_512
-from kop.security.scram import MIN_ITERATIONS, ScramCredential, from_password
 from tests.gateway.test_scram import _alter, _root, _signs_in, scram_gateway
 from tests.sim.memory_admin import MemoryCredentials
 

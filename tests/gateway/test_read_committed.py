@@ -78,7 +78,6 @@ def _read(port: int, isolation: str, end: int) -> tuple[list[str], int]:
 async def test_read_committed_gets_the_committed_records_only(fmt: EntryFormat) -> None:
     config: dict[str, Any] = {"default_entry_format": fmt.value}
     async with gateway_with_hot_topic(1, **config) as (gateway, _):
-        assert gateway.logs is not None
         plog = await gateway.logs.partition(TOPIC)
         for batch in LOG:
             done = await plog.begin_append([(read_header(batch), batch)], fmt)

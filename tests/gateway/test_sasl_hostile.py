@@ -21,7 +21,7 @@ from kio.schema.types import TopicName
 from conformance.clients.raw import RawClient
 from kop.config.settings import KopConfig
 from kop.protocol.errors import ErrorCode
-from kop.security.scram import from_password
+from kop.sasl.scram import from_password
 from kop.wiring.app import Gateway
 from tests.gateway.memory_gateway import free_port
 from tests.sim.memory_admin import MemoryBackend
@@ -60,7 +60,7 @@ def listener(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, To
     )  # fmt: skip
     with gateway_in_thread(config, backend) as gateway:
         cred = from_password("SCRAM-SHA-256", "pw", b"salt-salt", 4096)
-        users = gateway._security.users  # type: ignore[union-attr]
+        users = gateway.running.security.users
         users._users = {"u": {"SCRAM-SHA-256": cred}}
         yield port, keys
 

@@ -174,7 +174,7 @@ async def test_oauthbearer_and_a_client_certificate(tmp_path: Path) -> None:
         )
         assert (await asyncio.to_thread(_metadata, mtls)).brokers  # type: ignore[attr-defined]
         # kop serves it as carol (the certificate's common name)
-        conns = s.gateway._listener._connections.values()  # type: ignore[union-attr]
+        conns = s.gateway.listener._connections.values()
         roles = {c._gate.principal.role for c in conns if c._gate.security.name == "SSL"}  # type: ignore[union-attr]
         assert roles == {"carol"}
         client.close()

@@ -24,9 +24,9 @@ from confluent_kafka.admin import (
 from kafka import KafkaAdminClient  # type: ignore[import-untyped]
 
 from kop.config.settings import KopConfig
-from kop.security.credentials import ScramUsers
+from kop.sasl.scram import ScramServer, from_password
+from kop.sasl.scram_users import ScramUsers
 from kop.security.errors import AuthenticationFailed
-from kop.security.scram import ScramServer, from_password
 from kop.storage.naming import Namespace
 from kop.wiring.app import Gateway
 from tests.gateway.memory_gateway import free_port

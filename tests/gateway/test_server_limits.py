@@ -23,12 +23,14 @@ from conformance.clients.raw import RawClient
 from fuzz import corpus
 from kop.api.context import Services
 from kop.protocol.records import Record, build_batch, iter_records, split_batches
+from kop.quotas.book import QuotaBook
+from kop.quotas.throttles import Throttles
 from kop.server.connection import Connection, Limits
 from kop.server.stream import RequestStream
 from kop.storage.naming import Namespace
 from kop.wiring.app import Gateway
 from tests.gateway.memory_gateway import free_port, gateway_with_hot_topic, until
-from tests.sim.memory_admin import MemoryBackend
+from tests.sim.memory_admin import MemoryBackend, MemoryRecords
 
 BOUND_S = 0.1  # what "still answers" means: well under any client's patience
 
@@ -115,7 +117,6 @@ async def test_a_client_gone_with_pipelined_requests_leaves_nothing_behind(
     client.sock.close()
     await until(lambda: gateway.metrics.connections._value.get() == 0, 5)
     await until(lambda: len(asyncio.all_tasks()) <= baseline, 5)
-    assert gateway.logs is not None
     plog = gateway.logs.owned()["persistent://public/default/hot-partition-1"]
     assert not [w for w in plog.follower.wakeups.waiting if not w.done()]
 
@@ -151,8 +152,8 @@ class _FailingWriter:
         return None
 
 
-# What a connection answering only ApiVersions reads of the services: no quotas.
-_NO_SERVICES = cast(Services, SimpleNamespace(quotas=None))
+# What a connection answering only ApiVersions reads of the services: quotas, none set.
+_NO_SERVICES = cast(Services, SimpleNamespace(quotas=QuotaBook(MemoryRecords[str](), Throttles())))
 
 
 class _Observer:
@@ -224,9 +225,8 @@ async def test_shutdown_past_the_grace_period_is_quiet(
     _, frame = client.encode(0, 9, **_produce("hot", 0, b"stuck"))
     await asyncio.to_thread(client.send_frame, frame)
     await until(lambda: gateway.metrics.connections._value.get() == 1, 5)
-    assert gateway._listener is not None
     with caplog.at_level(logging.ERROR):
-        await gateway._listener.stop(grace_s=0.2)
+        await gateway.listener.stop(grace_s=0.2)
         await asyncio.sleep(0.05)  # the server's done-callback runs on the next turn
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert await asyncio.to_thread(client.wait_closed_by_peer, 5)

@@ -15,7 +15,7 @@ import pytest
 from kop.cluster.joining import JoinRefused, Liveness, join
 from kop.cluster.member import Member
 from kop.cluster.membership import Membership
-from kop.security.instances import ClusterSecret
+from kop.sasl.peers import ClusterSecret
 from kop.storage.naming import Namespace
 from kop.storage.types import OutgoingEntry, OutgoingMessage
 from tests.gateway.memory_gateway import until

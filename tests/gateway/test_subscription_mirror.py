@@ -47,7 +47,7 @@ async def gateway_on(backend: MemoryBackend, **config: Any) -> AsyncIterator[Gat
     )
     await gateway.start()
     try:
-        await until(lambda: gateway.groups is not None and gateway.groups.loaded, 5)
+        await until(lambda: gateway.groups.loaded, 5)
         yield gateway
     finally:
         await gateway.stop()
@@ -93,7 +93,7 @@ async def test_commits_place_move_and_delete_the_groups_subscription(
     client = RawClient(gateway.kafka_port)
     await _produce(client, 10)
     stored = backend.log.topic(PARTITION).entries()
-    await until(lambda: gateway.groups is not None and gateway.groups.loaded, 5)
+    await until(lambda: gateway.groups.loaded, 5)
 
     subs = backend.admin.cursors
     mirrored = (PARTITION, "kafka-group-grp")
@@ -115,7 +115,7 @@ async def test_a_pulsar_applications_subscription_named_like_the_group_is_left_a
     client = RawClient(gateway.kafka_port)
     await _produce(client, 5)
     stored = backend.log.topic(PARTITION).entries()
-    await until(lambda: gateway.groups is not None and gateway.groups.loaded, 5)
+    await until(lambda: gateway.groups.loaded, 5)
     subs = backend.admin.cursors
     subs[(PARTITION, "grp")] = stored[1].position  # the application's, where it has read to
 
@@ -161,7 +161,7 @@ async def test_a_restart_removes_what_no_offset_backs_and_replaces_what_lags() -
 
 
 def gateway_groups_mirror(gateway: Gateway) -> Any:
-    assert gateway.groups is not None and gateway.groups.mirror is not None
+    assert gateway.groups.mirror is not None
     return gateway.groups.mirror
 
 

@@ -85,5 +85,4 @@ async def test_writes_are_verified_with_the_coordinator_on_another_instance() ->
 
 
 def _hot(gateway: Gateway) -> Any:
-    assert gateway.logs is not None
     return gateway.logs.owned()["persistent://public/default/hot-partition-0"]

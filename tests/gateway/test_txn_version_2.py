@@ -135,8 +135,7 @@ def _expected(pid: int, e: int) -> dict[str, Any]:
 
 async def test_a_version_2_producer_adds_its_partitions_implicitly_and_bumps_at_every_end() -> None:
     async with gateway_with_hot_topic(1) as (gateway, _):
-        assert gateway.txns is not None
-        await until(lambda: gateway.txns.partitions.all_loaded, 5)  # type: ignore[union-attr]
+        await until(lambda: gateway.txns.partitions.all_loaded, 5)
         port = gateway.kafka_port
         out = await asyncio.to_thread(_flow, port, port, "t", "g")
         meta = gateway.txns.coordinator.meta("t")  # the default namespace's ids are unscoped

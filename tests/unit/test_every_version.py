@@ -5,11 +5,9 @@ version can carry (kop/protocol/versions.py refuses a value it cannot), and must
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import dataclasses
 import datetime
-import itertools
 import struct
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace
@@ -129,18 +127,11 @@ from kop.api import (
     txn_admin,
     txn_offsets,
 )
-from kop.api.context import Broker, RequestContext, Services
+from kop.api.context import RequestContext, Services
 from kop.api.dispatch import ROUTES
 from kop.api.routes import Later, Now
-from kop.cluster.member import Member
-from kop.cluster.ownership import Ownership, Solo
-from kop.groups.coordinator import Limits as GroupLimits
-from kop.groups.offsets_store import OffsetsStore
-from kop.groups.scope import GroupScope
-from kop.groups.service import GroupService
 from kop.log.batch_rules import InvalidTimestamps
 from kop.partitions.manager import LogManager
-from kop.protocol.control import Marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import (
     SUPPORTED_VERSIONS,
@@ -156,12 +147,9 @@ from kop.protocol.versions import downgrade, upgrade
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.topics.catalog import TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
-from kop.txn.coordinator import TxnCoordinator
-from kop.txn.service import TxnService
-from kop.txn.state import Partition
-from kop.txn.store import TxnStore
 from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_services import memory_services
 
 NS = Namespace("public", "default")
 CTX = RequestContext(NS, "test", 0)
@@ -195,42 +183,10 @@ class _NoLogs:
 
 
 async def _services() -> Services:
-    memory = MemoryLog()
-    admin = MemoryAdmin(memory)
+    admin = MemoryAdmin(MemoryLog())
     catalog = TopicCatalog(admin, TopicDefaults(), PartitionBudget(admin, 100, 1000, NS), ttl_s=0)
     await catalog.create(PulsarTopic(NS, "t", "t"), 2, {})
-    store = OffsetsStore(memory, "persistent://public/__kop/consumer-offsets", 2)
-    group_service = GroupService(store, GroupLimits(initial_rebalance_delay_ms=0))
-    await group_service.start()
-    while not group_service.loaded:
-        await asyncio.sleep(0.001)
-    txns = _txn_service(memory)
-    await txns.start()
-    while not txns.partitions.all_loaded:
-        await asyncio.sleep(0.001)
-    return Services(
-        broker=Broker(1, "localhost", 9092, "cluster"),
-        catalog=catalog,
-        logs=cast(LogManager, _NoLogs()),
-        auto_create_topics=True,
-        fetch_max_wait_cap_ms=0,
-        fetch_max_bytes_cap=1 << 20,
-        groups=group_service,
-        txns=txns,
-    )
-
-
-class _NoMarkers:
-    async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
-        return None
-
-
-def _txn_service(memory: MemoryLog) -> TxnService:
-    store = TxnStore(memory, "persistent://public/__kop/transaction-state", 2)
-    ids = itertools.count(1)
-    coordinator = TxnCoordinator(store, _NoMarkers(), 60_000, lambda: next(ids), lambda: 0)
-    me = Member(1, "localhost", 9092, "x")
-    return TxnService(store, coordinator, Ownership(Solo(me), me), 10.0, GroupScope(NS))
+    return await memory_services(catalog, cast(LogManager, _NoLogs()))
 
 
 def _ns(**kwargs: Any) -> Any:
@@ -402,7 +358,6 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Any]:
         asked = ApiVersionsRequest(client_software_name="test", client_software_version="1")
         calls = [
             api_versions.handle(s, ctx, asked),
-            api_versions.handle(Services(**{**vars(s), "txns": None}), ctx, asked),
         ]
     elif api in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
         calls = sasl_answers(api)
@@ -785,8 +740,8 @@ def test_top_level_error_response_builds_in_every_version(api: ApiKey, version: 
 
 def sasl_answers(api: ApiKey) -> list[Any]:
     """Every body a SASL listener's session and the api handlers answer with."""
-    from kop.security.mechanisms import Plain
-    from kop.security.session import SaslSession, no_exchange
+    from kop.sasl.mechanisms import Plain
+    from kop.sasl.session import SaslSession, no_exchange
     from kop.security.tokens import TokenSettings, TokenValidator
 
     validator = TokenValidator(TokenSettings(secret_key="data:;base64," + "a" * 44))
@@ -854,15 +809,10 @@ async def acl_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
 
 
 async def quota_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
-    """The client quota APIs without quotas served, with some set, and with errors."""
+    """The client quota APIs with some set, and with errors."""
     from kop.api import quotas
-    from kop.quotas.book import QuotaBook
-    from kop.quotas.throttles import Throttles
     from kop.security.principal import Principal
-    from tests.sim.memory_admin import MemoryRecords
 
-    book = QuotaBook(MemoryRecords[str](), Throttles())
-    served = Services(**{**vars(s), "quotas": book})
     root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
     user = (AlterEntity(entity_type="user", entity_name="alice"),)
     anyone = (AlterEntity(entity_type="client-id", entity_name=None),)
@@ -872,27 +822,22 @@ async def quota_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
         AlterEntry(entity=anyone, ops=(OpData(key="nonsense", value=f64(1.0), remove=False),)),
     ))  # fmt: skip
     if api == ApiKey.ALTER_CLIENT_QUOTAS:
-        return [quotas.alter(s, root, alter), quotas.alter(served, root, alter)]
-    await quotas.alter(served, root, alter)  # then: one entity to describe
+        return [quotas.alter(s, root, alter)]
+    await quotas.alter(s, root, alter)  # then: one entity to describe
     every = DescribeClientQuotasRequest(
         components=(ComponentData(entity_type="user", match_type=i8(2), match=None),), strict=False
     )
     bad = DescribeClientQuotasRequest(
         components=(ComponentData(entity_type="user", match_type=i8(7), match=None),), strict=True
     )
-    return [quotas.describe(s, root, every), quotas.describe(served, root, every),
-            quotas.describe(served, root, bad)]  # fmt: skip
+    return [quotas.describe(s, root, every), quotas.describe(s, root, bad)]
 
 
 async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
-    """The SCRAM credential APIs without users, refused, with users and with errors."""
+    """The SCRAM credential APIs without users, with users and with errors."""
     from kop.api import scram
-    from kop.security.credentials import ScramUsers
     from kop.security.principal import Principal
-    from tests.sim.memory_admin import MemoryCredentials
 
-    users = ScramUsers(MemoryCredentials())
-    with_users = Services(**{**vars(s), "scram": users})
     root = RequestContext(NS, "test", version, principal=Principal("root", NS, "PLAIN"))
     upsert = ScramCredentialUpsertion(
         name="u", mechanism=i8(2), iterations=i32(4096), salt=b"s", salted_password=b"p"
@@ -903,13 +848,12 @@ async def scram_answers(api: ApiKey, s: Services, version: int) -> list[Any]:
         upsertions=(upsert, few),
     )
     if api == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
-        return [scram.alter(s, root, alter), scram.alter(with_users, root, alter)]
+        return [scram.alter(s, root, alter)]
     asked = DescribeUserScramCredentialsRequest(users=(UserName(name="u"), UserName(name="nope")))
-    await scram.alter(with_users, root, alter)  # then: one user to describe
-    return [
-        scram.describe(s, root, DescribeUserScramCredentialsRequest(users=None)),
-        scram.describe(with_users, root, asked),
-    ]
+    without = scram.describe(s, root, DescribeUserScramCredentialsRequest(users=None))
+    described = [await without]
+    await scram.alter(s, root, alter)  # then: one user to describe
+    return [*described, scram.describe(s, root, asked)]
 
 
 TOPIC_ADMIN_APIS = (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,

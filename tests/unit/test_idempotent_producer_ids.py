@@ -20,7 +20,7 @@ NO_TIMEOUT = i32Timedelta.parse(datetime.timedelta(milliseconds=-1))  # idempote
 
 
 async def test_a_named_producer_id_is_never_handed_back() -> None:
-    services = _services()
+    services = await _services()
     ctx = RequestContext(NS, "test", 5)
 
     async def init(pid: int, epoch: int) -> tuple[int, int]:

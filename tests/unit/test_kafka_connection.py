@@ -15,7 +15,7 @@ from kio.serial import entity_writer
 
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ApiKey
-from kop.security.session import Answer
+from kop.sasl.session import Answer
 from kop.server.closing import BAD_REQUEST, UNAUTHENTICATED
 from kop.server.kafka_connection import (
     TABLE,

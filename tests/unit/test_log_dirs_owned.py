@@ -18,6 +18,7 @@ from kop.topics.catalog import TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
 from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_services import memory_services
 
 NS = Namespace("public", "default")
 CTX = RequestContext(NS, "test", 4)
@@ -45,15 +46,19 @@ class _Logs:
         return None
 
 
-def _services(view: _Three | None, node: int) -> Services:
+async def _services(view: _Three | None, node: int) -> Services:
     admin = MemoryAdmin(MemoryLog())
     catalog = TopicCatalog(admin, TopicDefaults(), PartitionBudget(admin, 100, 1000, NS))
     broker = Broker(node, "localhost", 9092 + 100 * node, "c")
     ownership = None if view is None else Ownership(view, view.members[node])
-    return Services(
-        broker=broker, catalog=catalog, logs=_Logs(), auto_create_topics=False,
-        fetch_max_wait_cap_ms=0, fetch_max_bytes_cap=1 << 20, ownership=ownership,
-    )  # fmt: skip
+    return await memory_services(
+        catalog,
+        _Logs(),
+        broker=broker,
+        ownership=ownership,
+        auto_create_topics=False,
+        coordinating=False,
+    )
 
 
 async def _listed(
@@ -70,13 +75,13 @@ async def _listed(
 
 async def test_each_partition_is_listed_by_its_owner_alone() -> None:
     view = _Three()
-    per_instance = [await _listed(_services(view, node)) for node in range(3)]
+    per_instance = [await _listed(await _services(view, node)) for node in range(3)]
     everything = sorted(p for listed in per_instance for p in listed)
     assert everything == list(range(PARTITIONS))  # each once, by exactly one instance
     assert sum(1 for listed in per_instance if listed) > 1  # spread, not all on one
     asked = (DescribableLogDirTopic(topic="t", partitions=tuple(range(PARTITIONS))),)
-    assert await _listed(_services(view, 1), asked) == per_instance[1]
+    assert await _listed(await _services(view, 1), asked) == per_instance[1]
 
 
 async def test_one_instance_alone_lists_every_partition() -> None:
-    assert await _listed(_services(None, 0)) == list(range(PARTITIONS))
+    assert await _listed(await _services(None, 0)) == list(range(PARTITIONS))

@@ -40,7 +40,7 @@ class _CountingAccess:
 
 
 async def test_a_request_names_a_bounded_number_of_other_namespaces() -> None:
-    services = _services()
+    services = await _services()
     access = _CountingAccess()
     ctx = RequestContext(NS, "test", 12, access=access, max_namespaces=100)
     own = [MetadataRequestTopic(topic_id=None, name=f"mine-{i}") for i in range(5)]

@@ -21,6 +21,7 @@ from kop.topics.catalog import TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PER_REQUEST_MESSAGE, PartitionBudget
 from tests.sim.memory_admin import MemoryAdmin
 from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_services import memory_services
 
 NS = Namespace("public", "default")
 CTX = RequestContext(NS, "test", 7)
@@ -32,17 +33,12 @@ class _Logs:
         return None
 
 
-def _services(per_topic: int = 4, total: int = 10, default_partitions: int = 1) -> Services:
+async def _services(per_topic: int = 4, total: int = 10, default_partitions: int = 1) -> Services:
     admin = MemoryAdmin(MemoryLog())
     budget = PartitionBudget(admin, per_topic, total, NS)
     catalog = TopicCatalog(admin, TopicDefaults(partitions=default_partitions), budget)
-    return Services(
-        broker=Broker(0, "localhost", 9092, "c"),
-        catalog=catalog,
-        logs=_Logs(),
-        auto_create_topics=True,
-        fetch_max_wait_cap_ms=0,
-        fetch_max_bytes_cap=1 << 20,
+    return await memory_services(
+        catalog, _Logs(), broker=Broker(0, "localhost", 9092, "c"), coordinating=False
     )
 
 
@@ -97,7 +93,7 @@ def _stored(services: Services) -> dict[str, int]:
 
 
 async def test_a_topic_above_the_per_topic_limit_is_refused_and_not_created() -> None:
-    services = _services(per_topic=4, total=100)
+    services = await _services(per_topic=4, total=100)
     [(_, code, message)] = await _create(services, {"wide": 5})
     assert code is ErrorCode.policy_violation
     assert message is not None and "max_partitions_per_topic" in message and "4" in message
@@ -106,7 +102,7 @@ async def test_a_topic_above_the_per_topic_limit_is_refused_and_not_created() ->
 
 
 async def test_each_topic_is_judged_with_the_ones_before_it_counted() -> None:
-    services = _services(per_topic=4, total=10)
+    services = await _services(per_topic=4, total=10)
     await _existing(services, "old", 4)  # 6 left
     results = await _create(services, {"a": 3, "b": 4, "c": 3})
     assert _codes(results) == {
@@ -118,7 +114,7 @@ async def test_each_topic_is_judged_with_the_ones_before_it_counted() -> None:
 
 
 async def test_validate_only_gives_the_same_answers_and_creates_nothing() -> None:
-    services = _services(per_topic=4, total=10)
+    services = await _services(per_topic=4, total=10)
     await _existing(services, "old", 4)
     validated = await _create(services, {"a": 3, "b": 4, "c": 3, "d": 1}, validate_only=True)
     assert _codes(validated) == {
@@ -130,7 +126,7 @@ async def test_validate_only_gives_the_same_answers_and_creates_nothing() -> Non
 
 
 async def test_the_default_partition_count_counts_too() -> None:
-    services = _services(per_topic=4, total=5, default_partitions=3)
+    services = await _services(per_topic=4, total=5, default_partitions=3)
     assert _codes(await _create(services, {"a": -1, "b": -1})) == {
         "a": ErrorCode.none, "b": ErrorCode.policy_violation,
     }  # fmt: skip
@@ -138,7 +134,7 @@ async def test_the_default_partition_count_counts_too() -> None:
 
 async def test_an_existing_topic_is_reported_as_existing_whatever_it_asks_for() -> None:
     """Set-up scripts create their topics again on every run and rely on this code."""
-    services = _services(per_topic=4, total=4)
+    services = await _services(per_topic=4, total=4)
     await _existing(services, "t", 4)
     assert _codes(await _create(services, {"t": 50})) == {"t": ErrorCode.topic_already_exists}
 
@@ -146,7 +142,7 @@ async def test_an_existing_topic_is_reported_as_existing_whatever_it_asks_for() 
 async def test_kafkas_cap_on_one_request_refuses_every_topic_of_it() -> None:
     """Kafka's controller: more than 10,000 partitions asked for in one CreateTopics
     fail all of its topics with POLICY_VIOLATION, whatever else is wrong with them."""
-    services = _services(per_topic=10_000, total=100_000)
+    services = await _services(per_topic=10_000, total=100_000)
     results = await _create(services, {"a": 5000, "b": 5000, "c": 1}, validate_only=True)
     assert results == [(n, ErrorCode.policy_violation, PER_REQUEST_MESSAGE) for n in "abc"]
     at_cap = await _create(services, {"a": 5000, "b": 5000}, validate_only=True)
@@ -154,7 +150,7 @@ async def test_kafkas_cap_on_one_request_refuses_every_topic_of_it() -> None:
 
 
 async def test_partitions_added_past_a_limit_are_refused_and_not_added() -> None:
-    services = _services(per_topic=4, total=10)
+    services = await _services(per_topic=4, total=10)
     await _existing(services, "a", 2)
     await _existing(services, "b", 4)  # 4 left
     [(_, code, message)] = await _grow(services, {"a": 5})
@@ -167,7 +163,7 @@ async def test_partitions_added_past_a_limit_are_refused_and_not_added() -> None
 
 
 async def test_growing_several_topics_judges_each_with_the_ones_before_it() -> None:
-    services = _services(per_topic=4, total=10)
+    services = await _services(per_topic=4, total=10)
     await _existing(services, "a", 2)
     await _existing(services, "b", 2)
     await _existing(services, "c", 2)  # 4 left
@@ -180,7 +176,7 @@ async def test_growing_several_topics_judges_each_with_the_ones_before_it() -> N
 
 
 async def test_auto_creation_obeys_the_total() -> None:
-    services = _services(per_topic=4, total=3)
+    services = await _services(per_topic=4, total=3)
     await _existing(services, "old", 3)
     request = MetadataRequest(
         topics=(MetadataRequestTopic(topic_id=None, name="fresh"),),
@@ -195,7 +191,7 @@ async def test_auto_creation_obeys_the_total() -> None:
 
 async def test_topics_in_other_namespaces_kop_serves_count_towards_the_total() -> None:
     """A full Pulsar name reaches another namespace: what is created there counts."""
-    services = _services(per_topic=4, total=6)
+    services = await _services(per_topic=4, total=6)
     assert _codes(await _create(services, {"persistent://public/other/x": 4})) == {
         "persistent://public/other/x": ErrorCode.none
     }
@@ -204,7 +200,7 @@ async def test_topics_in_other_namespaces_kop_serves_count_towards_the_total() -
 
 
 async def test_deleting_a_topic_gives_its_partitions_back() -> None:
-    services = _services(per_topic=4, total=4)
+    services = await _services(per_topic=4, total=4)
     assert _codes(await _create(services, {"a": 4})) == {"a": ErrorCode.none}
     assert _codes(await _create(services, {"b": 1})) == {"b": ErrorCode.policy_violation}
     request = DeleteTopicsRequest(
@@ -218,7 +214,7 @@ async def test_deleting_a_topic_gives_its_partitions_back() -> None:
 
 async def test_a_request_of_many_topics_counts_each_namespace_once() -> None:
     """The total is cheap: one count per namespace, not one per topic."""
-    services = _services(per_topic=4, total=1000)
+    services = await _services(per_topic=4, total=1000)
     results = await _create(services, {f"t{i}": 2 for i in range(100)})
     assert set(_codes(results).values()) == {ErrorCode.none}
     assert _admin(services).counted == 1

@@ -14,9 +14,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
 
 from kop.protocol.errors import ErrorCode
+from kop.sasl.mechanisms import OAuthBearer, Plain
+from kop.sasl.session import FAILED_MESSAGE, Answer, SaslSession, State
 from kop.security.errors import AuthenticationFailed
-from kop.security.mechanisms import OAuthBearer, Plain
-from kop.security.session import FAILED_MESSAGE, Answer, SaslSession, State
 from kop.security.tokens import TokenSettings, TokenValidator
 from kop.storage.naming import Namespace
 from tests.tls_material import TokenKeys

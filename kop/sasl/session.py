@@ -22,8 +22,8 @@ from kio.static.primitive import i64Timedelta
 
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import ApiKey
+from kop.sasl.mechanisms import Mechanism
 from kop.security.errors import AuthenticationFailed
-from kop.security.mechanisms import Mechanism
 from kop.security.principal import Principal
 
 MechanismFactory = Callable[[], Mechanism]
@@ -72,7 +72,7 @@ class SaslSession:
         unlisted: Mapping[str, MechanismFactory] | None = None,
     ) -> None:
         self._listed = sorted(mechanisms)  # what a client is told is enabled
-        # `unlisted`: taken but never told (kop instances' own, security.instances)
+        # `unlisted`: taken but never told (kop instances' own, sasl.peers)
         self._factories = {**mechanisms, **(unlisted or {})}
         self._max_reauth_ms = max_reauth_ms
         self._clock = clock

@@ -16,8 +16,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kop.sasl.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512, Step
 from kop.security.errors import AuthenticationFailed
-from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512, Step
 from kop.security.principal import Principal
 from kop.storage.naming import Namespace
 

@@ -23,8 +23,8 @@ import hashlib
 import hmac
 import secrets
 
+from kop.sasl.mechanisms import Step
 from kop.security.errors import AuthenticationFailed
-from kop.security.mechanisms import Step
 from kop.security.principal import Principal
 from kop.storage.naming import Namespace
 
@@ -68,7 +68,7 @@ def final_message(secret: ClusterSecret, instance: str, nonce: bytes, challenge:
 
 class PeerExchange:
     """The server side of one `KOP-PEER` exchange (a SASL mechanism, as in
-    `kop.security.mechanisms`). The principal names the instance it proved to be."""
+    `kop.sasl.mechanisms`). The principal names the instance it proved to be."""
 
     name = PEER_MECHANISM
     costly = False  # one HMAC

@@ -9,14 +9,14 @@ import json
 import logging
 from typing import Any
 
-from kop.security.errors import AuthenticationFailed
-from kop.security.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
-from kop.security.scram import (
+from kop.sasl.mechanisms import SCRAM_SHA_256, SCRAM_SHA_512
+from kop.sasl.scram import (
     MIN_ITERATIONS,
     ScramCredential,
     from_salted_password,
     password_matches,
 )
+from kop.security.errors import AuthenticationFailed
 from kop.storage.credentials import CredentialStore
 from kop.storage.refreshing import refresh_every
 

@@ -1,7 +1,7 @@
 """Who a connection is and what may pass before it is known: the I/O side of a
 SASL listener's `SaslSession`, a TLS client certificate's role, session expiry, and
 on every listener the `KOP-PEER` exchange by which another kop instance proves it
-is one (kop.security.instances)."""
+is one (kop.sasl.peers)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,11 @@ from functools import partial
 from typing import Any
 
 from kop.protocol.messages import ApiKey
+from kop.sasl.peers import PEER_MECHANISM
+from kop.sasl.session import Answer, MechanismFactory, SaslSession, no_exchange
 from kop.security.authorizer import ALLOW_ALL, DENY_ALL, Access, Authorizer
 from kop.security.hashing import off_loop
-from kop.security.instances import PEER_MECHANISM
-from kop.security.principal import Principal
-from kop.security.session import Answer, MechanismFactory, SaslSession, no_exchange
-from kop.server.tls_server import peer_role
+from kop.security.principal import Principal, peer_role
 from kop.storage.naming import Namespace
 
 # Kafka's sasl.server.max.receive.size: the largest frame before authentication.
