@@ -11,7 +11,7 @@ from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopic
 from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
 
-from kop.api import groups, offsets, topics_admin
+from kop.api import group_admin, offsets, topics_admin
 from kop.api.context import RequestContext, Services
 from kop.groups.coordinator import Limits
 from kop.groups.offsets_store import OffsetsStore
@@ -64,7 +64,7 @@ async def test_deleting_a_topic_removes_its_offsets_from_every_group_durably() -
         assert set(s.groups.offsets.of("both")) == {TopicPartition("u", 0)}
         assert s.groups.offsets.of("only-t") == {} == s.groups.offsets.of("full-name")
         asked = describe_groups_request("only-t", "both")
-        described = (await groups.describe_groups(s, CTX, asked)).answer
+        described = (await group_admin.describe_groups(s, CTX, asked)).answer
         states = [g.group_state for g in described.groups]
         assert states == [GroupState.DEAD.value, GroupState.EMPTY.value]  # as Kafka
         again = await _reloaded(s)

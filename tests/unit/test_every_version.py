@@ -112,11 +112,14 @@ from kop.api import (
     configs,
     delete_records,
     fetch,
+    find_coordinator,
+    group_admin,
     groups,
     leader_epochs,
     list_offsets,
     log_dirs,
     metadata,
+    offset_fetch,
     offsets,
     produce,
     producer_ids,
@@ -640,7 +643,7 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
 
     async def described_after(first: Awaitable[Any]) -> Any:
         await first  # a Stable group: members with metadata and assignment
-        return await groups.describe_groups(s, ctx, describe_groups_request("g"))
+        return await group_admin.describe_groups(s, ctx, describe_groups_request("g"))
 
     def leaving(*members: tuple[str, str | None]) -> LeaveGroupRequest:
         return LeaveGroupRequest(group_id=GroupId("g"), members=tuple(
@@ -650,9 +653,9 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
     batches = ctx.api_version >= {ApiKey.FIND_COORDINATOR: 4, ApiKey.LEAVE_GROUP: 3}.get(api, 0)
     cases: dict[ApiKey, Callable[[], list[Any]]] = {
         ApiKey.FIND_COORDINATOR: lambda: [
-            groups.find_coordinator(s, ctx, coordinators(0, "g")),
-            groups.find_coordinator(s, ctx, coordinators(1, "tx")),
-            *([groups.find_coordinator(s, ctx, coordinators(0, "a", "b"))] if batches else []),
+            find_coordinator.handle(s, ctx, coordinators(0, "g")),
+            find_coordinator.handle(s, ctx, coordinators(1, "tx")),
+            *([find_coordinator.handle(s, ctx, coordinators(0, "a", "b"))] if batches else []),
         ],
         ApiKey.JOIN_GROUP: lambda: [
             groups.join_group(s, ctx, join_request()),
@@ -675,21 +678,21 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
         ],
         ApiKey.DESCRIBE_GROUPS: lambda: [
             described_after(joined_then("sync")),
-            groups.describe_groups(s, ctx, describe_groups_request("g", "nope")),
+            group_admin.describe_groups(s, ctx, describe_groups_request("g", "nope")),
         ],
         ApiKey.LIST_GROUPS: lambda: [
-            groups.list_groups(s, ctx, ListGroupsRequest()),
-            groups.list_groups(
+            group_admin.list_groups(s, ctx, ListGroupsRequest()),
+            group_admin.list_groups(
                 s, ctx, ListGroupsRequest(states_filter=("Stable",), types_filter=("classic",))
             ),
         ],
         ApiKey.DELETE_GROUPS: lambda: [
-            groups.delete_groups(s, ctx, delete_groups_request("g", "nope"))
+            group_admin.delete_groups(s, ctx, delete_groups_request("g", "nope"))
         ],
         ApiKey.OFFSET_COMMIT: lambda: [offsets.offset_commit(s, ctx, offsets.Commit(commit))],
         ApiKey.OFFSET_FETCH: lambda: [
-            offsets.offset_fetch(s, ctx, fetch(("solo", wanted))),
-            offsets.offset_fetch(s, ctx, fetch(("solo", None))),
+            offset_fetch.handle(s, ctx, fetch(("solo", wanted))),
+            offset_fetch.handle(s, ctx, fetch(("solo", None))),
         ],
         ApiKey.OFFSET_DELETE: lambda: [
             offsets.offset_delete(s, ctx, delete_offsets_request("solo", {"t": [0]})),

@@ -10,7 +10,7 @@ from typing import Any
 
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 
-from kop.api import groups, offsets
+from kop.api import group_admin, offsets
 from kop.api.context import RequestContext, Services
 from kop.groups.coordinator import Limits
 from kop.groups.offsets_store import OffsetsStore
@@ -38,8 +38,8 @@ async def _commit(s: Services) -> None:
 async def _seen(s: Services) -> tuple[Any, Any]:
     """(state, protocol type) as DescribeGroups and as ListGroups give them."""
     asked = describe_groups_request("solo")
-    described = (await groups.describe_groups(s, CTX, asked)).answer.groups[0]
-    listed = [g for g in (await groups.list_groups(s, CTX, ListGroupsRequest())).answer.groups
+    described = (await group_admin.describe_groups(s, CTX, asked)).answer.groups[0]
+    listed = [g for g in (await group_admin.list_groups(s, CTX, ListGroupsRequest())).answer.groups
               if g.group_id == "solo"]  # fmt: skip
     seen_list = (listed[0].group_state, listed[0].protocol_type) if listed else None
     return (described.group_state, described.protocol_type), seen_list
@@ -72,7 +72,7 @@ async def test_a_delete_that_was_not_persisted_leaves_the_group_as_it_was() -> N
             raise StorageError("offsets topic unreachable")
 
         s.groups.offsets.forget_group = fails  # type: ignore[method-assign]
-        answer = (await groups.delete_groups(s, CTX, delete_groups_request("solo"))).answer
+        answer = (await group_admin.delete_groups(s, CTX, delete_groups_request("solo"))).answer
         assert answer.results[0].error_code is ErrorCode.coordinator_not_available
         assert await _seen(s) == (("Empty", ""), ("Empty", ""))
     finally:
