@@ -321,7 +321,7 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Any]:
             forgotten_topics_data=(),
         )
         ok_part = fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
-        calls = [fetch.handle(s, ctx, f_request), _resolved(fetch._response([("t", ok_part)]))]
+        calls = [fetch.handle(s, ctx, f_request), _resolved(fetch._response([(("t", 0), ok_part)]))]
     elif api == ApiKey.LIST_OFFSETS:
         lo_parts = (
             ListOffsetsPartition(partition_index=i32(0), timestamp=i64(-1)),
