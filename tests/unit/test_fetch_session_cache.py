@@ -132,7 +132,9 @@ def test_a_full_cache_evicts_the_idle_session_first() -> None:
     assert open_session(c, BOB, 0) == NO_SESSION  # all busy, none older than 2 minutes
     clock.ms += EVICT_MS // 2
     incremental(c, BOB, b, 1)
-    clock.ms += EVICT_MS // 2 + 1  # alice idle just over the eviction time, bob not
+    clock.ms += EVICT_MS // 2  # alice idle exactly the eviction time: not yet
+    assert open_session(c, BOB, 5) == NO_SESSION
+    clock.ms += 1  # alice idle just over the eviction time, bob not
     d = open_session(c, BOB, 5)
     assert d != NO_SESSION and c.evictions == 1
     assert c.get(ALICE, a) is None and c.get(BOB, b) is not None
@@ -153,6 +155,11 @@ def test_a_larger_session_evicts_the_smallest_old_one_but_not_an_equal_or_young_
 
 
 def test_evictability_is_as_of_last_use_as_in_kafka() -> None:
+    c, clock = cache(slots=1)
+    sid = open_session(c, ALICE, 0)
+    clock.ms += EVICT_MS
+    incremental(c, ALICE, sid, 1)  # exactly as old as the eviction time: not old enough
+    assert open_session(c, BOB, 0, 1, 2) == NO_SESSION
     c, clock = cache(slots=1)
     sid = open_session(c, ALICE, 0)
     clock.ms += EVICT_MS - 10
