@@ -162,3 +162,33 @@ async def test_a_partition_named_twice_is_answered_once() -> None:
             client.close()
     assert resp.error_code == ErrorCode.none
     assert [p.partition_index for t in resp.responses for p in t.partitions] == [1, 0]
+
+
+def fuzz_seeds_answered(port: int) -> list[int]:
+    import random
+
+    from fuzz.seeds import Names, session_seeds
+
+    client = RawClient(port)
+    try:
+        codes = []
+        for seed in session_seeds(random.Random(5), Names(topics=("hot",))):
+            client.send_frame(seed.frame)
+            correlation = int.from_bytes(seed.frame[4:8], "big")
+            codes.append(
+                client.decode(1, seed.version, correlation, client.recv_frame()).error_code
+            )
+        return codes
+    finally:
+        client.close()
+
+
+async def test_the_fuzzers_session_seeds_reach_the_session_cache() -> None:
+    """fuzz/seeds.py's session-shaped Fetch frames are read and answered (so the live
+    fuzzer's mutants of them reach the cache), each by its session's rule."""
+    async with gateway_with_hot_topic(2) as (gateway, _):
+        codes = await asyncio.to_thread(fuzz_seeds_answered, gateway.kafka_port)
+    assert len(codes) == 4 * len(SESSION_VERSIONS)
+    assert set(codes[0::4]) == {ErrorCode.none}  # opening
+    assert set(codes[1::4]) == {ErrorCode.fetch_session_id_not_found}  # a guessed id
+    assert set(codes[3::4]) == {ErrorCode.none}  # closing
