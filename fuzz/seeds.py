@@ -30,7 +30,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from kop.protocol.messages import SUPPORTED_VERSIONS
+from kop.protocol.messages import SUPPORTED_VERSIONS, ApiKey
 from kop.protocol.records import Record, build_batch
 
 
@@ -88,7 +88,7 @@ def session_seeds(rng: random.Random, names: Names = Names()) -> list[Seed]:
     FETCH_SESSION_ID_NOT_FOUND unless one is right), naming and forgetting partitions,
     and one closing it (epoch -1), so mutants reach the session cache's paths."""
     seeds = []
-    for version in range(7, SUPPORTED_VERSIONS[1][1] + 1):
+    for version in range(7, SUPPORTED_VERSIONS[ApiKey.FETCH][1] + 1):
         schema = load_request_schema(1, version)
         for session_id, epoch in ((0, 0), (rng.randrange(1, 1 << 31), 1), (1, 2), (1, -1)):
             base = _Sampler(rng, names).entity(schema)
