@@ -24,7 +24,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from fuzz import corpus
 from fuzz.mutate import Mutant, mutate, prefixed
-from fuzz.seeds import Names, all_seeds, encode
+from fuzz.seeds import Names, all_seeds, encode, session_seeds
 
 _I32 = struct.Struct(">i")
 # What a client asks first: ApiVersions v3, then Metadata v12 for no topics.
@@ -88,7 +88,8 @@ class LiveFuzzer:
 
     async def run(self, frames: int) -> LiveReport:
         rng = random.Random(self.seed)
-        seeds = [s.frame for s in all_seeds(rng, 2, self.names)] + corpus.real_frames()
+        seeds = [s.frame for s in all_seeds(rng, 2, self.names) + session_seeds(rng, self.names)]
+        seeds += corpus.real_frames()
         report = LiveReport()
         in_flight: dict[int, Mutant] = {}
         recent: deque[Mutant] = deque(maxlen=self.concurrency * 4)

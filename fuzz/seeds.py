@@ -30,7 +30,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from kop.protocol.messages import SUPPORTED_VERSIONS
+from kop.protocol.messages import SUPPORTED_VERSIONS, ApiKey
 from kop.protocol.records import Record, build_batch
 
 
@@ -80,6 +80,22 @@ def encode(
 
 def all_seeds(rng: random.Random, per_case: int = 1, names: Names = Names()) -> list[Seed]:
     return [seed(k, v, rng, names) for k, v in supported_cases() for _ in range(per_case)]
+
+
+def session_seeds(rng: random.Random, names: Names = Names()) -> list[Seed]:
+    """Fetch frames shaped as a KIP-227 session's (v7+): one opening it (epoch 0), ones
+    continuing a session at a few epochs (ids guessed: a live kop answers them
+    FETCH_SESSION_ID_NOT_FOUND unless one is right), naming and forgetting partitions,
+    and one closing it (epoch -1), so mutants reach the session cache's paths."""
+    seeds = []
+    for version in range(7, SUPPORTED_VERSIONS[ApiKey.FETCH][1] + 1):
+        schema = load_request_schema(1, version)
+        for session_id, epoch in ((0, 0), (rng.randrange(1, 1 << 31), 1), (1, 2), (1, -1)):
+            base = _Sampler(rng, names).entity(schema)
+            body = dataclasses.replace(base, session_id=session_id, session_epoch=epoch)
+            frame = encode(1, version, body, rng.randrange(1 << 31), "fuzz")
+            seeds.append(Seed(1, version, frame))
+    return seeds
 
 
 class _Sampler:

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kop.api.fetch_sessions import FetchSessions
 from kop.api.internal_topics import refuse_access
 from kop.api.produce_order import PartitionChains
 from kop.cluster.member import Member
@@ -84,6 +85,7 @@ class Services:
     fetch_max_wait_cap_ms: int
     fetch_max_bytes_cap: int
     offsets_topic_partitions: int  # listed as `__consumer_offsets`
+    fetch_sessions: FetchSessions  # this instance's incremental fetch sessions (KIP-227)
     acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
 
     def txn_partition(self, index: int) -> str:

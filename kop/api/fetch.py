@@ -1,10 +1,10 @@
 """Fetch: read from offsets; long-poll on new data instead of busy polling.
 
-Sessions: kop answers every fetch in full and returns session id 0, which
-tells clients that no incremental session was created (KIP-227), so they keep
-sending full requests; that is the correct session-less behaviour. An answer
-names exactly the partitions asked for, each once; a request continuing an
-incremental session (epoch > 0) is FETCH_SESSION_ID_NOT_FOUND, as from Kafka.
+Sessions (KIP-227, docs/decisions.md D25): a full fetch at epoch 0 opens an incremental
+session when the instance's cache has room (kop.api.fetch_sessions); later fetches name
+only the partitions whose position changed, and their answers only partitions with
+something to say. Every partition of a session is authorized again at every fetch, as
+in a full one. A full answer names exactly the partitions asked for, each once.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from kio.schema.types import ProducerId, TopicName
 from kio.static.primitive import Records, i32, i64
 
 from kop.api.context import RequestContext, Services, error_of, topic_partition
+from kop.api.fetch_session import Key
+from kop.api.fetch_sessions import NO_SESSION, Full, Incremental, Owner, Plan, Refused
 from kop.api.routes import Later, Route
 from kop.entries.formats import EntryFormat
 from kop.log.partition_log import PartitionLog
@@ -35,7 +37,6 @@ from kop.protocol.records import below
 from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import TopicOp
 
-_NEW_SESSION, _NO_SESSION = 0, -1  # KIP-227's INITIAL and FINAL session epochs
 READ_COMMITTED = 1  # isolation_level: only what is below the last stable offset
 
 # A partition to read, and whether its batches are served as LogAppendTime.
@@ -45,20 +46,31 @@ Source = tuple[PartitionLog, bool] | BaseException
 async def handle(
     services: Services, ctx: RequestContext, request: FetchRequest
 ) -> Later[FetchResponse]:
-    """A fetch waits for data after its ordered part, while the connection reads on."""
-    return Later(_fetch(services, ctx, request))
+    """A fetch waits for data after its ordered part, while the connection reads on.
+    Its session is read in the ordered part: a client's fetches meet it in their order."""
+    forgotten = [(t.topic, p) for t in request.forgotten_topics_data for p in t.partitions]
+    plan = services.fetch_sessions.begin(
+        owner(ctx), request.session_id, request.session_epoch, _wanted(request), forgotten
+    )
+    return Later(_fetch(services, ctx, request, plan))
+
+
+def owner(ctx: RequestContext) -> Owner:
+    """Whose a session is: the principal, in its namespace, through its listener."""
+    who = ctx.principal.kafka_name if ctx.principal is not None else "User:ANONYMOUS"
+    return Owner(ctx.listener, who, str(ctx.namespace))
 
 
 ROUTES = (Route(ApiKey.FETCH, FetchRequest, FetchResponse, handle),)
 
 
-async def _fetch(services: Services, ctx: RequestContext, request: FetchRequest) -> FetchResponse:
-    # KIP-227: epochs other than 0 (new session) and -1 (none) continue an incremental
-    # session. kop never creates one (it answers session id 0), so, as Kafka for a
-    # session it does not know, the whole fetch is FETCH_SESSION_ID_NOT_FOUND. (Versions
-    # before 7 have no sessions: their requests read as epoch -1.)
-    if request.session_epoch not in (_NO_SESSION, _NEW_SESSION):
-        return _response([], ErrorCode.fetch_session_id_not_found)
+async def _fetch(
+    services: Services, ctx: RequestContext, request: FetchRequest, plan: Plan
+) -> FetchResponse:
+    # (Versions before 7 have no sessions: their requests read as session 0, epoch -1.)
+    if isinstance(plan, Refused):
+        return _response([], plan.error)
+    wanted = plan.session.asked() if isinstance(plan, Incremental) else plan.asked
     wait_ms = min(int(request.max_wait.total_seconds() * 1000), services.fetch_max_wait_cap_ms)
     deadline = time.monotonic() + max(0, wait_ms) / 1000
     min_bytes = max(0, request.min_bytes)
@@ -66,17 +78,16 @@ async def _fetch(services: Services, ctx: RequestContext, request: FetchRequest)
     # kop build more than the cap plus one batch (KIP-74) in memory.
     cap = services.fetch_max_bytes_cap
     max_bytes = min(request.max_bytes, cap) if request.max_bytes > 0 else cap
-    wanted = _wanted(request)
     # No answer is larger than its partitions' limits (but for KIP-74's first batch):
     # claiming the client's fetch.max.bytes (50 MiB for Java) would make a few
     # fetches starting together take the whole answer budget and refuse the rest.
     want = max(1, min(max_bytes, sum(max(0, p.partition_max_bytes) for _, p in wanted)))
-    logs = await asyncio.gather(*(_log(services, ctx, name, p) for name, p in wanted))
+    logs = await asyncio.gather(*(_log(services, ctx, key, p) for key, p in wanted))
     committed = request.isolation_level == READ_COMMITTED
     while True:
         changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
         try:
-            parts: list[tuple[str, PartitionData]] = []
+            parts: list[tuple[Key, PartitionData]] = []
             total = 0
             errors = False
             # The server's budget for unsent answers bounds this one; with no room, the
@@ -84,7 +95,7 @@ async def _fetch(services: Services, ctx: RequestContext, request: FetchRequest)
             room = ctx.answers.claim(want)
             if room <= 0:
                 changed.append(ctx.answers.freed())
-            for (name, p), plog in zip(wanted, logs, strict=True):
+            for ((name, _), p), plog in zip(wanted, logs, strict=True):
                 budget = min(p.partition_max_bytes, max(0, room - total))
                 first = total == 0 and room > 0
                 part = await _read_partition(
@@ -92,32 +103,49 @@ async def _fetch(services: Services, ctx: RequestContext, request: FetchRequest)
                 )
                 total += len(part.records or b"")
                 errors = errors or part.error_code != ErrorCode.none
-                parts.append((name, part))
+                parts.append(((name, p.partition), part))
             ctx.answers.keep(total)
             remaining = deadline - time.monotonic()
             if (total >= min_bytes and room > 0) or errors or remaining <= 0 or not changed:
-                return _response(parts)
+                return _answer(services, ctx, plan, wanted, parts)
             done, _ = await asyncio.wait(
                 changed, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
             )
             if not done:
-                return _response(parts)
+                return _answer(services, ctx, plan, wanted, parts)
         finally:  # also when the connection went away: no waiter outlives its fetch
             for fut in changed:
                 fut.cancel()
 
 
-def _wanted(request: FetchRequest) -> list[tuple[str, FetchPartition]]:
+def _answer(
+    services: Services, ctx: RequestContext, plan: Full | Incremental,
+    wanted: list[tuple[Key, FetchPartition]], parts: list[tuple[Key, PartitionData]],
+) -> FetchResponse:  # fmt: skip
+    """The answer as the fetch's session has it: in full, opening a session if asked
+    and there is room; or incremental, only partitions with something to say."""
+    if isinstance(plan, Incremental):
+        error, kept = services.fetch_sessions.answer(plan, parts)
+        return _response(kept, error, plan.session.id)
+    session_id = NO_SESSION
+    if plan.open:
+        answered = [(key, p, part) for (key, p), (_, part) in zip(wanted, parts, strict=True)]
+        session_id = services.fetch_sessions.open(owner(ctx), answered)
+    return _response(parts, session_id=session_id)
+
+
+def _wanted(request: FetchRequest) -> list[tuple[Key, FetchPartition]]:
     """Each partition once, as Kafka's broker reads a full fetch: a partition named
     twice is answered once, with its last fetch position, in its first place."""
-    chosen: dict[tuple[str, int], FetchPartition] = {}
+    chosen: dict[Key, FetchPartition] = {}
     for t in request.topics:
         for p in t.partitions:
             chosen[(t.topic, p.partition)] = p
-    return [(name, p) for (name, _), p in chosen.items()]
+    return list(chosen.items())
 
 
-async def _log(services: Services, ctx: RequestContext, name: str, p: FetchPartition) -> Source:
+async def _log(services: Services, ctx: RequestContext, key: Key, p: FetchPartition) -> Source:
+    name = key[0]
     # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
     current = max(NO_EPOCH, p.current_leader_epoch)
     try:
@@ -185,16 +213,18 @@ def _part(
 
 
 def _response(
-    parts: list[tuple[str, PartitionData]], error: ErrorCode = ErrorCode.none
+    parts: list[tuple[Key, PartitionData]],
+    error: ErrorCode = ErrorCode.none,
+    session_id: int = NO_SESSION,
 ) -> FetchResponse:
-    """A full answer: exactly the partitions asked for, and session id 0 (no session)."""
+    """An answer of `parts`, grouped by topic in their order."""
     by_topic: dict[str, list[PartitionData]] = {}
-    for name, part in parts:
+    for (name, _), part in parts:
         by_topic.setdefault(name, []).append(part)
     return FetchResponse(
         throttle_time=NO_THROTTLE,
         error_code=error,
-        session_id=i32(0),
+        session_id=cast(i32, session_id),
         responses=tuple(
             FetchableTopicResponse(topic=TopicName(n), partitions=tuple(ps))
             for n, ps in by_topic.items()

@@ -91,6 +91,12 @@ class KopConfig(PulsarSettings):
     fetch_max_wait_cap_ms: int = Field(30000, ge=0)
     fetch_max_bytes_cap: int = Field(55 * 1024 * 1024, ge=1024)  # Kafka's fetch.max.bytes
     open_wait_s: float = Field(5.0, gt=0)
+    # Incremental fetch sessions (KIP-227; docs/decisions.md D25): Kafka's
+    # max.incremental.fetch.session.cache.slots (0: none) and
+    # min.incremental.fetch.session.eviction.ms; kop's own cap of one principal's share.
+    max_incremental_fetch_session_cache_slots: int = Field(1000, ge=0)
+    min_incremental_fetch_session_eviction_ms: int = Field(120_000, ge=0)
+    max_incremental_fetch_sessions_per_principal: int = Field(250, ge=1)
     # Offset index and memory (totals across all partitions)
     checkpoint_interval: int = Field(1000, ge=1)
     max_checkpoints: int = Field(10_000, ge=16)

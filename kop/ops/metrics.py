@@ -173,6 +173,9 @@ class Metrics:
     def watch_memory(self, requests: Budget, answers: Budget) -> None:
         self.registry.register(_MemoryCollector(requests, answers))
 
+    def watch_fetch_sessions(self, sessions: FetchSessionStats) -> None:
+        self.registry.register(_FetchSessionCollector(sessions))
+
 
 class Budget(Protocol):
     """A memory budget shared by all connections (kop.server.memory)."""
@@ -197,6 +200,40 @@ class _MemoryCollector(Collector):
                 f"Budget for {name} bytes held by connections",
                 value=budget.limit,
             )
+
+
+class FetchSessionStats(Protocol):
+    """What the fetch session cache shows (kop.api.fetch_sessions.FetchSessions)."""
+
+    @property
+    def sessions(self) -> int: ...
+
+    partitions: int
+    evictions: int
+
+
+class _FetchSessionCollector(Collector):
+    """Kafka's NumIncrementalFetchSessions, NumIncrementalFetchPartitionsCached and
+    IncrementalFetchSessionEvictionsPerSec (a counter here: Prometheus takes the rate)."""
+
+    def __init__(self, sessions: FetchSessionStats) -> None:
+        self._sessions = sessions
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._sessions
+        yield GaugeMetricFamily(
+            "kop_fetch_sessions", "Incremental fetch sessions cached here", value=s.sessions
+        )
+        yield GaugeMetricFamily(
+            "kop_fetch_session_partitions",
+            "Partitions cached in incremental fetch sessions here, in total",
+            value=s.partitions,
+        )
+        yield CounterMetricFamily(
+            "kop_fetch_session_evictions",
+            "Incremental fetch sessions evicted to make room for another",
+            value=s.evictions,
+        )
 
 
 class _LogCollector(Collector):

@@ -178,4 +178,3 @@ class AnswerWriter:
         finally:
             seconds = time.monotonic() - started
             self._observer.request_done(header.api_key, seconds, ok, errors)
-

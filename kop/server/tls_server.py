@@ -92,5 +92,3 @@ class ServerTls:
                 self.reload()
             except OSError as exc:
                 log.warning("cannot check TLS files: %s", exc)
-
-

@@ -29,6 +29,7 @@ from kop.wiring.listeners import ListenerSetupError, Security, advertised
 from kop.wiring.parts import (
     admin_http,
     connection_limits,
+    fetch_sessions,
     join_instances,
     partition_logs,
     producer_id_blocks,
@@ -151,8 +152,10 @@ class Gateway:
             quotas=security.quotas, auto_create_topics=c.auto_create_topics,
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
             fetch_max_bytes_cap=c.fetch_max_bytes_cap,
-            offsets_topic_partitions=c.offsets_topic_partitions, acls=security.acls,
+            offsets_topic_partitions=c.offsets_topic_partitions,
+            fetch_sessions=fetch_sessions(c), acls=security.acls,
         )  # fmt: skip
+        self.metrics.watch_fetch_sessions(services.fetch_sessions)
         default_ns = Namespace(c.tenant, c.namespace)
         self.metrics.watch_groups(groups, logs)
         listener = KafkaListener(services, default_ns, connection_limits(c), self.metrics)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from kop.api.context import Broker
+from kop.api.fetch_sessions import FetchSessions
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.joining import JoinRefused, Liveness, join
 from kop.cluster.member import Member
@@ -24,6 +25,7 @@ from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.ops.viewer import Viewer
 from kop.partitions.manager import LogManager
+from kop.protocol.bounds import DEFAULT_MAX_ELEMENTS
 from kop.sasl.peers import ClusterSecret
 from kop.server.connection import Limits
 from kop.storage.naming import Namespace, PulsarTopic
@@ -101,6 +103,18 @@ def log_settings(c: KopConfig) -> LogSettings:
         max_producers=c.max_producers,
         max_producers_per_tenant=c.max_producers_per_tenant,
         max_uncompressed_batch_bytes=c.max_uncompressed_batch_bytes,
+    )
+
+
+def fetch_sessions(c: KopConfig) -> FetchSessions:
+    """The instance's fetch session cache (D25). A session holds at most as many
+    partitions as one request may name (its array elements), so a client can always
+    name its whole session again in a full fetch."""
+    return FetchSessions(
+        slots=c.max_incremental_fetch_session_cache_slots,
+        eviction_ms=c.min_incremental_fetch_session_eviction_ms,
+        per_principal=c.max_incremental_fetch_sessions_per_principal,
+        max_partitions=DEFAULT_MAX_ELEMENTS,
     )
 
 

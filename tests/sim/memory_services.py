@@ -10,6 +10,7 @@ import itertools
 from typing import Any
 
 from kop.api.context import Broker, CountingIds, Services
+from kop.api.fetch_sessions import FetchSessions
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
@@ -78,4 +79,5 @@ async def memory_services(
         quotas=QuotaBook(MemoryRecords[str](), Throttles()), auto_create_topics=auto_create_topics,
         fetch_max_wait_cap_ms=0, fetch_max_bytes_cap=1 << 20,
         offsets_topic_partitions=OFFSETS_PARTITIONS,
+        fetch_sessions=FetchSessions(1000, 120_000, 250, 100_000),
     )  # fmt: skip

@@ -324,7 +324,14 @@ async def _answers(s: Services, api: ApiKey, version: int) -> list[Any]:
             forgotten_topics_data=(),
         )
         ok_part = fetch._part(0, ErrorCode.none, 10, 10, 0, b"")
-        calls = [fetch.handle(s, ctx, f_request), _resolved(fetch._response([("t", ok_part)]))]
+        calls = [fetch.handle(s, ctx, f_request), _resolved(fetch._response([(("t", 0), ok_part)]))]
+        if version >= 7:  # a session opened (epoch 0), then continued, at each version with them
+            opened = fetch._response([(("t", 0), ok_part)], session_id=2_000_000_000)
+            calls += [
+                fetch.handle(s, ctx, dataclasses.replace(f_request, session_epoch=i32(0))),
+                _resolved(opened),
+                _resolved(fetch._response([], ErrorCode.invalid_fetch_session_epoch)),
+            ]
     elif api == ApiKey.LIST_OFFSETS:
         lo_parts = (
             ListOffsetsPartition(partition_index=i32(0), timestamp=i64(-1)),
