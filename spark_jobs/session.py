@@ -6,6 +6,11 @@ Maven Central only (a committed Ivy settings file, a cache of kop's own) the fir
 time; later sessions take the jars that resolution left in the cache as files
 (spark.jars, see `resolved_jars`). Run under `spark-submit`, the JVM already exists
 and spark-submit's own flags (`--master`, `--packages`) decide; see docs/spark.md.
+
+Three environment variables tune a session: KOP_SPARK_DRIVER_MEMORY (3g),
+KOP_SPARK_JAVA_OPTIONS (more options for the JVM kop-spark starts) and
+KOP_SPARK_SHUFFLE_PARTITIONS (8). The defaults suit millions of events; the test
+suite's jobs, a few thousand each, set the last two (docs/spark.md).
 """
 
 from __future__ import annotations
@@ -94,11 +99,12 @@ def spark_session(app: str, master: str | None) -> SparkSession:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         log4j = f"-Dlog4j2.configurationFile=file:{HERE / 'log4j2.properties'}"
+        java = " ".join([log4j, os.environ.get("KOP_SPARK_JAVA_OPTIONS", "")]).strip()
         builder = (
             builder.master(master)
             .config("spark.driver.memory", os.environ.get("KOP_SPARK_DRIVER_MEMORY", "3g"))
-            .config("spark.driver.extraJavaOptions", log4j)
-            .config("spark.executor.extraJavaOptions", log4j)
+            .config("spark.driver.extraJavaOptions", java)
+            .config("spark.executor.extraJavaOptions", java)
         )
         jars = resolved_jars()
         if jars is not None:
@@ -116,8 +122,9 @@ def spark_session(app: str, master: str | None) -> SparkSession:
             builder = builder.config("spark.driver.host", "127.0.0.1").config(
                 "spark.driver.bindAddress", "127.0.0.1"
             )
+    shuffle = os.environ.get("KOP_SPARK_SHUFFLE_PARTITIONS", "8")
     builder = (
-        builder.config("spark.sql.shuffle.partitions", "8")
+        builder.config("spark.sql.shuffle.partitions", shuffle)
         .config("spark.ui.showConsoleProgress", "true")
         .config("spark.sql.session.timeZone", "UTC")
     )
