@@ -32,8 +32,23 @@ from tests.integration.forgery import (
 
 KOP_SPARK = str(Path(sys.executable).parent / "kop-spark")
 SPARK_DIR = Path(__file__).resolve().parents[2] / "spark_jobs"
-EVENTS, NATIVE = 20_000, 2_000
+# The generated topics: EVENTS through Spark's sink, NATIVE by Pulsar producers, then
+# TXN in transactions of 50, every third aborted (ABORTED events in all)
+EVENTS, NATIVE, TXN, ABORTED = 20_000, 2_000, 1_500, 500
+TOTAL = EVENTS + NATIVE + TXN
 JOB_TIMEOUT = 600
+# Every job here is small: its JVM compiling with C1 only and collecting with one
+# thread spends about 40% less CPU (validate-offsets of 4,500 records: 57-62 s of
+# CPU with the defaults, 33-38 s with these), and local[2] needs no more than two
+# shuffle partitions (a streaming micro-batch keeps one state store per partition).
+SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SMALL = {"KOP_SPARK_JAVA_OPTIONS": SMALL_JVM, "KOP_SPARK_SHUFFLE_PARTITIONS": "2"}
+
+
+def small_env() -> dict[str, str]:
+    return {**os.environ, **SMALL}
+
+
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -47,7 +62,7 @@ def kop_spark(job: str, gateway: KopProcess | str, topic: str, report_dir: Path,
         "--admin-url", PULSAR_HTTP, "--report-dir", str(report_dir), "--master", "local[2]",
         *system, *args,
     ]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT, env=small_env())
 
 
 def _why(output: list[str]) -> str:
@@ -63,6 +78,10 @@ def report(report_dir: Path, job: str) -> dict[str, Any]:
     return json.loads((report_dir / f"{job}.json").read_text())
 
 
+def markers_written(generate_dir: Path) -> int:
+    return int(report(generate_dir, "generate")["transactions"]["markers"])
+
+
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     wanted = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
@@ -74,15 +93,18 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
 def generated(
     request: pytest.FixtureRequest, kop: KopProcess, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, str, Path]]:
-    """A topic of EVENTS events written by Spark's Kafka sink through kop and NATIVE
-    by native Pulsar producers, in one entry format."""
+    """A topic in one entry format: EVENTS events written by Spark's Kafka sink
+    through kop, NATIVE by native Pulsar producers, then TXN by the Java producer
+    through kop in transactions of 50, every third aborted. One topic per format
+    serves every check of both views (offsets, replay, committed only): each job run
+    on it costs a Spark session, and a topic of its own per check cost four more."""
     fmt = request.param
     topic = f"spark-{fmt}-{uuid.uuid4().hex[:8]}"
     out = tmp_path_factory.mktemp(f"generate-{fmt}")
     done = kop_spark(
         "generate", kop, topic, out, "--events", str(EVENTS),
         "--pulsar-events", str(NATIVE), "--partitions", "3", "--entry-format", fmt,
-        "--entities", "500",
+        "--entities", "500", "--transactional", str(TXN), "--transaction-size", "50",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
     yield fmt, topic, out
@@ -93,9 +115,12 @@ def test_generate_writes_every_event_and_reports_its_rate(
 ) -> None:
     fmt, topic, out = generated
     ends = end_offsets(kop.bootstrap, topic, 3)
-    assert sum(ends.values()) == EVENTS + NATIVE
-    assert all(n > 0 for n in ends.values())
     found = report(out, "generate")
+    assert found["events"]["transactional"] == {"committed": TXN - ABORTED, "aborted": ABORTED}
+    markers = found["transactions"]["markers"]
+    assert 30 <= markers <= 90  # one per transaction and partition it wrote to
+    assert sum(ends.values()) == TOTAL + markers
+    assert all(n > 0 for n in ends.values())
     assert found["entry_format"] == fmt
     assert {int(p): n for p, n in found["partitions"].items()} == ends
     sink = found["timings"]["write through kop (Spark Kafka sink)"]
@@ -106,16 +131,21 @@ def test_generate_writes_every_event_and_reports_its_rate(
 def test_validate_offsets_finds_both_views_agree(
     generated: tuple[str, str, Path], kop: KopProcess, tmp_path: Path
 ) -> None:
-    _fmt, topic, _ = generated
+    """Aborted transactions included: both views hold every record, and the
+    transactions' markers take their offsets in both."""
+    _fmt, topic, out = generated
     done = kop_spark("validate-offsets", kop, topic, tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     found = report(tmp_path, "validate-offsets")
     assert found["ok"] and found["failures"] == []
-    assert found["records"] == {"kafka": EVENTS + NATIVE, "pulsar": EVENTS + NATIVE}
+    assert found["records"] == {"kafka": TOTAL, "pulsar": TOTAL}
     for part in found["partitions"].values():
         assert part["kafka_records"] == part["pulsar_records"] > 0
-        assert part["first_offset"] == 0 and part["last_offset"] == part["kafka_records"] - 1
+        assert part["first_offset"] == 0
+        assert part["last_offset"] == part["kafka_records"] + part["markers"] - 1
         assert part["checkpoints_checked"] > 0
+    counted = sum(p["markers"] for p in found["partitions"].values())
+    assert 0 < counted <= markers_written(out)
     assert (tmp_path / "validate-offsets.png").exists()
 
 
@@ -135,6 +165,8 @@ def test_validate_offsets_reads_a_partition_as_many_entry_ranges(
     part = report(tmp_path, "validate-offsets")["partitions"]["0"]
     assert part["splits"] == 8
     assert part["kafka_records"] == part["pulsar_records"] == 3000
+    # no transactions: the offsets are exactly 0..2999
+    assert (part["first_offset"], part["last_offset"], part["markers"]) == (0, 2999, 0)
 
 
 def test_validate_offsets_fails_on_forged_records_a_gap_and_a_wrong_checkpoint(
@@ -201,7 +233,9 @@ def test_replay_check_agrees_through_a_stream_restart_and_a_killed_kop(
         "--system-namespace", fresh_kop.system_namespace,
     ]  # fmt: skip
     batches = out / "replay-check" / "batches.jsonl"
-    job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=small_env()
+    )
     output: list[str] = []
     reader = threading.Thread(target=lambda: output.extend(job.stdout or []), daemon=True)
     reader.start()
@@ -227,40 +261,24 @@ def test_replay_check_agrees_through_a_stream_restart_and_a_killed_kop(
     assert runs["streaming"]["micro_batches"]["after_restart"] >= 1
 
 
-@pytest.mark.parametrize("fmt", ["pulsar", "kafka"])
 def test_the_committed_only_views_agree_and_leave_out_every_aborted_transaction(
-    kop: KopProcess, tmp_path: Path, fmt: str
+    generated: tuple[str, str, Path], kop: KopProcess, tmp_path: Path
 ) -> None:
-    """A topic written by Spark's sink and in transactions of 50 by the Java
-    producer, every third aborted: read_committed through kop and the Pulsar view
-    filtered as docs/transactions.md says agree, both without the aborted events;
-    the whole views agree too, markers taking their offsets in both."""
-    topic = f"spark-txn-{fmt}-{uuid.uuid4().hex[:8]}"
-    made = kop_spark(
-        "generate", kop, topic, tmp_path / "gen", "--events", "3000", "--partitions", "3",
-        "--entities", "200", "--entry-format", fmt, "--transactional", "1500",
-        "--transaction-size", "50",
-    )  # fmt: skip
-    assert made.returncode == 0, made.stderr[-4000:]
-    written = report(tmp_path / "gen", "generate")
-    assert written["events"]["transactional"] == {"committed": 1000, "aborted": 500}
-    markers = written["transactions"]["markers"]
-    assert 30 <= markers <= 90  # one per transaction and partition it wrote to
-    assert sum(end_offsets(kop.bootstrap, topic, 3).values()) == 4500 + markers
-    checked = kop_spark("replay-check", kop, topic, tmp_path / "replay", "--stop-after", "2")
+    """The generated topic, whose last events were written in transactions, every
+    third aborted: read_committed through kop and the Pulsar view filtered as
+    docs/transactions.md says agree, both without the aborted events, and every
+    other materialization of replay-check agrees over the whole topic."""
+    _fmt, topic, _ = generated
+    checked = kop_spark("replay-check", kop, topic, tmp_path, "--stop-after", "2")
     assert checked.returncode == 0, _why(checked.stderr.splitlines(keepends=True))
-    found = report(tmp_path / "replay", "replay-check")
-    assert found["ok"] and found["events"] == 4500
+    found = report(tmp_path, "replay-check")
+    assert found["ok"] and found["events"] == TOTAL
     runs = found["materializations"]
     for name, run in runs.items():
         assert run["differing_entities"] == 0, (name, run)
     only = runs["committed only"]
-    assert (only["events"], only["dropped"], only["pulsar_view_events"]) == (4000, 500, 4000)
-    validated = kop_spark("validate-offsets", kop, topic, tmp_path / "validate")
-    assert validated.returncode == 0, validated.stderr[-4000:]
-    found = report(tmp_path / "validate", "validate-offsets")
-    assert found["records"] == {"kafka": 4500, "pulsar": 4500}
-    assert sum(p["markers"] for p in found["partitions"].values()) <= markers
+    kept = TOTAL - ABORTED
+    assert (only["events"], only["dropped"], only["pulsar_view_events"]) == (kept, ABORTED, kept)
 
 
 @pytest.mark.parametrize("generated", ["kafka"], indirect=True)
@@ -271,7 +289,8 @@ def test_the_same_module_runs_under_spark_submit(
     _fmt, topic, _ = generated
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     cmd = [
-        str(submit), "--master", "local[2]", "--packages", KAFKA_PACKAGE,
+        str(submit), "--master", "local[2]", "--driver-java-options", SMALL_JVM,
+        "--packages", KAFKA_PACKAGE,
         "--exclude-packages", EXCLUDES,
         "--conf", f"spark.jars.ivySettings={SPARK_DIR / 'ivysettings.xml'}",
         "--conf", f"spark.jars.ivy={ivy_cache()}",
@@ -282,7 +301,7 @@ def test_the_same_module_runs_under_spark_submit(
     ]  # fmt: skip
     env = {"PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT, env={**os.environ, **env}
+        cmd, capture_output=True, text=True, timeout=JOB_TIMEOUT, env={**small_env(), **env}
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert report(tmp_path, "validate-offsets")["ok"]
