@@ -183,9 +183,9 @@ sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 listener.name.sasl_ssl.plain.sasl.jaas.config=\\
 org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};
 listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=\\
-org.apache.kafka.common.sasl.scram.ScramLoginModule required;
+org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=\\
-org.apache.kafka.common.sasl.scram.ScramLoginModule required;
+org.apache.kafka.common.security.scram.ScramLoginModule required;
 # PEM: the key (PKCS#8, unencrypted) and the certificate in one file.
 ssl.keystore.type=PEM
 ssl.keystore.location={keystore}
