@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from kop.api.context import Broker, CountingIds, Services
@@ -38,7 +39,7 @@ class _NoMarkers:
         return None
 
 
-async def _loaded(ready: Any) -> None:
+async def _loaded(ready: Callable[[], bool]) -> None:
     async with asyncio.timeout(5):
         while not ready():
             await asyncio.sleep(0.001)
