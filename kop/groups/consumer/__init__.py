@@ -1,0 +1,1 @@
+"""The KIP-848 consumer group protocol: coordinator, reconciliation, assignors."""
