@@ -95,10 +95,10 @@ async def list_groups(
         ns, group_id = groups.scope.split(g["group"])
         if ns != ctx.namespace or (states and g["state"].lower() not in states):
             continue
-        if (types and "classic" not in types) or not await ctx.access.group(ns, group_id):
+        if (types and g["type"] not in types) or not await ctx.access.group(ns, group_id):
             continue
         out.append(ListedGroup(group_id=GroupId(group_id), protocol_type=g["protocol_type"] or "",
-                               group_state=g["state"], group_type="classic"))  # fmt: skip
+                               group_state=g["state"], group_type=g["type"]))  # fmt: skip
     return Now(
         ListGroupsResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(out))
     )

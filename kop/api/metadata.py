@@ -52,7 +52,8 @@ async def handle(
     else:
         allow = services.auto_create_topics and request.allow_auto_topic_creation
         topics = await asyncio.gather(
-            *(_describe(services, ctx, t.name, allow) for t in request.topics if t.name)
+            *(_describe(services, ctx, t.name, allow) for t in request.topics if t.name),
+            *(_by_id(services, ctx, t.topic_id) for t in request.topics if not t.name),
         )
     return Now(
         MetadataResponse(
@@ -106,6 +107,32 @@ async def _describe(
         code, _ = error_of(exc)
         return _topic(name, code)
     return _topic(name, ErrorCode.none, partitions(services, view), view.topic_id)
+
+
+async def _by_id(
+    services: Services, ctx: RequestContext, topic_id: uuid.UUID | None
+) -> MetadataResponseTopic:
+    """A topic asked for by its id alone (v12: a KIP-848 consumer learns its assignment
+    as topic ids, and a regex subscriber has not named those topics). Only the client's
+    own namespace is searched, so another tenant's ids are unknown (UNKNOWN_TOPIC_ID)."""
+    if topic_id is not None and topic_id != ZERO_UUID:
+        names = [n for n in await services.catalog.names(ctx.namespace) if not is_internal(n)]
+        views = await asyncio.gather(*(_view_of(services, ctx, n) for n in names))
+        for name, view in zip(names, views, strict=True):
+            if view is not None and view.topic_id == topic_id:
+                return await _describe(services, ctx, name, False)
+    nameless = None if ctx.api_version >= 12 else TopicName("")  # null from v12 on
+    return MetadataResponseTopic(
+        error_code=ErrorCode.unknown_topic_id, name=nameless, topic_id=topic_id or ZERO_UUID,
+        is_internal=False, partitions=(),
+    )  # fmt: skip
+
+
+async def _view_of(services: Services, ctx: RequestContext, name: str) -> TopicView | None:
+    try:
+        return await services.catalog.describe(topic_for(ctx, name))
+    except KafkaError:
+        return None
 
 
 async def _may_describe(ctx: RequestContext, name: str) -> bool:

@@ -24,7 +24,7 @@ from kio.schema.offset_fetch.v9.response import (
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
 )
-from kio.schema.types import GroupId, TopicName
+from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from kop.api.context import RequestContext, Services
@@ -42,10 +42,7 @@ async def handle(
     services: Services, ctx: RequestContext, request: OffsetFetchRequest
 ) -> Now[OffsetFetchResponse]:
     """v8+ ask for several groups; earlier versions for one (see `_fetch_up`)."""
-    out = [
-        await _fetch_group(services, ctx, g.group_id, g.topics, request.require_stable)
-        for g in request.groups
-    ]
+    out = [await _fetch_group(services, ctx, g, request.require_stable) for g in request.groups]
     return Now(OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(out)))
 
 
@@ -96,19 +93,22 @@ def _flat(p: OffsetFetchResponsePartitions, version: int) -> FlatPartition:
 
 
 async def _fetch_group(
-    services: Services,
-    ctx: RequestContext,
-    group_id: GroupId,
-    topics: tuple[OffsetFetchRequestTopics, ...] | None,
-    require_stable: bool,
+    services: Services, ctx: RequestContext, asked: OffsetFetchRequestGroup, require_stable: bool
 ) -> OffsetFetchResponseGroup:
     """Committed offsets of the asked partitions (all the group has, when `topics`
     is null); -1 for a partition without one, as Kafka answers. Topics the principal
-    may not read are left out of "all" and refused when asked for by name."""
+    may not read are left out of "all" and refused when asked for by name. A member of
+    a KIP-848 group (v9+) names itself and its epoch, which must be current."""
+    group_id, topics = asked.group_id, asked.topics
     try:
         groups = services.groups
         key = await group_key(services, ctx, group_id)
         groups.check(key)
+        member = groups.consumer.coordinator.fetch_allowed(
+            key, asked.member_id, int(asked.member_epoch)
+        )
+        if member is not ErrorCode.none:
+            raise KafkaError(member)
     except KafkaError as exc:
         return OffsetFetchResponseGroup(group_id=group_id, topics=(), error_code=exc.code)
     committed = groups.offsets.of(key)

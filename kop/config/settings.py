@@ -17,6 +17,7 @@ from pydantic_settings import (
 )
 
 from kop.config.pulsar import PulsarSettings
+from kop.groups.consumer.assignors import ASSIGNORS
 from kop.groups.mirror_names import DEFAULT_PREFIX, check_prefix
 
 # `KOP_*` variables that are not kop's settings: the tools that provision Pulsar and
@@ -114,6 +115,11 @@ class KopConfig(PulsarSettings):
     group_min_session_timeout_ms: int = Field(6000, ge=1)
     group_max_session_timeout_ms: int = Field(1_800_000, ge=1)
     group_max_size: int = Field(1000, ge=1)
+    # KIP-848 consumer groups (group.protocol=consumer): Kafka's group.consumer.* settings
+    group_consumer_session_timeout_ms: int = Field(45_000, ge=1)
+    group_consumer_heartbeat_interval_ms: int = Field(5_000, ge=1)
+    group_consumer_max_size: int = Field(1000, ge=1)
+    group_consumer_assignors: str = "uniform,range"  # the first is the default
     max_groups: int = Field(10_000, ge=1)
     max_groups_per_tenant: int = Field(5_000, ge=1)  # one tenant's share of max_groups
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions
@@ -142,6 +148,16 @@ class KopConfig(PulsarSettings):
     log_format: Literal["plain", "json"] = "plain"
 
     config_file: Path | None = None
+
+    @field_validator("group_consumer_assignors")
+    @classmethod
+    def _assignors(cls, v: str) -> str:
+        names = [a.strip() for a in v.split(",") if a.strip()]
+        unknown = [a for a in names if a not in ASSIGNORS]
+        if not names or unknown:
+            have = ", ".join(ASSIGNORS)
+            raise ValueError(f"{', '.join(unknown) or 'no assignor named'}: kop has {have}")
+        return ",".join(names)
 
     @field_validator("group_subscription_prefix")
     @classmethod

@@ -23,7 +23,8 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
-from kop.groups.offsets_codec import MalformedRecord, OffsetRecord, decode
+from kop.groups.offsets_codec import OffsetRecord, decode
+from kop.groups.record_json import MalformedRecord
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kop.groups.consumer.coordinator import ConsumerCoordinator
 from kop.groups.coordinator import Coordinator
 from kop.groups.driver import Driver
 from kop.groups.offsets import Offsets
@@ -19,9 +20,10 @@ log = logging.getLogger("kop.groups.service")  # where these lines always went
 class PartitionLoading:
     def __init__(
         self, store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, driver: Driver,
-        pending: PendingOffsets,
+        pending: PendingOffsets, consumer: ConsumerCoordinator,
     ) -> None:  # fmt: skip
         self._pending = pending
+        self._consumer = consumer
         self._store = store
         self._coordinator = coordinator
         self._offsets = offsets
@@ -30,20 +32,26 @@ class PartitionLoading:
     async def load(self, partition: int) -> None:
         """Take the partition and read its groups back (OffsetsStore.load)."""
         loaded = await self._store.load(partition)
-        restore(loaded, self._coordinator, self._offsets, self._driver.clock())
+        now = self._driver.clock()
+        restore(loaded, self._coordinator, self._offsets, now)
+        for g in loaded.consumer.groups():
+            self._consumer.restore(g, now)
         self._pending.restore(loaded.pending)
         self._driver.replan()
         log.info(
             "offsets partition %d loaded: %d groups",
-            partition, len({*loaded.groups, *loaded.offsets}),
+            partition, len({*loaded.groups, *loaded.offsets, *loaded.consumer.heads}),
         )  # fmt: skip
 
     async def unload(self, partition: int) -> None:
         """Its groups leave memory (parked requests answered NOT_COORDINATOR); their
         records stay for the next owner; the partition's writer is let go."""
         mine = {*self._coordinator.groups, *self._offsets.groups(), *self._pending.groups()}
+        mine.update(self._consumer.groups)
         gone = sorted(g for g in mine if self._store.partition_for(g) == partition)
         self._driver.now(lambda _now: self._coordinator.unload(gone))
+        for group_id in gone:
+            self._consumer.forget(group_id)
         self._offsets.unload(gone)
         self._pending.unload(gone)
         await self._store.release(partition)

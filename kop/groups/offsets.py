@@ -114,6 +114,7 @@ class Offsets:
         groups: dict[str, Group],
         now_ms: int,
         failed: Callable[[str, StorageError], object] = lambda _g, _e: None,
+        in_use: Callable[[str], bool] = lambda _g: False,
     ) -> list[str]:
         """Tombstone expired offsets (at most every CHECK_INTERVAL_MS); returns the
         Empty groups removed because none of their offsets are left. A write that
@@ -123,6 +124,8 @@ class Offsets:
         self._next_check_ms = now_ms + CHECK_INTERVAL_MS
         removed = []
         for group in list(self._by_group):
+            if in_use(group):  # a KIP-848 group with members: all its offsets are kept
+                continue
             g = groups.get(group)
             tps = self.expired(group, g, now_ms)
             if not tps:

@@ -8,7 +8,9 @@ one counts too, as compaction treats it the same) makes compaction forget it.
 Keys (UTF-8 text, fields joined by '|'):
 
     o|{group}|{topic}|{partition}          a committed offset of a group
-    g|{group}                              a group's metadata
+    g|{group}                              a classic group's metadata
+    c|{group}, m|{group}|{member}          a KIP-848 consumer group and its members
+                                           (kop/groups/consumer/records.py)
     t|{producer}|{group}|{topic}|{partition}
                                            an offset committed in a transaction of
                                            producer id {producer}, not yet ended
@@ -46,25 +48,28 @@ so the loader can skip and count such a record without stopping.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from kop.groups.consumer import records as consumer_records
+from kop.groups.record_json import (
+    PARTITION,
+    VERSION,
+    MalformedRecord,
+    b64,
+    escape,
+    field,
+    message,
+    unb64,
+    unescape,
+    value,
+)
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
 from kop.storage.types import OutgoingMessage
 
-VERSION = 1
 _OFFSET = "o"
 _GROUP = "g"
 _PENDING = "t"
-_PARTITION = re.compile(r"0|-?[1-9][0-9]{0,18}")
-
-
-class MalformedRecord(Exception):
-    """A record of the offsets topic that this kop cannot read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,33 +100,28 @@ class PendingRecord:
     offset: CommittedOffset | None
 
 
-Record = OffsetRecord | GroupRecord | PendingRecord
+Record = (
+    OffsetRecord
+    | GroupRecord
+    | PendingRecord
+    | consumer_records.HeadRecord
+    | consumer_records.MemberRecord
+)
 
 
 # -- keys ---------------------------------------------------------------------
 
 
 def offset_key(group: str, tp: TopicPartition) -> str:
-    return f"{_OFFSET}|{_escape(group)}|{_escape(tp.topic)}|{tp.partition}"
+    return f"{_OFFSET}|{escape(group)}|{escape(tp.topic)}|{tp.partition}"
 
 
 def pending_key(producer_id: int, group: str, tp: TopicPartition) -> str:
-    return f"{_PENDING}|{producer_id}|{_escape(group)}|{_escape(tp.topic)}|{tp.partition}"
+    return f"{_PENDING}|{producer_id}|{escape(group)}|{escape(tp.topic)}|{tp.partition}"
 
 
 def group_key(group: str) -> str:
-    return f"{_GROUP}|{_escape(group)}"
-
-
-def _escape(name: str) -> str:
-    return name.replace("%", "%25").replace("|", "%7C")
-
-
-def _unescape(field: str) -> str:
-    out = field.replace("%7C", "|").replace("%25", "%")
-    if _escape(out) != field:  # a stray or non-canonical escape
-        raise MalformedRecord(f"bad escape in key field {field!r}")
-    return out
+    return f"{_GROUP}|{escape(group)}"
 
 
 # -- encode -------------------------------------------------------------------
@@ -136,7 +136,7 @@ def encode_offset(group: str, tp: TopicPartition, offset: CommittedOffset) -> Ou
         "commit_ms": offset.commit_ms,
         "expire_ms": offset.expire_ms,
     }
-    return _message(offset_key(group, tp), value)
+    return message(offset_key(group, tp), value)
 
 
 def encode_pending(
@@ -166,13 +166,13 @@ def encode_group(meta: GroupMetadata) -> OutgoingMessage:
                 "client_host": m.client_host,
                 "session_timeout_ms": m.session_timeout_ms,
                 "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                "protocols": [[name, _b64(data)] for name, data in m.protocols],
-                "assignment": _b64(m.assignment),
+                "protocols": [[name, b64(data)] for name, data in m.protocols],
+                "assignment": b64(m.assignment),
             }
             for m in meta.members
         ],
     }
-    return _message(group_key(meta.group_id), value)
+    return message(group_key(meta.group_id), value)
 
 
 def tombstone_offset(group: str, tp: TopicPartition) -> OutgoingMessage:
@@ -183,15 +183,6 @@ def tombstone_group(group: str) -> OutgoingMessage:
     return OutgoingMessage(None, {}, group_key(group), None)
 
 
-def _message(key: str, value: dict[str, Any]) -> OutgoingMessage:
-    payload = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-    return OutgoingMessage(payload, {}, key, None)
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
 # -- decode -------------------------------------------------------------------
 
 
@@ -200,53 +191,44 @@ def decode(partition_key: str, payload: bytes | None) -> Record:
     tag, sep, rest = partition_key.partition("|")
     fields = rest.split("|")
     if sep and tag == _GROUP and len(fields) == 1:
-        group = _unescape(fields[0])
-        return GroupRecord(group, None if not payload else _group(group, _value(payload)))
+        group = unescape(fields[0])
+        return GroupRecord(group, None if not payload else _group(group, value(payload)))
     if sep and tag == _OFFSET and len(fields) == 3:
-        if not _PARTITION.fullmatch(fields[2]):
+        if not PARTITION.fullmatch(fields[2]):
             raise MalformedRecord(f"bad partition in key {partition_key!r}")
-        group, tp = _unescape(fields[0]), TopicPartition(_unescape(fields[1]), int(fields[2]))
-        return OffsetRecord(group, tp, None if not payload else _offset(_value(payload)))
+        group, tp = unescape(fields[0]), TopicPartition(unescape(fields[1]), int(fields[2]))
+        return OffsetRecord(group, tp, None if not payload else _offset(value(payload)))
     if sep and tag == _PENDING and len(fields) == 4:
-        if not (_PARTITION.fullmatch(fields[0]) and _PARTITION.fullmatch(fields[3])):
+        if not (PARTITION.fullmatch(fields[0]) and PARTITION.fullmatch(fields[3])):
             raise MalformedRecord(f"bad number in key {partition_key!r}")
-        group, tp = _unescape(fields[1]), TopicPartition(_unescape(fields[2]), int(fields[3]))
-        offset = None if not payload else _offset(_value(payload))
+        group, tp = unescape(fields[1]), TopicPartition(unescape(fields[2]), int(fields[3]))
+        offset = None if not payload else _offset(value(payload))
         return PendingRecord(int(fields[0]), group, tp, offset)
-    raise MalformedRecord(f"unknown key {partition_key!r}")
-
-
-def _value(payload: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(payload.decode())
-    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, absurd nesting
-        raise MalformedRecord(f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise MalformedRecord("not a JSON object")
-    if _field(value, "v", int) != VERSION:
-        raise MalformedRecord(f"unknown version {value['v']!r}")
-    return value
+    found = consumer_records.decode(tag, fields, payload) if sep else None
+    if found is None:
+        raise MalformedRecord(f"unknown key {partition_key!r}")
+    return found
 
 
 def _offset(v: dict[str, Any]) -> CommittedOffset:
     return CommittedOffset(
-        offset=_field(v, "offset", int),
-        leader_epoch=_field(v, "leader_epoch", int, bits=32),
-        metadata=_field(v, "metadata", str, nullable=True),
-        commit_ms=_field(v, "commit_ms", int),
-        expire_ms=_field(v, "expire_ms", int, nullable=True),
+        offset=field(v, "offset", int),
+        leader_epoch=field(v, "leader_epoch", int, bits=32),
+        metadata=field(v, "metadata", str, nullable=True),
+        commit_ms=field(v, "commit_ms", int),
+        expire_ms=field(v, "expire_ms", int, nullable=True),
     )
 
 
 def _group(group: str, v: dict[str, Any]) -> GroupMetadata:
-    members = _field(v, "members", list)
+    members = field(v, "members", list)
     return GroupMetadata(
         group_id=group,
-        protocol_type=_field(v, "protocol_type", str, nullable=True),
-        generation=_field(v, "generation", int, bits=32),
-        protocol=_field(v, "protocol", str, nullable=True),
-        leader=_field(v, "leader", str, nullable=True),
-        state_ms=_field(v, "state_ms", int),
+        protocol_type=field(v, "protocol_type", str, nullable=True),
+        generation=field(v, "generation", int, bits=32),
+        protocol=field(v, "protocol", str, nullable=True),
+        leader=field(v, "leader", str, nullable=True),
+        state_ms=field(v, "state_ms", int),
         members=tuple(_member(m) for m in members),
     )
 
@@ -255,44 +237,17 @@ def _member(m: object) -> MemberMetadata:
     if not isinstance(m, dict):
         raise MalformedRecord("a member is not a JSON object")
     protocols = []
-    for p in _field(m, "protocols", list):
+    for p in field(m, "protocols", list):
         if not (isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)):
             raise MalformedRecord(f"bad protocol entry {p!r}")
-        protocols.append((p[0], _unb64(p[1])))
+        protocols.append((p[0], unb64(p[1])))
     return MemberMetadata(
-        member_id=_field(m, "member_id", str),
-        group_instance_id=_field(m, "group_instance_id", str, nullable=True),
-        client_id=_field(m, "client_id", str),
-        client_host=_field(m, "client_host", str),
-        session_timeout_ms=_field(m, "session_timeout_ms", int, bits=32),
-        rebalance_timeout_ms=_field(m, "rebalance_timeout_ms", int, bits=32),
+        member_id=field(m, "member_id", str),
+        group_instance_id=field(m, "group_instance_id", str, nullable=True),
+        client_id=field(m, "client_id", str),
+        client_host=field(m, "client_host", str),
+        session_timeout_ms=field(m, "session_timeout_ms", int, bits=32),
+        rebalance_timeout_ms=field(m, "rebalance_timeout_ms", int, bits=32),
         protocols=tuple(protocols),
-        assignment=_unb64(_field(m, "assignment", str)),
+        assignment=unb64(field(m, "assignment", str)),
     )
-
-
-def _field(
-    v: dict[str, Any], name: str, kind: type, *, nullable: bool = False, bits: int = 64
-) -> Any:
-    """`v[name]`, checked to be a `kind` (JSON has no int/bool distinction Python keeps);
-    an int within the signed `bits`-bit range of its Kafka field, so that every
-    value read can be answered on the wire."""
-    if name not in v:
-        raise MalformedRecord(f"missing {name!r}")
-    x = v[name]
-    if x is None and nullable:
-        return None
-    if not isinstance(x, kind) or isinstance(x, bool):
-        raise MalformedRecord(f"{name!r} is not a {kind.__name__}: {x!r:.40}")
-    if isinstance(x, int) and not -(1 << (bits - 1)) <= x < 1 << (bits - 1):
-        raise MalformedRecord(f"{name!r} is not an int{bits}: {x!r:.40}")
-    return x
-
-
-def _unb64(text: object) -> bytes:
-    if not isinstance(text, str):
-        raise MalformedRecord(f"not base64 text: {text!r}")
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise MalformedRecord(f"bad base64: {exc}") from None

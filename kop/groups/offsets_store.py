@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from kop.groups.consumer.group import ConsumerGroup
+from kop.groups.consumer.records import HeadRecord, MemberRecord, changes, tombstones
 from kop.groups.offsets_codec import (
     GroupRecord,
-    MalformedRecord,
     PendingRecord,
     Record,
     decode,
@@ -23,6 +24,7 @@ from kop.groups.offsets_codec import (
     tombstone_offset,
     tombstone_pending,
 )
+from kop.groups.record_json import MalformedRecord
 from kop.groups.types import CommittedOffset, GroupMetadata, LoadedGroups, TopicPartition
 from kop.storage.port import MessageLog
 from kop.systables.held_topic import HeldPartitions
@@ -87,6 +89,20 @@ class OffsetsStore:
     async def store_group(self, meta: GroupMetadata) -> None:
         await self._held.write(meta.group_id, [encode_group(meta)])
 
+    async def store_consumer_group(
+        self, old: ConsumerGroup | None, new: ConsumerGroup, *, replacing_classic: bool = False
+    ) -> None:
+        """A KIP-848 group's change, in one entry (nothing when nothing durable changed);
+        `replacing_classic`: an empty classic group of its id is forgotten with it."""
+        records = changes(old, new)
+        if records:
+            first = [tombstone_group(new.group_id)] if replacing_classic else []
+            await self._held.write(new.group_id, [*first, *records])
+
+    async def delete_consumer_group(self, g: ConsumerGroup) -> None:
+        """Its members, then the group itself, in one entry."""
+        await self._held.write(g.group_id, tombstones(g))
+
     async def delete_offsets(self, group: str, tps: Iterable[TopicPartition]) -> None:
         await self._held.write(group, [tombstone_offset(group, tp) for tp in tps])
 
@@ -109,6 +125,9 @@ class OffsetsStore:
 
 
 def _apply(loaded: LoadedGroups, record: Record) -> None:
+    if isinstance(record, HeadRecord | MemberRecord):
+        loaded.consumer.apply(record)
+        return
     if isinstance(record, PendingRecord):
         by_group = loaded.pending.setdefault(record.producer_id, {})
         pending = by_group.setdefault(record.group, {})

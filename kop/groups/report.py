@@ -19,19 +19,25 @@ from kop.topics.catalog import TopicCatalog
 def summaries(groups: GroupService) -> list[dict[str, Any]]:
     """Every group kop knows: by the coordinator, or only by committed offsets (a
     standalone group, reported Empty as Kafka does)."""
-    found = (
-        summary(groups, g)
-        for g in sorted(set(groups.coordinator.groups) | set(groups.offsets.groups()))
-    )
+    known = {*groups.coordinator.groups, *groups.consumer.coordinator.groups}
+    found = (summary(groups, g) for g in sorted(known | set(groups.offsets.groups())))
     return [s for s in found if s is not None]
 
 
 def summary(groups: GroupService, group_id: str) -> dict[str, Any] | None:
+    c = groups.consumer.get(group_id)
+    if c is not None:  # a KIP-848 consumer group
+        return {
+            "group": group_id, "type": "consumer", "state": c.state.value,
+            "protocol_type": "consumer", "protocol": None, "generation": c.epoch,
+            "members": len(c.members),
+        }  # fmt: skip
     g = groups.coordinator.groups.get(group_id)
     if g is None and not groups.offsets.of(group_id):
         return None
     return {
         "group": group_id,
+        "type": "classic",
         "state": (g.state if g is not None else GroupState.EMPTY).value,
         "protocol_type": g.protocol_type if g is not None else None,
         "protocol": g.protocol if g is not None else None,

@@ -21,6 +21,8 @@ from kop.cluster.coordinated import CoordinatedPartitions
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.committed_view import CommittedView
+from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
+from kop.groups.consumer.service import ClassicGroups, ConsumerGroups
 from kop.groups.coordinator import Coordinator, JoinRequest, Limits
 from kop.groups.driver import Driver
 from kop.groups.full_warning import FullWarning
@@ -54,6 +56,7 @@ class GroupService:
         mirror: SubscriptionMirror | None = None,
         ownership: Ownership | None = None,
         scope: GroupScope | None = None,
+        consumer: ConsumerSettings | None = None,
     ) -> None:
         # whose each group is (its tenant's namespace: kop.groups.scope)
         self.scope = scope or GroupScope(Namespace("public", "default"))
@@ -73,9 +76,14 @@ class GroupService:
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
         self.pending = PendingOffsets(store, self.offsets, lambda p: self.partitions.coordinates(p))
+        self.consumer = ConsumerGroups(
+            store, ConsumerCoordinator(consumer), clock, self._failed,
+            ClassicGroups(self._classic_members, self.coordinator.forget), self._room,
+        )  # fmt: skip
         loading = PartitionLoading(
-            store, self.coordinator, self.offsets, self._driver, self.pending
-        )
+            store, self.coordinator, self.offsets, self._driver, self.pending,
+            self.consumer.coordinator,
+        )  # fmt: skip
         self.partitions = CoordinatedPartitions(
             store.partitions, store.partition_topic, loading.load, loading.unload
         )
@@ -87,6 +95,7 @@ class GroupService:
     async def start(self) -> None:
         self._driver.spawn(self.partitions.follow(self._ownership), "groups-partitions")
         self._driver.spawn(self._driver.run_timers(self._expire), "groups-timers")
+        self._driver.spawn(self.consumer.run_timers(), "consumer-groups-timers")
         self._driver.spawn(self.committed.run(), "groups-committed-view")
         if self.mirror is not None:
             self._driver.spawn(self.mirror.run(), "groups-mirror")
@@ -128,13 +137,35 @@ class GroupService:
         return self.partitions.coordinates(self.partition_of(group_id))
 
     async def _expire(self, now_ms: int) -> None:
-        for group in await self.offsets.expire(self.coordinator.groups, now_ms, self._failed):
+        in_use = self._consumer_in_use
+        for group in await self.offsets.expire(
+            self.coordinator.groups, now_ms, self._failed, in_use
+        ):
             self.coordinator.forget(group)
+
+    def _consumer_in_use(self, group_id: str) -> bool:
+        """A KIP-848 group with members keeps all its offsets."""
+        g = self.consumer.get(group_id)
+        return g is not None and bool(g.members)
+
+    def _classic_members(self, group_id: str) -> bool | None:
+        g = self.coordinator.groups.get(group_id)
+        return None if g is None else bool(g.members or g.pending)
+
+    def _room(self, group_id: str) -> bool:
+        """Room for one more group (classic and consumer groups count together)."""
+        limits = self.coordinator.limits
+        classic, consumer = self.coordinator.groups, self.consumer.coordinator.groups
+        if len(classic) + len(consumer) >= limits.max_groups:
+            return False
+        held = classic.of_tenant(group_id) + consumer.of_tenant(group_id)
+        return held < limits.max_groups_per_tenant
 
     # -- the group protocol ------------------------------------------------------------
 
     async def join(self, request: JoinRequest) -> JoinResult:
         self.check(request.group_id)
+        await self.consumer.yield_to_classic(request.group_id)
         result = await self._driver.parked(
             lambda token, now: self.coordinator.join(request, token, now)
         )
@@ -191,7 +222,10 @@ class GroupService:
             return ErrorCode.invalid_producer_epoch
         now = self._driver.clock()
         code = ErrorCode.none
-        if producer is None or generation >= 0 or member_id:
+        consumer = self.consumer.coordinator.commit_allowed(group_id, member_id, generation)
+        if consumer is not None:
+            code = consumer  # a KIP-848 group: the generation is the member epoch
+        elif producer is None or generation >= 0 or member_id:
             code = self._driver.now(
                 lambda now: self.coordinator.commit_allowed(
                     group_id, generation, member_id, instance_id, now
@@ -231,6 +265,8 @@ class GroupService:
         """DeleteGroups: persisted first, then forgotten, so a failed write leaves the
         group as it was (DescribeGroups and ListGroups go on agreeing)."""
         self.check(group_id)
+        if self.consumer.get(group_id) is not None:
+            return await self._delete_consumer_group(group_id)
         code = self.coordinator.deletable(group_id)
         if code is ErrorCode.group_id_not_found and self.offsets.of(group_id):
             code = ErrorCode.none  # a standalone group known only by its offsets
@@ -243,3 +279,14 @@ class GroupService:
             if self.coordinator.deletable(group_id) is ErrorCode.none:
                 self.coordinator.forget(group_id)
         return code
+
+    async def _delete_consumer_group(self, group_id: str) -> ErrorCode:
+        g = self.consumer.get(group_id)
+        if g is not None and g.members:
+            return ErrorCode.non_empty_group
+        try:
+            await self.offsets.forget_group(group_id)
+        except StorageError as exc:
+            log.warning("deleting group %s not persisted: %s", group_id, exc)
+            return self._failed(group_id, exc)
+        return await self.consumer.delete(group_id)

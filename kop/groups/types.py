@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from kop.groups.consumer.records import LoadedConsumerGroups
+
 
 class GroupState(enum.Enum):
     """Kafka's classic group states, spelled as DescribeGroups/ListGroups report them."""
@@ -69,6 +71,7 @@ class LoadedGroups:
 
     groups: dict[str, GroupMetadata] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
+    consumer: LoadedConsumerGroups = field(default_factory=LoadedConsumerGroups)
     # producer id -> group -> offsets committed in its transaction, not yet ended
     pending: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = field(
         default_factory=dict

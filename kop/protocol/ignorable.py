@@ -4,6 +4,7 @@ tools/gen_ignorable.py; paths are kio's field names from the response down)."""
 IGNORABLE: dict[int, frozenset[str]] = {
     0: frozenset(
         {
+            "responses.name",
             "responses.partition_responses.error_message",
             "responses.partition_responses.log_append_time",
             "responses.partition_responses.log_start_offset",
@@ -34,9 +35,9 @@ IGNORABLE: dict[int, frozenset[str]] = {
             "topics.topic_id",
         }
     ),  # METADATA
-    8: frozenset({"throttle_time"}),  # OFFSET_COMMIT
+    8: frozenset({"throttle_time", "topics.name"}),  # OFFSET_COMMIT
     9: frozenset(
-        {"groups.topics.partitions.committed_leader_epoch", "throttle_time"}
+        {"groups.topics.name", "groups.topics.partitions.committed_leader_epoch", "throttle_time"}
     ),  # OFFSET_FETCH
     10: frozenset({"coordinators.error_message", "throttle_time"}),  # FIND_COORDINATOR
     11: frozenset({"members.group_instance_id", "protocol_type", "throttle_time"}),  # JOIN_GROUP
@@ -84,7 +85,9 @@ IGNORABLE: dict[int, frozenset[str]] = {
         {"error_code", "results.total_bytes", "results.usable_bytes"}
     ),  # DESCRIBE_LOG_DIRS
     36: frozenset({"session_lifetime"}),  # SASL_AUTHENTICATE
+    45: frozenset({"allow_replication_factor_change"}),  # ALTER_PARTITION_REASSIGNMENTS
     47: frozenset({"throttle_time"}),  # OFFSET_DELETE
+    69: frozenset({"groups.members.member_type"}),  # CONSUMER_GROUP_DESCRIBE
     75: frozenset(
         {
             "throttle_time",

@@ -72,6 +72,8 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
@@ -94,6 +96,9 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.DESCRIBE_GROUPS: (0, 5),  # v6: per-group error messages
     ApiKey.LIST_GROUPS: (0, 5),
+    # KIP-848 (v1: the member id is the client's own, and regex subscriptions)
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     ApiKey.API_VERSIONS: (0, 4),
     # v0 handshakes send the SASL tokens as raw frames, which Kafka 4 clients never do
     ApiKey.SASL_HANDSHAKE: (1, 1),
@@ -263,6 +268,7 @@ _ERROR_REPLY: dict[str, Any] = {
     "skip_assignment": False,
     "assignment": b"",
     "auth_bytes": b"",
+    "member_epoch": 0,
 }
 
 
@@ -278,10 +284,12 @@ def top_level_error_response(header: RequestHeader, code: ErrorCode) -> Entity |
     for f in fields:
         if f.name == "error_code":
             continue
-        if f.name == "throttle_time":
+        if f.name in ("throttle_time", "heartbeat_interval"):
             values[f.name] = datetime.timedelta(0)
         elif f.name in _ERROR_REPLY:
             value = _ERROR_REPLY[f.name]
+            if isinstance(value, bytes) and hints[f.name] is not bytes:
+                value = None  # ConsumerGroupHeartbeat's assignment is a structure, nullable
             # A field null in some versions (JoinGroup's protocol_name from v7) is ""
             # where the version does not allow null.
             values[f.name] = "" if value is None and not is_optional(f) else value

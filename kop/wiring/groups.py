@@ -7,6 +7,7 @@ from __future__ import annotations
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.ownership import Ownership
 from kop.config.settings import KopConfig
+from kop.groups.consumer.coordinator import ConsumerSettings
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.mirror_names import SubscriptionNames
@@ -31,6 +32,17 @@ def group_limits(c: KopConfig) -> GroupLimits:
         max_size=c.group_max_size,
         max_groups=c.max_groups,
         max_groups_per_tenant=c.max_groups_per_tenant,
+        default_tenant=c.tenant,
+    )
+
+
+def consumer_settings(c: KopConfig) -> ConsumerSettings:
+    """The KIP-848 settings (the assignors' names were checked with the configuration)."""
+    return ConsumerSettings(
+        session_timeout_ms=c.group_consumer_session_timeout_ms,
+        heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
+        max_size=c.group_consumer_max_size,
+        assignors=tuple(c.group_consumer_assignors.split(",")),
         default_tenant=c.tenant,
     )
 
@@ -71,7 +83,7 @@ async def start_groups(
         mirror = SubscriptionMirror(admin, logs, catalog, scope, c.mirror_interval_s, names=names)
     groups = GroupService(
         store, group_limits(c), c.offsets_retention_minutes * 60_000, mirror=mirror,
-        ownership=ownership, scope=scope,
+        ownership=ownership, scope=scope, consumer=consumer_settings(c),
     )  # fmt: skip
     epochs.on_deleted = DeletionFollower(groups, logs).deleted  # deletions by any instance
     await groups.start()

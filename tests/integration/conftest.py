@@ -184,3 +184,17 @@ def _drop_namespace(namespace: str) -> None:
             local = name.rsplit("/", 1)[-1]
             call("DELETE", f"persistent/{namespace}/{local}/partitions?force=true")
         call("DELETE", f"namespaces/{namespace}")
+
+
+KAFKA_CACHE = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser()
+
+
+@pytest.fixture(scope="session")
+def kafka_lib() -> Path:
+    """The reference Kafka's jars, kafka-clients 4.3.1 among them (tools/kafka.py
+    fetches them once, then reuses)."""
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run([sys.executable, str(root / "tools" / "kafka.py"), "fetch"], check=True)
+    lib = KAFKA_CACHE / "kafka-4.3.1" / "lib"
+    assert (lib / "kafka-clients-4.3.1.jar").exists(), lib
+    return lib

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 from tests.integration.admin import create_topic
 from tests.integration.clients import cf_produce, sample_records
@@ -22,15 +19,6 @@ from tests.integration.conftest import KopProcess
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 CACHE = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser()
-
-
-@pytest.fixture(scope="session")
-def kafka_lib() -> Path:
-    """The reference Kafka's jars (tools/kafka.py fetches them once, then reuses)."""
-    subprocess.run([sys.executable, str(ROOT / "tools" / "kafka.py"), "fetch"], check=True)
-    lib = CACHE / "kafka-4.3.1" / "lib"
-    assert (lib / "kafka-clients-4.3.1.jar").exists(), lib
-    return lib
 
 
 def test_java_consumer_validates_its_positions_against_kop(

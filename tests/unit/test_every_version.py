@@ -36,6 +36,8 @@ from kio.schema.alter_user_scram_credentials.v0.request import (
     ScramCredentialUpsertion,
 )
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
@@ -110,6 +112,7 @@ from kop.api import (
     alter_configs,
     api_versions,
     configs,
+    consumer_groups,
     delete_records,
     fetch,
     find_coordinator,
@@ -611,6 +614,18 @@ def delete_offsets_request(group: str, topics: dict[str, list[int]]) -> OffsetDe
     )  # fmt: skip
 
 
+def consumer_heartbeat(member: str, epoch: int, group: str = "g") -> ConsumerGroupHeartbeatRequest:
+    """A KIP-848 heartbeat: a join (epoch 0) subscribes to topic "t" by name and regex."""
+    joining = epoch == 0
+    return ConsumerGroupHeartbeatRequest(
+        group_id=GroupId(group), member_id=member, member_epoch=i32(epoch),
+        rebalance_timeout=i32Timedelta.parse(datetime.timedelta(seconds=30 if joining else -1)),
+        subscribed_topic_names=(TopicName("t"),) if joining else None,
+        subscribed_topic_regex="t.*" if joining else None,
+        topic_partitions=() if joining else None,
+    )  # fmt: skip
+
+
 def describe_groups_request(*names: str) -> DescribeGroupsRequest:
     return DescribeGroupsRequest(
         groups=tuple(GroupId(n) for n in names), include_authorized_operations=False
@@ -635,6 +650,15 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
 
     def coordinators(key_type: int, *keys: str) -> FindCoordinatorRequest:
         return FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=keys)
+
+    async def described_consumer_group() -> Any:
+        """A consumer group "cg" with a member, described beside a classic and no group."""
+        await _resolved(consumer_groups.heartbeat(s, ctx, consumer_heartbeat("m2", 0, "cg")))
+        asked = ConsumerGroupDescribeRequest(
+            group_ids=(GroupId("cg"), GroupId("g"), GroupId("nope")),
+            include_authorized_operations=False,
+        )
+        return await _resolved(consumer_groups.describe(s, ctx, asked))
 
     async def joined_then(call: str) -> Any:
         joined = await _resolved(groups.join_group(s, ctx, join_request()))
@@ -701,6 +725,12 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
             offset_fetch.handle(s, ctx, fetch(("solo", wanted))),
             offset_fetch.handle(s, ctx, fetch(("solo", None))),
         ],
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: lambda: [
+            consumer_groups.heartbeat(s, ctx, consumer_heartbeat("m1", 0)),
+            consumer_groups.heartbeat(s, ctx, consumer_heartbeat("m1", 99)),  # fenced
+            consumer_groups.heartbeat(s, ctx, consumer_heartbeat("m1", -1)),
+        ],
+        ApiKey.CONSUMER_GROUP_DESCRIBE: lambda: [described_consumer_group()],
         ApiKey.OFFSET_DELETE: lambda: [
             offsets.offset_delete(s, ctx, delete_offsets_request("solo", {"t": [0]})),
             offsets.offset_delete(s, ctx, delete_offsets_request("nope", {})),

@@ -1,0 +1,219 @@
+"""The KIP-848 consumer groups of the offsets partitions this instance coordinates,
+as a pure state machine: a heartbeat is computed on a working copy of its group
+(`heartbeat`), which the caller persists and then installs (`install`); the session
+and rebalance timeouts come due by `next_deadline` and are fenced the same way
+(`due` names them, `fenced` computes the copy).
+
+No I/O and no clock: the caller passes the time, as for the classic coordinator.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, replace
+
+from kop.groups.consumer.assignors import ASSIGNORS
+from kop.groups.consumer.group import ConsumerGroup
+from kop.groups.consumer.heartbeat import (
+    Answer,
+    Heartbeat,
+    Resolved,
+    Rules,
+    beat,
+    fence,
+    leave,
+    validate,
+)
+from kop.groups.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState
+from kop.groups.tenant_keys import TenantKeyed
+from kop.protocol.errors import ErrorCode, KafkaError
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSettings:
+    """Kafka's group.consumer.* broker settings kop honours."""
+
+    session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
+    max_size: int = 1000  # group.consumer.max.size
+    assignors: tuple[str, ...] = tuple(ASSIGNORS)  # group.consumer.assignors
+    refresh_ms: int = 10_000  # how often a group's subscribed topics are looked up again
+    default_tenant: str = ""
+
+
+def new_member_id() -> str:
+    """What Kafka's Uuid.randomUuid().toString() looks like (v0 clients let the
+    coordinator choose)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    group_id: str
+    member_id: str
+    why: str
+
+
+class ConsumerCoordinator:
+    def __init__(self, settings: ConsumerSettings | None = None) -> None:
+        self.settings = settings or ConsumerSettings()
+        self.groups: TenantKeyed[ConsumerGroup] = TenantKeyed(self.settings.default_tenant)
+        # group -> member -> when its session expires
+        self._sessions: dict[str, dict[str, int]] = {}
+        # group -> member -> (when its revocation times out, at which member epoch)
+        self._rebalances: dict[str, dict[str, tuple[int, int]]] = {}
+        self._refreshed: dict[str, int] = {}  # group -> next metadata refresh
+
+    @property
+    def rules(self) -> Rules:
+        return Rules(self.settings.max_size, self.settings.assignors)
+
+    # -- heartbeats --------------------------------------------------------------------
+
+    def needs_refresh(self, hb: Heartbeat, now_ms: int) -> bool:
+        """Whether the group's topics must be looked up again before this heartbeat: a
+        new group or member, a changed subscription, or the refresh interval passed."""
+        g = self.groups.get(hb.group_id)
+        if g is None or hb.member_epoch == JOIN_EPOCH:
+            return True
+        if hb.topics is not None or hb.regex is not None:
+            return True
+        return now_ms >= self._refreshed.get(hb.group_id, 0)
+
+    def subscriptions(self, group_id: str, hb: Heartbeat) -> tuple[set[str], set[str]]:
+        """The names and regexes to resolve: the group's and this heartbeat's."""
+        names: set[str] = set(hb.topics or ())
+        regexes: set[str] = {hb.regex} if hb.regex else set()
+        g = self.groups.get(group_id)
+        for m in g.members.values() if g is not None else ():
+            names.update(m.topics)
+            if m.regex:
+                regexes.add(m.regex)
+        return names, regexes
+
+    def heartbeat(
+        self, hb: Heartbeat, resolved: Resolved | None, now_ms: int
+    ) -> tuple[ConsumerGroup, Answer]:
+        """The group as this heartbeat leaves it (a copy, not installed) and its
+        answer; KafkaError for a refused heartbeat."""
+        validate(hb, self.settings.assignors)
+        current = self.groups.get(hb.group_id)
+        if current is None and hb.member_epoch != JOIN_EPOCH:
+            raise KafkaError(ErrorCode.group_id_not_found, f"Group {hb.group_id} not found.")
+        g = current.copy() if current is not None else ConsumerGroup(hb.group_id, state_ms=now_ms)
+        if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return g, leave(g, hb)
+        if not hb.member_id:
+            hb = replace(hb, member_id=new_member_id())
+        answer = beat(g, hb, resolved, self.rules)
+        if resolved is not None:
+            self._refreshed[hb.group_id] = now_ms + self.settings.refresh_ms
+        return g, answer
+
+    def install(self, g: ConsumerGroup, now_ms: int, beating: str | None = None) -> None:
+        """`g` persisted: it is the group now. `beating`: the member whose heartbeat
+        made it (its session starts again)."""
+        old = self.groups.get(g.group_id)
+        if old is None or old.members.keys() != g.members.keys():
+            g.state_ms = now_ms
+        self.groups[g.group_id] = g
+        sessions = self._sessions.setdefault(g.group_id, {})
+        rebalances = self._rebalances.setdefault(g.group_id, {})
+        for gone in [m for m in sessions if m not in g.members]:
+            del sessions[gone]
+        if beating is not None and beating in g.members:
+            sessions[beating] = now_ms + self.settings.session_timeout_ms
+        for m in g.members.values():
+            sessions.setdefault(m.member_id, now_ms + self.settings.session_timeout_ms)
+            if m.state is MemberState.UNREVOKED_PARTITIONS:
+                if rebalances.get(m.member_id, (0, -1))[1] != m.epoch:
+                    rebalances[m.member_id] = (now_ms + m.rebalance_timeout_ms, m.epoch)
+            else:
+                rebalances.pop(m.member_id, None)
+
+    # -- offsets ------------------------------------------------------------------------
+
+    def commit_allowed(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
+        """Whether an OffsetCommit to a consumer group may be stored (None: not a
+        consumer group). An admin or standalone commit (epoch < 0) only to an empty
+        group; a member's only at its current epoch (Kafka's validateOffsetCommit)."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return None
+        if epoch < 0 and not g.members:
+            return ErrorCode.none
+        return self._member_at(g, member_id, epoch)
+
+    def fetch_allowed(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
+        """OffsetFetch v9+ names a member and its epoch: checked as Kafka does (no
+        member named: an admin's fetch, always allowed)."""
+        g = self.groups.get(group_id)
+        if g is None or (epoch < 0 and not member_id):
+            return ErrorCode.none
+        return self._member_at(g, member_id or "", epoch)
+
+    @staticmethod
+    def _member_at(g: ConsumerGroup, member_id: str, epoch: int) -> ErrorCode:
+        m = g.members.get(member_id)
+        if m is None:
+            return ErrorCode.unknown_member_id
+        return ErrorCode.none if epoch == m.epoch else ErrorCode.stale_member_epoch
+
+    # -- timeouts ----------------------------------------------------------------------
+
+    def next_deadline(self) -> int | None:
+        """The earliest timeout of any member (a scan: heartbeats move deadlines far
+        more often than deadlines are asked for)."""
+        times = [at for s in self._sessions.values() for at in s.values()]
+        times += [at for r in self._rebalances.values() for at, _ in r.values()]
+        return min(times, default=None)
+
+    def due(self, now_ms: int) -> list[Due]:
+        out = [
+            Due(g, m, "the member session expired")
+            for g, sessions in self._sessions.items()
+            for m, at in sessions.items()
+            if at <= now_ms
+        ]
+        out += [
+            Due(g, m, "it failed to revoke its partitions within its rebalance timeout")
+            for g, rebalances in self._rebalances.items()
+            for m, (at, _) in rebalances.items()
+            if at <= now_ms
+        ]
+        return out
+
+    def fenced(self, due: Due) -> ConsumerGroup | None:
+        """The group without the member `due` names (a copy), or None if it is gone."""
+        g = self.groups.get(due.group_id)
+        if g is None or due.member_id not in g.members:
+            self._sessions.get(due.group_id, {}).pop(due.member_id, None)
+            self._rebalances.get(due.group_id, {}).pop(due.member_id, None)
+            return None
+        out = g.copy()
+        fence(out, due.member_id)
+        return out
+
+    def retry_later(self, due: Due, now_ms: int, after_ms: int = 1_000) -> None:
+        """A fencing that could not be persisted is tried again a little later."""
+        sessions = self._sessions.get(due.group_id, {})
+        if due.member_id in sessions:
+            sessions[due.member_id] = now_ms + after_ms
+        rebalances = self._rebalances.get(due.group_id, {})
+        if due.member_id in rebalances:
+            rebalances[due.member_id] = (now_ms + after_ms, rebalances[due.member_id][1])
+
+    # -- load, unload, delete ----------------------------------------------------------
+
+    def restore(self, g: ConsumerGroup, now_ms: int) -> None:
+        """A group read back: its members' sessions start now."""
+        self.groups[g.group_id] = g
+        expires = now_ms + self.settings.session_timeout_ms
+        self._sessions[g.group_id] = {m: expires for m in g.members}
+
+    def forget(self, group_id: str) -> None:
+        self.groups.pop(group_id, None)
+        self._refreshed.pop(group_id, None)
+        self._sessions.pop(group_id, None)
+        self._rebalances.pop(group_id, None)

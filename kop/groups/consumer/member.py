@@ -1,0 +1,85 @@
+"""One member of a KIP-848 consumer group, as the coordinator keeps it: what it
+subscribes to, its epochs, and where it stands on the way to its target assignment.
+
+A member is frozen: every change is a new value, so the heartbeat rules can compute
+a group's next state beside the current one and install it only once persisted.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+TopicId = uuid.UUID
+# One member's partitions: topic id -> partition numbers.
+Assignment = Mapping[TopicId, frozenset[int]]
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1  # a member leaves for good
+STATIC_LEAVE_EPOCH = -2  # a static member leaves and will be back within its session
+
+
+class MemberState(enum.Enum):
+    """Kafka's MemberState: how far a member is on its way to the target assignment."""
+
+    STABLE = "stable"  # holds its target at the target's epoch
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"  # must give partitions up first
+    UNRELEASED_PARTITIONS = "unreleased_partitions"  # waits for others to give some up
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = 300_000
+    topics: tuple[str, ...] = ()  # subscribed topic names, sorted
+    regex: str | None = None  # a subscription by regular expression (RE2)
+    assignor: str | None = None  # the server-side assignor it asks for
+    epoch: int = JOIN_EPOCH
+    previous_epoch: int = JOIN_EPOCH
+    state: MemberState = MemberState.STABLE
+    assigned: Assignment = field(default_factory=dict)
+    revoking: Assignment = field(default_factory=dict)  # to give up before going on
+
+    def moved(
+        self, epoch: int, state: MemberState, assigned: Assignment, revoking: Assignment
+    ) -> ConsumerMember:
+        """At `epoch` with this assignment, remembering the epoch before (a heartbeat
+        whose answer was lost comes back with it)."""
+        return replace(
+            self, epoch=epoch, previous_epoch=self.epoch, state=state, assigned=assigned,
+            revoking=revoking,
+        )  # fmt: skip
+
+    def reconciled_to(self, epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.epoch == epoch
+
+    def subscribes(self, matches: Mapping[str, tuple[str, ...]]) -> frozenset[str]:
+        """Its topic names: those it named and those its regex matches (`matches`,
+        resolved by the caller)."""
+        found = matches.get(self.regex, ()) if self.regex is not None else ()
+        return frozenset((*self.topics, *found))
+
+
+def partitions_of(assignment: Assignment) -> int:
+    return sum(len(p) for p in assignment.values())
+
+
+def owns_any(owned: Assignment | None, of: Assignment) -> bool:
+    """Whether the client still reports owning any of `of` (None: it did not say,
+    which counts as owning them, as in Kafka)."""
+    if owned is None:
+        return True
+    return any(owned.get(t, frozenset()) & parts for t, parts in of.items())
+
+
+def is_subset(owned: Assignment | None, of: Assignment) -> bool:
+    """Whether everything the client reports owning is in `of` (None: not known)."""
+    if owned is None:
+        return False
+    return all(parts <= of.get(t, frozenset()) for t, parts in owned.items() if parts)

@@ -1,0 +1,246 @@
+"""A KIP-848 consumer group in the offsets topic (beside the records of
+kop/groups/offsets_codec.py, in the same partition as the group's offsets):
+
+    c|{group}               the group: {"v": 1, "epoch": 5, "assignment_epoch": 5,
+                            "state_ms": ..., "topics": [[name, topic id, partitions]],
+                            "regexes": {"<regex>": [names it matched]}}
+    m|{group}|{member}      one member: its subscription, epochs, state, assigned and
+                            revoking partitions and its target assignment
+                            ({"<topic id>": [partition, ...]})
+
+One record per member, so a heartbeat that moves one member rewrites one record, not
+the group; a member that leaves is a tombstone. A heartbeat's records go in one entry
+(stored all or nothing). A member record whose group record is missing is ignored on
+load (the group was deleted: its tombstones came first).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from typing import Any
+
+from kop.groups.consumer.group import ConsumerGroup, TopicMeta
+from kop.groups.consumer.member import Assignment, ConsumerMember, MemberState
+from kop.groups.record_json import (
+    VERSION,
+    MalformedRecord,
+    escape,
+    field,
+    message,
+    unescape,
+    value,
+)
+from kop.storage.types import OutgoingMessage
+
+GROUP_TAG = "c"
+MEMBER_TAG = "m"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHead:
+    epoch: int
+    assignment_epoch: int
+    state_ms: int
+    topics: tuple[TopicMeta, ...]
+    matches: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class HeadRecord:
+    group: str
+    head: GroupHead | None  # None: a tombstone
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRecord:
+    group: str
+    member_id: str
+    member: tuple[ConsumerMember, Assignment] | None  # with its target; None: a tombstone
+
+
+def head_key(group: str) -> str:
+    return f"{GROUP_TAG}|{escape(group)}"
+
+
+def member_key(group: str, member_id: str) -> str:
+    return f"{MEMBER_TAG}|{escape(group)}|{escape(member_id)}"
+
+
+def changes(old: ConsumerGroup | None, new: ConsumerGroup) -> list[OutgoingMessage]:
+    """The records that turn `old` into `new` (none when nothing durable changed):
+    the head, changed members, tombstones for members gone."""
+    before = old.members if old is not None else {}
+    targets = old.targets if old is not None else {}
+    out = [
+        _member(new.group_id, m, new.targets.get(member_id, {}))
+        for member_id, m in new.members.items()
+        if before.get(member_id) != m or targets.get(member_id) != new.targets.get(member_id, {})
+    ]
+    out += [
+        OutgoingMessage(None, {}, member_key(new.group_id, gone), None)
+        for gone in before
+        if gone not in new.members
+    ]
+    if out or old is None or _head_of(old) != _head_of(new):
+        out.insert(0, _head(new))
+    return out
+
+
+def _head_of(g: ConsumerGroup) -> tuple[object, ...]:
+    return (g.epoch, g.assignment_epoch, g.state_ms, tuple(g.topics.values()), g.matches)
+
+
+def tombstones(g: ConsumerGroup) -> list[OutgoingMessage]:
+    """The group deleted: members first, so no member outlives its group record."""
+    out = [OutgoingMessage(None, {}, member_key(g.group_id, m), None) for m in g.members]
+    return [*out, OutgoingMessage(None, {}, head_key(g.group_id), None)]
+
+
+def _head(g: ConsumerGroup) -> OutgoingMessage:
+    return message(head_key(g.group_id), {
+        "v": VERSION, "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
+        "state_ms": g.state_ms,
+        "topics": [[t.name, str(t.topic_id), t.partitions] for t in g.topics.values()],
+        "regexes": {r: list(names) for r, names in sorted(g.matches.items())},
+    })  # fmt: skip
+
+
+def _member(group: str, m: ConsumerMember, target: Assignment) -> OutgoingMessage:
+    return message(member_key(group, m.member_id), {
+        "v": VERSION, "instance_id": m.instance_id, "rack_id": m.rack_id,
+        "client_id": m.client_id, "client_host": m.client_host,
+        "rebalance_timeout_ms": m.rebalance_timeout_ms, "topics": list(m.topics),
+        "regex": m.regex, "assignor": m.assignor, "epoch": m.epoch,
+        "previous_epoch": m.previous_epoch, "state": m.state.value,
+        "assigned": _parts(m.assigned), "revoking": _parts(m.revoking),
+        "target": _parts(target),
+    })  # fmt: skip
+
+
+def _parts(a: Assignment) -> dict[str, list[int]]:
+    return {str(t): sorted(p) for t, p in sorted(a.items()) if p}
+
+
+# -- decode ---------------------------------------------------------------------------
+
+
+def decode(tag: str, fields: list[str], payload: bytes | None) -> HeadRecord | MemberRecord | None:
+    """The record, or None when the key is not a consumer group's."""
+    if tag == GROUP_TAG and len(fields) == 1:
+        group = unescape(fields[0])
+        return HeadRecord(group, None if not payload else _read_head(value(payload)))
+    if tag == MEMBER_TAG and len(fields) == 2:
+        group, member_id = unescape(fields[0]), unescape(fields[1])
+        if not payload:
+            return MemberRecord(group, member_id, None)
+        return MemberRecord(group, member_id, _read_member(member_id, value(payload)))
+    return None
+
+
+def _read_head(v: dict[str, Any]) -> GroupHead:
+    topics = []
+    for t in field(v, "topics", list):
+        if not (isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)):
+            raise MalformedRecord(f"bad topic entry {t!r:.60}")
+        if not isinstance(t[2], int) or isinstance(t[2], bool) or not 0 < t[2] < 1 << 31:
+            raise MalformedRecord(f"bad partition count {t[2]!r:.20}")
+        topics.append(TopicMeta(_uuid(t[1]), t[0], t[2]))
+    matches = {}
+    for regex, names in field(v, "regexes", dict).items():
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise MalformedRecord(f"bad matches of regex {regex!r:.40}")
+        matches[regex] = tuple(names)
+    return GroupHead(
+        field(v, "epoch", int, bits=32), field(v, "assignment_epoch", int, bits=32),
+        field(v, "state_ms", int), tuple(topics), matches,
+    )  # fmt: skip
+
+
+def _read_member(member_id: str, v: dict[str, Any]) -> tuple[ConsumerMember, Assignment]:
+    topics = field(v, "topics", list)
+    if not all(isinstance(t, str) for t in topics):
+        raise MalformedRecord("a subscribed topic is not a string")
+    try:
+        state = MemberState(field(v, "state", str))
+    except ValueError:
+        raise MalformedRecord(f"unknown member state {v['state']!r:.30}") from None
+    member = ConsumerMember(
+        member_id,
+        instance_id=field(v, "instance_id", str, nullable=True),
+        rack_id=field(v, "rack_id", str, nullable=True),
+        client_id=field(v, "client_id", str),
+        client_host=field(v, "client_host", str),
+        rebalance_timeout_ms=field(v, "rebalance_timeout_ms", int, bits=32),
+        topics=tuple(topics),
+        regex=field(v, "regex", str, nullable=True),
+        assignor=field(v, "assignor", str, nullable=True),
+        epoch=field(v, "epoch", int, bits=32),
+        previous_epoch=field(v, "previous_epoch", int, bits=32),
+        state=state,
+        assigned=_read_parts(field(v, "assigned", dict)),
+        revoking=_read_parts(field(v, "revoking", dict)),
+    )
+    return member, _read_parts(field(v, "target", dict))
+
+
+def _read_parts(v: Mapping[str, Any]) -> dict[uuid.UUID, frozenset[int]]:
+    out = {}
+    for topic, parts in v.items():
+        ok = isinstance(parts, list) and all(
+            isinstance(p, int) and not isinstance(p, bool) and 0 <= p < 1 << 31 for p in parts
+        )
+        if not ok:
+            raise MalformedRecord(f"bad partitions of {topic:.40}")
+        out[_uuid(topic)] = frozenset(parts)
+    return out
+
+
+def _uuid(text: object) -> uuid.UUID:
+    try:
+        if isinstance(text, str):
+            return uuid.UUID(text)
+    except ValueError:
+        pass
+    raise MalformedRecord(f"bad topic id {text!r:.40}")
+
+
+@dataclass(slots=True)
+class LoadedConsumerGroups:
+    """The consumer groups one offsets partition held, as its records are read back."""
+
+    heads: dict[str, GroupHead] = dataclass_field(default_factory=dict)
+    members: dict[str, dict[str, tuple[ConsumerMember, Assignment]]] = dataclass_field(
+        default_factory=dict
+    )
+
+    def apply(self, record: HeadRecord | MemberRecord) -> None:
+        if isinstance(record, HeadRecord):
+            if record.head is None:
+                self.heads.pop(record.group, None)
+                self.members.pop(record.group, None)
+            else:
+                self.heads[record.group] = record.head
+            return
+        of_group = self.members.setdefault(record.group, {})
+        if record.member is None:
+            of_group.pop(record.member_id, None)
+        else:
+            of_group[record.member_id] = record.member
+
+    def groups(self) -> list[ConsumerGroup]:
+        """Each group with its members (a member without its group is dropped)."""
+        out = []
+        for group, head in self.heads.items():
+            g = ConsumerGroup(
+                group, epoch=head.epoch, assignment_epoch=head.assignment_epoch,
+                state_ms=head.state_ms, topics={t.name: t for t in head.topics},
+                matches=dict(head.matches),
+            )  # fmt: skip
+            for member, target in self.members.get(group, {}).values():
+                g.put(member)
+                g.targets[member.member_id] = target
+            out.append(g)
+        return out

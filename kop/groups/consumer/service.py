@@ -1,0 +1,185 @@
+"""The KIP-848 consumer groups at work on the event loop: a heartbeat resolves the
+group's topics (through the caller, who knows the client's tenant and rights),
+applies the pure rules to a copy, persists what changed in one entry of the offsets
+topic, and only then installs the copy and answers. One heartbeat per group at a
+time (a lock per group), so the copy is never stale.
+
+Timeouts (a member's session, a revocation past its rebalance timeout) fence the
+member the same way, from a task that wakes by the next deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from kop.groups.consumer.coordinator import ConsumerCoordinator, Due
+from kop.groups.consumer.group import ConsumerGroup
+from kop.groups.consumer.heartbeat import Answer, Heartbeat, Resolved
+from kop.groups.consumer.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from kop.groups.offsets_store import OffsetsStore
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.types import StorageError
+
+log = logging.getLogger(__name__)
+
+# (names, regexes) -> the group's topics as they exist now
+Resolver = Callable[[set[str], set[str]], Awaitable[Resolved]]
+MAX_TIMER_SLEEP_S = 1.0
+
+
+class ClassicGroups:
+    """What the consumer groups need of the classic coordinator: whether a group id is
+    a classic group with members, and to forget an empty one that becomes a consumer
+    group (Kafka converts an empty group either way)."""
+
+    def __init__(
+        self, has_members: Callable[[str], bool | None], forget: Callable[[str], None]
+    ) -> None:
+        self.has_members = has_members  # None: no classic group of that id
+        self.forget = forget
+
+
+class ConsumerGroups:
+    def __init__(
+        self,
+        store: OffsetsStore,
+        coordinator: ConsumerCoordinator,
+        clock: Callable[[], int],
+        failed: Callable[[str, StorageError], ErrorCode],
+        classic: ClassicGroups,
+        room: Callable[[str], bool],
+    ) -> None:
+        self.coordinator = coordinator
+        self._store = store
+        self._clock = clock
+        self._failed = failed  # what a failed write means for the client
+        self._classic = classic
+        self._room = room  # may a group not held yet be created (bounds on groups held)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._users: dict[str, int] = {}
+
+    @contextlib.asynccontextmanager
+    async def _exclusive(self, group_id: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(group_id, asyncio.Lock())
+        self._users[group_id] = self._users.get(group_id, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            self._users[group_id] -= 1
+            if not self._users[group_id]:
+                del self._users[group_id], self._locks[group_id]
+
+    async def heartbeat(self, hb: Heartbeat, resolve: Resolver) -> Answer:
+        async with self._exclusive(hb.group_id):
+            c = self.coordinator
+            old = c.groups.get(hb.group_id)
+            replacing = self._make_room(hb) if old is None else False
+            now = self._clock()
+            resolved = None
+            if hb.member_epoch >= 0 and c.needs_refresh(hb, now):
+                resolved = await resolve(*c.subscriptions(hb.group_id, hb))
+                log.debug("group %s subscribes to %s", hb.group_id, sorted(resolved.topics))
+            g, answer = c.heartbeat(hb, resolved, now)
+            await self._persist(old, g, replacing)
+            if replacing:
+                self._classic.forget(hb.group_id)
+            leaving = hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+            c.install(g, self._clock(), None if leaving else answer.member_id)
+            return answer
+
+    def _make_room(self, hb: Heartbeat) -> bool:
+        """A new consumer group: refused while the groups held are at their bounds, or
+        when a classic group with members has its id (kop does not upgrade a live
+        classic group yet); an empty classic group of that id is replaced (its record's
+        tombstone goes with the new group's records: True)."""
+        members = self._classic.has_members(hb.group_id)
+        if members:
+            raise KafkaError(
+                ErrorCode.group_id_not_found,
+                f"Group {hb.group_id} is a classic group with members: it is not upgraded "
+                "to the consumer protocol while they are in it.",
+            )
+        if members is None and hb.member_epoch == 0 and not self._room(hb.group_id):
+            raise KafkaError(ErrorCode.coordinator_not_available, "too many groups held")
+        return members is False
+
+    async def _persist(
+        self, old: ConsumerGroup | None, g: ConsumerGroup, replacing: bool = False
+    ) -> None:
+        try:
+            await self._store.store_consumer_group(old, g, replacing_classic=replacing)
+        except StorageError as exc:
+            log.warning("consumer group %s not persisted: %s", g.group_id, exc)
+            raise KafkaError(self._failed(g.group_id, exc), str(exc)) from None
+
+    # -- timeouts ----------------------------------------------------------------------
+
+    async def run_timers(self) -> None:
+        while True:
+            now = self._clock()
+            deadline = self.coordinator.next_deadline()
+            wait = MAX_TIMER_SLEEP_S if deadline is None else (deadline - now) / 1000
+            await asyncio.sleep(min(MAX_TIMER_SLEEP_S, max(0.0, wait)))
+            for due in self.coordinator.due(self._clock()):
+                await self._fence(due)
+
+    async def _fence(self, due: Due) -> None:
+        async with self._exclusive(due.group_id):
+            old = self.coordinator.groups.get(due.group_id)
+            g = self.coordinator.fenced(due)
+            if old is None or g is None:
+                return
+            log.info("member %s fenced from group %s: %s", due.member_id, due.group_id, due.why)
+            try:
+                await self._persist(old, g)
+            except KafkaError:
+                self.coordinator.retry_later(due, self._clock())
+                return
+            self.coordinator.install(g, self._clock())
+
+    # -- what the other group APIs ask -------------------------------------------------
+
+    def get(self, group_id: str) -> ConsumerGroup | None:
+        return self.coordinator.groups.get(group_id)
+
+    async def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an empty one goes (its offsets are
+        the caller's)."""
+        async with self._exclusive(group_id):
+            g = self.coordinator.groups.get(group_id)
+            if g is None:
+                return ErrorCode.group_id_not_found
+            if g.members:
+                return ErrorCode.non_empty_group
+            try:
+                await self._store.delete_consumer_group(g)
+            except StorageError as exc:
+                return self._failed(group_id, exc)
+            self.coordinator.forget(group_id)
+            return ErrorCode.none
+
+    async def yield_to_classic(self, group_id: str) -> None:
+        """A classic JoinGroup names this id: an empty consumer group gives way (its
+        records' tombstones; its offsets stay); one with members refuses the classic
+        member (INCONSISTENT_GROUP_PROTOCOL: kop does not run classic members inside a
+        consumer group yet)."""
+        if group_id not in self.coordinator.groups:
+            return
+        async with self._exclusive(group_id):
+            g = self.coordinator.groups.get(group_id)
+            if g is None:
+                return
+            if g.members:
+                raise KafkaError(
+                    ErrorCode.inconsistent_group_protocol,
+                    f"Group {group_id} is a consumer group (KIP-848) with members.",
+                )
+            try:
+                await self._store.delete_consumer_group(g)
+            except StorageError as exc:
+                raise KafkaError(self._failed(group_id, exc), str(exc)) from None
+            self.coordinator.forget(group_id)
