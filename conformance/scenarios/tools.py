@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from typing import Any
 
@@ -88,6 +89,45 @@ def consumer_groups(ctx: Ctx, tools: JavaTools) -> Observation:
             "--execute",
         ).__dict__,
         "describe after": tools.run(ctx, "consumer-groups", *_bs(ctx), "--describe", *g).__dict__,
+        "delete": tools.run(ctx, "consumer-groups", *_bs(ctx), "--delete", *g).__dict__,
+    }
+
+
+@scenario("tools/consumer-protocol", JAVA, quick=True)
+def consumer_protocol(ctx: Ctx, tools: JavaTools) -> Observation:
+    """The KIP-848 consumer protocol through Kafka's tools: a console consumer with
+    group.protocol=consumer reads and commits, kafka-consumer-groups describes the
+    group (its offsets, then its state and assignor), VerifiableConsumer of the same
+    protocol reads the rest in a group of its own, and the empty group is deleted."""
+    topic, group, other = ctx.name("cp-topic"), ctx.name("cp"), ctx.name("cpv")
+    create_topic(ctx.bootstrap, topic)
+    tools.run(ctx, "console-producer", *_bs(ctx), "--topic", topic,
+              stdin="".join(f"v{i}\n" for i in range(10)))  # fmt: skip
+    protocol = ["--consumer-property", "group.protocol=consumer"]
+    consumed = tools.run(
+        ctx, "console-consumer", *_bs(ctx), "--topic", topic, "--group", group, *protocol,
+        "--from-beginning", "--max-messages", "10", "--timeout-ms", "20000",
+    )  # fmt: skip
+    g = ["--group", group]
+    verified = tools.run(
+        ctx, "verifiable-consumer", *_bs(ctx), "--topic", topic, "--group-id", other,
+        "--group-protocol", "consumer", "--max-messages", "10", timeout=120,
+    )  # fmt: skip
+    events = [json.loads(line) for line in verified.out if line.startswith("{")]
+    records = [p for e in events if e.get("name") == "records_consumed" for p in e["partitions"]]
+    commits = [e for e in events if e.get("name") == "offsets_committed"]
+    return {
+        "consumed": sorted(consumed.out),
+        "describe": tools.run(ctx, "consumer-groups", *_bs(ctx), "--describe", *g).__dict__,
+        # the coordinator's node id is the one thing that differs by construction
+        "state": [
+            re.sub(r"\(\d+\)", "(<node>)", line)
+            for line in tools.run(
+                ctx, "consumer-groups", *_bs(ctx), "--describe", "--state", *g
+            ).out
+        ],
+        "verifiable consumed": sum(r["count"] for r in records),
+        "verifiable commits ok": all(c.get("success") for c in commits) and bool(commits),
         "delete": tools.run(ctx, "consumer-groups", *_bs(ctx), "--delete", *g).__dict__,
     }
 
