@@ -95,7 +95,7 @@ cluster: setup-serving
 ## a proxy with token auth and TLS (tools/pulsar_cluster.py). Kafka Streams and Kafka
 ## Connect (marker `apps`) run in it, unmodified, against kop.
 test: setup lint
-	$(BIN)/pytest tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
+	$(BIN)/pytest -n auto tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory pulsar-fetch kafka-fetch kcat apps helm-tools
 	$(BIN)/python tools/run_tests.py --ignore=tests/unit --ignore=tests/sim --ignore=tests/gateway $(PYTEST_ARGS)
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
@@ -128,7 +128,7 @@ cluster-test: setup kafka-fetch
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
 unit: setup
-	$(BIN)/pytest tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
+	$(BIN)/pytest -n auto tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
 
 ## make soak: the partition-log simulation with fresh seeds (SOAK_ARGS="--minutes 60"), then
 ## 10^6 mutated request frames against a kop of its own on a local Pulsar (FUZZ_SOAK_ARGS).

@@ -40,8 +40,8 @@ from kop.api.groups import group_key
 from kop.api.internal_topics import is_internal
 from kop.api.routes import Later, Now, Route
 from kop.groups.consumer.group import ConsumerGroup, TopicMeta
-from kop.groups.consumer.heartbeat import Answer, Heartbeat, Resolved
 from kop.groups.consumer.member import Assignment as Partitions
+from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
 from kop.groups.consumer.topic_regex import InvalidRegex, compile_pattern, matching_topics
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey

@@ -31,6 +31,7 @@ from kop.api.context import RequestContext, Services
 from kop.api.groups import group_key
 from kop.api.offsets import may_read
 from kop.api.routes import Now, Route
+from kop.groups.consumer.offset_checks import fetch_allowed
 from kop.groups.types import TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey, response_schema
@@ -104,9 +105,7 @@ async def _fetch_group(
         groups = services.groups
         key = await group_key(services, ctx, group_id)
         groups.check(key)
-        member = groups.consumer.coordinator.fetch_allowed(
-            key, asked.member_id, int(asked.member_epoch)
-        )
+        member = fetch_allowed(groups.consumer.get(key), asked.member_id, int(asked.member_epoch))
         if member is not ErrorCode.none:
             raise KafkaError(member)
     except KafkaError as exc:

@@ -22,10 +22,13 @@ from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.committed_view import CommittedView
 from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
+from kop.groups.consumer.offset_checks import commit_allowed
 from kop.groups.consumer.service import ClassicGroups, ConsumerGroups
 from kop.groups.coordinator import Coordinator, JoinRequest, Limits
+from kop.groups.deleting import delete_group
 from kop.groups.driver import Driver
 from kop.groups.full_warning import FullWarning
+from kop.groups.kinds import GroupKinds
 from kop.groups.loading import PartitionLoading
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
@@ -72,13 +75,15 @@ class GroupService:
             self.committed.sink = mirror
             mirror.attach(self.committed)
         self._store = store
-        self._driver = Driver(self.coordinator, store, clock, self._failed)
+        self._driver = Driver(self.coordinator, store, clock, self.failed)
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
         self.pending = PendingOffsets(store, self.offsets, lambda p: self.partitions.coordinates(p))
+        consumers = ConsumerCoordinator(consumer)
+        self._kinds = GroupKinds(self.coordinator, consumers)
         self.consumer = ConsumerGroups(
-            store, ConsumerCoordinator(consumer), clock, self._failed,
-            ClassicGroups(self._classic_members, self.coordinator.forget), self._room,
+            store, consumers, clock, self.failed,
+            ClassicGroups(self._kinds.classic_members, self.coordinator.forget), self._kinds.room,
         )  # fmt: skip
         loading = PartitionLoading(
             store, self.coordinator, self.offsets, self._driver, self.pending,
@@ -137,29 +142,10 @@ class GroupService:
         return self.partitions.coordinates(self.partition_of(group_id))
 
     async def _expire(self, now_ms: int) -> None:
-        in_use = self._consumer_in_use
-        for group in await self.offsets.expire(
-            self.coordinator.groups, now_ms, self._failed, in_use
-        ):
+        kept = self._kinds.consumer_in_use
+        groups = self.coordinator.groups
+        for group in await self.offsets.expire(groups, now_ms, self.failed, kept):
             self.coordinator.forget(group)
-
-    def _consumer_in_use(self, group_id: str) -> bool:
-        """A KIP-848 group with members keeps all its offsets."""
-        g = self.consumer.get(group_id)
-        return g is not None and bool(g.members)
-
-    def _classic_members(self, group_id: str) -> bool | None:
-        g = self.coordinator.groups.get(group_id)
-        return None if g is None else bool(g.members or g.pending)
-
-    def _room(self, group_id: str) -> bool:
-        """Room for one more group (classic and consumer groups count together)."""
-        limits = self.coordinator.limits
-        classic, consumer = self.coordinator.groups, self.consumer.coordinator.groups
-        if len(classic) + len(consumer) >= limits.max_groups:
-            return False
-        held = classic.of_tenant(group_id) + consumer.of_tenant(group_id)
-        return held < limits.max_groups_per_tenant
 
     # -- the group protocol ------------------------------------------------------------
 
@@ -192,11 +178,8 @@ class GroupService:
         self, group_id: str, generation: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
         self.check(group_id)
-        return self._driver.now(
-            lambda now: self.coordinator.heartbeat(
-                group_id, generation, member_id, instance_id, now
-            )
-        )
+        beat = self.coordinator.heartbeat
+        return self._driver.now(lambda now: beat(group_id, generation, member_id, instance_id, now))
 
     def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
         self.check(group_id)
@@ -222,7 +205,7 @@ class GroupService:
             return ErrorCode.invalid_producer_epoch
         now = self._driver.clock()
         code = ErrorCode.none
-        consumer = self.consumer.coordinator.commit_allowed(group_id, member_id, generation)
+        consumer = commit_allowed(self.consumer.get(group_id), member_id, generation)
         if consumer is not None:
             code = consumer  # a KIP-848 group: the generation is the member epoch
         elif producer is None or generation >= 0 or member_id:
@@ -248,11 +231,11 @@ class GroupService:
                 await self.pending.add(group_id, producer[0], stamped)
         except StorageError as exc:
             log.warning("commit of %s not persisted: %s", group_id, exc)
-            return self._failed(group_id, exc)
+            return self.failed(group_id, exc)
         self.on_commit(time.monotonic() - started)
         return ErrorCode.none
 
-    def _failed(self, group_id: str, exc: StorageError) -> ErrorCode:
+    def failed(self, group_id: str, exc: StorageError) -> ErrorCode:
         """A write that failed because this instance no longer holds the group's offsets
         partition is NOT_COORDINATOR (the client finds the new coordinator), and the
         partition is let go; any other failure is retriable where it is."""
@@ -262,31 +245,6 @@ class GroupService:
         return ErrorCode.coordinator_not_available
 
     async def delete(self, group_id: str) -> ErrorCode:
-        """DeleteGroups: persisted first, then forgotten, so a failed write leaves the
-        group as it was (DescribeGroups and ListGroups go on agreeing)."""
+        """DeleteGroups of one group (kop/groups/deleting.py)."""
         self.check(group_id)
-        if self.consumer.get(group_id) is not None:
-            return await self._delete_consumer_group(group_id)
-        code = self.coordinator.deletable(group_id)
-        if code is ErrorCode.group_id_not_found and self.offsets.of(group_id):
-            code = ErrorCode.none  # a standalone group known only by its offsets
-        if code is ErrorCode.none:
-            try:
-                await self.offsets.forget_group(group_id)
-            except StorageError as exc:
-                log.warning("deleting group %s not persisted: %s", group_id, exc)
-                return self._failed(group_id, exc)
-            if self.coordinator.deletable(group_id) is ErrorCode.none:
-                self.coordinator.forget(group_id)
-        return code
-
-    async def _delete_consumer_group(self, group_id: str) -> ErrorCode:
-        g = self.consumer.get(group_id)
-        if g is not None and g.members:
-            return ErrorCode.non_empty_group
-        try:
-            await self.offsets.forget_group(group_id)
-        except StorageError as exc:
-            log.warning("deleting group %s not persisted: %s", group_id, exc)
-            return self._failed(group_id, exc)
-        return await self.consumer.delete(group_id)
+        return await delete_group(self, group_id)

@@ -22,8 +22,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 
 from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
 from kop.groups.consumer.group import ConsumerGroupState, TopicMeta
-from kop.groups.consumer.heartbeat import Heartbeat, Resolved
 from kop.groups.consumer.records import LoadedConsumerGroups, changes
+from kop.groups.consumer.requests import Heartbeat, Resolved
 from kop.groups.offsets_codec import decode
 from kop.protocol.errors import ErrorCode, KafkaError
 

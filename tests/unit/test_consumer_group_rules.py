@@ -10,8 +10,9 @@ import pytest
 
 from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
 from kop.groups.consumer.group import ConsumerGroupState, TopicMeta
-from kop.groups.consumer.heartbeat import Answer, Heartbeat, Resolved
 from kop.groups.consumer.member import Assignment, MemberState
+from kop.groups.consumer.offset_checks import commit_allowed, fetch_allowed
+from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
 from kop.protocol.errors import ErrorCode, KafkaError
 
 T1 = uuid.UUID(int=1)
@@ -206,13 +207,15 @@ def test_the_group_is_bounded() -> None:
 
 def test_offsets_of_a_consumer_group_are_checked_by_member_epoch() -> None:
     c = coordinator()
-    assert c.commit_allowed("g", "", -1) is None  # not a consumer group
+    assert commit_allowed(c.groups.get("g"), "", -1) is None  # not a consumer group
     beat(c, join("a"))
-    assert c.commit_allowed("g", "a", 1) is ErrorCode.none
-    assert c.commit_allowed("g", "a", 0) is ErrorCode.stale_member_epoch
-    assert c.commit_allowed("g", "x", 1) is ErrorCode.unknown_member_id
-    assert c.commit_allowed("g", "", -1) is ErrorCode.unknown_member_id  # not while in use
-    assert c.fetch_allowed("g", None, -1) is ErrorCode.none  # an admin's fetch
-    assert c.fetch_allowed("g", "a", 3) is ErrorCode.stale_member_epoch
+    assert commit_allowed(c.groups.get("g"), "a", 1) is ErrorCode.none
+    assert commit_allowed(c.groups.get("g"), "a", 0) is ErrorCode.stale_member_epoch
+    assert commit_allowed(c.groups.get("g"), "x", 1) is ErrorCode.unknown_member_id
+    assert (
+        commit_allowed(c.groups.get("g"), "", -1) is ErrorCode.unknown_member_id
+    )  # not while in use
+    assert fetch_allowed(c.groups.get("g"), None, -1) is ErrorCode.none  # an admin's fetch
+    assert fetch_allowed(c.groups.get("g"), "a", 3) is ErrorCode.stale_member_epoch
     beat(c, again("a", -1))
-    assert c.commit_allowed("g", "", -1) is ErrorCode.none  # empty: admin commits go
+    assert commit_allowed(c.groups.get("g"), "", -1) is ErrorCode.none  # empty: admin commits go

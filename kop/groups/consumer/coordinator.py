@@ -15,17 +15,9 @@ from dataclasses import dataclass, replace
 
 from kop.groups.consumer.assignors import ASSIGNORS
 from kop.groups.consumer.group import ConsumerGroup
-from kop.groups.consumer.heartbeat import (
-    Answer,
-    Heartbeat,
-    Resolved,
-    Rules,
-    beat,
-    fence,
-    leave,
-    validate,
-)
+from kop.groups.consumer.heartbeat import Rules, beat, fence, leave
 from kop.groups.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState
+from kop.groups.consumer.requests import Answer, Heartbeat, Resolved, validate
 from kop.groups.tenant_keys import TenantKeyed
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -131,34 +123,6 @@ class ConsumerCoordinator:
                     rebalances[m.member_id] = (now_ms + m.rebalance_timeout_ms, m.epoch)
             else:
                 rebalances.pop(m.member_id, None)
-
-    # -- offsets ------------------------------------------------------------------------
-
-    def commit_allowed(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
-        """Whether an OffsetCommit to a consumer group may be stored (None: not a
-        consumer group). An admin or standalone commit (epoch < 0) only to an empty
-        group; a member's only at its current epoch (Kafka's validateOffsetCommit)."""
-        g = self.groups.get(group_id)
-        if g is None:
-            return None
-        if epoch < 0 and not g.members:
-            return ErrorCode.none
-        return self._member_at(g, member_id, epoch)
-
-    def fetch_allowed(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode:
-        """OffsetFetch v9+ names a member and its epoch: checked as Kafka does (no
-        member named: an admin's fetch, always allowed)."""
-        g = self.groups.get(group_id)
-        if g is None or (epoch < 0 and not member_id):
-            return ErrorCode.none
-        return self._member_at(g, member_id or "", epoch)
-
-    @staticmethod
-    def _member_at(g: ConsumerGroup, member_id: str, epoch: int) -> ErrorCode:
-        m = g.members.get(member_id)
-        if m is None:
-            return ErrorCode.unknown_member_id
-        return ErrorCode.none if epoch == m.epoch else ErrorCode.stale_member_epoch
 
     # -- timeouts ----------------------------------------------------------------------
 

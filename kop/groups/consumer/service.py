@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from kop.groups.consumer.coordinator import ConsumerCoordinator, Due
 from kop.groups.consumer.group import ConsumerGroup
-from kop.groups.consumer.heartbeat import Answer, Heartbeat, Resolved
 from kop.groups.consumer.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
+from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
 from kop.groups.offsets_store import OffsetsStore
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
@@ -146,9 +146,11 @@ class ConsumerGroups:
     def get(self, group_id: str) -> ConsumerGroup | None:
         return self.coordinator.groups.get(group_id)
 
-    async def delete(self, group_id: str) -> ErrorCode:
-        """DeleteGroups of a consumer group: only an empty one goes (its offsets are
-        the caller's)."""
+    async def delete(
+        self, group_id: str, forget_offsets: Callable[[str], Awaitable[None]]
+    ) -> ErrorCode:
+        """DeleteGroups of a consumer group: only an empty one goes, its offsets first
+        (`forget_offsets`), then its records; a failed write leaves it in place."""
         async with self._exclusive(group_id):
             g = self.coordinator.groups.get(group_id)
             if g is None:
@@ -156,6 +158,7 @@ class ConsumerGroups:
             if g.members:
                 return ErrorCode.non_empty_group
             try:
+                await forget_offsets(group_id)
                 await self._store.delete_consumer_group(g)
             except StorageError as exc:
                 return self._failed(group_id, exc)
