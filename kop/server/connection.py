@@ -28,6 +28,7 @@ from kop.api.context import AnswerRoom, Namespace, RequestContext, Services
 from kop.api.dispatch import ROUTES
 from kop.api.produce_order import PartitionChains
 from kop.api.routes import Now, Writing
+from kop.protocol.error_replies import top_level_error_response
 from kop.protocol.errors import ErrorCode
 from kop.protocol.frames import FrameTooLarge
 from kop.protocol.messages import (
@@ -35,7 +36,6 @@ from kop.protocol.messages import (
     Request,
     RequestHeader,
     response_schema,
-    top_level_error_response,
 )
 from kop.protocol.versions import downgrade
 from kop.sasl.gatekeeper import MAX_UNAUTHENTICATED_FRAME, Gatekeeper, ListenerSecurity

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kop.api.api_versions import unsupported_version_response
+from kop.protocol.error_replies import top_level_error_response
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import (
     ApiKey,
@@ -19,7 +20,6 @@ from kop.protocol.messages import (
     UnsupportedVersion,
     decode_request,
     is_supported,
-    top_level_error_response,
 )
 
 

@@ -14,6 +14,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records, TZAware, i64Timedelta
 
+from kop.protocol.error_replies import top_level_error_response
 from kop.protocol.errors import ErrorCode
 from kop.protocol.messages import (
     SUPPORTED_VERSIONS,
@@ -22,7 +23,6 @@ from kop.protocol.messages import (
     UnsupportedVersion,
     decode_request,
     encode_response,
-    top_level_error_response,
 )
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))

@@ -138,6 +138,7 @@ from kop.api.dispatch import ROUTES
 from kop.api.routes import Later, Now
 from kop.log.batch_rules import InvalidTimestamps
 from kop.partitions.manager import LogManager
+from kop.protocol.error_replies import top_level_error_response
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import (
     SUPPORTED_VERSIONS,
@@ -146,7 +147,6 @@ from kop.protocol.messages import (
     encode_response,
     request_schema,
     response_schema,
-    top_level_error_response,
 )
 from kop.protocol.values import NO_THROTTLE
 from kop.protocol.versions import downgrade, upgrade
