@@ -33,9 +33,9 @@ class PartitionLoading:
         """Take the partition and read its groups back (OffsetsStore.load)."""
         loaded = await self._store.load(partition)
         now = self._driver.clock()
-        restore(loaded, self._coordinator, self._offsets, now)
         for g in loaded.consumer.groups():
             self._consumer.restore(g, now)
+        restore(loaded, self._coordinator, self._offsets, now, set(loaded.consumer.heads))
         self._pending.restore(loaded.pending)
         self._driver.replan()
         log.info(
@@ -58,12 +58,17 @@ class PartitionLoading:
         log.info("offsets partition %d unloaded: %d groups", partition, len(gone))
 
 
-def restore(loaded: LoadedGroups, coordinator: Coordinator, offsets: Offsets, now_ms: int) -> None:
-    """One offsets partition, as read back, into the coordinator."""
+def restore(
+    loaded: LoadedGroups, coordinator: Coordinator, offsets: Offsets, now_ms: int,
+    consumer_groups: frozenset[str] | set[str] = frozenset(),
+) -> None:  # fmt: skip
+    """One offsets partition, as read back, into the classic coordinator (the offsets of
+    a KIP-848 group, one of `consumer_groups`, are that group's, not a classic one's)."""
     for meta in loaded.groups.values():
         coordinator.restore(meta, now_ms)
     for group in loaded.offsets:
-        coordinator.restore_offsets_only(group, now_ms)
+        if group not in consumer_groups:
+            coordinator.restore_offsets_only(group, now_ms)
     offsets.restore(loaded.offsets)
 
 

@@ -51,8 +51,12 @@ class ConsumerGroups:
         failed: Callable[[str, StorageError], ErrorCode],
         classic: ClassicGroups,
         room: Callable[[str], bool],
+        check: Callable[[str], None] = lambda _group: None,
     ) -> None:
         self.coordinator = coordinator
+        # raises NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS) unless this instance
+        # coordinates the group now: asked again once a heartbeat holds its group's lock
+        self._check = check
         self._store = store
         self._clock = clock
         self._failed = failed  # what a failed write means for the client
@@ -75,6 +79,7 @@ class ConsumerGroups:
 
     async def heartbeat(self, hb: Heartbeat, resolve: Resolver) -> Answer:
         async with self._exclusive(hb.group_id):
+            self._check(hb.group_id)
             c = self.coordinator
             old = c.groups.get(hb.group_id)
             replacing = self._make_room(hb) if old is None else False
