@@ -55,12 +55,21 @@ async def describe(
     if found is None:
         return None
     g = groups.coordinator.groups.get(group_id)
-    members = []
+    members: list[dict[str, Any]] = []
     for m in g.members.values() if g is not None else ():
         members.append({
             "member_id": m.member_id, "group_instance_id": m.instance_id,
             "client_id": m.client_id, "client_host": m.client_host,
             "assignment": assigned_partitions(m.assignment) if m.assignment else {},
+        })  # fmt: skip
+    c = groups.consumer.get(group_id)
+    names = {t.topic_id: t.name for t in c.topics.values()} if c is not None else {}
+    for cm in c.members.values() if c is not None else ():
+        members.append({
+            "member_id": cm.member_id, "group_instance_id": cm.instance_id,
+            "client_id": cm.client_id, "client_host": cm.client_host,
+            "member_epoch": cm.epoch,
+            "assignment": {names[t]: sorted(p) for t, p in cm.assigned.items() if t in names},
         })  # fmt: skip
     offsets = []
     committed = groups.offsets.of(group_id)

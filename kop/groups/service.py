@@ -84,7 +84,7 @@ class GroupService:
         self.consumer = ConsumerGroups(
             store, consumers, clock, self.failed,
             ClassicGroups(self._kinds.classic_members, self.coordinator.forget), self._kinds.room,
-            self.check,
+            self.offsets, self.check,
         )  # fmt: skip
         loading = PartitionLoading(
             store, self.coordinator, self.offsets, self._driver, self.pending,

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any, cast
 
 from kop.groups.consumer.group import TopicMeta
 from kop.groups.consumer.requests import Heartbeat, Resolved
+from kop.groups.consumer.service import IDLE_CHECK_MS
 from kop.groups.coordinator import Limits
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.report import describe
 from kop.groups.service import GroupService
 from kop.groups.types import CommittedOffset, TopicPartition
 from tests.sim.memory_log import MemoryLog
@@ -54,6 +57,14 @@ async def test_a_restarted_kop_finds_its_consumer_groups_as_it_answered_them() -
     assert after.members == before.members
     assert after.targets == before.targets
     assert after.matches == {"t.*": ("t1",)}
+    # what `kop groups describe` and the admin HTTP show of it
+    shown = await describe(again, cast(Any, None), cast(Any, None), "g")
+    assert shown is not None and (shown["type"], shown["members"]) == ("consumer", 2)
+    assert {m["member_id"]: m["member_epoch"] for m in shown["member_details"]} == {
+        m.member_id: m.epoch for m in after.members.values()
+    }
+    held = sorted(p for m in shown["member_details"] for p in m["assignment"].get("t1", []))
+    assert held == sorted(p for m in after.members.values() for p in m.assigned.get(T1, ()))
     # a's next heartbeat at the epoch it was told is accepted: nothing to rejoin
     owned = dict(before.members["a"].assigned)
     answer = await again.consumer.heartbeat(Heartbeat("g", "a", 1, owned=owned), _resolve)
@@ -90,3 +101,30 @@ async def test_a_deleted_consumer_group_stays_deleted() -> None:
     again = await _started(log)
     assert again.consumer.get("g") is None and "g" not in again.coordinator.groups
     await again.close()
+
+
+async def test_an_empty_consumer_group_without_offsets_goes_after_a_check_interval() -> None:
+    """As Kafka deletes an empty group whose offsets expired: left behind, it would hold
+    its tenant's share of max_groups for ever. One with offsets stays (they expire by
+    offsets.retention.minutes, as a standalone group's)."""
+    now = [0]
+    groups = GroupService(
+        OffsetsStore(MemoryLog(), OFFSETS, 2), Limits(initial_rebalance_delay_ms=0),
+        clock=lambda: now[0],
+    )  # fmt: skip
+    await groups.start()
+    async with asyncio.timeout(5):
+        while not groups.loaded:
+            await asyncio.sleep(0.001)
+    for group in ("idle", "kept"):
+        await groups.consumer.heartbeat(_join(group, "a"), _resolve)
+    offset = CommittedOffset(5, -1, "", 0, None)
+    assert (await groups.commit("kept", 1, "a", None, {TopicPartition("t1", 0): offset})).value == 0
+    for group in ("idle", "kept"):
+        await groups.consumer.heartbeat(Heartbeat(group, "a", -1), _resolve)
+    now[0] = IDLE_CHECK_MS + 1
+    async with asyncio.timeout(5):  # the timer task looks at least every second
+        while groups.consumer.get("idle") is not None:
+            await asyncio.sleep(0.01)
+    assert groups.consumer.get("kept") is not None
+    await groups.close()

@@ -19,6 +19,7 @@ from kop.groups.consumer.coordinator import ConsumerCoordinator, Due
 from kop.groups.consumer.group import ConsumerGroup
 from kop.groups.consumer.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
+from kop.groups.offsets import CHECK_INTERVAL_MS, Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 # (names, regexes) -> the group's topics as they exist now
 Resolver = Callable[[set[str], set[str]], Awaitable[Resolved]]
 MAX_TIMER_SLEEP_S = 1.0
+IDLE_CHECK_MS = CHECK_INTERVAL_MS  # how long an empty group without offsets is kept
 
 
 class ClassicGroups:
@@ -51,12 +53,15 @@ class ConsumerGroups:
         failed: Callable[[str, StorageError], ErrorCode],
         classic: ClassicGroups,
         room: Callable[[str], bool],
+        offsets: Offsets,
         check: Callable[[str], None] = lambda _group: None,
     ) -> None:
         self.coordinator = coordinator
         # raises NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS) unless this instance
         # coordinates the group now: asked again once a heartbeat holds its group's lock
         self._check = check
+        self._offsets = offsets  # the groups' committed offsets
+        self._next_idle_check_ms = 0
         self._store = store
         self._clock = clock
         self._failed = failed  # what a failed write means for the client
@@ -131,6 +136,20 @@ class ConsumerGroups:
             await asyncio.sleep(min(MAX_TIMER_SLEEP_S, max(0.0, wait)))
             for due in self.coordinator.due(self._clock()):
                 await self._fence(due)
+            await self._forget_idle(self._clock())
+
+    async def _forget_idle(self, now_ms: int) -> None:
+        """An empty group without offsets, so for a check interval, goes (as Kafka
+        deletes an empty group once its offsets expired): left-behind groups would
+        otherwise hold a tenant's share of `max_groups` for ever."""
+        if now_ms < self._next_idle_check_ms:
+            return
+        self._next_idle_check_ms = now_ms + IDLE_CHECK_MS
+        for g in list(self.coordinator.groups.values()):
+            idle = not g.members and now_ms - g.state_ms >= IDLE_CHECK_MS
+            if idle and not self._offsets.of(g.group_id):
+                code = await self.delete(g.group_id, self._offsets.forget_group)
+                log.info("empty consumer group %s removed: %s", g.group_id, code.name)
 
     async def _fence(self, due: Due) -> None:
         async with self._exclusive(due.group_id):
