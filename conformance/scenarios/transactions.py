@@ -15,14 +15,18 @@ from conformance.model import Ctx, Observation, scenario
 from conformance.setup import create_topic
 
 
-def _read(ctx: Ctx, topic: str, isolation: str) -> dict[str, Any]:
+def _read(ctx: Ctx, topic: str, isolation: str, settle_s: float = 0) -> dict[str, Any]:
     """Each partition's values in offset order, up to the end the isolation level
-    reports (the last stable offset for read_committed), and that end."""
+    reports (the last stable offset for read_committed), and that end. `settle_s`: first
+    wait up to that long for every transaction on the partition to have its marker
+    (markers follow EndTxn's answer, on Kafka as on kop)."""
     consumer = Consumer({"bootstrap.servers": ctx.bootstrap, "group.id": ctx.name("reader"),
                          "isolation.level": isolation, "enable.auto.commit": False})  # fmt: skip
     out: dict[str, Any] = {}
     try:
         for p in range(PARTITIONS):
+            if settle_s:
+                _settled(ctx, consumer, TopicPartition(topic, p), settle_s)
             _, end = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
             consumer.assign([TopicPartition(topic, p, 0)])
             values: list[str] = []
@@ -53,6 +57,23 @@ def commit_abort_fence(ctx: Ctx, driver: Any) -> Observation:
     return {"zombie's commit": fenced,
             "read_committed": _read(ctx, topic, "read_committed"),
             "read_uncommitted": _read(ctx, topic, "read_uncommitted")}  # fmt: skip
+
+
+def _settled(ctx: Ctx, committed: Consumer, tp: TopicPartition, within_s: float) -> None:
+    """Until the last stable offset (what `committed`, a read_committed consumer, is told)
+    reaches the high watermark, or `within_s` passed."""
+    every = Consumer({"bootstrap.servers": ctx.bootstrap, "group.id": ctx.name("hw"),
+                      "isolation.level": "read_uncommitted"})  # fmt: skip
+    try:
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            _, high = every.get_watermark_offsets(tp, timeout=30)
+            _, stable = committed.get_watermark_offsets(tp, timeout=30)
+            if stable >= high:
+                return
+            time.sleep(0.2)
+    finally:
+        every.close()
 
 
 def _committed(ctx: Ctx, group: str, topic: str) -> list[int]:
@@ -116,10 +137,15 @@ def group_transact_session(ctx: Ctx, driver: Any) -> Observation:
         p.produce(source, f"v{i}".encode(), partition=i % PARTITIONS)
     assert p.flush(30) == 0
     session = driver.group_transact(ctx.bootstrap, source, output, group, ctx.name("tid"), 30)
-    read = _read(ctx, output, "read_committed")
+    read = _read(ctx, output, "read_committed", settle_s=30)
+    offsets = _committed(ctx, group, source)
+    deadline = time.monotonic() + 15  # the offsets partition's marker may come a little later
+    while min(offsets) < 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        offsets = _committed(ctx, group, source)
     return {"session": session,
             "output": {p: part["values"] for p, part in read.items()},
-            "group's offsets": _committed(ctx, group, source)}  # fmt: skip
+            "group's offsets": offsets}  # fmt: skip
 
 
 def _table(lines: list[str], keep: tuple[str, ...]) -> list[dict[str, str]]:
