@@ -66,10 +66,6 @@ class ConsumerMember:
         return frozenset((*self.topics, *found))
 
 
-def partitions_of(assignment: Assignment) -> int:
-    return sum(len(p) for p in assignment.values())
-
-
 def owns_any(owned: Assignment | None, of: Assignment) -> bool:
     """Whether the client still reports owning any of `of` (None: it did not say,
     which counts as owning them, as in Kafka)."""
