@@ -130,7 +130,8 @@ def delete_records(ctx: Ctx, client: Any) -> Observation:
 def describe_cluster(ctx: Ctx, _client: object) -> Observation:
     """DescribeCluster: the brokers (on kop the live instances), one of them the
     controller."""
-    got = _result(_admin(ctx).describe_cluster(request_timeout=30))
+    admin = _admin(ctx)  # kept: a collected client fails its futures with _DESTROY
+    got = _result(admin.describe_cluster(request_timeout=30))
     if isinstance(got, dict):
         return got
     return {"brokers": len(got.nodes), "has controller": got.controller is not None}
