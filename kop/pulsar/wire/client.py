@@ -13,6 +13,7 @@ from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
 from kop.pulsar.wire.read_ahead import DEFAULT_READ_AHEAD_BYTES, ReadAheadBudget
 from kop.pulsar.wire.reader import Position, WireReader
 from kop.pulsar.wire.session import Session
+from kop.pulsar.wire.shared_consumer import WireSharedConsumer
 
 
 class WireClient:
@@ -117,6 +118,24 @@ class WireClient:
         )
         await reader.start()
         return reader
+
+    async def create_shared_consumer(
+        self, topic: str, subscription: str, *, earliest: bool, receiver_queue: int = 100
+    ) -> WireSharedConsumer:
+        """A consumer on the durable Shared subscription `subscription` of `topic`,
+        made at the earliest entry or the end (`earliest`) if it does not exist yet.
+        `receiver_queue` bounds the messages delivered ahead of `receive()`."""
+        self._check_open()
+        consumer = WireSharedConsumer(
+            self._session,
+            topic,
+            subscription,
+            earliest=earliest,
+            receiver_queue=receiver_queue,
+            max_uncompressed_bytes=self._max_uncompressed,
+        )
+        await consumer.start()
+        return consumer
 
     async def probe(self, topic: str) -> int:
         """Looks `topic` up and connects to its broker, as a first send would: proves

@@ -27,6 +27,7 @@ _RESPONSES: dict[int, str] = {
     T.LOOKUP_RESPONSE: "lookupTopicResponse",
     T.PARTITIONED_METADATA_RESPONSE: "partitionMetadataResponse",
     T.GET_LAST_MESSAGE_ID_RESPONSE: "getLastMessageIdResponse",
+    T.ACK_RESPONSE: "ackResponse",  # its error, if any, is the acknowledger's to read
 }
 
 
