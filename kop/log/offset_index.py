@@ -113,6 +113,12 @@ class OffsetIndex:
         i = bisect.bisect_right(self._offsets, offset)
         return self._checkpoints[i - 1] if i else None
 
+    def floor_for_position(self, position: Position) -> Checkpoint | None:
+        """The last checkpoint at or before `position`: where a search for the entry
+        stored there starts (positions grow with offsets)."""
+        i = bisect.bisect_right(self._checkpoints, position, key=lambda c: c.position)
+        return self._checkpoints[i - 1] if i else None
+
     def floor_for_time(self, timestamp: int) -> Checkpoint | None:
         """The last checkpoint before which no record reaches `timestamp`: a scan for
         the first record with timestamp >= `timestamp` starts here. `max_ts_before`

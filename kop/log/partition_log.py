@@ -21,6 +21,7 @@ from kop.entries.formats import EntryFormat
 from kop.log.appender import Appender
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.compacted.part import CompactedPart
+from kop.log.counting import LogEntry
 from kop.log.floor import LogFloor
 from kop.log.history import CursorPool, HistoryReader
 from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
@@ -278,6 +279,10 @@ class PartitionLog:
 
     async def position_of(self, offset: int) -> Position | None:
         return await self.reads.position_of(offset)
+
+    async def entry_at(self, position: Position) -> LogEntry | None:
+        """See `PartitionReads.entry_at`."""
+        return await self.reads.entry_at(position)
 
 
 def _took(flow: Flow, batches: list[tuple[BatchHeader, bytes]], done: asyncio.Future[int]) -> None:

@@ -96,6 +96,29 @@ class PartitionReads:
                 return item.position
         raise KafkaError(ErrorCode.offset_out_of_range, f"{self.topic}: no record at {offset}")
 
+    async def entry_at(self, position: Position) -> LogEntry | None:
+        """The counted entry stored at `position` (an entry's own, batch index aside),
+        or None when nothing counted is stored there: not counted yet, trimmed, or a
+        place no entry starts at (a chunk of a chunked message). A share group's
+        delivery names its entry by position; its records are served by offset."""
+        key = position.entry_key
+        at = self.tail.offset_at(Position(*key))
+        if at is None:
+            checkpoint = self.index.floor_for_position(Position(*key))
+            at = checkpoint.offset if checkpoint is not None else 0
+        at = max(at, self.log_start)
+        while at < self.high_watermark:
+            items = await self._entries(at, 1 << 20)
+            for item in items:
+                if item.position.entry_key == key:
+                    return item
+                if item.position.entry_key > key:
+                    return None
+            if not items:
+                return None
+            at = items[-1].next_offset
+        return None
+
     def _check_range(self, offset: int) -> None:
         if offset < self.log_start or offset > self.high_watermark:
             raise KafkaError(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.codecs import kafka_codec, pulsar_codec
+from kop.pulsar.shared import PulsarShared, open_shared
 from kop.pulsar.wire import (
     ProducerBusyError,
     ProducerFencedError,
@@ -382,6 +383,10 @@ class PulsarSession:
         except PulsarWireError as exc:
             raise StorageError(f"cannot create reader on {topic}: {exc}") from exc
         return Reader(raw, topic, self._timeout, self.reader_stats)
+
+    async def shared(self, topic: str, subscription: str, *, earliest: bool) -> PulsarShared:
+        """See `SharedSubscriptions.shared` (`kop/pulsar/shared.py`)."""
+        return await open_shared(self._client, topic, subscription, earliest=earliest)
 
     async def earliest(self, topic: str) -> Position | None:
         """Entry 0 of the oldest ledger holding any: Pulsar deletes whole ledgers

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.types import (
+    Delivered,
     Idle,
     OutgoingEntry,
     Position,
@@ -122,6 +123,43 @@ class MessageLog(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class SharedSubscription(Protocol):
+    """One consumer on a durable shared subscription (Pulsar's Shared type): the
+    storage's dispatcher splits the entries among all consumers of the subscription,
+    ours and others', and keeps each until acknowledged (D27)."""
+
+    @property
+    def epoch(self) -> int:
+        """The current attachment's; deliveries of an earlier one were taken back."""
+        ...
+
+    async def receive(self) -> Delivered:
+        """The next entry given to this consumer, waiting for it (StorageError once
+        closed or failed for good)."""
+        ...
+
+    async def ack(self, deliveries: Sequence[Delivered]) -> None:
+        """The entries are done with: once this returns, the storage has it, and no
+        consumer gets them again. StaleDelivery if one came on a gone attachment
+        (nothing is acknowledged then)."""
+        ...
+
+    def release(self, deliveries: Sequence[Delivered]) -> None:
+        """Gives the entries back now: delivered again to any consumer, counted."""
+        ...
+
+    async def close(self) -> None:
+        """What this consumer holds and did not acknowledge goes back."""
+        ...
+
+
+class SharedSubscriptions(Protocol):
+    async def shared(self, topic: str, subscription: str, *, earliest: bool) -> SharedSubscription:
+        """A consumer on `subscription` of the topic partition `topic`, creating the
+        subscription at the first entry or at the end (`earliest`) if it is new."""
+        ...
 
 
 class Compaction(Protocol):

@@ -153,6 +153,21 @@ IDLE = Idle()
 WriteRef = tuple[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """An entry a shared subscription's dispatcher gave us: where it is, how often it
+    was given out before (Pulsar's redelivery count), and the attachment it came on
+    (`SharedSubscription.epoch`: an attachment that is gone took its entries back)."""
+
+    position: Position
+    redeliveries: int
+    epoch: int
+
+
+class StaleDelivery(Exception):
+    """Acknowledging a delivery whose attachment is gone: the subscription took it back."""
+
+
 class StorageError(Exception):
     """A storage operation failed; `retriable` says whether a client should try again."""
 

@@ -54,6 +54,7 @@ from kop.storage.types import (
     WriterMode,
     stored_as,
 )
+from tests.sim.memory_shared import MemoryShared, MemorySubscription
 
 EPOCH_MS = 1_700_000_000_000
 SEND_LATENCY_S = 0.002
@@ -102,6 +103,7 @@ class MemoryTopic:
         self.epoch = -1
         self.attached: list[MemoryWriter] = []
         self.last_seq: dict[str, int] = {}
+        self.shared: dict[str, MemorySubscription] = {}  # durable Shared subscriptions
 
     # -- storage ------------------------------------------------------------
 
@@ -495,6 +497,15 @@ class MemoryLog:
         await self._reachable(f"create a reader on {topic}")
         self.readers_opened[topic] += 1
         return MemoryReader(self.topic(topic), self, start, compacted)
+
+    async def shared(self, topic: str, subscription: str, *, earliest: bool) -> MemoryShared:
+        await self._reachable(f"subscribe to {topic}")
+        t = self.topic(topic)
+        if subscription not in t.shared:
+            last = t.entries()[-1].position if t.entries() else None
+            end = (last.ledger, last.entry + 1) if last is not None else (0, 0)
+            t.shared[subscription] = MemorySubscription(t, (0, 0) if earliest else end)
+        return MemoryShared(t.shared[subscription])
 
     async def earliest(self, topic: str) -> Position | None:
         await self._reachable(f"find where {topic} begins")

@@ -25,6 +25,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from kop.pulsar.wire.compression import MAX_UNCOMPRESSED_BYTES
 from kop.pulsar.wire.connection import Connection
@@ -49,6 +50,16 @@ class Delivery:
     @property
     def position(self) -> Position:
         return (self.entry.ledger, self.entry.entry)
+
+
+class Held(Protocol):
+    """What names a delivery to acknowledge or release: its entry and attachment."""
+
+    @property
+    def position(self) -> tuple[int, int] | tuple[int, int, int]: ...
+
+    @property
+    def epoch(self) -> int: ...
 
 
 class StaleDeliveryError(PulsarWireError):
@@ -128,7 +139,7 @@ class WireSharedConsumer:
         """Deliveries received and not handed out yet."""
         return len(self._queue)
 
-    async def ack(self, deliveries: Sequence[Delivery]) -> None:
+    async def ack(self, deliveries: Sequence[Held]) -> None:
         """Acknowledges each entry whole and waits for the broker's receipt.
         StaleDeliveryError when one came on an attachment that is gone (nothing is
         acknowledged then); the broker's refusal as a PulsarWireError."""
@@ -139,13 +150,13 @@ class WireSharedConsumer:
             raise StaleDeliveryError(f"{self._what}: {stale[:3]} came on an attachment now gone")
         await self._link.ack([d.position for d in deliveries])
 
-    def release(self, deliveries: Sequence[Delivery]) -> None:
+    def release(self, deliveries: Sequence[Held]) -> None:
         """Gives the entries back to the subscription now (Pulsar's negative
         acknowledgement): the dispatcher delivers them again, to any consumer, one
         redelivery more. Deliveries of an attachment that is gone are back already."""
         self._link.redeliver(
             [
-                pb.MessageIdData(ledgerId=d.entry.ledger, entryId=d.entry.entry)
+                pb.MessageIdData(ledgerId=d.position[0], entryId=d.position[1])
                 for d in deliveries
                 if d.epoch == self.epoch
             ]

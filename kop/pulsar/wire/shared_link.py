@@ -17,7 +17,6 @@ from kop.pulsar.wire.connection import Connection
 from kop.pulsar.wire.errors import ConnectionClosedError, PulsarWireError, server_error
 from kop.pulsar.wire.handlers import ConsumerHandler
 from kop.pulsar.wire.proto import PulsarApi_pb2 as pb
-from kop.pulsar.wire.raw_entry import Position
 from kop.pulsar.wire.retry import attach_until_closed
 from kop.pulsar.wire.session import Session
 
@@ -26,8 +25,8 @@ log = logging.getLogger(__name__)
 T = pb.BaseCommand.Type
 
 
-def _ids(positions: Sequence[Position]) -> list[pb.MessageIdData]:
-    return [pb.MessageIdData(ledgerId=ledger, entryId=entry) for ledger, entry in positions]
+def _ids(positions: Sequence[tuple[int, ...]]) -> list[pb.MessageIdData]:
+    return [pb.MessageIdData(ledgerId=p[0], entryId=p[1]) for p in positions]
 
 
 class SharedLink:
@@ -102,7 +101,7 @@ class SharedLink:
             flow = pb.CommandFlow(consumer_id=self._id, messagePermits=permits)
             conn.send(pb.BaseCommand(type=T.FLOW, flow=flow))
 
-    async def ack(self, positions: Sequence[Position]) -> None:
+    async def ack(self, positions: Sequence[tuple[int, ...]]) -> None:
         """Individual acknowledgements, answered once the broker has them."""
         conn = self.connection
         if conn is None:
