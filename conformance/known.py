@@ -10,7 +10,8 @@ KNOWN: dict[tuple[str, str], str] = {
     ("tools/broker-api-versions", "java-tools"): (
         "kop advertises exactly the APIs and versions it implements (README, Compatibility). "
         "Not implemented: delegation tokens, "
-        "share and streams groups, telemetry, KRaft quorum APIs. Newer versions "
+        "share-group state and offset APIs (share groups themselves are, in v1: D27), "
+        "streams groups, telemetry, KRaft quorum APIs. Newer versions "
         "of APIs it has (Produce 13, Fetch 13+, ListOffsets 8+, Metadata 13, "
         "OffsetCommit/OffsetFetch 10, DescribeGroups 6, DescribeLogDirs 5, InitProducerId "
         "6) need topic ids in requests or fields kop does not fill yet. Clients use the "

@@ -105,6 +105,10 @@ async def _beat(
         return await resolved(services, ctx, names, regexes)
 
     try:
+        if services.groups.share.get(hb.group_id) is not None:
+            raise KafkaError(
+                ErrorCode.group_id_not_found, f"Group {hb.group_id} is not a consumer group."
+            )
         answer = await services.groups.consumer.heartbeat(hb, resolve)
     except KafkaError as exc:
         return _refused(exc)

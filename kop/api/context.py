@@ -11,9 +11,11 @@ from typing import Protocol
 from kop.api.fetch_sessions import FetchSessions
 from kop.api.internal_topics import refuse_access
 from kop.api.produce_order import PartitionChains
+from kop.api.share_sessions import ShareSessions
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
 from kop.groups.service import GroupService
+from kop.groups.share.partitions import SharePartitions
 from kop.log.leader_epoch import check_current
 from kop.log.partition_log import PartitionLog
 from kop.partitions.manager import LogManager
@@ -86,6 +88,8 @@ class Services:
     fetch_max_bytes_cap: int
     offsets_topic_partitions: int  # listed as `__consumer_offsets`
     fetch_sessions: FetchSessions  # this instance's incremental fetch sessions (KIP-227)
+    share_partitions: SharePartitions  # share groups' records of the partitions led here
+    share_sessions: ShareSessions  # this instance's share sessions (KIP-932)
     acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
 
     def txn_partition(self, index: int) -> str:

@@ -120,6 +120,16 @@ class KopConfig(PulsarSettings):
     group_consumer_heartbeat_interval_ms: int = Field(5_000, ge=1)
     group_consumer_max_size: int = Field(1000, ge=1)
     group_consumer_assignors: str = "uniform,range"  # the first is the default
+    # KIP-932 share groups: Kafka's group.share.* settings, and share.auto.offset.reset
+    # (where a share group's new Pulsar subscription starts: D27)
+    group_share_session_timeout_ms: int = Field(45_000, ge=1)
+    group_share_heartbeat_interval_ms: int = Field(5_000, ge=1)
+    group_share_max_size: int = Field(200, ge=1)
+    group_share_record_lock_duration_ms: int = Field(30_000, ge=1000, le=3_600_000)
+    group_share_delivery_count_limit: int = Field(5, ge=2, le=10)
+    group_share_partition_max_record_locks: int = Field(2_000, ge=100, le=10_000)
+    group_share_max_share_sessions: int = Field(2_000, ge=1)
+    share_auto_offset_reset: Literal["latest", "earliest"] = "latest"
     max_groups: int = Field(10_000, ge=1)
     max_groups_per_tenant: int = Field(5_000, ge=1)  # one tenant's share of max_groups
     mirror_subscriptions: bool = True  # committed offsets as Pulsar subscriptions

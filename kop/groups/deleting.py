@@ -1,5 +1,6 @@
-"""DeleteGroups of one group, of either kind: persisted first, then forgotten, so a
-failed write leaves the group as it was (DescribeGroups and ListGroups go on agreeing).
+"""DeleteGroups of one group, of any kind (a share group: kop/groups/share/service.py):
+persisted first, then forgotten, so a failed write leaves the group as it was
+(DescribeGroups and ListGroups go on agreeing).
 Only an empty group goes (NON_EMPTY_GROUP otherwise); a standalone group known only by
 its offsets goes too."""
 
@@ -18,6 +19,8 @@ log = logging.getLogger("kop.groups.service")  # where these lines always went
 
 
 async def delete_group(groups: GroupService, group_id: str) -> ErrorCode:
+    if groups.share.get(group_id) is not None:
+        return groups.share.delete(group_id)
     if groups.consumer.get(group_id) is not None:
         return await groups.consumer.delete(group_id, groups.offsets.forget_group)
     classic = groups.coordinator

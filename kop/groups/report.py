@@ -19,12 +19,21 @@ from kop.topics.catalog import TopicCatalog
 def summaries(groups: GroupService) -> list[dict[str, Any]]:
     """Every group kop knows: by the coordinator, or only by committed offsets (a
     standalone group, reported Empty as Kafka does)."""
-    known = {*groups.coordinator.groups, *groups.consumer.coordinator.groups}
+    known = {
+        *groups.coordinator.groups, *groups.consumer.coordinator.groups,
+        *groups.share.coordinator.groups,
+    }  # fmt: skip
     found = (summary(groups, g) for g in sorted(known | set(groups.offsets.groups())))
     return [s for s in found if s is not None]
 
 
 def summary(groups: GroupService, group_id: str) -> dict[str, Any] | None:
+    s = groups.share.get(group_id)
+    if s is not None:  # a KIP-932 share group
+        return {
+            "group": group_id, "type": "share", "state": s.state, "protocol_type": "share",
+            "protocol": None, "generation": s.epoch, "members": len(s.members),
+        }  # fmt: skip
     c = groups.consumer.get(group_id)
     if c is not None:  # a KIP-848 consumer group
         return {

@@ -35,6 +35,8 @@ from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.rebalance import JoinResult, SyncResult
 from kop.groups.scope import GroupScope
+from kop.groups.share.coordinator import ShareCoordinator, ShareSettings
+from kop.groups.share.service import ShareGroups
 from kop.groups.txn_offsets import PendingOffsets
 from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -60,6 +62,7 @@ class GroupService:
         ownership: Ownership | None = None,
         scope: GroupScope | None = None,
         consumer: ConsumerSettings | None = None,
+        share: ShareSettings | None = None,
     ) -> None:
         # whose each group is (its tenant's namespace: kop.groups.scope)
         self.scope = scope or GroupScope(Namespace("public", "default"))
@@ -80,7 +83,10 @@ class GroupService:
         self._ownership = ownership or Ownership(Solo(alone), alone)
         self.pending = PendingOffsets(store, self.offsets, lambda p: self.partitions.coordinates(p))
         consumers = ConsumerCoordinator(consumer)
-        self._kinds = GroupKinds(self.coordinator, consumers)
+        shares = ShareCoordinator(share)
+        self._kinds = GroupKinds(self.coordinator, consumers, shares)
+        kinds = self._kinds
+        self.share = ShareGroups(shares, clock, self.check, kinds.is_not_share, kinds.room)
         self.consumer = ConsumerGroups(
             store, consumers, clock, self.failed,
             ClassicGroups(self._kinds.classic_members, self.coordinator.forget), self._kinds.room,
@@ -102,6 +108,7 @@ class GroupService:
         self._driver.spawn(self.partitions.follow(self._ownership), "groups-partitions")
         self._driver.spawn(self._driver.run_timers(self._expire), "groups-timers")
         self._driver.spawn(self.consumer.run_timers(), "consumer-groups-timers")
+        self._driver.spawn(self.share.run_timers(), "share-groups-timers")
         self._driver.spawn(self.committed.run(), "groups-committed-view")
         if self.mirror is not None:
             self._driver.spawn(self.mirror.run(), "groups-mirror")
@@ -152,6 +159,7 @@ class GroupService:
 
     async def join(self, request: JoinRequest) -> JoinResult:
         self.check(request.group_id)
+        self._kinds.refuse_share(request.group_id)
         await self.consumer.yield_to_classic(request.group_id)
         result = await self._driver.parked(
             lambda token, now: self.coordinator.join(request, token, now)

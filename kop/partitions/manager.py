@@ -81,6 +81,10 @@ class LogManager:
     def owned(self) -> dict[str, PartitionLog]:
         return dict(self._logs)
 
+    def serving(self, topic: str) -> PartitionLog | None:
+        """The log this instance serves `topic` with now, if any."""
+        return self._logs.get(topic)
+
     def is_open(self, topic: str) -> bool:
         return topic in self._logs
 

@@ -49,7 +49,7 @@ def top_level_error_response(header: RequestHeader, code: ErrorCode) -> Entity |
     for f in fields:
         if f.name == "error_code":
             continue
-        if f.name in ("throttle_time", "heartbeat_interval"):
+        if f.name in ("throttle_time", "heartbeat_interval", "acquisition_lock_timeout"):
             values[f.name] = datetime.timedelta(0)
         elif f.name in _ERROR_REPLY:
             value = _ERROR_REPLY[f.name]

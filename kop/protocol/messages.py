@@ -71,6 +71,10 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 # Exactly the versions kop implements. Lower bounds follow kio (Kafka 4.x's
@@ -95,6 +99,12 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # KIP-848 (v1: the member id is the client's own, and regex subscriptions)
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    # KIP-932 (v1 is the first Kafka 4.1+ clients speak; ShareFetch and ShareAcknowledge
+    # v2 add renewed locks and the record-limit acquire mode, not served yet)
+    ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
+    ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 1),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
     ApiKey.API_VERSIONS: (0, 4),
     # v0 handshakes send the SASL tokens as raw frames, which Kafka 4 clients never do
     ApiKey.SASL_HANDSHAKE: (1, 1),

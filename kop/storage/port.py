@@ -162,6 +162,10 @@ class SharedSubscriptions(Protocol):
         ...
 
 
+class MessageStore(MessageLog, SharedSubscriptions, Protocol):
+    """What a backend hands the gateway: the log, and shared subscriptions on it."""
+
+
 class Compaction(Protocol):
     """The storage's own topic compaction (Pulsar's), for compacted Kafka topics."""
 

@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from kop.api.context import Broker, Services
+from kop.api.share_sessions import ShareSessions
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.membership import Membership
 from kop.cluster.ownership import Ownership
@@ -33,6 +34,7 @@ from kop.wiring.parts import (
     join_instances,
     partition_logs,
     producer_id_blocks,
+    share_partitions,
     state_topics,
     topic_catalog,
 )
@@ -146,6 +148,9 @@ class Gateway:
             security.secret,
         )  # fmt: skip
         self._closes.push(txns.close)
+        shares = share_partitions(storage, groups, logs)
+        self._closes.push(shares.close)
+        self._closes.task(shares.run_timers(), "share-partitions")
         services = Services(
             broker=broker, catalog=catalog, logs=logs, groups=groups, txns=txns,
             ownership=ownership, producer_ids=producer_ids, scram=security.users,
@@ -153,7 +158,8 @@ class Gateway:
             fetch_max_wait_cap_ms=c.fetch_max_wait_cap_ms,
             fetch_max_bytes_cap=c.fetch_max_bytes_cap,
             offsets_topic_partitions=c.offsets_topic_partitions,
-            fetch_sessions=fetch_sessions(c), acls=security.acls,
+            fetch_sessions=fetch_sessions(c), share_partitions=shares,
+            share_sessions=ShareSessions(c.group_share_max_share_sessions), acls=security.acls,
         )  # fmt: skip
         self.metrics.watch_fetch_sessions(services.fetch_sessions)
         default_ns = Namespace(c.tenant, c.namespace)

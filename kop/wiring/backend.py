@@ -20,7 +20,7 @@ from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.storage.credentials import CredentialStore
 from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
-from kop.storage.port import Compaction, MessageLog, StorageAdmin
+from kop.storage.port import Compaction, MessageStore, StorageAdmin
 from kop.storage.quotas import QuotaStore
 from kop.wiring.errors import StartupError
 
@@ -34,7 +34,7 @@ class Backend(Protocol):
     credentials: CredentialStore
     quotas: QuotaStore
 
-    async def prepare(self, config: KopConfig) -> MessageLog: ...
+    async def prepare(self, config: KopConfig) -> MessageStore: ...
 
     async def close(self) -> None: ...
 
@@ -74,7 +74,7 @@ class PulsarBackend:
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 
-    async def prepare(self, config: KopConfig) -> MessageLog:
+    async def prepare(self, config: KopConfig) -> MessageStore:
         self._session = PulsarSession(
             config.pulsar_service_url,
             self._pulsar_admin,

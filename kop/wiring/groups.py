@@ -14,6 +14,7 @@ from kop.groups.mirror_names import SubscriptionNames
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
+from kop.groups.share.coordinator import ShareSettings
 from kop.groups.topic_deletion import DeletionFollower
 from kop.partitions.manager import LogManager
 from kop.storage.naming import Namespace, PulsarTopic
@@ -43,6 +44,20 @@ def consumer_settings(c: KopConfig) -> ConsumerSettings:
         heartbeat_interval_ms=c.group_consumer_heartbeat_interval_ms,
         max_size=c.group_consumer_max_size,
         assignors=tuple(c.group_consumer_assignors.split(",")),
+        default_tenant=c.tenant,
+    )
+
+
+def share_settings(c: KopConfig) -> ShareSettings:
+    return ShareSettings(
+        session_timeout_ms=c.group_share_session_timeout_ms,
+        heartbeat_interval_ms=c.group_share_heartbeat_interval_ms,
+        max_size=c.group_share_max_size,
+        record_lock_duration_ms=c.group_share_record_lock_duration_ms,
+        delivery_count_limit=c.group_share_delivery_count_limit,
+        partition_max_record_locks=c.group_share_partition_max_record_locks,
+        max_share_sessions=c.group_share_max_share_sessions,
+        auto_offset_reset_earliest=c.share_auto_offset_reset == "earliest",
         default_tenant=c.tenant,
     )
 
@@ -83,7 +98,7 @@ async def start_groups(
         mirror = SubscriptionMirror(admin, logs, catalog, scope, c.mirror_interval_s, names=names)
     groups = GroupService(
         store, group_limits(c), c.offsets_retention_minutes * 60_000, mirror=mirror,
-        ownership=ownership, scope=scope, consumer=consumer_settings(c),
+        ownership=ownership, scope=scope, consumer=consumer_settings(c), share=share_settings(c),
     )  # fmt: skip
     epochs.on_deleted = DeletionFollower(groups, logs).deleted  # deletions by any instance
     await groups.start()

@@ -18,7 +18,8 @@ from kop.cluster.ownership import Ownership
 from kop.config.settings import KopConfig
 from kop.entries.formats import EntryFormat
 from kop.groups.report import GroupReport
-from kop.groups.service import GroupService
+from kop.groups.service import GroupService, wall_ms
+from kop.groups.share.partitions import SharePartitions
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.settings import LogSettings
 from kop.ops.http import AdminServer
@@ -29,7 +30,7 @@ from kop.protocol.bounds import DEFAULT_MAX_ELEMENTS
 from kop.sasl.peers import ClusterSecret
 from kop.server.connection import Limits
 from kop.storage.naming import Namespace, PulsarTopic
-from kop.storage.port import MessageLog, StorageAdmin
+from kop.storage.port import MessageLog, SharedSubscriptions, StorageAdmin
 from kop.systables.state_topics import StateTopicLost, StateTopicWatch, ensure_state_topics
 from kop.topics.catalog import ENTRY_METADATA_ALLOWANCE, TopicCatalog, TopicDefaults
 from kop.topics.partition_budget import PartitionBudget
@@ -104,6 +105,14 @@ def log_settings(c: KopConfig) -> LogSettings:
         max_producers_per_tenant=c.max_producers_per_tenant,
         max_uncompressed_batch_bytes=c.max_uncompressed_batch_bytes,
     )
+
+
+def share_partitions(
+    storage: SharedSubscriptions, groups: GroupService, logs: LogManager
+) -> SharePartitions:
+    """The share-partitions of the partitions this instance leads (D27)."""
+    settings = groups.share.coordinator.settings
+    return SharePartitions(storage, settings, wall_ms, logs.serving)
 
 
 def fetch_sessions(c: KopConfig) -> FetchSessions:

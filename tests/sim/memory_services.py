@@ -12,11 +12,13 @@ from typing import Any
 
 from kop.api.context import Broker, CountingIds, Services
 from kop.api.fetch_sessions import FetchSessions
+from kop.api.share_sessions import ShareSessions
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
+from kop.groups.share.partitions import SharePartitions
 from kop.protocol.control import Marker
 from kop.quotas.book import QuotaBook
 from kop.quotas.throttles import Throttles
@@ -81,4 +83,8 @@ async def memory_services(
         fetch_max_wait_cap_ms=0, fetch_max_bytes_cap=1 << 20,
         offsets_topic_partitions=OFFSETS_PARTITIONS,
         fetch_sessions=FetchSessions(1000, 120_000, 250, 100_000),
+        share_partitions=SharePartitions(
+            memory, groups.share.coordinator.settings, lambda: 0, lambda _topic: None
+        ),
+        share_sessions=ShareSessions(),
     )  # fmt: skip

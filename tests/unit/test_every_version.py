@@ -94,6 +94,18 @@ from kio.schema.offset_for_leader_epoch.v4.response import (
     OffsetForLeaderTopicResult,
 )
 from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.share_acknowledge.v1.request import (
+    AcknowledgementBatch as ShareAckRequestBatch,
+)
+from kio.schema.share_acknowledge.v1.request import AcknowledgePartition as ShareAckPartition
+from kio.schema.share_acknowledge.v1.request import AcknowledgeTopic as ShareAckTopic
+from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest
+from kio.schema.share_fetch.v1.request import AcknowledgementBatch as ShareAckBatch
+from kio.schema.share_fetch.v1.request import FetchPartition as ShareFetchPartition
+from kio.schema.share_fetch.v1.request import FetchTopic as ShareFetchTopic
+from kio.schema.share_fetch.v1.request import ShareFetchRequest
+from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.schema.txn_offset_commit.v5.request import (
     TxnOffsetCommitRequest,
@@ -127,6 +139,8 @@ from kop.api import (
     produce,
     producer_ids,
     replicas,
+    share_fetch,
+    share_groups,
     topic_partitions,
     topics_admin,
     transactions,
@@ -626,6 +640,14 @@ def consumer_heartbeat(member: str, epoch: int, group: str = "g") -> ConsumerGro
     )  # fmt: skip
 
 
+def share_heartbeat(member: str, epoch: int, group: str = "sg") -> ShareGroupHeartbeatRequest:
+    """A KIP-932 heartbeat: a join (epoch 0) subscribes to topic "t"."""
+    return ShareGroupHeartbeatRequest(
+        group_id=GroupId(group), member_id=member, member_epoch=i32(epoch),
+        subscribed_topic_names=(TopicName("t"),) if epoch == 0 else None,
+    )  # fmt: skip
+
+
 def describe_groups_request(*names: str) -> DescribeGroupsRequest:
     return DescribeGroupsRequest(
         groups=tuple(GroupId(n) for n in names), include_authorized_operations=False
@@ -659,6 +681,49 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
             include_authorized_operations=False,
         )
         return await _resolved(consumer_groups.describe(s, ctx, asked))
+
+    async def described_share_group() -> Any:
+        """A share group "sg" with a member, described beside a classic and no group."""
+        await _resolved(share_groups.heartbeat(s, ctx, share_heartbeat("s2", 0)))
+        asked = ShareGroupDescribeRequest(
+            group_ids=(GroupId("sg"), GroupId("g"), GroupId("nope")),
+            include_authorized_operations=False,
+        )
+        return await _resolved(share_groups.describe(s, ctx, asked))
+
+    async def share_topics(acks: bool) -> tuple[ShareFetchTopic, ...]:
+        view = await s.catalog.describe(PulsarTopic(NS, "t", "t"))
+        assert view is not None
+        batches = (ShareAckBatch(first_offset=i64(0), last_offset=i64(1),
+                                 acknowledge_types=(i8(1),)),) if acks else ()  # fmt: skip
+        part = ShareFetchPartition(partition_index=i32(0), acknowledgement_batches=batches)
+        return (ShareFetchTopic(topic_id=view.topic_id, partitions=(part,)),)
+
+    async def share_fetched(epoch: int, member: str = "s3") -> Any:
+        """A fetch opening a session (its partition unserved here), one at an epoch the
+        session does not have, and one without a member id."""
+        asked = ShareFetchRequest(
+            group_id=GroupId("sg"), member_id=member, share_session_epoch=i32(epoch),
+            max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=i32(1),
+            max_records=i32(10), batch_size=i32(10), topics=await share_topics(False),
+            forgotten_topics_data=(),
+        )  # fmt: skip
+        return await _resolved(share_fetch.share_fetch(s, ctx, asked))
+
+    async def share_acknowledged(epoch: int) -> Any:
+        await share_fetched(0, "s4")
+        topics = tuple(
+            ShareAckTopic(topic_id=t.topic_id, partitions=tuple(
+                ShareAckPartition(partition_index=p.partition_index, acknowledgement_batches=(
+                    ShareAckRequestBatch(first_offset=i64(0), last_offset=i64(1),
+                                         acknowledge_types=(i8(1),)),
+                )) for p in t.partitions
+            )) for t in await share_topics(False)
+        )  # fmt: skip
+        asked = ShareAcknowledgeRequest(
+            group_id=GroupId("sg"), member_id="s4", share_session_epoch=i32(epoch), topics=topics
+        )
+        return await _resolved(share_fetch.share_acknowledge(s, ctx, asked))
 
     async def joined_then(call: str) -> Any:
         joined = await _resolved(groups.join_group(s, ctx, join_request()))
@@ -731,6 +796,14 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
             consumer_groups.heartbeat(s, ctx, consumer_heartbeat("m1", -1)),
         ],
         ApiKey.CONSUMER_GROUP_DESCRIBE: lambda: [described_consumer_group()],
+        ApiKey.SHARE_GROUP_HEARTBEAT: lambda: [
+            share_groups.heartbeat(s, ctx, share_heartbeat("s1", 0)),
+            share_groups.heartbeat(s, ctx, share_heartbeat("s1", 99)),  # fenced
+            share_groups.heartbeat(s, ctx, share_heartbeat("s1", -1)),
+        ],
+        ApiKey.SHARE_GROUP_DESCRIBE: lambda: [described_share_group()],
+        ApiKey.SHARE_FETCH: lambda: [share_fetched(0), share_fetched(7), share_fetched(0, "")],
+        ApiKey.SHARE_ACKNOWLEDGE: lambda: [share_acknowledged(1), share_acknowledged(0)],
         ApiKey.OFFSET_DELETE: lambda: [
             offsets.offset_delete(s, ctx, delete_offsets_request("solo", {"t": [0]})),
             offsets.offset_delete(s, ctx, delete_offsets_request("nope", {})),

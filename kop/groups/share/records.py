@@ -215,6 +215,10 @@ class ShareRecords(Generic[T]):
             self.acquired -= sum(s is RecordState.ACQUIRED for s in held.states)
             self._bases.remove(base)
 
+    def tokens(self) -> list[T]:
+        """The deliveries held, in offset order."""
+        return [self._held[b].token for b in self._bases]
+
     def next_deadline(self) -> int | None:
         deadlines = [
             d

@@ -1,0 +1,130 @@
+"""The share-partitions this instance serves: one per share group and partition it
+leads, each a consumer on the group's Pulsar Shared subscription of that partition,
+named `kafka-share-<group>` so an operator recognizes it (D27).
+
+Opened by a group's first fetch of the partition; closed when the partition is no
+longer this instance's (a takeover: what it held goes back to the subscription and
+the new leader's consumer gets it), after `idle_s` without a fetch while holding no
+acquired record, and when kop stops. Bounded per instance: each is a Pulsar consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from kop.groups.share.coordinator import ShareSettings
+from kop.groups.share.partition import SharePartition
+from kop.groups.share.records import ShareLimits
+from kop.log.partition_log import PartitionLog
+from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.port import SharedSubscriptions
+from kop.storage.types import StorageError
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTION_PREFIX = "kafka-share-"
+TICK_S = 0.25  # how often lock deadlines are checked
+Key = tuple[str, str]  # (group key, the partition's Pulsar topic)
+
+
+def subscription_of(group_id: str) -> str:
+    return SUBSCRIPTION_PREFIX + group_id
+
+
+class SharePartitions:
+    def __init__(
+        self,
+        storage: SharedSubscriptions,
+        settings: ShareSettings,
+        clock: Callable[[], int],
+        current: Callable[[str], PartitionLog | None],
+        max_open: int = 10_000,
+        idle_s: float = 120.0,
+    ) -> None:
+        self._storage = storage
+        self.settings = settings
+        self._limits = ShareLimits(
+            settings.record_lock_duration_ms, settings.delivery_count_limit,
+            settings.partition_max_record_locks,
+        )  # fmt: skip
+        self._clock = clock
+        self._current = current  # the log this instance serves a topic with now, if any
+        self._max_open = max_open
+        self._idle_s = idle_s
+        self._open: dict[Key, SharePartition] = {}
+        self._locks: dict[Key, asyncio.Lock] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    async def of(self, group_key: str, group_id: str, plog: PartitionLog) -> SharePartition:
+        key = (group_key, plog.topic)
+        sp = self._open.get(key)
+        if sp is not None and sp.plog is plog and sp.failed is None:
+            return sp
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            sp = self._open.get(key)
+            if sp is not None and sp.plog is plog and sp.failed is None:
+                return sp
+            if sp is not None:
+                await self._close(key)
+            if len(self._open) >= self._max_open:
+                raise KafkaError(
+                    ErrorCode.share_session_limit_reached,
+                    f"{self._max_open} share-partitions are open on this instance",
+                )
+            try:
+                sub = await self._storage.shared(
+                    plog.topic, subscription_of(group_id),
+                    earliest=self.settings.auto_offset_reset_earliest,
+                )  # fmt: skip
+            except StorageError as exc:
+                raise KafkaError(ErrorCode.request_timed_out, str(exc)) from exc
+            sp = self._open[key] = SharePartition(plog, sub, self._limits, self._clock)
+            return sp
+
+    def opened(self, group_key: str, topic: str) -> SharePartition | None:
+        return self._open.get((group_key, topic))
+
+    async def release_member(self, group_key: str, member: str) -> None:
+        """A member's share session ended (or a new one replaced it): what it acquired
+        in its group's share-partitions here is released."""
+        for (group, topic), sp in list(self._open.items()):
+            if group != group_key:
+                continue
+            try:
+                await sp.release_member(member)
+            except KafkaError as exc:
+                log.info("releasing %s's records on %s: %s", member, topic, exc)
+
+    async def run_timers(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_S)
+            await self.tick()
+
+    async def tick(self) -> None:
+        """Expired locks released; share-partitions no longer led, or idle, closed."""
+        now = asyncio.get_running_loop().time()
+        for key, sp in list(self._open.items()):
+            if self._current(sp.plog.topic) is not sp.plog or sp.failed is not None:
+                await self._close(key)
+                continue
+            if sp.idle and now - sp.last_used_s > self._idle_s:
+                await self._close(key)
+                continue
+            try:
+                await sp.expire()
+            except KafkaError as exc:
+                log.info("share partition %s: %s", key, exc)
+
+    async def _close(self, key: Key) -> None:
+        sp = self._open.pop(key, None)
+        self._locks.pop(key, None)
+        if sp is not None:
+            await sp.close()
+
+    async def close(self) -> None:
+        for key in list(self._open):
+            await self._close(key)
