@@ -97,7 +97,7 @@ cluster: setup-serving
 test: setup lint
 	$(BIN)/pytest -n auto tests/unit tests/sim tests/gateway $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory pulsar-fetch kafka-fetch kcat apps helm-tools
-	$(BIN)/python tools/run_tests.py --ignore=tests/unit --ignore=tests/sim --ignore=tests/gateway $(PYTEST_ARGS)
+	$(BIN)/python tools/run_tests.py --ignore=tests/unit --ignore=tests/sim --ignore=tests/gateway --durations=20 $(PYTEST_ARGS)
 	$(BIN)/python tools/run_tests.py --cluster $(CLUSTER_ARGS)
 
 ## Kafka Streams and Kafka Connect 4.3.1 (tests/integration/streams_connect): jars from Maven

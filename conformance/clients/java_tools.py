@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 
 from conformance.model import Ctx
@@ -47,6 +48,39 @@ class JavaTools:
         )  # fmt: skip
         lines = [*done.stdout.splitlines(), *done.stderr.splitlines()]
         return ToolRun(done.returncode, [normalize(ctx, line) for line in lines if _kept(line)])
+
+
+class Running:
+    """A tool left running (a console consumer that must be in its group before what it
+    reads is produced): its output lines as they come, and its end."""
+
+    def __init__(self, ctx: Ctx, tool: str, *args: str) -> None:
+        self._ctx = ctx
+        self._proc = subprocess.Popen(
+            [sys.executable, str(TOOLS / "kafka.py"), "tool", tool, *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if _kept(line):
+                self.lines.append(normalize(self._ctx, line))
+
+    def stop(self, timeout: float = 60) -> ToolRun:
+        """SIGTERM (a console consumer closes its consumer, as on Ctrl-C), then its output."""
+        self._proc.terminate()
+        try:
+            _, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            _, err = self._proc.communicate()
+        self._reader.join(10)
+        kept = [normalize(self._ctx, line) for line in err.splitlines() if _kept(line)]
+        return ToolRun(self._proc.returncode, [*self.lines, *kept])
 
 
 def _kept(line: str) -> bool:

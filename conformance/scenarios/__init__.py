@@ -14,6 +14,7 @@ from conformance.scenarios import (  # noqa: F401
     positions,
     produce,
     security,
+    share_groups,
     tools,
     transactions,
 )

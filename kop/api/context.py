@@ -135,7 +135,7 @@ class RequestContext:
     namespace: Namespace
     client_id: str | None
     api_version: int
-    client_host: str = ""  # the peer's address, as group members report it
+    client_host: str = ""  # the peer's address as Kafka reports a member's host: "/127.0.0.1"
     answers: AnswerRoom = UNBOUNDED  # handlers outside a server (tests) need no budget
     chains: PartitionChains = field(default_factory=PartitionChains)  # the connection's
     listener: str = "PLAINTEXT"  # the listener the client came in through (its protocol)

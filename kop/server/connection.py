@@ -341,7 +341,7 @@ def gate_context(
     """What a handler knows of the request's connection: who is asking (as the gate
     authenticated it), from where, through which listener, and its budgets."""
     return RequestContext(
-        gate.namespace, header.client_id, header.api_version, peer.rsplit(":", 1)[0],
+        gate.namespace, header.client_id, header.api_version, "/" + peer.rsplit(":", 1)[0],
         room, chains, gate.security.name, gate.principal, gate.access, gate.security.system,
         max_namespaces=max_namespaces,
     )  # fmt: skip
