@@ -11,7 +11,6 @@ What a client sends is bounded: subscribed names, the regex's length, owned part
 from __future__ import annotations
 
 import asyncio
-import datetime
 import uuid
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
@@ -33,7 +32,7 @@ from kio.schema.consumer_group_heartbeat.v1.response import (
     TopicPartitions,
 )
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i8, i32
 
 from kop.api.context import RequestContext, Services, topic_for
 from kop.api.groups import group_key
@@ -45,7 +44,7 @@ from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
 from kop.groups.consumer.topic_regex import InvalidRegex, compile_pattern, matching_topics
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
-from kop.protocol.values import NO_THROTTLE
+from kop.protocol.values import NO_THROTTLE, milliseconds
 from kop.security.authorizer import TopicOp
 
 MAX_SUBSCRIBED_TOPICS = 10_000  # names one member may subscribe to
@@ -157,13 +156,9 @@ def _answered(answer: Answer, interval_ms: int) -> ConsumerGroupHeartbeatRespons
         error_code=ErrorCode.none,
         member_id=answer.member_id,
         member_epoch=i32(answer.member_epoch),
-        heartbeat_interval=_ms(interval_ms),
+        heartbeat_interval=milliseconds(interval_ms),
         assignment=assignment,
     )
-
-
-def _ms(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
 
 
 def _partitions(a: Partitions) -> tuple[TopicPartitions, ...]:
@@ -181,7 +176,7 @@ def _refused(exc: KafkaError) -> ConsumerGroupHeartbeatResponse:
         error_message=exc.message,
         member_id=None,
         member_epoch=i32(0),
-        heartbeat_interval=_ms(0),
+        heartbeat_interval=milliseconds(0),
     )
 
 

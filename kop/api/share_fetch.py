@@ -11,7 +11,6 @@ and the sessions it may hold (kop/api/share_sessions.py).
 from __future__ import annotations
 
 import asyncio
-import datetime
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -44,7 +43,7 @@ from kop.groups.share.partition import SharePartition
 from kop.groups.share.records import AckBatch, Acquired
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
-from kop.protocol.values import NO_THROTTLE
+from kop.protocol.values import NO_THROTTLE, milliseconds
 from kop.security.authorizer import TopicOp
 
 DEFAULT_MAX_RECORDS = 500  # share.max.poll.records, when a request names none
@@ -226,8 +225,7 @@ async def _resolve(
 
 
 def _lock_ms(services: Services) -> i32Timedelta:
-    ms = services.share_partitions.settings.record_lock_duration_ms
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+    return milliseconds(services.share_partitions.settings.record_lock_duration_ms)
 
 
 def _fetch_answer(services: Services, out: dict[SharePart, Outcome]) -> ShareFetchResponse:

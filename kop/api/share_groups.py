@@ -5,7 +5,6 @@ topics the principal may describe (TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
 
-import datetime
 import uuid
 
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
@@ -23,7 +22,7 @@ from kio.schema.share_group_heartbeat.v1.response import (
     TopicPartitions,
 )
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i32
 
 from kop.api.consumer_groups import MAX_SUBSCRIBED_TOPICS, resolved
 from kop.api.context import RequestContext, Services, topic_for
@@ -35,7 +34,7 @@ from kop.groups.share.coordinator import ShareAnswer, ShareHeartbeat
 from kop.groups.share.group import SIMPLE, ShareGroup
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
-from kop.protocol.values import NO_THROTTLE
+from kop.protocol.values import NO_THROTTLE, milliseconds
 from kop.security.authorizer import TopicOp
 
 
@@ -84,13 +83,9 @@ def _answered(answer: ShareAnswer, interval_ms: int) -> ShareGroupHeartbeatRespo
         assignment = Assignment(topic_partitions=_partitions(answer.assignment))
     return ShareGroupHeartbeatResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, member_id=answer.member_id,
-        member_epoch=i32(answer.member_epoch), heartbeat_interval=_ms(interval_ms),
+        member_epoch=i32(answer.member_epoch), heartbeat_interval=milliseconds(interval_ms),
         assignment=assignment,
     )  # fmt: skip
-
-
-def _ms(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
 
 
 def _partitions(a: Partitions) -> tuple[TopicPartitions, ...]:
@@ -104,7 +99,7 @@ def _partitions(a: Partitions) -> tuple[TopicPartitions, ...]:
 def _refused(exc: KafkaError) -> ShareGroupHeartbeatResponse:
     return ShareGroupHeartbeatResponse(
         throttle_time=NO_THROTTLE, error_code=exc.code, error_message=exc.message,
-        member_id=None, member_epoch=i32(0), heartbeat_interval=_ms(0),
+        member_id=None, member_epoch=i32(0), heartbeat_interval=milliseconds(0),
     )  # fmt: skip
 
 

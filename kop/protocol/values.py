@@ -20,3 +20,8 @@ def kafka_time(ms: int) -> TZAware:
     whole seconds). kio's writer takes any aware datetime (round(timestamp * 1000)), so
     the value is only named TZAware here, unchecked."""
     return cast(TZAware, datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC))
+
+
+def milliseconds(ms: int) -> i32Timedelta:
+    """A duration field (heartbeat intervals, lock timeouts) of `ms` milliseconds."""
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kop.groups.consumer.coordinator import ConsumerCoordinator, Due
 from kop.groups.consumer.group import ConsumerGroup
 from kop.groups.consumer.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
+from kop.groups.group_locks import GroupLocks
 from kop.groups.offsets import CHECK_INTERVAL_MS, Offsets
 from kop.groups.offsets_store import OffsetsStore
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -67,20 +68,10 @@ class ConsumerGroups:
         self._failed = failed  # what a failed write means for the client
         self._classic = classic
         self._room = room  # may a group not held yet be created (bounds on groups held)
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._users: dict[str, int] = {}
+        self._locks = GroupLocks()
 
-    @contextlib.asynccontextmanager
-    async def _exclusive(self, group_id: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(group_id, asyncio.Lock())
-        self._users[group_id] = self._users.get(group_id, 0) + 1
-        try:
-            async with lock:
-                yield
-        finally:
-            self._users[group_id] -= 1
-            if not self._users[group_id]:
-                del self._users[group_id], self._locks[group_id]
+    def _exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._locks.exclusive(group_id)
 
     async def heartbeat(self, hb: Heartbeat, resolve: Resolver) -> Answer:
         async with self._exclusive(hb.group_id):

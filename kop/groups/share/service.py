@@ -14,9 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from kop.groups.consumer.group import TopicMeta
+from kop.groups.group_locks import GroupLocks
 from kop.groups.share.coordinator import ShareAnswer, ShareCoordinator, ShareHeartbeat
 from kop.groups.share.group import ShareGroup
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -41,20 +42,10 @@ class ShareGroups:
         self._check = check  # NOT_COORDINATOR unless this instance coordinates the group
         self._taken = taken  # a classic or consumer group holds the id
         self._room = room  # may a new group be held (max_groups, per tenant)
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._users: dict[str, int] = {}  # heartbeats holding or awaiting each lock
+        self._locks = GroupLocks()
 
-    @contextlib.asynccontextmanager
-    async def _exclusive(self, group_id: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault(group_id, asyncio.Lock())
-        self._users[group_id] = self._users.get(group_id, 0) + 1
-        try:
-            async with lock:
-                yield
-        finally:
-            self._users[group_id] -= 1
-            if not self._users[group_id]:
-                del self._users[group_id], self._locks[group_id]
+    def _exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._locks.exclusive(group_id)
 
     async def heartbeat(self, hb: ShareHeartbeat, resolve: Resolver) -> ShareAnswer:
         async with self._exclusive(hb.group_id):
