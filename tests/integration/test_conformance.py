@@ -29,11 +29,18 @@ def _quick_tier(*options: str) -> str:
     except subprocess.TimeoutExpired:
         run.terminate()  # it stops the kop instances and brokers it started
         out, err = run.communicate(timeout=60)
-    report = out[-12000:] + err[-4000:]
+    report = out[-12000:] + err[-4000:] + _differences(out)
     assert run.returncode == 0, report
     judged = re.search(r"(\d+) of (\d+) agree with Kafka", out)
     assert judged is not None and int(judged.group(2)) >= 20, report
     return out
+
+
+def _differences(out: str) -> str:
+    """The report's differing cells with their paths, repeated last: a CI log keeps the
+    end of a long failure, and the grid before them is what it cuts."""
+    block = re.findall(r"^(?:DIFFER|STALE) .*(?:\n    .*)*", out, re.MULTILINE)
+    return "\n\ndiffering cells:\n" + "\n".join(block) if block else ""
 
 
 @pytest.mark.timeout(900)
