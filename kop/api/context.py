@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kop.api.connection_ends import ConnectionEnds
 from kop.api.fetch_sessions import FetchSessions
 from kop.api.internal_topics import refuse_access
 from kop.api.produce_order import PartitionChains
@@ -147,6 +148,7 @@ class RequestContext:
     # naming thousands of made-up namespaces would otherwise multiply.
     others: set[Namespace] = field(default_factory=set)
     max_namespaces: int = 100
+    ends: ConnectionEnds = field(default_factory=ConnectionEnds)  # the connection's
 
 
 def lead(services: Services, partition_topic: str) -> None:

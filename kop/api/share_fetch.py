@@ -49,6 +49,7 @@ from kop.security.authorizer import TopicOp
 DEFAULT_MAX_RECORDS = 500  # share.max.poll.records, when a request names none
 MAX_RECORDS = 10_000  # what one fetch may acquire, whatever it asks
 MAX_ACK_BATCHES = 10_000  # acknowledgement batches one partition may carry
+SESSION_END = "share-session"  # its key in the connection's ends
 _NO_LEADER = LeaderIdAndEpoch(leader_id=i32(-1), leader_epoch=i32(-1))
 
 # (topic id, partition) -> its acknowledgement batches
@@ -83,7 +84,20 @@ async def _begin(
     if not member_id:
         raise KafkaError(ErrorCode.invalid_request, "MemberId must be set.")
     key = await group_key(services, ctx, group_id)
-    return key, services.share_sessions.begin(owner(ctx), key, member_id, epoch)
+    begun = services.share_sessions.begin(owner(ctx), key, member_id, epoch)
+    if begun.closing:
+        ctx.ends.discard((SESSION_END, key, member_id))
+    elif epoch == OPEN_EPOCH:
+        ctx.ends.add((SESSION_END, key, member_id), lambda: _ended(services, begun.session))
+    return key, begun
+
+
+async def _ended(services: Services, session: ShareSession) -> None:
+    """The connection that opened the session closed without closing it (a client
+    killed, a network gone): the session's slot is freed and what its member acquired
+    is released now, not when the locks expire."""
+    if services.share_sessions.end(session):
+        await services.share_partitions.release_member(session.group_key, session.member_id)
 
 
 class _Batch(Protocol):

@@ -6,7 +6,9 @@ principal holds at most `per_principal` of the instance's `capacity`.
 
 Epochs: 0 opens a session (replacing the member's, whose acquired records the
 caller releases), -1 closes it after the request, anything else must be the
-session's next epoch (INVALID_SHARE_SESSION_EPOCH) and moves it on.
+session's next epoch (INVALID_SHARE_SESSION_EPOCH) and moves it on. A session also
+ends with the connection that opened it (`end`), as Kafka's ShareSessionCache drops a
+session when its connection closes.
 """
 
 from __future__ import annotations
@@ -84,6 +86,15 @@ class ShareSessions:
             )
         found.epoch = found.epoch + 1 if found.epoch < 2**31 - 1 else 1
         return Begun(found, False)
+
+    def end(self, session: ShareSession) -> bool:
+        """The connection that opened `session` closed: it goes, unless a newer
+        session of its member replaced it (whose connection it now is)."""
+        key = (session.group_key, session.member_id)
+        if self._sessions.get(key) is not session:
+            return False
+        self._drop(key)
+        return True
 
     def update(
         self, session: ShareSession, added: Iterable[tuple[SharePart, str]],

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kop.api.connection_ends import ConnectionEnds
 from kop.api.context import AnswerRoom, Namespace, RequestContext, Services
 from kop.api.dispatch import ROUTES
 from kop.api.produce_order import PartitionChains
@@ -141,6 +142,7 @@ class Connection:
         self._quota = QuotaGate(services.quotas.throttles, observer)
         self._answers = AnswerWriter(writer, memory, observer, self._quota)
         self._chains = PartitionChains()  # produce begins still running, per partition
+        self._ends = ConnectionEnds()  # what the client opened that ends with it
         self._stopping = False
         self._peer: str | None = None
         self._setup = SetupDeadline(limits.connection_setup_timeout_s)  # runs from accept
@@ -186,6 +188,7 @@ class Connection:
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
             _discard(queue)
             self._answers.room.close()
+            await self._ends.run()
             self._gate.close()
             self._writer.close()
             with contextlib.suppress(Exception):
@@ -290,7 +293,7 @@ class Connection:
                 self._reader.limit_frames(self._limits.max_request_bytes)
             return request.header, started, Now(_written(answer.body, h))
         ctx = gate_context(gate, request.header, self.peer, self._answers.room, self._chains,
-                           self._limits.max_namespaces_per_request)  # fmt: skip
+                           self._limits.max_namespaces_per_request, self._ends)  # fmt: skip
         PRINCIPAL.set(ctx.principal.role if ctx.principal is not None else "")
         route = ROUTES[ApiKey(key)]
         self._quota.asking(ctx.principal, h.client_id)
@@ -336,14 +339,14 @@ def _written(body: SaslBody, h: RequestHeader) -> Any:
 
 def gate_context(
     gate: Gatekeeper, header: RequestHeader, peer: str, room: AnswerRoom, chains: PartitionChains,
-    max_namespaces: int,
+    max_namespaces: int, ends: ConnectionEnds,
 ) -> RequestContext:  # fmt: skip
     """What a handler knows of the request's connection: who is asking (as the gate
     authenticated it), from where, through which listener, and its budgets."""
     return RequestContext(
         gate.namespace, header.client_id, header.api_version, "/" + peer.rsplit(":", 1)[0],
         room, chains, gate.security.name, gate.principal, gate.access, gate.security.system,
-        max_namespaces=max_namespaces,
+        max_namespaces=max_namespaces, ends=ends,
     )  # fmt: skip
 
 
