@@ -83,7 +83,7 @@ async def join_group(
 
 async def _join(services: Services, join: JoinRequest, version: int) -> JoinGroupResponse:
     try:
-        r = await services.groups.join(join)
+        r = await services.groups.classic.join(join)
     except KafkaError as exc:
         r = JoinResult(exc.code, join.member_id)
     return _join_response(r, version)
@@ -126,7 +126,7 @@ def _sync_refused(code: ErrorCode) -> SyncGroupResponse:
 
 async def _sync(groups: GroupService, key: str, request: SyncGroupRequest) -> SyncGroupResponse:
     try:
-        r = await groups.sync(
+        r = await groups.classic.sync(
             key,
             request.generation_id,
             request.member_id,
@@ -149,7 +149,7 @@ async def heartbeat(
     services: Services, ctx: RequestContext, request: HeartbeatRequest
 ) -> Now[HeartbeatResponse]:
     try:
-        code = services.groups.heartbeat(
+        code = services.groups.classic.heartbeat(
             await group_key(services, ctx, request.group_id),
             request.generation_id,
             request.member_id,
@@ -166,7 +166,7 @@ async def leave_group(
     members = [(m.member_id, m.group_instance_id) for m in request.members]
     try:
         key = await group_key(services, ctx, request.group_id)
-        codes = services.groups.leave(key, members)
+        codes = services.groups.classic.leave(key, members)
     except KafkaError as exc:
         return Now(LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=exc.code, members=()))
     return Now(

@@ -79,7 +79,7 @@ async def offset_commit(
         return Now(_committed(dict.fromkeys(named_partitions(request.topics), exc.code)))
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
-        code = await services.groups.commit(
+        code = await services.groups.commits.commit(
             key,
             request.generation_id_or_member_epoch,
             request.member_id,

@@ -67,7 +67,7 @@ async def txn_offset_commit(
     await requested_offsets(services, ctx, request.topics, request.group_id, codes, offsets)
     try:
         # generation -1, member "" and no instance id before v3: a commit outside the group
-        code = await services.groups.commit(
+        code = await services.groups.commits.commit(
             key, request.generation_id, request.member_id, request.group_instance_id, offsets,
             producer=producer,
         )  # fmt: skip

@@ -1,7 +1,7 @@
-"""The group coordinator as a service: the group APIs over the pure state machine
-(run by driver.py), committed offsets through the offsets store, for the groups of
-the offsets partitions this instance owns (partitions.py loads and unloads them as
-ownership moves).
+"""The group coordinator as a service: every kind of group (classic through
+classic_protocol.py, KIP-848 and share groups through their services), offset commits
+(commits.py), committed offsets through the offsets store, for the groups of the
+offsets partitions this instance owns (loading.py reads them back as ownership moves).
 
 A group of a partition owned elsewhere gets NOT_COORDINATOR; one of a partition
 still being read back gets COORDINATOR_LOAD_IN_PROGRESS (retriable), as from a
@@ -11,7 +11,6 @@ persisted it.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -20,11 +19,12 @@ from typing import Any
 from kop.cluster.coordinated import CoordinatedPartitions
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
+from kop.groups.classic_protocol import ClassicProtocol
+from kop.groups.commits import OffsetCommits
 from kop.groups.committed_view import CommittedView
 from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
-from kop.groups.consumer.offset_checks import commit_allowed
 from kop.groups.consumer.service import ClassicGroups, ConsumerGroups
-from kop.groups.coordinator import Coordinator, JoinRequest, Limits
+from kop.groups.coordinator import Coordinator, Limits
 from kop.groups.deleting import delete_group
 from kop.groups.driver import Driver
 from kop.groups.full_warning import FullWarning
@@ -33,12 +33,10 @@ from kop.groups.loading import PartitionLoading
 from kop.groups.mirror import SubscriptionMirror
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
-from kop.groups.rebalance import JoinResult, SyncResult
 from kop.groups.scope import GroupScope
 from kop.groups.share.coordinator import ShareCoordinator, ShareSettings
 from kop.groups.share.service import ShareGroups
 from kop.groups.txn_offsets import PendingOffsets
-from kop.groups.types import CommittedOffset, TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.naming import Namespace
 from kop.storage.types import StorageError, WriterFenced
@@ -99,8 +97,15 @@ class GroupService:
         self.partitions = CoordinatedPartitions(
             store.partitions, store.partition_topic, loading.load, loading.unload
         )
-        self.on_commit: Callable[[float], None] = lambda _seconds: None  # metrics hook
-        self._full = FullWarning(self.coordinator)
+        full = FullWarning(self.coordinator)
+        # the classic protocol's requests, and offset commits of every kind of group
+        self.classic = ClassicProtocol(
+            self.coordinator, self._driver, kinds, self.consumer, full, self.check
+        )
+        self.commits = OffsetCommits(
+            self.coordinator, self._driver, self.consumer, self.offsets, self.pending, full,
+            self.check, self.failed,
+        )  # fmt: skip
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -154,95 +159,6 @@ class GroupService:
         groups = self.coordinator.groups
         for group in await self.offsets.expire(groups, now_ms, self.failed, kept):
             self.coordinator.forget(group)
-
-    # -- the group protocol ------------------------------------------------------------
-
-    async def join(self, request: JoinRequest) -> JoinResult:
-        self.check(request.group_id)
-        self._kinds.refuse_share(request.group_id)
-        await self.consumer.yield_to_classic(request.group_id)
-        result = await self._driver.parked(
-            lambda token, now: self.coordinator.join(request, token, now)
-        )
-        self._full.tell(request.group_id, result.error)
-        return result
-
-    async def sync(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        instance_id: str | None,
-        assignments: dict[str, bytes],
-        protocol: tuple[str | None, str | None] = (None, None),
-    ) -> SyncResult:
-        self.check(group_id)
-        return await self._driver.parked(
-            lambda token, now: self.coordinator.sync(
-                group_id, generation, member_id, instance_id, assignments, token, now, protocol
-            )
-        )
-
-    def heartbeat(
-        self, group_id: str, generation: int, member_id: str, instance_id: str | None
-    ) -> ErrorCode:
-        self.check(group_id)
-        beat = self.coordinator.heartbeat
-        return self._driver.now(lambda now: beat(group_id, generation, member_id, instance_id, now))
-
-    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
-        self.check(group_id)
-        return self._driver.now(lambda now: self.coordinator.leave(group_id, members, now))
-
-    async def commit(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        instance_id: str | None,
-        offsets: dict[TopicPartition, CommittedOffset],
-        retention_ms: int | None = None,
-        producer: tuple[int, int] | None = None,
-    ) -> ErrorCode:
-        """One code for the whole request: Kafka stores a commit's offsets together.
-        `retention_ms` (OffsetCommit v2-4) makes them expire that long after now. With
-        `producer` (TxnOffsetCommit's id and epoch) they are kept aside until its
-        transaction ends (kop.groups.txn_offsets), and a generation of -1 without a
-        member is not checked (a producer outside the group), as in Kafka."""
-        self.check(group_id)
-        if producer is not None and self.pending.fenced(*producer):
-            return ErrorCode.invalid_producer_epoch
-        now = self._driver.clock()
-        code = ErrorCode.none
-        consumer = commit_allowed(self.consumer.get(group_id), member_id, generation)
-        if consumer is not None:
-            code = consumer  # a KIP-848 group: the generation is the member epoch
-        elif producer is None or generation >= 0 or member_id:
-            code = self._driver.now(
-                lambda now: self.coordinator.commit_allowed(
-                    group_id, generation, member_id, instance_id, now
-                )
-            )
-        else:  # a transactional producer outside the group: it still needs room
-            code = self._driver.now(lambda now: self.coordinator.hold(group_id, now))
-        self._full.tell(group_id, code)
-        if code is not ErrorCode.none or not offsets:
-            return code
-        expire = now + retention_ms if retention_ms is not None else None
-        stamped = {
-            tp: dataclasses.replace(o, commit_ms=now, expire_ms=expire) for tp, o in offsets.items()
-        }
-        started = time.monotonic()
-        try:
-            if producer is None:
-                await self.offsets.commit(group_id, stamped)
-            else:
-                await self.pending.add(group_id, producer[0], stamped)
-        except StorageError as exc:
-            log.warning("commit of %s not persisted: %s", group_id, exc)
-            return self.failed(group_id, exc)
-        self.on_commit(time.monotonic() - started)
-        return ErrorCode.none
 
     def failed(self, group_id: str, exc: StorageError) -> ErrorCode:
         """A write that failed because this instance no longer holds the group's offsets

@@ -136,7 +136,7 @@ class Metrics:
 
     def watch_groups(self, groups: GroupService, logs: LogManager) -> None:
         self.registry.register(GroupCollector(groups, logs))
-        groups.on_commit = self.commit_latency.observe
+        groups.commits.on_commit = self.commit_latency.observe
 
     def request_done(
         self, api_key: int, seconds: float, ok: bool, errors: Mapping[int, int]

@@ -76,7 +76,8 @@ async def test_an_empty_classic_group_becomes_a_consumer_group_for_good() -> Non
     log = MemoryLog()
     first = await _started(log)
     offset = CommittedOffset(5, -1, "", 0, None)
-    assert (await first.commit("g", -1, "", None, {TopicPartition("t1", 0): offset})).value == 0
+    committed = await first.commits.commit("g", -1, "", None, {TopicPartition("t1", 0): offset})
+    assert committed.value == 0
     assert "g" in first.coordinator.groups  # a standalone (classic, Empty) group
     await first.consumer.heartbeat(_join("g", "a"), _resolve)
     assert "g" not in first.coordinator.groups
@@ -119,7 +120,8 @@ async def test_an_empty_consumer_group_without_offsets_goes_after_a_check_interv
     for group in ("idle", "kept"):
         await groups.consumer.heartbeat(_join(group, "a"), _resolve)
     offset = CommittedOffset(5, -1, "", 0, None)
-    assert (await groups.commit("kept", 1, "a", None, {TopicPartition("t1", 0): offset})).value == 0
+    committed = await groups.commits.commit("kept", 1, "a", None, {TopicPartition("t1", 0): offset})
+    assert committed.value == 0
     for group in ("idle", "kept"):
         await groups.consumer.heartbeat(Heartbeat(group, "a", -1), _resolve)
     now[0] = IDLE_CHECK_MS + 1

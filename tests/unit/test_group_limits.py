@@ -26,14 +26,14 @@ async def test_a_refused_new_group_tells_the_operator_why(caplog: pytest.LogCapt
         while not service.loaded:
             await asyncio.sleep(0.001)
         offsets = {T: CommittedOffset(1)}
-        assert await service.commit("first", -1, "", None, offsets) is ErrorCode.none
+        assert await service.commits.commit("first", -1, "", None, offsets) is ErrorCode.none
         with caplog.at_level(logging.WARNING, logger="kop.groups.service"):
             for group in ("second", "third"):
-                code = await service.commit(group, -1, "", None, offsets)
+                code = await service.commits.commit(group, -1, "", None, offsets)
                 assert code is ErrorCode.coordinator_not_available
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "max_groups=1" in warnings[0] and "second" in warnings[0]
-        assert await service.commit("first", -1, "", None, offsets) is ErrorCode.none
+        assert await service.commits.commit("first", -1, "", None, offsets) is ErrorCode.none
     finally:
         await service.close()
 
@@ -55,7 +55,7 @@ async def test_each_tenant_has_its_share_and_transactional_commits_need_room_too
         offsets = {T: CommittedOffset(1)}
 
         async def commit(group: str, producer: tuple[int, int] | None = None) -> ErrorCode:
-            return await service.commit(group, -1, "", None, offsets, producer=producer)
+            return await service.commits.commit(group, -1, "", None, offsets, producer=producer)
 
         assert await commit("//evil/ns/a") is ErrorCode.none
         assert await commit("//evil/other/b", producer=(7, 0)) is ErrorCode.none

@@ -70,4 +70,4 @@ async def test_a_live_group_keeps_offsets_of_subscribed_topics_only() -> None:
 
 def groups_leave(s: Services, member: str) -> list[ErrorCode]:
     assert s.groups is not None
-    return s.groups.leave("g", [(member, None)])
+    return s.groups.classic.leave("g", [(member, None)])
