@@ -7,11 +7,16 @@ acknowledged leaves the subscription's backlog empty."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pulsar
+from confluent_kafka import Producer as CfProducer
 
 from tests.integration.admin import create_topic
 from tests.integration.conftest import PULSAR_URL, KopProcess
@@ -90,3 +95,130 @@ def test_a_pulsar_consumer_shares_the_subscription_with_a_kafka_share_consumer(
     assert len(got) == len(pulsar_values), "the Pulsar consumer got a record twice"
     assert kafka_values | pulsar_values == {f"v{i}" for i in range(1000)}
     assert _backlog(topic, f"kafka-share-{group}") == 0
+
+
+class _Ledger:
+    """What each side of one share group received and had accepted, fed line by line
+    from ShareGroupAccept.java's output and by the Pulsar consumer."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.received: Counter[str] = Counter()  # by either side
+        self.kafka_ok: Counter[str] = Counter()
+        self.kafka_failed: set[str] = set()
+        self.pulsar: Counter[str] = Counter()
+        self.ok_events = 0
+
+    def kafka_line(self, line: str) -> None:
+        verdict, _, rest = line.partition(" ")
+        value = rest.split(" ")[0]
+        with self.lock:
+            if verdict == "GOT":
+                self.received[value] += 1
+            elif verdict == "OK":
+                self.kafka_ok[value] += 1
+                self.ok_events += 1
+            elif verdict == "FAIL":
+                self.kafka_failed.add(value)
+
+    def pulsar_acked(self, value: str) -> None:
+        with self.lock:
+            self.received[value] += 1
+            self.pulsar[value] += 1
+
+    def settled(self, values: set[str]) -> bool:
+        """Every value accepted by one side, or its Kafka acceptance failed."""
+        with self.lock:
+            return values <= set(self.kafka_ok) | set(self.pulsar) | self.kafka_failed
+
+
+def _until(what: str, done: Callable[[], bool], within: float) -> None:
+    deadline = time.monotonic() + within
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {within} s")
+        time.sleep(0.2)
+
+
+def test_no_record_is_lost_or_accepted_twice_when_kop_is_killed_mid_way(
+    fresh_kop: KopProcess, topic: str, kafka_lib: Path
+) -> None:
+    """Two Kafka share consumers (explicit acceptance, committed after each poll) and a
+    Pulsar consumer on the group's subscription split 10,000 records; kop is killed -9
+    once 3,000 acceptances were committed and started again. Every record reaches some
+    consumer; what a Kafka member had accepted never comes again, to either side; a
+    record seen twice is one whose Kafka acceptance failed when kop died (Pulsar gave
+    back what the dead instance held: D27); the subscription ends with no backlog."""
+    create_topic(fresh_kop.bootstrap, topic, 2)
+    group = f"sg-kill-{topic}"
+    values = {f"k{i}" for i in range(10_000)}
+    ledger = _Ledger()
+    native = pulsar.Client(PULSAR_URL)
+    # The subscription exists before anything is produced: no record predates it.
+    consumer = native.subscribe(
+        f"persistent://public/default/{topic}", f"kafka-share-{group}",
+        consumer_type=pulsar.ConsumerType.Shared, receiver_queue_size=1,
+    )  # fmt: skip
+    stop = threading.Event()
+
+    def pulsar_side() -> None:  # a slow Pulsar application: a small share
+        while not stop.is_set():
+            try:
+                msg = consumer.receive(timeout_millis=200)
+            except pulsar.Timeout:
+                continue
+            consumer.acknowledge(msg)
+            ledger.pulsar_acked(msg.data().decode())
+            time.sleep(0.02)
+
+    java = subprocess.Popen(
+        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ShareGroupAccept.java"),
+         fresh_kop.bootstrap, topic, group, "2", "50", "40"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    tail: list[str] = []
+
+    def kafka_side() -> None:
+        assert java.stdout is not None
+        for line in java.stdout:
+            ledger.kafka_line(line.strip())
+            tail[:] = [*tail[-40:], line.rstrip()]
+
+    threads = [threading.Thread(target=pulsar_side), threading.Thread(target=kafka_side)]
+    for t in threads:
+        t.start()
+    try:
+        producer = CfProducer({"bootstrap.servers": fresh_kop.bootstrap, "linger.ms": 5})
+        for v in sorted(values):
+            producer.produce(topic, value=v.encode(), key=v.encode())
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        _until("3,000 Kafka acceptances", lambda: ledger.ok_events >= 3000, 120)
+        fresh_kop.kill9()
+        killed_at = ledger.ok_events
+        fresh_kop.start()
+        _until("every record accepted", lambda: ledger.settled(values), 180)
+        _until("no backlog", lambda: _backlog(topic, f"kafka-share-{group}") == 0, 60)
+    finally:
+        assert java.stdin is not None
+        with contextlib.suppress(OSError):
+            java.stdin.write("stop\n")
+            java.stdin.flush()
+        try:
+            java.wait(60)
+        except subprocess.TimeoutExpired:
+            java.kill()
+        stop.set()
+        for t in threads:
+            t.join(30)
+        consumer.close()
+        native.close()
+    assert ledger.ok_events > killed_at, "the Kafka members accepted nothing after the restart"
+    assert ledger.pulsar, "the Pulsar consumer got no share"
+    assert values <= set(ledger.received), "a record was lost"
+    assert max(ledger.kafka_ok.values()) == 1, "a record was accepted twice on the Kafka side"
+    assert not set(ledger.kafka_ok) & set(ledger.pulsar), "accepted by Kafka, then Pulsar got it"
+    twice = {v for v, n in ledger.received.items() if n > 1}
+    assert twice <= ledger.kafka_failed, sorted(twice - ledger.kafka_failed)[:10]
+    in_doubt = values - set(ledger.kafka_ok) - set(ledger.pulsar)
+    assert in_doubt <= ledger.kafka_failed, sorted(in_doubt)[:10]
