@@ -229,6 +229,7 @@ class GroupReader(threading.Thread):
             }
         )
         self.consumer.subscribe([topic])
+        self.topic = topic
         self.seen: set[bytes] = set()
         self.failed_commits = 0
         self.want: set[bytes] | None = None
@@ -254,14 +255,41 @@ class GroupReader(threading.Thread):
         finally:
             self.done.set()
 
-    def finish(self, want: set[bytes], timeout: float = 300) -> None:
+    def finish(
+        self, want: set[bytes], timeout: float = 300, at: dict[bytes, tuple[int, int]] | None = None
+    ) -> None:
+        """Waits until the group read `want`; `at` (value -> partition and offset it was
+        acknowledged at) lets a failure say where the missing records are."""
         self.want = want
         self.join(timeout)
         if self.is_alive():  # where it waits says whose fault it is
             frame = sys._current_frames().get(self.ident or 0)
             where = "".join(traceback.format_stack(frame)[-4:]) if frame else "?"
-            pytest.fail(f"the group read {len(self.seen & want)} of {len(want)}, at:\n{where}")
+            pytest.fail(
+                f"the group read {len(self.seen & want)} of {len(want)}, at:\n{where}\n"
+                + self._missing(want, at or {})
+            )
         self.consumer.close()
+
+    def _missing(self, want: set[bytes], at: dict[bytes, tuple[int, int]]) -> str:
+        """The unread records' partitions and offsets, beside what kop reports of those
+        partitions (watermarks) and of the group (its position and commits)."""
+        missing = sorted(at.get(v, (-1, -1)) for v in want - self.seen)
+        lines = [f"unread (partition, offset): {missing[:20]}"]
+        for p in sorted({p for p, _ in missing if p >= 0}):
+            tp = TopicPartition(self.topic, p)
+            try:
+                low, high = self.consumer.get_watermark_offsets(tp, timeout=10)
+                position = self.consumer.position([tp])[0].offset
+                committed = self.consumer.committed([tp], timeout=10)[0].offset
+            except KafkaException as exc:
+                lines.append(f"partition {p}: {exc}")
+                continue
+            lines.append(
+                f"partition {p}: watermarks {low}..{high}, group position {position}, "
+                f"committed {committed}"
+            )
+        return "\n".join(lines)
 
 
 def assert_group_resumes_at_the_end(bootstrap: str, topic: str, group: str) -> None:
@@ -343,7 +371,7 @@ def test_a_broker_killed_and_restarted_under_an_idempotent_producer_and_a_group(
     assert not [e for e in errors if "OutOfOrderSequence" in str(e.get("exception"))]
     assert errors == [] and len(sent) == n, send_failures(errors, kop_via_proxy, topic)
     acked = {str(e["value"]).encode() for e in sent}
-    reader.finish(acked)
+    reader.finish(acked, at={str(e["value"]).encode(): (e["partition"], e["offset"]) for e in sent})
     # kop restarted too (its offset index may have missed writes while broker-2 was
     # gone, issue 19 finding 6): every record keeps the offset it was acknowledged at.
     kop_via_proxy.stop()
