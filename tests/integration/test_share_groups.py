@@ -126,17 +126,26 @@ class _Ledger:
             self.received[value] += 1
             self.pulsar[value] += 1
 
+    def summary(self) -> str:
+        with self.lock:
+            return (
+                f"received {len(self.received)} distinct, Kafka accepted {len(self.kafka_ok)}, "
+                f"Kafka failed {len(self.kafka_failed)}, Pulsar acked {len(self.pulsar)}"
+            )
+
     def settled(self, values: set[str]) -> bool:
         """Every value accepted by one side, or its Kafka acceptance failed."""
         with self.lock:
             return values <= set(self.kafka_ok) | set(self.pulsar) | self.kafka_failed
 
 
-def _until(what: str, done: Callable[[], bool], within: float) -> None:
+def _until(
+    what: str, done: Callable[[], bool], within: float, why: Callable[[], str] = str
+) -> None:
     deadline = time.monotonic() + within
     while not done():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {within} s")
+            raise AssertionError(f"{what}: not within {within} s\n{why()}")
         time.sleep(0.2)
 
 
@@ -188,16 +197,31 @@ def test_no_record_is_lost_or_accepted_twice_when_kop_is_killed_mid_way(
     for t in threads:
         t.start()
     try:
-        producer = CfProducer({"bootstrap.servers": fresh_kop.bootstrap, "linger.ms": 5})
+        # Small batches: Pulsar's Shared dispatcher hands out whole entries, so a Pulsar
+        # consumer with a receiver queue of one still takes a batch at a time; with big
+        # batches it took nearly every record before the Kafka members had polled (CI
+        # saw 0 Kafka acceptances in 120 s).
+        producer = CfProducer(
+            {"bootstrap.servers": fresh_kop.bootstrap, "linger.ms": 5, "batch.num.messages": 20}
+        )
         for v in sorted(values):
             producer.produce(topic, value=v.encode(), key=v.encode())
             producer.poll(0)
         assert producer.flush(30) == 0
-        _until("3,000 Kafka acceptances", lambda: ledger.ok_events >= 3000, 120)
+
+        def why() -> str:  # what a failure needs to say: each side's count, the members' last lines
+            kop_log = "\n".join(fresh_kop.log_path.read_text(errors="replace").splitlines()[-25:])
+            return (
+                f"{ledger.summary()}\nmembers said last:\n"
+                + "\n".join(tail[-15:])
+                + (f"\nkop's log ends:\n{kop_log}")
+            )
+
+        _until("3,000 Kafka acceptances", lambda: ledger.ok_events >= 3000, 120, why)
         fresh_kop.kill9()
         killed_at = ledger.ok_events
         fresh_kop.start()
-        _until("every record accepted", lambda: ledger.settled(values), 180)
+        _until("every record accepted", lambda: ledger.settled(values), 180, why)
         _until("no backlog", lambda: _backlog(topic, f"kafka-share-{group}") == 0, 60)
     finally:
         assert java.stdin is not None
