@@ -177,8 +177,9 @@ class LogManager:
         return plog
 
     async def release(self, topics: Sequence[str]) -> None:
-        """Let partitions go (their indexes persisted first, their writers closed), side
-        by side; the next use reopens one, if this instance owns it then."""
+        """Let partitions go (their indexes persisted first, their writers handed over:
+        left for the next owner's fence to drop), side by side; the next use reopens
+        one, if this instance owns it then."""
         for topic in topics:
             task = self._opening.get(topic)
             if task is not None:
@@ -187,7 +188,7 @@ class LogManager:
         async with self._flush_lock:
             plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
             await _side_by_side(p.close() for p in plogs)
-        await _side_by_side(self._storage.close_writer(t) for t in topics)
+        await _side_by_side(self._storage.hand_over_writer(t) for t in topics)
 
     async def drop(self, topics: Sequence[str]) -> None:
         """The Pulsar partitions are being deleted: stop following them and forget

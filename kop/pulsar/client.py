@@ -242,6 +242,12 @@ class PulsarWriter:
         except PulsarWireError as exc:
             log.debug("closing producer %s: %s", self.name, exc)
 
+    async def leave(self) -> None:
+        try:
+            await self._producer.leave()
+        except PulsarWireError as exc:
+            log.debug("leaving producer %s: %s", self.name, exc)
+
 
 @dataclass(slots=True)
 class ReaderStats:
@@ -371,6 +377,15 @@ class PulsarSession:
             return
         del self._writers[topic]
         await writer.close()
+
+    async def hand_over_writer(self, topic: str, name: str | None = None) -> None:
+        """See `MessageLog.hand_over_writer` (`WireProducer.leave`: why the producer
+        is not closed on the broker)."""
+        writer = self._writers.get(topic)
+        if writer is None or (name is not None and writer.name != name):
+            return
+        del self._writers[topic]
+        await writer.leave()
 
     async def reader(
         self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000

@@ -104,6 +104,15 @@ class MessageLog(Protocol):
         """Close the topic's writer (only if it is still the one named `name`)."""
         ...
 
+    async def hand_over_writer(self, topic: str, name: str | None = None) -> None:
+        """Let the topic's writer (only if it is still the one named `name`) go for
+        another instance to take the topic: what it
+        sent is stored or failed, it is forgotten here, and the storage drops it at
+        the next fencing writer of the topic (or when this process's connection to
+        the storage ends) rather than at once: on Pulsar, closing it while the next
+        owner fences deadlocks the broker (`kop/pulsar/wire/producer.py`, `leave`)."""
+        ...
+
     async def reader(
         self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
     ) -> TopicReader:

@@ -146,13 +146,16 @@ class HeldPartitions:
             raise StorageError(f"{topic}: not persisted within {self._write_timeout_s}s") from None
 
     async def release(self, partition: int) -> None:
-        """Another instance writes this partition now: close this one's writer."""
+        """Another instance writes this partition now: hand this one's writer over."""
         await self.release_topic(self.partition_topic(partition))
 
     async def release_topic(self, topic: str) -> None:
+        """The writer is handed over, not closed: it holds the topic exclusively, and
+        its close while the next owner fences deadlocked Pulsar 4.0.7's broker (a
+        rolling restart: `MessageLog.hand_over_writer`, docs/decisions.md D28)."""
         writer = self._held.pop(topic, None)
         if writer is not None:
-            await self.storage.close_writer(topic, writer.name)
+            await self.storage.hand_over_writer(topic, writer.name)
 
     async def close(self) -> None:
         for topic in list(self._held):

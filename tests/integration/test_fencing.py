@@ -235,3 +235,29 @@ async def test_a_fencing_shared_writer_keeps_the_fence_and_pulsar_producers(
     finally:
         client.close()
     assert [payload(e) for e in await read_all(two, topic)] == [b"a0", b"p0", b"b0", b"p1"]
+
+
+def publishers(topic: str) -> list[str]:
+    stats = pulsar_rest("GET", f"persistent/{topic.removeprefix('persistent://')}/stats")
+    return sorted(p["producerName"] for p in stats["publishers"])
+
+
+async def test_a_writer_handed_over_stays_until_the_next_owners_fence(
+    sessions: list[PulsarSession], topic: str
+) -> None:
+    """D28: a writer let go for another instance sends no CloseProducer (beside the next
+    owner's fence it deadlocked the broker): what it sent is stored, the broker keeps it
+    until the next owner fences, and the instance that let go can take the topic again."""
+    one, two = sessions[0], sessions[1]
+    old = await one.writer(topic, mode=FENCING, name="kop-a")
+    await write(old, b"a")
+    await one.hand_over_writer(topic)
+    assert publishers(topic) == ["kop-a"]
+    with pytest.raises(WriterBusy):  # still held: only a fence takes it
+        await two.writer(topic, mode=EXCLUSIVE)
+    new = await two.writer(topic, mode=FENCING, name="kop-b")
+    await write(new, b"b")
+    assert publishers(topic) == ["kop-b"]
+    back = await one.writer(topic, mode=FENCING, name="kop-a2")
+    await write(back, b"c")
+    assert [payload(e) for e in await read_all(one, topic)] == [b"a", b"b", b"c"]

@@ -349,10 +349,13 @@ class MemoryWriter:
         self._schedule()
 
     async def close(self) -> None:
+        await self.leave()
+        self._topic.detach(self)
+
+    async def leave(self) -> None:
         self.closed = True
         self.stalled = False
         self._drain()  # pending sends are stored (or fail) before a close completes
-        self._topic.detach(self)
 
 
 def topic_forgets(topic: MemoryTopic) -> bool:
@@ -490,6 +493,15 @@ class MemoryLog:
             return
         del self.writers[topic]
         await writer.close()
+
+    async def hand_over_writer(self, topic: str, name: str | None = None) -> None:
+        """Stored what it sent, forgotten here, still attached to the topic until a
+        fencing writer comes (or the process is lost), as on Pulsar."""
+        writer = self.writers.get(topic)
+        if writer is None or (name is not None and writer.name != name):
+            return
+        del self.writers[topic]
+        await writer.leave()
 
     async def reader(
         self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000

@@ -159,3 +159,25 @@ def test_a_write_in_flight_at_a_handover_is_answered_by_the_old_owner_not_stored
     assert loop.run(handover(), within=30) == 1
     slow.read_lag_s = 0.0
     assert b.fetch(0) == [(0, b"x0"), (1, b"x1"), (2, b"y0")]
+
+
+def test_a_partition_handed_over_leaves_its_writer_for_the_next_owners_fence(
+    loop: SimLoop,
+) -> None:
+    """A partition released for its next owner is not closed on the storage: its
+    writer, with everything it acknowledged stored, stays attached until the next
+    owner's fence drops it. On Pulsar 4.0.7 the old owner's CloseProducer, arriving
+    while the new owner fenced, deadlocked the broker (a rolling restart hung the
+    standalone: docs/decisions.md D28)."""
+    store = MemoryLog()
+    a = _node(loop, store.instance(), [0])
+    b = _node(loop, store.instance(), [0])
+    assert a.produce(batch([b"a0", b"a1"])) == 0
+    assert a.manager is not None
+    loop.run(a.manager.release([TOPIC]), within=60)
+    topic = store.topic(TOPIC)
+    assert [w.name for w in topic.attached] != [], "the old owner's writer was closed"
+    left = list(topic.attached)
+    assert b.produce(batch([b"b0"])) == 2  # the new owner's fence drops it
+    assert all(w.fenced is not None for w in left)
+    assert b.fetch(0) == [(0, b"a0"), (1, b"a1"), (2, b"b0")]

@@ -142,15 +142,41 @@ class WireProducer:
     async def close(self) -> None:
         """Waits for everything sent before (stored or failed), then closes the
         producer on the broker. Sends after this fail."""
+        if await self._finishing():
+            try:
+                await self._flush_and_stop()
+            finally:
+                await self._link.close()
+
+    async def leave(self) -> None:
+        """Like `close`, except that the producer is left on the broker: this side
+        forgets it (no reconnect, a later CloseProducer from the broker is ignored)
+        and the broker drops it at the next fence of its topic or when the connection
+        ends. For a partition handed to another instance, whose fence may be under
+        way at this moment: Pulsar 4.0.7's broker closes the producers a fence finds
+        while holding the topic's lock, and a CloseProducer from us for one of them
+        holds that producer's lock while it waits for the topic's, so the two wait
+        for each other for ever (two deadlocked pulsar-io threads; the standalone's
+        health check fails from then on, and every client of that thread hangs)."""
+        if await self._finishing():
+            try:
+                await self._flush_and_stop()
+            finally:
+                self._link.forget()
+
+    async def _finishing(self) -> bool:
+        """False once another close or leave came first (having waited for it)."""
         if self._closing:
             await self._done.wait()
-            return
-        self._closing = True
+            return False
+        self._closing = True  # sends are refused from now on
+        return True
+
+    async def _flush_and_stop(self) -> None:
         try:
             await self.flush()
         finally:
             self._shutdown()
-            await self._link.close()
 
     async def start(self) -> None:
         """Creates the producer on the broker (retrying within the operation timeout)."""

@@ -189,6 +189,13 @@ class ProducerLink:
         if task is not None and not task.done() and task is not asyncio.current_task():
             task.cancel()
 
+    def forget(self) -> None:
+        """Stopped and unregistered here, left on the broker (`WireProducer.leave`)."""
+        conn, self.conn = self.conn, None
+        self.stop()
+        if conn is not None:
+            conn.unregister_producer(self.producer_id, self._handler)
+
     async def close(self) -> None:
         conn, self.conn = self.conn, None
         if conn is None:
