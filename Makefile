@@ -152,7 +152,7 @@ kcat:
 ## make conformance: the whole matrix (every scenario x client) against kop and a reference Kafka;
 ## writes docs/compatibility.md. CONFORMANCE_ARGS="--instances 3": three kop instances against a
 ## three-broker Kafka, written to docs/compatibility-3-instances.md. make test runs the quick tier
-## of both.
+## (without kafkajs), and on three instances the part of it several instances change.
 conformance: pulsar-fetch kafka-fetch kcat
 	$(BIN)/python -m conformance $(CONFORMANCE_ARGS)
 
