@@ -45,12 +45,12 @@ def _differences(out: str) -> str:
 
 # What three instances change: a group's or a transaction's coordinator on another
 # instance than the partitions' leaders, requests routed to leaders, brokers and
-# coordinators as tools list them. The rest of the quick tier is judged with one
-# instance; the full matrix (make conformance CONFORMANCE_ARGS="--instances 3") runs
-# every scenario on three. (The whole quick tier on three took 431 s of a CI run.)
+# coordinators as a tool lists them (one tool: each is a JVM per command, 28-57 s a
+# cell). The rest of the quick tier is judged with one instance; the full matrix (make
+# conformance CONFORMANCE_ARGS="--instances 3") runs every scenario on three. (The
+# whole quick tier on three took 431 s of a CI run; these cells about 140 s.)
 ACROSS_INSTANCES = (
-    "groups/", "transactions/", "tools/kafka-transactions", "tools/consumer-groups",
-    "tools/consumer-protocol", "tools/share-groups", "positions/leader-epochs",
+    "groups/", "transactions/", "tools/consumer-groups", "positions/leader-epochs",
     "produce/idempotent-retries", "admin/describe-cluster", "metadata/internal-topics",
 )  # fmt: skip
 
@@ -66,7 +66,7 @@ def test_quick_tier_agrees_with_kafka(pulsar: str) -> None:
 def test_quick_tier_on_three_instances_agrees_with_a_three_broker_kafka(pulsar: str) -> None:
     chosen = [option for prefix in ACROSS_INSTANCES for option in ("--scenario", prefix)]
     out = _quick_tier(
-        "--instances", "3", "--skip-client", "kafkajs", "--show", *chosen, at_least=12
+        "--instances", "3", "--skip-client", "kafkajs", "--show", *chosen, at_least=10
     )  # fmt: skip
     assert "3 kop instances judged by a Kafka cluster of 3 brokers" in out
     # Raw requests went to the partition's leader (at another broker both would answer
