@@ -30,7 +30,7 @@ from typing import Any
 from kop.entries import codec as entries
 from kop.entries.formats import EntryFormat
 from kop.log.own_writes import OwnWrites
-from kop.log.producer_state import Duplicate, InFlight, ProducerStates
+from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.log.receipts import ReceiptFeed
 from kop.log.retirement import CaughtUp, Retirements
 from kop.log.settings import LogSettings
@@ -125,13 +125,33 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         async with self._lock:
-            writer = await self._writer(WriterMode.FENCING_SHARED if shared else WriterMode.FENCING)
+            try:
+                writer = await self._writer(
+                    WriterMode.FENCING_SHARED if shared else WriterMode.FENCING
+                )
+            except (KafkaError, StorageError):
+                for h, _, _ in encoded:
+                    self._refuse(h)
+                raise
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
         task = asyncio.ensure_future(self._complete(jobs))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(_retrieve)  # its connection may be gone
         return task
+
+    def _refuse(self, head: BatchHeader) -> None:
+        """An idempotent batch that would be written failed before it was sent: its
+        producer's later batches must wait for its retry (`ProducerStates.refused`)."""
+        if head.producer_id < 0 or head.base_sequence < 0:
+            return
+        args = (head.producer_id, head.producer_epoch, head.base_sequence, head.record_count)
+        try:
+            decision = self._producers.check(*args)
+        except KafkaError:
+            return  # fenced or out of order: it would not have been written
+        if isinstance(decision, Write):
+            self._producers.refused(*args)
 
     async def _writer(self, mode: WriterMode = WriterMode.FENCING) -> TopicWriter:
         self._mode = mode
@@ -172,7 +192,10 @@ class Appender:
                 while writer.name in self._retired:  # retired while this request waited
                     writer = await self._writer(self._mode)
                     await writer.wait_capacity(size)
-        except TimeoutError:
+        except (TimeoutError, KafkaError, StorageError) as exc:
+            self._refuse(head)
+            if not isinstance(exc, TimeoutError):
+                raise
             raise KafkaError(
                 ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
             ) from None

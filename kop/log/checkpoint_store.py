@@ -325,12 +325,16 @@ def _snapshot_body(snap: Snapshot) -> bytes:
         body["z"] = 1  # absent in what kop wrote before it was kept: False
     if snap.coordinator_epoch >= 0:
         body["c"] = snap.coordinator_epoch  # absent before issue 33: -1, any marker taken
+    if snap.floor >= 0:
+        body["f"] = snap.floor  # absent before it was kept: the oldest batch's sequence
     return json.dumps(body).encode()
 
 
 def _snapshot(v: dict[str, Any]) -> Snapshot:
     batches = [(_i64(a), _i64(b), _i64(c), _i64(d)) for a, b, c, d in v["b"]]
-    return Snapshot(_i64(v["e"]), batches, v.get("z") == 1, _i64(v.get("c", -1)))
+    return Snapshot(
+        _i64(v["e"]), batches, v.get("z") == 1, _i64(v.get("c", -1)), _i64(v.get("f", -1))
+    )
 
 
 def _mark(v: dict[str, Any]) -> Mark:

@@ -56,6 +56,9 @@ class _Producer(Generic[T]):
     batches: deque[BatchState[T]] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
     starts_at_zero: bool = False  # an epoch a marker began: its first batch is sequence 0
     coordinator_epoch: int = -1  # the last marker's (Kafka's ProducerStateEntry keeps it)
+    # The sequence from which every batch of this epoch passed through this state in
+    # order (-1: none yet): a retry below it may never have been stored (`_not_next`).
+    floor: int = -1
 
     def find(self, first_seq: int, count: int) -> BatchState[T] | None:
         for b in self.batches:
@@ -70,13 +73,18 @@ class _Producer(Generic[T]):
             for b in self.batches
             if b.base_offset is not None
         ]
-        return Snapshot(self.epoch, stored, self.starts_at_zero, self.coordinator_epoch)
+        return Snapshot(
+            self.epoch, stored, self.starts_at_zero, self.coordinator_epoch, self.floor
+        )
 
     @classmethod
     def restored(cls, snap: Snapshot) -> _Producer[T]:
+        # A snapshot from before the floor was kept: the oldest batch it names.
+        floor = snap.floor if snap.floor >= 0 else (snap.batches[0][0] if snap.batches else -1)
         state: _Producer[T] = cls(
-            snap.epoch, starts_at_zero=snap.starts_at_zero, coordinator_epoch=snap.coordinator_epoch
-        )
+            snap.epoch, starts_at_zero=snap.starts_at_zero,
+            coordinator_epoch=snap.coordinator_epoch, floor=floor,
+        )  # fmt: skip
         for first, count, base, stored in snap.batches:
             state.batches.append(BatchState(first, count, base, stored))
         return state
@@ -113,6 +121,7 @@ class Snapshot(NamedTuple):
     batches: list[tuple[int, int, int, int]]  # (first_seq, count, base_offset, stored)
     starts_at_zero: bool = False  # a marker began the epoch: its first batch is sequence 0
     coordinator_epoch: int = -1  # the last marker's coordinator epoch
+    floor: int = -1  # see _Producer.floor (-1: written before it was kept)
 
 
 class ProducerStates(Generic[T]):
@@ -224,6 +233,19 @@ class ProducerStates(Generic[T]):
         """A write of the batch (or of its missing records) is on its way."""
         self._state(pid, epoch, first_seq, count).writing = handle
 
+    def refused(self, pid: int, epoch: int, first_seq: int, count: int) -> None:
+        """A batch judged new (`check` said Write) failed before any of it was sent (no
+        writer for the partition, Pulsar not taking writes): remembered as a failed
+        batch with nothing stored, so the producer's later batches wait for its retry
+        (OUT_OF_ORDER_SEQUENCE_NUMBER, which clients retry behind it). Forgotten, a
+        later batch would be stored first and the retry of this one judged a
+        duplicate: acknowledged, never stored (the cluster tier's broker kill, where
+        the first batch of a producer on a partition found no writer)."""
+        state = self._producers.get(pid)
+        if state is not None and epoch < state.epoch:
+            return
+        self._state(pid, epoch, first_seq, count)
+
     def failed(self, pid: int, epoch: int, first_seq: int, count: int, handle: T) -> None:
         """The write with `handle` failed; what the log shows of it stays known."""
         state = self._producers.get(pid)
@@ -279,7 +301,7 @@ class ProducerStates(Generic[T]):
                 self._changed.add(pid)
             return
         known = state.coordinator_epoch if state is not None else -1
-        self._install(pid, _Producer(epoch, starts_at_zero=True,
+        self._install(pid, _Producer(epoch, starts_at_zero=True, floor=0,
                                      coordinator_epoch=max(known, coordinator_epoch)))  # fmt: skip
         self._used(pid)
         self._changed.add(pid)
@@ -297,8 +319,10 @@ class ProducerStates(Generic[T]):
         state = self._producers.get(pid)
         if state is None or epoch > state.epoch:
             known = state.coordinator_epoch if state is not None else -1
-            state = _Producer(epoch, coordinator_epoch=known)
+            state = _Producer(epoch, coordinator_epoch=known, floor=first_seq)
             self._install(pid, state)
+        elif state.floor < 0:
+            state.floor = 0 if state.starts_at_zero else first_seq
         self._used(pid)
         self._changed.add(pid)
         batch = state.find(first_seq, count)
@@ -312,11 +336,16 @@ def _not_next(
     pid: int, first_seq: int, count: int, expected: int, state: _Producer[Any]
 ) -> KafkaError:
     """The answer to a batch that is not the expected next one. A retry of a batch older
-    than the ones remembered is a duplicate: in one epoch every sequence below the
-    expected one is stored (they are taken in order). Kafka's code for it, which clients
-    take as success; out of order, the Java client would bump its epoch and send the
-    records again."""
-    if _stored_before(first_seq, count, expected) and not _failed(state):
+    than the ones remembered is a duplicate when it lies at or after the producer's
+    floor: from there every sequence below the expected one is stored (they are taken
+    in order, a failed batch first). Kafka's code for it, which clients take as success;
+    out of order, the Java client would bump its epoch and send the records again. Below
+    the floor kop cannot know: out of order, as Kafka answers a sequence it has no
+    record of (a duplicate, at worst, where a DUPLICATE answer could lose records)."""
+    at_or_after_floor = state.floor >= 0 and _stored_before(first_seq, count, expected) and (
+        (expected - first_seq) % SEQ_MOD <= (expected - state.floor) % SEQ_MOD
+    )
+    if at_or_after_floor and not _failed(state):
         return KafkaError(
             ErrorCode.duplicate_sequence_number,
             f"producer {pid} sequence {first_seq} is stored already (next {expected})",

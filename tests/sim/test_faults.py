@@ -333,3 +333,29 @@ def test_a_trim_under_several_kept_readers_is_read_past_at_once(loop: SimLoop) -
     loop.settle(2)  # flushed, so Pulsar may delete the first ledger
     assert log.topic(TOPIC).trim(1) == 1
     assert node.fetch(2) == [(2, b"b")]
+
+
+def test_a_batch_that_found_no_writer_is_written_by_its_retry_not_taken_as_stored(
+    loop: SimLoop,
+) -> None:
+    """The cluster tier's broker kill, over memory: the first batch of an idempotent
+    producer on a partition finds no writer (the broker that held the topic is gone)
+    and fails before it is sent; the next batch, pipelined behind it, finds one. It
+    must not be stored ahead of the failed one: stored, the retry of the first was
+    judged a duplicate, acknowledged and never stored (five records lost on Pulsar)."""
+    log = MemoryLog()
+    node = Node(loop, log, LogSettings(write_timeout_s=5))
+    node.start()
+    assert node.produce(batch([b"before"])) == 0
+    loop.run(log.close_writer(TOPIC), within=5)  # the next append needs a new writer
+    log.set_down(True)
+    loop.call_later(1, log.set_down, False)  # back while the first append still waits
+    p = Producer(7)
+    first, second = _values("a", 5), _values("b", 5)
+    results = node.produce_stream([batch(first, p, seq=0), batch(second, p, seq=5)])
+    assert isinstance(results[0], KafkaError), results
+    assert isinstance(results[1], KafkaError), results  # not stored ahead of the first
+    assert results[1].code == ErrorCode.out_of_order_sequence_number  # retried behind it
+    assert node.produce(batch(first, p, seq=0)) == 1
+    assert node.produce(batch(second, p, seq=5)) == 6
+    assert node.fetch(0) == _expect([b"before", *first, *second])

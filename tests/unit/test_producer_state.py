@@ -70,6 +70,47 @@ def test_a_retry_older_than_the_remembered_batches_is_a_duplicate_not_out_of_ord
     assert info.value.code == ErrorCode.out_of_order_sequence_number
 
 
+def test_a_batch_refused_before_it_was_sent_holds_back_the_later_ones() -> None:
+    """Found on the cluster tier (a broker killed under an idempotent producer): the first
+    batch of a producer on a partition (sequences 0-4) found no writer and failed before
+    it was sent; the next one (5-9), sent behind it, got a writer and was stored; the
+    retry of 0-4 was then judged a duplicate of a stored batch: acknowledged with offset
+    -1 and never stored. Remembered as failed, the later batch waits for its retry."""
+    s: ProducerStates[str] = ProducerStates()
+    assert s.check(1, 0, 0, 5) == Write(0)
+    s.refused(1, 0, 0, 5)
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 0, 5, 5)
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+    assert s.check(1, 0, 0, 5) == Write(0)  # the retry is written
+    s.begin(1, 0, 0, 5, "w")
+    for i in range(5):
+        s.observe(1, 0, 0, 5, i, i)
+    assert s.check(1, 0, 5, 5) == Write(0)
+
+
+def test_a_retry_below_the_first_sequence_seen_is_out_of_order_not_a_duplicate() -> None:
+    """A producer first seen mid-sequence (its earlier batches failed where kop did not
+    remember them, or went to a state since lost): whether a retry below that sequence
+    was stored is unknown, and a duplicate answer would lose it if it was not. Kafka
+    answers a sequence it has no record of out of order."""
+    s: ProducerStates[str] = ProducerStates()
+    for i in range(5, 12):
+        s.observe(1, 0, i, 1, 0, i - 5)
+    assert s.check(1, 0, 7, 1) == Duplicate(2)
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 0, 6, 1)  # stored, but no longer remembered: at or after the floor
+    assert info.value.code == ErrorCode.duplicate_sequence_number
+    with pytest.raises(KafkaError) as info:
+        s.check(1, 0, 0, 5)  # below the floor: never seen here
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+    restored: ProducerStates[str] = ProducerStates()
+    restored.restore({1: s.take_changes()[1]})  # the floor survives a restart
+    with pytest.raises(KafkaError) as info:
+        restored.check(1, 0, 0, 5)
+    assert info.value.code == ErrorCode.out_of_order_sequence_number
+
+
 def test_gap_is_out_of_order() -> None:
     s: ProducerStates[str] = ProducerStates()
     s.observe(1, 0, 0, 5, 4, 4)
@@ -190,3 +231,53 @@ def test_a_marker_of_the_same_epoch_keeps_the_sequences() -> None:
     assert s.check(7, 2, 3, 1) == Write(0)
     with pytest.raises(KafkaError):
         s.check(7, 2, 0, 1)
+
+
+# A pipelining client: each round it sends every batch not yet acknowledged, in order,
+# at most five, as the Java producer keeps five requests in flight. An attempt fails
+# before it is sent (no writer: `refused`), or stores a prefix of what it writes. An
+# acknowledgement (stored, or a duplicate answer) must mean every record is in the log
+# once, in sequence order; out-of-order answers are retried in a later round.
+
+
+@settings(max_examples=300, deadline=None)
+@given(counts=st.lists(st.integers(1, 4), min_size=2, max_size=8), data=st.data())
+def test_a_pipelining_client_never_has_a_record_acknowledged_but_not_stored(
+    counts: list[int], data: st.DataObject
+) -> None:
+    s: ProducerStates[int] = ProducerStates()
+    firsts = [sum(counts[:i]) for i in range(len(counts))]
+    log: list[int] = []  # the sequence of each stored record, in offset order
+    acked: set[int] = set()
+    handle = 0
+    for round_ in range(20):
+        last = round_ >= 10  # from then on nothing fails: everything gets through
+        for b in [b for b in range(len(counts)) if b not in acked][:5]:
+            seq, count = firsts[b], counts[b]
+            try:
+                decision = s.check(7, 0, seq, count)
+            except KafkaError as exc:
+                if exc.code is ErrorCode.duplicate_sequence_number:
+                    acked.add(b)
+                continue
+            if isinstance(decision, Duplicate):
+                acked.add(b)
+                continue
+            assert isinstance(decision, Write)
+            k = decision.first_index
+            if not last and data.draw(st.booleans(), label="refused before sent"):
+                s.refused(7, 0, seq, count)
+                continue
+            handle += 1
+            s.begin(7, 0, seq, count, handle)
+            stored = count - k if last else data.draw(st.integers(0, count - k), label="stored")
+            for i in range(k, k + stored):
+                log.append(seq + i)
+                s.observe(7, 0, seq, count, i, len(log) - 1)
+            if k + stored < count:
+                s.failed(7, 0, seq, count, handle)
+            else:
+                acked.add(b)
+        for b in acked:  # acknowledged: stored, every record of it
+            assert set(range(firsts[b], firsts[b] + counts[b])) <= set(log), (b, log)
+    assert log == list(range(sum(counts)))
