@@ -32,11 +32,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kop.cluster import rendezvous
 from tests.cluster.cluster_admin import (
     PARTITIONS,
-    SPREAD_ATTEMPTS,
     create_partitioned,
     http,
-    owners,
-    rebalance,
+    spread_over_both_brokers,
 )
 from tests.cluster.conftest import TOOL as CLUSTER_TOOL
 from tests.cluster.conftest import PulsarCluster
@@ -82,15 +80,11 @@ def kop_via_proxy(pulsar_cluster: PulsarCluster, tmp_path: Path) -> Iterator[Kop
 
 
 def spread_topic(c: PulsarCluster) -> str:
-    """A 4-partition topic whose partitions both brokers own (asserted, not hoped)."""
-    for attempt in range(SPREAD_ATTEMPTS):
-        if attempt == SPREAD_ATTEMPTS // 2:  # every bundle may sit on one broker (a kill)
-            rebalance(c)
-        topic = f"spread-{uuid.uuid4().hex[:10]}"
-        create_partitioned(c, topic)
-        if len(set(owners(c, topic))) == 2:
-            return topic
-    pytest.fail(f"no topic of {SPREAD_ATTEMPTS} had partitions on both brokers")
+    """A 4-partition topic whose partitions both brokers own (placed, not hoped)."""
+    topic = f"spread-{uuid.uuid4().hex[:10]}"
+    create_partitioned(c, topic)
+    spread_over_both_brokers(c, topic)
+    return topic
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], **conf: object) -> dict[bytes, int]:
@@ -655,14 +649,10 @@ def test_compacted_topic_is_compacted_on_both_brokers_through_the_proxy(
     gateway.start(timeout=120)
     try:
         admin = AdminClient({"bootstrap.servers": gateway.bootstrap})
-        for _ in range(SPREAD_ATTEMPTS):
-            topic = f"compacted-{uuid.uuid4().hex[:10]}"
-            new = NewTopic(topic, PARTITIONS, 1, config={"cleanup.policy": "compact"})
-            admin.create_topics([new])[topic].result(60)
-            if len(set(owners(pulsar_cluster, topic))) == 2:
-                break
-        else:
-            pytest.fail(f"no topic of {SPREAD_ATTEMPTS} had partitions on both brokers")
+        topic = f"compacted-{uuid.uuid4().hex[:10]}"
+        new = NewTopic(topic, PARTITIONS, 1, config={"cleanup.policy": "compact"})
+        admin.create_topics([new])[topic].result(60)
+        spread_over_both_brokers(pulsar_cluster, topic)
         values = [f"c{i}".encode() for i in range(400)]  # keys 0..399: one record each
         produce(gateway.bootstrap, topic, values)
         deadline = time.monotonic() + 120
