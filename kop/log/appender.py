@@ -1,4 +1,5 @@
-"""Produce into one partition: idempotence checks, encoding, sends, completion.
+"""Produce into one partition: idempotence checks, encoding, sends (how each batch is
+answered: kop/log/append_completion.py).
 
 `begin_append` runs in the connection's ordered part (so a connection's writes
 reach Pulsar in the order sent) and returns a task owned by the log, not by the
@@ -24,11 +25,10 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import Any
 
 from kop.entries import codec as entries
 from kop.entries.formats import EntryFormat
+from kop.log.append_completion import Completion, Job, fail_observed, retrieve
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.log.receipts import ReceiptFeed
@@ -39,7 +39,7 @@ from kop.protocol.control import read_marker
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import BatchHeader
 from kop.storage.port import MessageLog, TopicWriter
-from kop.storage.types import OutgoingEntry, StorageError, StoredEntry, WriterFenced, WriterMode
+from kop.storage.types import OutgoingEntry, StorageError, StoredEntry, WriterMode
 
 log = logging.getLogger(__name__)
 
@@ -62,22 +62,6 @@ async def _encode(
     if per_record and head.record_count > OFFLOAD_RECORDS:
         return await asyncio.to_thread(encode)
     return encode()
-
-
-@dataclass(slots=True)
-class _Job:
-    head: BatchHeader
-    offset: int | None = None  # a duplicate: known already
-    wait: Handle | None = None  # in flight: the original's outcome
-    observed: asyncio.Future[int] | None = None  # our write: counted by the follower
-    acked: asyncio.Future[list[StoredEntry | None]] | None = None
-    writer: str = ""
-    handle: Handle | None = None  # idempotent: this batch's outcome, for its retries
-    first_index: int = 0
-
-    @property
-    def idempotent(self) -> bool:
-        return self.head.producer_id >= 0 and self.head.base_sequence >= 0
 
 
 class Appender:
@@ -104,6 +88,8 @@ class Appender:
         self._gate = WriteGate(
             storage, topic, own, producers, self._retirements, caught_up, settings
         )
+        self._completion = Completion(topic, producers, settings.write_timeout_s,
+                                      self._fence, self.retire)  # fmt: skip
         self.closed = False
         self.fenced = False  # another instance took the partition over
         self._mode = WriterMode.FENCING
@@ -134,10 +120,10 @@ class Appender:
                     self._refuse(h)
                 raise
             jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
-        task = asyncio.ensure_future(self._complete(jobs))
+        task = asyncio.ensure_future(self._completion.complete(jobs))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(_retrieve)  # its connection may be gone
+        task.add_done_callback(retrieve)  # its connection may be gone
         return task
 
     def _refuse(self, head: BatchHeader) -> None:
@@ -165,8 +151,8 @@ class Appender:
         whole: list[OutgoingEntry],
         fmt: EntryFormat,
         batching: bool,
-    ) -> _Job:
-        job = _Job(head)
+    ) -> Job:
+        job = Job(head)
         if head.is_control and head.producer_id >= 0:
             marker = read_marker(batch)
             if marker is not None:
@@ -203,10 +189,10 @@ class Appender:
         acked.add_done_callback(self._acked)
         job.writer, job.acked = ref[0], acked
         job.observed = self._own.expect(ref[0], ref[1], len(out))
-        acked.add_done_callback(functools.partial(_fail_observed, job.observed))
+        acked.add_done_callback(functools.partial(fail_observed, job.observed))
         if job.idempotent:
             job.handle = asyncio.get_running_loop().create_future()
-            job.handle.add_done_callback(_retrieve)
+            job.handle.add_done_callback(retrieve)
             self._producers.begin(
                 head.producer_id, head.producer_epoch, head.base_sequence, head.record_count,
                 job.handle,
@@ -218,59 +204,6 @@ class Appender:
             self._receipts.failed()
         else:
             self._receipts.put(acked.result())
-
-    async def _complete(self, jobs: list[_Job]) -> int:
-        if len(jobs) == 1:  # one batch, as clients send: no task per job to wait for
-            return await self._finish(jobs[0])
-        results = await asyncio.gather(*(self._finish(j) for j in jobs), return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
-        first = results[0]
-        assert isinstance(first, int)
-        return first
-
-    async def _finish(self, job: _Job) -> int:
-        if job.offset is not None:
-            return job.offset
-        if job.wait is not None:
-            try:
-                async with asyncio.timeout(self._settings.write_timeout_s):
-                    return await asyncio.shield(job.wait)
-            except TimeoutError:
-                raise KafkaError(
-                    ErrorCode.request_timed_out, "the original of this retry is still in flight"
-                ) from None
-        assert job.observed is not None and job.acked is not None
-        try:
-            async with asyncio.timeout(self._settings.write_timeout_s):
-                # Failed at once by a failed send (`_fail_observed`). A lost receipt
-                # changes nothing: what was counted is stored.
-                first = await job.observed
-        except (TimeoutError, StorageError) as exc:
-            why = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-            if isinstance(exc, WriterFenced):
-                self._fence(why)
-            else:
-                self.retire(job.writer, why)
-            error = _error(exc, self._topic)
-            if job.handle is not None:
-                h = job.head
-                self._producers.failed(
-                    h.producer_id, h.producer_epoch, h.base_sequence, h.record_count, job.handle
-                )
-                job.handle.set_exception(error)
-            raise error from exc
-        base = first - job.first_index
-        if job.idempotent and job.first_index:
-            known = self._producers.batch(
-                job.head.producer_id, job.head.base_sequence, job.head.record_count
-            )
-            if known is not None and known.base_offset is not None:
-                base = known.base_offset
-        if job.handle is not None and not job.handle.done():
-            job.handle.set_result(base)
-        return base
 
     def retire(self, writer: str, why: str) -> None:
         self._retirements.retire(writer, why)
@@ -295,32 +228,3 @@ class Appender:
         for task in list(self._tasks):
             task.cancel()
         self._retirements.cancel()
-
-
-def _fail_observed(
-    observed: asyncio.Future[int], acked: asyncio.Future[list[StoredEntry | None]]
-) -> None:
-    """A failed send fails its write's wait for the count at once (the write's own
-    future: the follower leaves a done one alone). Awaiting that one future, not
-    either of two, saves the completion two turns of the event loop."""
-    if observed.done():
-        return
-    if acked.cancelled():
-        observed.cancel()
-    elif (exc := acked.exception()) is not None:
-        observed.set_exception(exc)
-
-
-def _error(exc: BaseException, topic: str) -> KafkaError:
-    if isinstance(exc, WriterFenced):
-        return KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved to another instance")
-    if isinstance(exc, StorageError) and not exc.retriable:
-        return KafkaError(ErrorCode.message_too_large, str(exc))
-    if isinstance(exc, TimeoutError):
-        return KafkaError(ErrorCode.request_timed_out, f"write to {topic} timed out")
-    return KafkaError(ErrorCode.not_enough_replicas, f"write to {topic} failed: {exc}")
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

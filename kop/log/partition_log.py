@@ -4,8 +4,9 @@ The parts share one offset index (the offset model of docs/offsets.md): the tail
 is its only writer; the appender turns Kafka batches into Pulsar writes and is
 answered by the follower's count; the history reader serves offsets older than
 the tail buffer; retention moves the log start when Pulsar deletes ledgers,
-the floor when a client deletes records (DeleteRecords).
-This class wires them and serves the counted entries' record batches.
+the floor when a client deletes records (DeleteRecords); what a flush persists is
+tracked in `PartitionChanges`. This class wires them and serves the counted entries'
+record batches.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from kop.log.compacted.part import CompactedPart
 from kop.log.counting import LogEntry
 from kop.log.floor import LogFloor
 from kop.log.history import CursorPool, HistoryReader
-from kop.log.offset_index import Checkpoint, Mark, OffsetIndex
+from kop.log.offset_index import OffsetIndex
 from kop.log.own_writes import OwnWrites
+from kop.log.partition_changes import PartitionChanges
 from kop.log.partition_reads import PartitionReads
-from kop.log.producer_state import ProducerStates, Snapshot
+from kop.log.producer_state import ProducerStates
 from kop.log.receipts import ReceiptFeed
 from kop.log.retention import Retention
 from kop.log.settings import LogSettings
@@ -36,7 +38,7 @@ from kop.log.tail import TailFollower
 from kop.log.tail_buffer import TailBudget, TailBuffer
 from kop.log.tenant_producers import TenantProducers, tenant_of
 from kop.log.traffic import Flow, Traffic
-from kop.log.txn_index import TxnIndex, TxnSnapshot
+from kop.log.txn_index import TxnIndex
 from kop.log.write_gate import Handle
 from kop.protocol.records import BatchHeader, count_records
 from kop.storage.port import Compaction, MessageLog
@@ -63,22 +65,6 @@ class Shared:
             TailBudget(settings.tail_buffer_bytes), CursorPool(settings.history_readers),
             LogStats(), TenantProducers(settings.max_producers_per_tenant), Traffic(),
         )  # fmt: skip
-
-
-@dataclass(slots=True)
-class Changes:
-    """What a flush persists for one partition."""
-
-    created: list[Checkpoint]
-    dropped: list[Checkpoint]
-    mark: Mark | None
-    producers: dict[int, Snapshot | None]
-    txns: TxnSnapshot | None = None  # the transaction index, when it changed
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.created or self.dropped or self.mark or self.producers or self.txns is not None
-        )
 
 
 class PartitionLog:
@@ -131,7 +117,9 @@ class PartitionLog:
         self.reads = PartitionReads(
             topic, self.index, self.tail, self.history, self.compacted, lambda: self.log_start
         )
-        self._flushed_mark: Mark | None = None
+        self.changes = PartitionChanges(
+            self.index, self.producers, self.txns, lambda: self.log_start
+        )
         self._retention_task: asyncio.Task[None] | None = None
         self._flow = shared.traffic.flow(topic)
 
@@ -145,7 +133,7 @@ class PartitionLog:
         self.txns.restore(persisted.txns, persisted.mark.next_offset if persisted.mark else 0)
         if self.compacted is not None:
             self.compacted.restore(persisted)
-        self._flushed_mark = persisted.mark
+        self.changes.flushed_mark = persisted.mark
         self.follower.start(persisted.mark)
         await self.follower.ready.wait()
         self.tail.drop_below(self.log_start)  # what catching up buffered below the floor
@@ -189,26 +177,6 @@ class PartitionLog:
             except StorageError as exc:
                 log.debug("%s: retention check: %s", self.topic, exc)
 
-    def take_changes(self) -> Changes:
-        created, dropped = self.index.take_changes()
-        mark = self.index.mark
-        if mark == self._flushed_mark:
-            mark = None
-        self.txns.trim(self.log_start)
-        return Changes(
-            created, dropped, mark, self.producers.take_changes(), self.txns.take_changes()
-        )
-
-    def flushed(self, changes: Changes) -> None:
-        if changes.mark is not None:
-            self._flushed_mark = changes.mark
-
-    def return_changes(self, changes: Changes) -> None:
-        self.index.return_changes(changes.created, changes.dropped)
-        self.producers.return_changes(list(changes.producers))
-        if changes.txns is not None:
-            self.txns.return_changes()
-
     # -- state -----------------------------------------------------------------------
 
     @property
@@ -230,7 +198,8 @@ class PartitionLog:
     @property
     def persisted_offset(self) -> int:
         """Offsets below this are in the persisted index (a restart resumes from it)."""
-        return self._flushed_mark.next_offset if self._flushed_mark else 0
+        mark = self.changes.flushed_mark
+        return mark.next_offset if mark else 0
 
     @property
     def last_error(self) -> str | None:

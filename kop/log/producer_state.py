@@ -73,9 +73,7 @@ class _Producer(Generic[T]):
             for b in self.batches
             if b.base_offset is not None
         ]
-        return Snapshot(
-            self.epoch, stored, self.starts_at_zero, self.coordinator_epoch, self.floor
-        )
+        return Snapshot(self.epoch, stored, self.starts_at_zero, self.coordinator_epoch, self.floor)
 
     @classmethod
     def restored(cls, snap: Snapshot) -> _Producer[T]:
@@ -124,7 +122,11 @@ class Snapshot(NamedTuple):
     floor: int = -1  # see _Producer.floor (-1: written before it was kept)
 
 
-class ProducerStates(Generic[T]):
+class ProducerTable(Generic[T]):
+    """The producers a partition remembers: at most `max_producers`, the least recently
+    used forgotten first, each counted to its tenant's share, and the ones changed since
+    the last snapshot tracked. The sequence rules are ProducerStates' job."""
+
     def __init__(
         self, max_producers: int = 10_000, share: TenantProducers | None = None, tenant: str = ""
     ) -> None:
@@ -185,6 +187,20 @@ class ProducerStates(Generic[T]):
     def batch(self, pid: int, first_seq: int, count: int) -> BatchState[T] | None:
         state = self._producers.get(pid)
         return None if state is None else state.find(first_seq, count)
+
+    def _install(self, pid: int, state: _Producer[T]) -> None:
+        """A producer's state anew, the least recently used one forgotten past the max."""
+        self._producers[pid] = state
+        if len(self._producers) > self._max:
+            evicted, _ = self._producers.popitem(last=False)
+            self._changed.add(evicted)
+            if self._share is not None:
+                self._share.release(self._tenant, self, [evicted])
+
+
+class ProducerStates(ProducerTable[T]):
+    """Kafka's idempotence and transaction-marker rules over the remembered producers:
+    which batch is new, a duplicate or in flight, and what the log shows of each."""
 
     def check(self, pid: int, epoch: int, first_seq: int, count: int) -> Decision[T]:
         """What to do with a batch a client sent. Raises KafkaError for a fenced
@@ -306,15 +322,6 @@ class ProducerStates(Generic[T]):
         self._used(pid)
         self._changed.add(pid)
 
-    def _install(self, pid: int, state: _Producer[T]) -> None:
-        """A producer's state anew, the least recently used one forgotten past the max."""
-        self._producers[pid] = state
-        if len(self._producers) > self._max:
-            evicted, _ = self._producers.popitem(last=False)
-            self._changed.add(evicted)
-            if self._share is not None:
-                self._share.release(self._tenant, self, [evicted])
-
     def _state(self, pid: int, epoch: int, first_seq: int, count: int) -> BatchState[T]:
         state = self._producers.get(pid)
         if state is None or epoch > state.epoch:
@@ -342,8 +349,10 @@ def _not_next(
     out of order, the Java client would bump its epoch and send the records again. Below
     the floor kop cannot know: out of order, as Kafka answers a sequence it has no
     record of (a duplicate, at worst, where a DUPLICATE answer could lose records)."""
-    at_or_after_floor = state.floor >= 0 and _stored_before(first_seq, count, expected) and (
-        (expected - first_seq) % SEQ_MOD <= (expected - state.floor) % SEQ_MOD
+    at_or_after_floor = (
+        state.floor >= 0
+        and _stored_before(first_seq, count, expected)
+        and ((expected - first_seq) % SEQ_MOD <= (expected - state.floor) % SEQ_MOD)
     )
     if at_or_after_floor and not _failed(state):
         return KafkaError(

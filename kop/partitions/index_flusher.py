@@ -74,7 +74,7 @@ class IndexFlusher:
 
     async def _save(self, topic: str, plog: PartitionLog) -> str | None:
         """Persist one partition's changes; None, or why it failed."""
-        changes = plog.take_changes()
+        changes = plog.changes.take()
         if not changes:
             return None
         timeout = self._settings.write_timeout_s
@@ -88,12 +88,12 @@ class IndexFlusher:
             # Kept for the next flush, whatever happened (a stop cancels a flush in
             # flight: its checkpoints must not be lost). The write may still be stored,
             # late or never: it holds facts about the log, true in any order.
-            plog.return_changes(changes)
+            plog.changes.give_back(changes)
             if not isinstance(exc, Exception):
                 raise
             plog.stats.add("index_write_failures")
             return f"not stored within {timeout:g}s" if isinstance(exc, TimeoutError) else str(exc)
-        plog.flushed(changes)
+        plog.changes.flushed(changes)
         self._saved_at[topic] = asyncio.get_running_loop().time()
         return None
 
