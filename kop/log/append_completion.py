@@ -78,7 +78,7 @@ class Completion:
         assert job.observed is not None and job.acked is not None
         try:
             async with asyncio.timeout(self._timeout_s):
-                # Failed at once by a failed send (`_fail_observed`). A lost receipt
+                # Failed at once by a failed send (`fail_observed`). A lost receipt
                 # changes nothing: what was counted is stored.
                 first = await job.observed
         except (TimeoutError, StorageError) as exc:
