@@ -180,3 +180,30 @@ def _created(bootstrap: str, topic: str) -> bool | None:
     except Exception:  # TOPIC_ALREADY_EXISTS while the delete finishes
         return None
     return True
+
+
+@scenario("groups/consumer-protocol", ("confluent-kafka",))
+def consumer_protocol(ctx: Ctx, client: Any) -> Observation:
+    """librdkafka's KIP-848 consumer (group.protocol=consumer, the broker's assignor) on a
+    4-partition topic: one member gets every partition; when a second joins the first
+    gives up only what moves to it (two, incrementally); when the first leaves the second
+    gets them all."""
+    topic, group = ctx.name("kip848-topic"), ctx.name("kip848")
+    create_topic(ctx.bootstrap, topic, 4)
+    revoked: list[list[int]] = []
+    kip848 = {"group.protocol": "consumer"}
+    first = Member(functools.partial(client.member_loop, revoked=revoked, **kip848),
+                   ctx.bootstrap, topic, group)  # fmt: skip
+    alone = settle([first], 4)
+    second = Member(functools.partial(client.member_loop, **kip848), ctx.bootstrap, topic, group)
+    both = settle([first, second], 4)
+    moved = [len(r) for r in revoked if r]
+    first.leave()
+    after = settle([second], 4)
+    second.leave()
+    return {
+        "alone": alone,
+        "split evenly": isinstance(both, list) and sorted(len(p) for p in both) == [2, 2],
+        "partitions revoked from the first": moved,
+        "after the first left": after,
+    }

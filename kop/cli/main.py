@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 import kop
+from kop.cli import event_loop
 from kop.cli.config import config
 from kop.cli.groups import groups
 from kop.cli.instances import run_instances
@@ -63,7 +64,7 @@ async def _serve(config: KopConfig) -> None:
 
 def _run(config: KopConfig) -> None:
     try:
-        asyncio.run(_serve(config))
+        event_loop.run(_serve(config), config.event_loop)
     except StartupError as exc:
         raise click.ClickException(str(exc)) from None
 

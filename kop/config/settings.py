@@ -156,6 +156,9 @@ class KopConfig(PulsarSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # plain lines, or one JSON object per line with the connection and request context
     log_format: Literal["plain", "json"] = "plain"
+    # The event loop kop serves on: uvloop (libuv) where it is installed, asyncio's own
+    # otherwise or when asked (the same code runs on both; docs/decisions.md, D29).
+    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
 
     config_file: Path | None = None
 

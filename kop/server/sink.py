@@ -4,7 +4,7 @@ connection uses, with a send timeout. `RequestStream` adds the request side."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 
 class SendStalled(Exception):
@@ -28,8 +28,8 @@ class SocketSink(asyncio.BaseProtocol):
         self._closing: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's is one without subclassing asyncio.Transport).
+        self._transport = cast(asyncio.Transport, transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = exc if exc is not None else ConnectionResetError("connection closed")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, cast
 
 from kop.pulsar.wire.errors import ConnectionClosedError, ProtocolError, PulsarWireError
 from kop.pulsar.wire.frames import CorruptFrameError, Frame, FrameDecoder, encode_command
@@ -87,9 +87,9 @@ class FrameStream(asyncio.BufferedProtocol):
     # -- asyncio.BufferedProtocol ----------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-        transport.set_write_buffer_limits(high=self._high, low=self._high // 4)
+        # A stream transport (uvloop's is one without subclassing asyncio.Transport).
+        self._transport = cast(asyncio.Transport, transport)
+        self._transport.set_write_buffer_limits(high=self._high, low=self._high // 4)
 
     def connection_lost(self, exc: Exception | None) -> None:
         why = f": {exc}" if exc else ""
