@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
@@ -146,7 +147,7 @@ class LogManager:
             want = bool(compacted) and self._compaction is not None
             task = asyncio.create_task(self._open(topic, want), name=f"open:{topic}")
             self._opening[topic] = task
-            task.add_done_callback(lambda _t: self._opening.pop(topic, None))
+            task.add_done_callback(functools.partial(self._opened, topic))
         wait = (
             self._settings.open_wait_s
             if wait_s is None
@@ -159,6 +160,16 @@ class LogManager:
             raise KafkaError(
                 ErrorCode.leader_not_available, f"{topic} is still catching up with Pulsar"
             ) from None
+
+    def _opened(self, topic: str, task: asyncio.Task[PartitionLog]) -> None:
+        """An opening ended. Its failure is taken here: the callers that waited for it
+        have the error already, and one that gave up waiting (LEADER_NOT_AVAILABLE) left
+        it to asyncio, which logs it from the task's finalizer, at whatever moment the
+        garbage collector runs; on Python 3.11 a finalizer that formats a traceback
+        inside another `ast.parse` breaks that parse."""
+        self._opening.pop(topic, None)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.info("opening %s failed: %s", topic, exc)
 
     async def _open(self, topic: str, compacted: bool = False) -> PartitionLog:
         plog = PartitionLog(
