@@ -160,9 +160,10 @@ async def test_sasl_must_complete_within_the_deadline_a_slow_live_client_may(
         token = "token:" + s.keys.token("alice")
 
         def slow_then_stuck() -> tuple[bool, bool, bool, float]:
+            # before the connections open: kop's deadline for each starts after this
+            started = time.monotonic()
             slow = _client(port)
             stuck = _client(port)  # opened with it, never authenticates
-            started = time.monotonic()
             assert _served(slow) and _served(stuck)  # ApiVersions passes before SASL
             time.sleep(deadline_s * 0.3)  # a slow client, pacing its own steps
             shake = slow.request(17, 1, mechanism="PLAIN")
