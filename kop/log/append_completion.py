@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from kop.log.producer_state import ProducerStates
 from kop.log.write_gate import Handle
@@ -129,8 +128,3 @@ def _error(exc: BaseException, topic: str) -> KafkaError:
     if isinstance(exc, TimeoutError):
         return KafkaError(ErrorCode.request_timed_out, f"write to {topic} timed out")
     return KafkaError(ErrorCode.not_enough_replicas, f"write to {topic} failed: {exc}")
-
-
-def retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()

@@ -26,9 +26,10 @@ import functools
 import logging
 from collections.abc import Awaitable
 
+from kop.aio.futures import retrieve
 from kop.entries import codec as entries
 from kop.entries.formats import EntryFormat
-from kop.log.append_completion import Completion, Job, fail_observed, retrieve
+from kop.log.append_completion import Completion, Job, fail_observed
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.log.receipts import ReceiptFeed

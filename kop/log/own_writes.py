@@ -15,6 +15,7 @@ import asyncio
 from collections import deque
 from dataclasses import dataclass
 
+from kop.aio.futures import retrieve
 from kop.storage.types import StorageError
 
 
@@ -37,7 +38,7 @@ class OwnWrites:
 
     def expect(self, writer: str, first: int, count: int) -> asyncio.Future[int]:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(_retrieve)
+        future.add_done_callback(retrieve)
         self._pending.setdefault(writer, deque()).append(_Pending(first, first + count - 1, future))
         return future
 
@@ -78,8 +79,3 @@ class OwnWrites:
     @property
     def in_flight(self) -> int:
         return sum(len(q) for q in self._pending.values())
-
-
-def _retrieve(future: asyncio.Future[int]) -> None:
-    if not future.cancelled():
-        future.exception()

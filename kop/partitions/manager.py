@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
@@ -19,6 +18,7 @@ from kop.log.leader_epoch import EpochSource, FirstEpoch
 from kop.log.partition_log import PartitionLog, Shared
 from kop.log.settings import LogSettings
 from kop.partitions.index_flusher import IndexFlusher
+from kop.partitions.opener import PartitionOpener
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import Compaction, MessageLog
 from kop.topics.catalog import TopicView
@@ -56,7 +56,7 @@ class LogManager:
         epochs: EpochSource | None = None,
     ) -> None:
         self._storage = storage
-        self._epochs = epochs or FirstEpoch()
+        self._epochs: EpochSource = epochs or FirstEpoch()
         self.owns = owns
         self._view = view  # the version of the ownership view
         self._fenced: dict[str, int] = {}  # partition -> view version when it was fenced
@@ -66,7 +66,9 @@ class LogManager:
         self.shared = Shared.for_settings(settings)
         self.stats = self.shared.stats
         self._logs: dict[str, PartitionLog] = {}
-        self._opening: dict[str, asyncio.Task[PartitionLog]] = {}
+        self._opener = PartitionOpener(
+            storage, store, settings, self.shared, compaction, owns, self._epochs, self._logs
+        )
         self._letting_go: set[asyncio.Task[None]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._index = IndexFlusher(store, settings, flush_interval_s, self._logs)
@@ -142,59 +144,13 @@ class LogManager:
             if compacted is None or (existing.compacted is not None) == compacted:
                 return existing
             await self.release([topic])
-        task = self._opening.get(topic)
-        if task is None:
-            want = bool(compacted) and self._compaction is not None
-            task = asyncio.create_task(self._open(topic, want), name=f"open:{topic}")
-            self._opening[topic] = task
-            task.add_done_callback(functools.partial(self._opened, topic))
-        wait = (
-            self._settings.open_wait_s
-            if wait_s is None
-            else min(wait_s, self._settings.open_wait_s)
-        )
-        try:
-            async with asyncio.timeout(max(0.0, wait)):
-                return await asyncio.shield(task)
-        except TimeoutError:
-            raise KafkaError(
-                ErrorCode.leader_not_available, f"{topic} is still catching up with Pulsar"
-            ) from None
-
-    def _opened(self, topic: str, task: asyncio.Task[PartitionLog]) -> None:
-        """An opening ended. Its failure is taken here: the callers that waited for it
-        have the error already, and one that gave up waiting (LEADER_NOT_AVAILABLE) left
-        it to asyncio, which logs it from the task's finalizer, at whatever moment the
-        garbage collector runs; on Python 3.11 a finalizer that formats a traceback
-        inside another `ast.parse` breaks that parse."""
-        self._opening.pop(topic, None)
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            log.info("opening %s failed: %s", topic, exc)
-
-    async def _open(self, topic: str, compacted: bool = False) -> PartitionLog:
-        plog = PartitionLog(
-            self._storage, self._store, topic, self._settings, self.shared,
-            self._compaction if compacted else None,
-        )  # fmt: skip
-        try:
-            await plog.open()
-            if not self.owns(topic):  # ownership moved while it opened
-                raise KafkaError(ErrorCode.not_leader_or_follower, f"{topic} moved away")
-            plog.leader_epoch = await self._epochs.take(topic)
-        except BaseException:
-            await plog.close()
-            raise
-        self._logs[topic] = plog
-        return plog
+        return await self._opener.wait_for(topic, compacted, wait_s)
 
     async def release(self, topics: Sequence[str]) -> None:
         """Let partitions go (their indexes persisted first, their writers handed over:
         left for the next owner's fence to drop), side by side; the next use reopens
         one, if this instance owns it then."""
-        for topic in topics:
-            task = self._opening.get(topic)
-            if task is not None:
-                task.cancel()
+        self._opener.cancel(topics)
         await self.flush(final=True)
         async with self._flush_lock:
             plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
@@ -205,11 +161,8 @@ class LogManager:
         """The Pulsar partitions are being deleted: stop following them and forget
         their indexes. Partitions let go side by side (a topic may have thousands)."""
         async with self._flush_lock:  # a flush in flight must not re-add its checkpoints
-            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
-            self._index.forget(topics)
+            await self._stop_following(topics)
             self.shared.traffic.forget(list(topics))
-            await _side_by_side(p.close() for p in plogs)
-            await _side_by_side(self._storage.close_writer(t) for t in topics)
             await _side_by_side(self._store.forget(t) for t in topics)
         await self._epochs.forget(topics)
 
@@ -218,30 +171,34 @@ class LogManager:
         tombstones say so): stop following those open here, whose readers would
         otherwise subscribe again and make Pulsar create the partition anew. Nothing
         is forgotten here: the deleting instance does that."""
-        gone = [t for t in topics if t in self._logs or t in self._opening]
+        gone = [t for t in topics if t in self._logs or self._opener.is_opening(t)]
         if gone:
             task = asyncio.create_task(self._let_go_deleted(gone), name="deleted-elsewhere")
             self._letting_go.add(task)
             task.add_done_callback(self._letting_go.discard)
 
     async def _let_go_deleted(self, topics: list[str]) -> None:
-        for topic in topics:
-            opening = self._opening.get(topic)
-            if opening is not None:
-                opening.cancel()
+        self._opener.cancel(topics)
         async with self._flush_lock:
-            plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
-            self._index.forget(topics)
-            await _side_by_side(p.close() for p in plogs)
-            await _side_by_side(self._storage.close_writer(t) for t in topics)
-        log.info("let go of %d partitions of a topic deleted elsewhere", len(plogs))
+            closed = await self._stop_following(topics)
+        log.info("let go of %d partitions of a topic deleted elsewhere", closed)
+
+    async def _stop_following(self, topics: Sequence[str]) -> int:
+        """Close these partitions' logs and writers and stop flushing their indexes
+        (the caller holds the flush lock); how many were open."""
+        plogs = [p for p in (self._logs.pop(t, None) for t in topics) if p is not None]
+        self._index.forget(topics)
+        await _side_by_side(p.close() for p in plogs)
+        await _side_by_side(self._storage.close_writer(t) for t in topics)
+        return len(plogs)
 
     async def flush(self, final: bool = False) -> None:
         """See `IndexFlusher.flush`."""
         await self._index.flush(final)
 
     async def close(self) -> None:
-        for task in [*self._opening.values(), *self._letting_go]:
+        self._opener.cancel_all()
+        for task in self._letting_go:
             task.cancel()
         if self._flusher is not None:
             self._flusher.cancel()

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from kop.aio.futures import retrieve
 from kop.api.connection_ends import ConnectionEnds
 from kop.api.context import AnswerRoom, Namespace, RequestContext, Services
 from kop.api.dispatch import ROUTES
@@ -366,9 +367,4 @@ def _drop(item: Item) -> None:
     if inspect.iscoroutine(phase.answer):
         phase.answer.close()
     elif isinstance(phase.answer, asyncio.Future):
-        phase.answer.add_done_callback(_retrieve)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
+        phase.answer.add_done_callback(retrieve)

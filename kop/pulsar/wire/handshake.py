@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
+from kop.aio.futures import retrieve
 from kop.pulsar.wire.auth import Authentication, AuthUnavailable, NoAuth
 from kop.pulsar.wire.errors import PulsarWireError
 from kop.pulsar.wire.frames import (
@@ -49,7 +49,7 @@ class Handshake:
         self._decoder = decoder
         self._keepalive = keepalive
         self.done: asyncio.Future[pb.CommandConnected] = loop.create_future()
-        self.done.add_done_callback(_retrieve)
+        self.done.add_done_callback(retrieve)
         self.max_message_size = 0
         self.server_version = ""
         self.protocol_version = 0
@@ -85,7 +85,7 @@ class Handshake:
         """Answers with the credentials valid now (a token file re-read, an OAuth2
         token fetched again), as the Java client does; the broker closes the
         connection if they are refused."""
-        asyncio.ensure_future(self._answer_challenge(send)).add_done_callback(_retrieve)
+        asyncio.ensure_future(self._answer_challenge(send)).add_done_callback(retrieve)
 
     async def _answer_challenge(self, send: Callable[[pb.BaseCommand], None]) -> None:
         try:
@@ -110,9 +110,3 @@ class Handshake:
     def fail(self, error: PulsarWireError) -> None:
         if not self.done.done():
             self.done.set_exception(error)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """Marks a handshake failure seen: nobody awaits it once `open` gave up."""
-    if not future.cancelled():
-        future.exception()

@@ -1,0 +1,19 @@
+"""Taking the outcome of a future nobody awaits.
+
+A future that fails while no one awaits it is logged by asyncio from its finalizer,
+whenever the garbage collector runs; on Python 3.11 that formatting can break an
+`ast.parse` it lands inside (stop 48's flaky unit tier). Every fire-and-forget future
+in kop gets `retrieve` as its done callback instead: its failure is known to whoever
+started it and answered or logged there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+def retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark the future's failure (if any) seen."""
+    if not future.cancelled():
+        future.exception()
