@@ -86,23 +86,9 @@ def static_restart(ctx: Ctx, client: Any) -> Observation:
 def cooperative_sticky(ctx: Ctx, client: Any) -> Observation:
     """partition.assignment.strategy=cooperative-sticky: when a second member joins,
     the first gives up only the partitions that move (an incremental rebalance)."""
-    topic, group = ctx.name("coop-topic"), ctx.name("coop")
-    create_topic(ctx.bootstrap, topic, 4)
-    revoked: list[list[int]] = []
-    coop = {"partition.assignment.strategy": "cooperative-sticky"}
-    first = Member(functools.partial(client.member_loop, revoked=revoked, **coop),
-                   ctx.bootstrap, topic, group)  # fmt: skip
-    alone = settle([first], 4)
-    second = Member(functools.partial(client.member_loop, **coop), ctx.bootstrap, topic, group)
-    both = settle([first, second], 4)
-    moved = [len(r) for r in revoked if r]
-    second.leave()
-    first.leave()
-    return {
-        "alone": alone,
-        "split evenly": isinstance(both, list) and sorted(len(p) for p in both) == [2, 2],
-        "partitions revoked from the first": moved,
-    }
+    return _a_second_member_joins(
+        ctx, client, "coop", {"partition.assignment.strategy": "cooperative-sticky"}
+    )
 
 
 _CRASHING_MEMBER = """
@@ -188,22 +174,36 @@ def consumer_protocol(ctx: Ctx, client: Any) -> Observation:
     4-partition topic: one member gets every partition; when a second joins the first
     gives up only what moves to it (two, incrementally); when the first leaves the second
     gets them all."""
-    topic, group = ctx.name("kip848-topic"), ctx.name("kip848")
+    return _a_second_member_joins(
+        ctx, client, "kip848", {"group.protocol": "consumer"}, then_the_first_leaves=True
+    )
+
+
+def _a_second_member_joins(
+    ctx: Ctx, client: Any, name: str, settings: dict[str, str], then_the_first_leaves: bool = False
+) -> Observation:
+    """One member on a 4-partition topic, then a second: what the first held alone, whether
+    they split 2/2, how many partitions were revoked from the first (an incremental
+    rebalance revokes only what moves) and, if asked, what the second holds once the
+    first has left."""
+    topic, group = ctx.name(f"{name}-topic"), ctx.name(name)
     create_topic(ctx.bootstrap, topic, 4)
     revoked: list[list[int]] = []
-    kip848 = {"group.protocol": "consumer"}
-    first = Member(functools.partial(client.member_loop, revoked=revoked, **kip848),
+    first = Member(functools.partial(client.member_loop, revoked=revoked, **settings),
                    ctx.bootstrap, topic, group)  # fmt: skip
     alone = settle([first], 4)
-    second = Member(functools.partial(client.member_loop, **kip848), ctx.bootstrap, topic, group)
+    second = Member(functools.partial(client.member_loop, **settings), ctx.bootstrap, topic, group)
     both = settle([first, second], 4)
-    moved = [len(r) for r in revoked if r]
-    first.leave()
-    after = settle([second], 4)
-    second.leave()
-    return {
+    seen: dict[str, Any] = {
         "alone": alone,
         "split evenly": isinstance(both, list) and sorted(len(p) for p in both) == [2, 2],
-        "partitions revoked from the first": moved,
-        "after the first left": after,
+        "partitions revoked from the first": [len(r) for r in revoked if r],
     }
+    if then_the_first_leaves:
+        first.leave()
+        seen["after the first left"] = settle([second], 4)
+        second.leave()
+    else:
+        second.leave()
+        first.leave()
+    return seen
