@@ -10,7 +10,8 @@ KNOWN: dict[tuple[str, str], str] = {
     ("tools/broker-api-versions", "java-tools"): (
         "kop advertises exactly the APIs and versions it implements (README, Compatibility). "
         "Not implemented: delegation tokens, "
-        "share-group state and offset APIs (share groups themselves are, in v1: D27), "
+        "share-group state APIs, which are Kafka's brokers' own (share groups and their "
+        "offset APIs are served: D27, D30), "
         "streams groups, telemetry, KRaft quorum APIs. Newer versions "
         "of APIs it has (Produce 13, Fetch 13+, ListOffsets 8+, Metadata 13, "
         "OffsetCommit/OffsetFetch 10, DescribeGroups 6, DescribeLogDirs 5, InitProducerId "

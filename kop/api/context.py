@@ -16,6 +16,7 @@ from kop.api.share_sessions import ShareSessions
 from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership
 from kop.groups.service import GroupService
+from kop.groups.share.offsets import ShareOffsets
 from kop.groups.share.partitions import SharePartitions
 from kop.log.leader_epoch import check_current
 from kop.log.partition_log import PartitionLog
@@ -91,6 +92,7 @@ class Services:
     fetch_sessions: FetchSessions  # this instance's incremental fetch sessions (KIP-227)
     share_partitions: SharePartitions  # share groups' records of the partitions led here
     share_sessions: ShareSessions  # this instance's share sessions (KIP-932)
+    share_offsets: ShareOffsets  # share groups' start offsets, each told by its leader
     acls: AclAdmin | None = None  # Kafka ACLs over Pulsar's permissions (None: no authorizer)
 
     def txn_partition(self, index: int) -> str:

@@ -15,7 +15,7 @@ import asyncio
 import functools
 import logging
 import zlib
-from collections.abc import Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass
 
 from kop.entries.formats import EntryFormat
@@ -252,6 +252,10 @@ class PartitionLog:
     async def entry_at(self, position: Position) -> LogEntry | None:
         """See `PartitionReads.entry_at`."""
         return await self.reads.entry_at(position)
+
+    def entries_after(self, key: tuple[int, int]) -> AsyncGenerator[LogEntry, None]:
+        """See `PartitionReads.entries_after`."""
+        return self.reads.entries_after(key)
 
 
 def _took(flow: Flow, batches: list[tuple[BatchHeader, bytes]], done: asyncio.Future[int]) -> None:

@@ -10,7 +10,7 @@ partition, where what survived is read again from the compacted view.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 
 from kop.log.compacted.part import CompactedPart
 from kop.log.counting import LogEntry
@@ -118,6 +118,24 @@ class PartitionReads:
                 return None
             at = items[-1].next_offset
         return None
+
+    async def entries_after(self, key: tuple[int, int]) -> AsyncGenerator[LogEntry, None]:
+        """The counted entries stored after the entry at `key` (an entry of -1: from
+        its ledger's first), in order, up to the high watermark: how a subscription's
+        cursor, which Pulsar keeps by position, reads as Kafka offsets."""
+        at = self.tail.offset_at(Position(*key))
+        if at is None:
+            checkpoint = self.index.floor_for_position(Position(*key))
+            at = checkpoint.offset if checkpoint is not None else 0
+        at = max(at, self.log_start)
+        while at < self.high_watermark:
+            items = await self._entries(at, 1 << 20)
+            if not items:
+                return
+            for item in items:
+                if item.position.entry_key > key:
+                    yield item
+            at = items[-1].next_offset
 
     def _check_range(self, offset: int) -> None:
         if offset < self.log_start or offset > self.high_watermark:

@@ -6,11 +6,12 @@ partition's positions."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from kop.storage.types import AdminError, Position
+from kop.storage.types import AdminError, Cursor, Position
 
 Request = Callable[..., Awaitable[Any]]
 
@@ -74,6 +75,22 @@ class PartitionCalls:
         path = f"persistent/{topic.removeprefix('persistent://')}/subscriptions"
         return [str(name) for name in await self._request("GET", path, ok_missing=True) or []]
 
+    async def cursor(self, topic: str, name: str) -> Cursor | None:
+        """From the partition's internal stats (its owning broker's managed ledger):
+        the cursor's mark-delete position and its individually deleted ranges."""
+        path = topic.removeprefix("persistent://")
+        stats = await self._request("GET", f"persistent/{path}/internalStats", ok_missing=True)
+        found = (stats or {}).get("cursors", {}).get(name) if isinstance(stats, dict) else None
+        if not isinstance(found, dict):
+            return None
+        try:
+            return parse_cursor(
+                str(found.get("markDeletePosition", "")),
+                str(found.get("individuallyDeletedMessages", "[]")),
+            )
+        except ValueError as exc:
+            raise AdminError(502, f"cursor {name} on {topic}: {exc}") from None
+
 
 def _subscription_path(topic: str, name: str) -> str:
     """Pulsar decodes a subscription in a path twice (the web server, then its
@@ -85,3 +102,19 @@ def _subscription_path(topic: str, name: str) -> str:
 
 # MessageId.latest: a subscription placed there delivers only what comes next.
 _LATEST = {"ledgerId": 2**63 - 1, "entryId": 2**63 - 1, "partitionIndex": -1}
+
+_KEY = r"(-?\d+):(-?\d+)"
+_RANGE = re.compile(r"\(" + _KEY + r"\.\." + _KEY + r"\]")
+
+
+def parse_cursor(mark_delete: str, individually_deleted: str) -> Cursor:
+    """Pulsar's `markDeletePosition` ("ledger:entry") and `individuallyDeletedMessages`
+    (Guava's RangeSet as text: "[(3:2..3:4], (3:6..3:7]]", each open below, closed
+    above). A value Pulsar never writes is refused (ValueError), not guessed at."""
+    head = re.fullmatch(_KEY, mark_delete.strip())
+    if head is None:
+        raise ValueError(f"not a position: {mark_delete!r}")
+    ranges = tuple(
+        ((int(a), int(b)), (int(c), int(d))) for a, b, c, d in _RANGE.findall(individually_deleted)
+    )
+    return Cursor((int(head[1]), int(head[2])), ranges)

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.types import (
+    Cursor,
     Delivered,
     Idle,
     OutgoingEntry,
@@ -245,4 +246,9 @@ class StorageAdmin(Protocol):
     async def subscriptions(self, topic: str) -> list[str]:
         """The names of the durable subscriptions on topic partition `topic` (none
         when it does not exist)."""
+        ...
+
+    async def cursor(self, topic: str, name: str) -> Cursor | None:
+        """Where durable subscription `name` on topic partition `topic` stands (None:
+        there is no such subscription)."""
         ...

@@ -154,6 +154,21 @@ WriteRef = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where a durable subscription stands: every entry up to `mark_delete` is
+    acknowledged (an entry of -1: none of its ledger yet), and beyond it the entries in
+    `acked_after`, ranges of (first exclusive, last inclusive) entry keys, as Pulsar's
+    cursor keeps individual acknowledgements."""
+
+    mark_delete: tuple[int, int]
+    acked_after: tuple[tuple[tuple[int, int], tuple[int, int]], ...] = ()
+
+    def acked(self, key: tuple[int, int]) -> bool:
+        """Is the entry at `key` acknowledged?"""
+        return key <= self.mark_delete or any(lo < key <= hi for lo, hi in self.acked_after)
+
+
+@dataclass(frozen=True, slots=True)
 class Delivered:
     """An entry a shared subscription's dispatcher gave us: where it is, how often it
     was given out before (Pulsar's redelivery count), and the attachment it came on

@@ -19,6 +19,7 @@ from kop.ops.metrics import Metrics
 from kop.partitions import handover
 from kop.partitions.manager import LogManager
 from kop.pulsar.client import PulsarSession
+from kop.sasl.peer_client import PeerClient
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace
 from kop.txn.service import TxnService
@@ -34,6 +35,7 @@ from kop.wiring.parts import (
     join_instances,
     partition_logs,
     producer_id_blocks,
+    share_offsets,
     share_partitions,
     state_topics,
     topic_catalog,
@@ -143,10 +145,11 @@ class Gateway:
         self._closes.push(groups.close)
         producer_ids = await producer_id_blocks(c, self.backend.admin, storage)
         self._closes.push(producer_ids.close)
+        peers = PeerClient(ownership.me.instance, security.secret)
+        self._closes.push(peers.close)
         txns = await start_transactions(
-            c, self.backend.admin, storage, logs, ownership, producer_ids.next, groups,
-            security.secret,
-        )  # fmt: skip
+            c, self.backend.admin, storage, logs, ownership, producer_ids.next, groups, peers
+        )
         self._closes.push(txns.close)
         shares = share_partitions(storage, groups, logs)
         self._closes.push(shares.close)
@@ -160,6 +163,9 @@ class Gateway:
             offsets_topic_partitions=c.offsets_topic_partitions,
             fetch_sessions=fetch_sessions(c), share_partitions=shares,
             share_sessions=ShareSessions(c.group_share_max_share_sessions), acls=security.acls,
+            share_offsets=share_offsets(
+                self.backend.admin, shares, groups, logs, ownership, peers
+            ),
         )  # fmt: skip
         self.metrics.watch_fetch_sessions(services.fetch_sessions)
         default_ns = Namespace(c.tenant, c.namespace)

@@ -19,14 +19,18 @@ from kop.config.settings import KopConfig
 from kop.entries.formats import EntryFormat
 from kop.groups.report import GroupReport
 from kop.groups.service import GroupService, wall_ms
+from kop.groups.share.offsets import ShareOffsets, ShareTarget
 from kop.groups.share.partitions import SharePartitions
+from kop.groups.share.state import ShareStates
 from kop.log.checkpoint_store import CheckpointStore
+from kop.log.partition_log import PartitionLog
 from kop.log.settings import LogSettings
 from kop.ops.http import AdminServer
 from kop.ops.metrics import Metrics
 from kop.ops.viewer import Viewer
 from kop.partitions.manager import LogManager
 from kop.protocol.bounds import DEFAULT_MAX_ELEMENTS
+from kop.sasl.peer_client import PeerClient
 from kop.sasl.peers import ClusterSecret
 from kop.server.connection import Limits
 from kop.storage.naming import Namespace, PulsarTopic
@@ -113,6 +117,21 @@ def share_partitions(
     """The share-partitions of the partitions this instance leads (D27)."""
     settings = groups.share.coordinator.settings
     return SharePartitions(storage, settings, wall_ms, logs.serving)
+
+
+def share_offsets(
+    admin: StorageAdmin, shares: SharePartitions, groups: GroupService, logs: LogManager,
+    ownership: Ownership, peers: PeerClient,
+) -> ShareOffsets:  # fmt: skip
+    """Share groups' start offsets: each partition's told by its leader (D30)."""
+
+    async def open_log(t: ShareTarget) -> PartitionLog:
+        return await logs.partition(t.partition_topic, compacted=t.compacted, expire_ms=t.expire_ms)
+
+    return ShareOffsets(
+        ShareStates(admin, shares), open_log, lambda key: groups.scope.split(key)[1],
+        ownership.owner, ownership.me, peers,
+    )  # fmt: skip
 
 
 def fetch_sessions(c: KopConfig) -> FetchSessions:

@@ -12,7 +12,7 @@ from kop.config.settings import KopConfig
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
 from kop.partitions.manager import LogManager
-from kop.sasl.peers import ClusterSecret
+from kop.sasl.peer_client import PeerClient
 from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.txn.coordinator import TxnCoordinator
@@ -38,13 +38,13 @@ async def start_transactions(
     ownership: Ownership,
     new_id: Callable[[], int],
     groups: GroupService,
-    secret: ClusterSecret | None = None,
+    client: PeerClient,
 ) -> TxnService:
     """The state topic (created partitioned on first start) and the coordinator, which
     loads its partitions in the background (COORDINATOR_LOAD_IN_PROGRESS until done)."""
     topic = await system_topic(admin, c, STATE_TOPIC, c.transaction_state_partitions)
     store = TxnStore(storage, topic.full, c.transaction_state_partitions)
-    peers = Peers(ownership, secret)
+    peers = Peers(client)
     markers = TxnMarkers(
         logs, ownership.mine, wall_ms, groups.pending, groups.offsets_topic,
         owner=ownership.owner, peers=peers,

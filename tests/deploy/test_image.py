@@ -135,9 +135,7 @@ def test_wheel_holds_kop_and_its_command(wheel: Path) -> None:
     assert "kop = kop.cli.main:main" in entry_points
     required = {Requirement(r) for r in metadata.get_all("Requires-Dist") or []}
     runtime = {r for r in required if r.marker is None or "extra" not in str(r.marker)}
-    assert runtime == {
-        Requirement(r) for r in project["dependencies"]
-    }
+    assert runtime == {Requirement(r) for r in project["dependencies"]}
     assert metadata["Requires-Python"] == project["requires-python"]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -246,3 +247,71 @@ def test_no_record_is_lost_or_accepted_twice_when_kop_is_killed_mid_way(
     assert twice <= ledger.kafka_failed, sorted(twice - ledger.kafka_failed)[:10]
     in_doubt = values - set(ledger.kafka_ok) - set(ledger.pulsar)
     assert in_doubt <= ledger.kafka_failed, sorted(in_doubt)[:10]
+
+
+def _share_groups(kop: KopProcess, *args: str) -> list[list[str]]:
+    """kafka-share-groups (Kafka 4.3.1's own tool), its output's non-empty lines."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(root / "tools" / "kafka.py"), "tool", "share-groups",
+         "--bootstrap-server", kop.bootstrap, *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return [line.split() for line in out.stdout.splitlines() if line.strip()]
+
+
+def test_kafka_share_groups_reads_moves_and_deletes_the_pulsar_subscription(
+    kop: KopProcess, topic: str
+) -> None:
+    """The start offset and lag `kafka-share-groups --describe` shows are the group's
+    Pulsar subscription's cursor counted into Kafka offsets (D30): a reset creates the
+    subscription at the partition's start, a Pulsar consumer that acknowledges records
+    0-2 and 5-9 moves the start to 3 and leaves a lag of 12 (Pulsar's own backlog), a
+    reset to the latest leaves none, and a delete removes the subscription."""
+    create_topic(kop.bootstrap, topic, 1)
+    producer = CfProducer({"bootstrap.servers": kop.bootstrap, "linger.ms": 0})
+    for i in range(20):  # one record per entry
+        producer.produce(topic, f"r{i}".encode())
+        producer.flush(30)
+    group = f"sgo-{topic}"
+    subscription = f"kafka-share-{group}"
+    g = ["--group", group]
+    to = ["--execute", "--topic", topic, *g]
+    reset = _share_groups(kop, "--reset-offsets", "--to-earliest", *to)
+    assert reset[1:] == [[group, topic, "0", "0"]], reset
+    assert _share_groups(kop, "--describe", *g)[1:] == [[group, topic, "0", "0", "20"]]
+    assert _backlog(topic, subscription) == 20
+
+    native = pulsar.Client(PULSAR_URL)
+    try:
+        consumer = native.subscribe(
+            f"persistent://public/default/{topic}", subscription,
+            consumer_type=pulsar.ConsumerType.Shared,
+        )  # fmt: skip
+        got = [consumer.receive(timeout_millis=10_000) for _ in range(20)]
+        assert sorted(m.data().decode() for m in got) == sorted(f"r{i}" for i in range(20))
+        wanted = {f"r{i}" for i in (0, 1, 2, 5, 6, 7, 8, 9)}
+        for msg in got:
+            if msg.data().decode() in wanted:
+                consumer.acknowledge(msg)
+        consumer.close()  # what it did not acknowledge goes back
+    finally:
+        native.close()
+    described = lambda: _share_groups(kop, "--describe", *g)[1:]  # noqa: E731
+    _until("the acknowledgements reach the cursor",
+           lambda: described() == [[group, topic, "0", "3", "12"]], 30,
+           lambda: str(described()))  # fmt: skip
+    assert _backlog(topic, subscription) == 12
+
+    _share_groups(kop, "--reset-offsets", "--to-latest", *to)
+    assert _share_groups(kop, "--describe", *g)[1:] == [[group, topic, "0", "20", "0"]]
+    assert _backlog(topic, subscription) == 0
+
+    deleted = _share_groups(kop, "--delete-offsets", "--topic", topic, *g)
+    assert deleted[1:] == [[topic, "Successful"]], deleted
+    subs = pulsar_rest("GET", f"persistent/public/default/{topic}-partition-0/subscriptions")
+    assert subscription not in (subs or []), subs
+    assert _share_groups(kop, "--describe", *g) == [
+        ["Share", "group", f"'{group}'", "has", "no", "offset", "information."]
+    ]

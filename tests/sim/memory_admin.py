@@ -10,9 +10,10 @@ from typing import Generic, TypeVar
 from kop.config.settings import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import NamespaceGrants
-from kop.storage.types import AdminError, Position, StorageUnavailable, TopicInfo
+from kop.storage.types import AdminError, Cursor, Position, StorageUnavailable, TopicInfo
 from tests.sim.memory_compaction import MemoryCompaction
 from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_shared import MemorySubscription
 
 K = TypeVar("K")
 
@@ -90,16 +91,67 @@ class MemoryAdmin:
         self.held_at_delete += sorted(held)
 
     async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
+        """One subscription namespace per partition, as on Pulsar: a Shared
+        subscription of that name (a share group's) is moved too, and what its
+        consumers held goes back to it."""
         self._up()
         self.cursors[(topic, name)] = at
+        t = self._log.topic(topic)
+        entries = t.entries()
+        if at is not None:
+            start = at.entry_key
+        elif entries:
+            last = entries[-1].position
+            start = (last.ledger, last.entry + 1)
+        else:
+            start = (0, 0)
+        sub = t.shared.get(name)
+        if sub is None:
+            t.shared[name] = MemorySubscription(t, start)
+            return
+        sub.start = start
+        sub.acked.clear()
+        sub.out.clear()
+        sub.redeliveries.clear()
+        t.wake()
 
     async def delete_subscription(self, topic: str, name: str) -> None:
         self._up()
         self.cursors.pop((topic, name), None)
+        self._log.topic(topic).shared.pop(name, None)
 
     async def subscriptions(self, topic: str) -> list[str]:
         self._up()
-        return sorted(name for t, name in self.cursors if t == topic)
+        shared = set(self._log.topics[topic].shared) if topic in self._log.topics else set()
+        return sorted({name for t, name in self.cursors if t == topic} | shared)
+
+    async def cursor(self, topic: str, name: str) -> Cursor | None:
+        """As Pulsar keeps it: the last entry of the run acknowledged from the start,
+        then the entries acknowledged beyond it, one range each."""
+        self._up()
+        t = self._log.topics.get(topic)
+        keys = [e.position.entry_key for e in t.entries()] if t is not None else []
+        sub = t.shared.get(name) if t is not None else None
+        if sub is not None:
+            mark = (sub.start[0], sub.start[1] - 1)
+            beyond = []
+            run = True
+            for key in keys:
+                if key < sub.start:
+                    continue
+                if run and key in sub.acked:
+                    mark = key
+                    continue
+                run = False
+                if key in sub.acked:
+                    beyond.append(((key[0], key[1] - 1), key))
+            return Cursor(mark, tuple(beyond))
+        if (topic, name) not in self.cursors:
+            return None
+        at = self.cursors[(topic, name)]
+        if at is not None:
+            return Cursor((at.ledger, at.entry - 1))
+        return Cursor(keys[-1] if keys else (0, -1))
 
     async def set_retention(
         self, topic: PulsarTopic, retention_ms: int, retention_bytes: int

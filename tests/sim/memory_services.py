@@ -13,12 +13,15 @@ from typing import Any
 from kop.api.context import Broker, CountingIds, Services
 from kop.api.fetch_sessions import FetchSessions
 from kop.api.share_sessions import ShareSessions
+from kop.cluster.member import Member
 from kop.cluster.ownership import Ownership, Solo
 from kop.groups.coordinator import Limits as GroupLimits
 from kop.groups.offsets_store import OffsetsStore
 from kop.groups.scope import GroupScope
 from kop.groups.service import GroupService
+from kop.groups.share.offsets import ShareOffsets, ShareTarget
 from kop.groups.share.partitions import SharePartitions
+from kop.groups.share.state import ShareStates
 from kop.protocol.control import Marker
 from kop.quotas.book import QuotaBook
 from kop.quotas.throttles import Throttles
@@ -29,7 +32,7 @@ from kop.txn.coordinator import TxnCoordinator
 from kop.txn.service import TxnService
 from kop.txn.state import Partition
 from kop.txn.store import TxnStore
-from tests.sim.memory_admin import MemoryCredentials, MemoryRecords
+from tests.sim.memory_admin import MemoryAdmin, MemoryCredentials, MemoryRecords
 from tests.sim.memory_log import MemoryLog
 
 NS = Namespace("public", "default")
@@ -39,6 +42,13 @@ OFFSETS_PARTITIONS = 2
 class _NoMarkers:
     async def write(self, partitions: frozenset[Partition], marker: Marker) -> None:
         return None
+
+
+class _NoPeers:
+    """Alone: there is no other instance to ask."""
+
+    async def ask(self, to: Member, body: Any) -> Any:
+        raise ConnectionError(f"no instance {to.node_id} here")
 
 
 async def _loaded(ready: Callable[[], bool]) -> None:
@@ -76,6 +86,17 @@ async def memory_services(
     if coordinating:
         await txns.start()
         await _loaded(lambda: txns.partitions.all_loaded)
+    shares = SharePartitions(
+        memory, groups.share.coordinator.settings, lambda: 0, lambda _topic: None
+    )
+
+    async def open_log(t: ShareTarget) -> Any:
+        return await logs.partition(t.partition_topic, compacted=t.compacted)
+
+    share_offsets = ShareOffsets(
+        ShareStates(MemoryAdmin(memory), shares), open_log,
+        lambda key: groups.scope.split(key)[1], ownership.owner, me, _NoPeers(),
+    )  # fmt: skip
     return Services(
         broker=broker, catalog=catalog, logs=logs, groups=groups, txns=txns,
         ownership=ownership, producer_ids=CountingIds(), scram=ScramUsers(MemoryCredentials()),
@@ -83,8 +104,5 @@ async def memory_services(
         fetch_max_wait_cap_ms=0, fetch_max_bytes_cap=1 << 20,
         offsets_topic_partitions=OFFSETS_PARTITIONS,
         fetch_sessions=FetchSessions(1000, 120_000, 250, 100_000),
-        share_partitions=SharePartitions(
-            memory, groups.share.coordinator.settings, lambda: 0, lambda _topic: None
-        ),
-        share_sessions=ShareSessions(),
+        share_partitions=shares, share_sessions=ShareSessions(), share_offsets=share_offsets,
     )  # fmt: skip

@@ -30,6 +30,11 @@ from kio.schema.add_partitions_to_txn.v5.request import (
 from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest, OpData
 from kio.schema.alter_client_quotas.v1.request import EntityData as AlterEntity
 from kio.schema.alter_client_quotas.v1.request import EntryData as AlterEntry
+from kio.schema.alter_share_group_offsets.v0.request import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsRequestPartition,
+    AlterShareGroupOffsetsRequestTopic,
+)
 from kio.schema.alter_user_scram_credentials.v0.request import (
     AlterUserScramCredentialsRequest,
     ScramCredentialDeletion,
@@ -41,6 +46,10 @@ from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbea
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.delete_share_group_offsets.v0.request import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequestTopic,
+)
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_client_quotas.v1.request import (
     ComponentData,
@@ -49,6 +58,11 @@ from kio.schema.describe_client_quotas.v1.request import (
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest
 from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersTopic
+from kio.schema.describe_share_group_offsets.v1.request import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequestGroup,
+    DescribeShareGroupOffsetsRequestTopic,
+)
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
 from kio.schema.describe_user_scram_credentials.v0.request import (
     DescribeUserScramCredentialsRequest,
@@ -141,6 +155,7 @@ from kop.api import (
     replicas,
     share_fetch,
     share_groups,
+    share_offsets,
     topic_partitions,
     topics_admin,
     transactions,
@@ -189,7 +204,7 @@ HANDLER_CASES = list(SUPPORTED)
 class _NoLogs:
     """Partition logs are out of scope: opening one fails like a log still loading."""
 
-    async def partition(self, topic: str) -> Any:
+    async def partition(self, topic: str, **_opened_as: Any) -> Any:
         raise KafkaError(ErrorCode.leader_not_available, f"{topic} is loading")
 
     async def drop(self, topic: str) -> None:
@@ -691,6 +706,41 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
         )
         return await _resolved(share_groups.describe(s, ctx, asked))
 
+    async def described_offsets(topics: dict[str, list[int]] | None) -> Any:
+        """Share-group offsets of a group with a member: every topic it knows (None), or
+        partitions named, one past the topic's end and one of no topic."""
+        await _resolved(share_groups.heartbeat(s, ctx, share_heartbeat("s5", 0)))
+        named = None if topics is None else tuple(
+            DescribeShareGroupOffsetsRequestTopic(
+                topic_name=TopicName(n), partitions=tuple(i32(p) for p in ps)
+            ) for n, ps in topics.items()
+        )  # fmt: skip
+        asked = DescribeShareGroupOffsetsRequest(groups=(
+            DescribeShareGroupOffsetsRequestGroup(group_id=GroupId("sg"), topics=named),
+            DescribeShareGroupOffsetsRequestGroup(group_id=GroupId(""), topics=()),
+        ))  # fmt: skip
+        return await _resolved(share_offsets.describe(s, ctx, asked))
+
+    async def altered_offsets(group: str) -> Any:
+        """A group with members (NON_EMPTY_GROUP), or an empty one: partitions of a topic
+        (led here, its log still loading), one past its end, and a topic that is none."""
+        if group == "sg":
+            await _resolved(share_groups.heartbeat(s, ctx, share_heartbeat("s6", 0)))
+        asked = AlterShareGroupOffsetsRequest(group_id=GroupId(group), topics=tuple(
+            AlterShareGroupOffsetsRequestTopic(topic_name=TopicName(n), partitions=tuple(
+                AlterShareGroupOffsetsRequestPartition(partition_index=i32(p), start_offset=i64(0))
+                for p in ps
+            )) for n, ps in (("t", [0, 9]), ("nope", [0]))
+        ))  # fmt: skip
+        return await _resolved(share_offsets.alter(s, ctx, asked))
+
+    async def deleted_offsets(group: str) -> Any:
+        asked = DeleteShareGroupOffsetsRequest(group_id=GroupId(group), topics=(
+            DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName("t")),
+            DeleteShareGroupOffsetsRequestTopic(topic_name=TopicName("nope")),
+        ))  # fmt: skip
+        return await _resolved(share_offsets.delete(s, ctx, asked))
+
     async def share_topics(acks: bool) -> tuple[ShareFetchTopic, ...]:
         view = await s.catalog.describe(PulsarTopic(NS, "t", "t"))
         assert view is not None
@@ -802,6 +852,12 @@ def _group_calls(s: Services, ctx: RequestContext, api: ApiKey) -> list[Any]:
             share_groups.heartbeat(s, ctx, share_heartbeat("s1", -1)),
         ],
         ApiKey.SHARE_GROUP_DESCRIBE: lambda: [described_share_group()],
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: lambda: [
+            described_offsets(None),
+            described_offsets({"t": [0, 5], "nope": [0]}),
+        ],
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS: lambda: [altered_offsets("sg"), altered_offsets("e")],
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS: lambda: [deleted_offsets("sg"), deleted_offsets("e")],
         ApiKey.SHARE_FETCH: lambda: [share_fetched(0), share_fetched(7), share_fetched(0, "")],
         ApiKey.SHARE_ACKNOWLEDGE: lambda: [share_acknowledged(1), share_acknowledged(0)],
         ApiKey.OFFSET_DELETE: lambda: [

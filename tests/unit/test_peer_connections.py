@@ -23,9 +23,9 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 from kop.cluster.member import Member
-from kop.cluster.ownership import Ownership, Solo
 from kop.protocol.errors import ErrorCode
 from kop.protocol.values import NO_THROTTLE
+from kop.sasl.peer_client import PeerClient
 from kop.txn.peers import Peers
 
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4  # what kop.txn.peers sends a coordinator
@@ -93,7 +93,7 @@ class Coordinator:
 
 def _peers() -> Peers:
     me = Member(0, "127.0.0.1", 1, "me")
-    return Peers(Ownership(Solo(me), me))
+    return Peers(PeerClient(me.instance))
 
 
 async def _verify(peers: Peers, to: Member) -> ErrorCode:

@@ -35,6 +35,9 @@ class ShareGroup:
     topics: dict[str, TopicMeta] = field(default_factory=dict)  # subscribed, resolved
     targets: dict[str, Assignment] = field(default_factory=dict)
     resolved_at_ms: int = -1  # when `topics` was last looked up
+    # Topics whose start offsets were set (AlterShareGroupOffsets) and not deleted since:
+    # listed with the subscribed ones when all the group's offsets are described.
+    offset_topics: set[str] = field(default_factory=set)
 
     @property
     def state(self) -> str:

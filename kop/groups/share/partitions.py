@@ -88,6 +88,13 @@ class SharePartitions:
     def opened(self, group_key: str, topic: str) -> SharePartition | None:
         return self._open.get((group_key, topic))
 
+    async def let_go(self, group_key: str, topic: str) -> None:
+        """Close the group's share-partition of `topic` if it is open here: what it
+        held goes back to the subscription, which is about to move or go."""
+        key = (group_key, topic)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            await self._close(key)
+
     async def release_member(self, group_key: str, member: str) -> None:
         """A member's share session ended (or a new one replaced it): what it acquired
         in its group's share-partitions here is released."""

@@ -68,6 +68,30 @@ class ShareGroups:
     def get(self, group_id: str) -> ShareGroup | None:
         return self.coordinator.groups.get(group_id)
 
+    def check_empty(self, group_id: str) -> ShareGroup | None:
+        """Before its offsets change: GROUP_ID_NOT_FOUND if another kind of group holds
+        the id, NON_EMPTY_GROUP while the share group has members; the group, if this
+        coordinator knows it (membership is not kept across restarts: D27)."""
+        if self._taken(group_id):
+            raise KafkaError(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
+            )
+        g = self.coordinator.groups.get(group_id)
+        if g is not None and g.members:
+            raise KafkaError(ErrorCode.non_empty_group, f"share group {group_id} has members")
+        return g
+
+    def hold(self, group_id: str) -> ShareGroup:
+        """The share group, made empty if there is none, as Kafka 4.2+ makes one whose
+        offsets are set before any member joined (bounded as a heartbeat's new group)."""
+        g = self.check_empty(group_id)
+        if g is not None:
+            return g
+        if not self._room(group_id):
+            raise KafkaError(ErrorCode.coordinator_not_available, "too many groups held")
+        g = self.coordinator.groups[group_id] = ShareGroup(group_id)
+        return g
+
     def delete(self, group_id: str) -> ErrorCode:
         """DeleteGroups: an empty share group goes (its Pulsar subscriptions stay: D27)."""
         g = self.coordinator.groups.get(group_id)
