@@ -203,10 +203,17 @@ class GoDriver:
 
     def member_loop(
         self, bootstrap: str, topic: str, group: str, stop: threading.Event,
-        report: Callable[[frozenset[int]], None],
+        report: Callable[[frozenset[int]], None], **conf: Any,
     ) -> None:  # fmt: skip
-        command = {"op": "member", "bootstrap": bootstrap, "topic": topic, "group": group}
-        self._program.member(command, stop, report)
+        """`conf`: a `revoked` list collects each revocation; `group.protocol` picks the
+        protocol (what the Go program knows of it, else UNSUPPORTED); nothing else."""
+        revoked: list[list[int]] | None = conf.pop("revoked", None)
+        protocol = conf.pop("group.protocol", "")
+        if conf:
+            raise Unsupported(f"{self.name} member: no settings {sorted(conf)}")
+        command = {"op": "member", "bootstrap": bootstrap, "topic": topic, "group": group,
+                   "protocol": protocol}  # fmt: skip
+        self._program.member(command, stop, report, revoked)
 
 
 class FranzGo(GoDriver):

@@ -81,9 +81,10 @@ class Program:
 
     def member(
         self, command: dict[str, Any], stop: threading.Event,
-        report: Callable[[frozenset[int]], None],
+        report: Callable[[frozenset[int]], None], revoked: list[list[int]] | None = None,
     ) -> None:  # fmt: skip
-        """Stay a group member until `stop` is set, reporting each assignment."""
+        """Stay a group member until `stop` is set, reporting each assignment (and
+        collecting each revocation in `revoked`, as partition lists)."""
         failures: list[str] = []
         with tempfile.TemporaryFile("w+") as errors:
             proc = subprocess.Popen(
@@ -98,6 +99,9 @@ class Program:
                     event = json.loads(line)
                     if "assigned" in event:
                         report(frozenset(event["assigned"]))
+                    elif "revoked" in event:
+                        if revoked is not None:
+                            revoked.append(sorted(event["revoked"]))
                     elif "error" in event:
                         failures.append(event["error"])
 

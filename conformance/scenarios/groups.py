@@ -168,12 +168,12 @@ def _created(bootstrap: str, topic: str) -> bool | None:
     return True
 
 
-@scenario("groups/consumer-protocol", ("confluent-kafka",))
+@scenario("groups/consumer-protocol", ("confluent-kafka", "franz-go"))
 def consumer_protocol(ctx: Ctx, client: Any) -> Observation:
-    """librdkafka's KIP-848 consumer (group.protocol=consumer, the broker's assignor) on a
-    4-partition topic: one member gets every partition; when a second joins the first
-    gives up only what moves to it (two, incrementally); when the first leaves the second
-    gets them all."""
+    """librdkafka's and franz-go's KIP-848 consumers (group.protocol=consumer; kgo's
+    ServerSideBalancer) with the broker's assignor on a 4-partition topic: one member gets
+    every partition; when a second joins the first gives up only what moves to it (two,
+    incrementally); when the first leaves the second gets them all."""
     return _a_second_member_joins(
         ctx, client, "kip848", {"group.protocol": "consumer"}, then_the_first_leaves=True
     )

@@ -70,7 +70,12 @@ func main() {
 
 var seconds = wire.Seconds
 
+// answering keeps lines whole: a member's callbacks answer from kgo's goroutines.
+var answering sync.Mutex
+
 func answer(v any) {
+	answering.Lock()
+	defer answering.Unlock()
 	if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -299,8 +304,10 @@ func committed(ctx context.Context, cmd Command) (any, error) {
 
 // member is a group member subscribed to the topic until stdin has a line or
 // ends: it prints {"assigned": [...]} whenever its assignment changes (checked
-// after each poll), then leaves the group and prints {"left": true}; a failure
-// the client reports ends it with {"error": name}.
+// after each poll) and {"revoked": [...]} for each revocation, then leaves the
+// group and prints {"left": true}; a failure the client reports ends it with
+// {"error": name}. With the "consumer" protocol it is a KIP-848 member (the
+// broker assigns; kgo needs a cooperative balancer first to opt in).
 func member(cmd Command, in *bufio.Reader) {
 	var (
 		mu       sync.Mutex
@@ -317,7 +324,7 @@ func member(cmd Command, in *bufio.Reader) {
 			}
 		}
 	}
-	cl, err := client(cmd,
+	opts := []kgo.Opt{
 		kgo.ConsumerGroup(cmd.Group),
 		kgo.ConsumeTopics(cmd.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -326,12 +333,24 @@ func member(cmd Command, in *bufio.Reader) {
 			change(ps, true)
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			if revoked := slices.Sorted(slices.Values(ps[cmd.Topic])); len(revoked) > 0 {
+				answer(map[string]any{"revoked": revoked})
+			}
 			change(ps, false)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 			change(ps, false)
 		}),
-	)
+	}
+	switch cmd.Protocol {
+	case "", "classic":
+	case "consumer":
+		opts = append(opts, kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.ServerSideBalancer())
+	default:
+		answer(map[string]any{"error": "UNSUPPORTED: group protocol " + cmd.Protocol})
+		return
+	}
+	cl, err := client(cmd, opts...)
 	if err != nil {
 		answer(map[string]any{"error": errName(err)})
 		return

@@ -86,7 +86,8 @@ type Command struct {
 	Timeout     float64         `json:"timeout"` // seconds for the whole command
 	MaxRequest  int32           `json:"max_request_bytes"`
 	TxnID       string          `json:"transactional_id"`
-	Output      string          `json:"output"` // a read-process-write's output topic
+	Output      string          `json:"output"`   // a read-process-write's output topic
+	Protocol    string          `json:"protocol"` // a group member's: "consumer" is KIP-848's
 }
 
 // Seconds turns a JSON number of seconds into a Duration.
