@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,3 +231,17 @@ def write_doc_section(doc: Path, section: str, begin: str, end: str, heading: st
             text = text.rstrip("\n") + f"\n\n{heading}\n"
         text = text.rstrip("\n") + "\n\n" + section + "\n"
     doc.write_text(text)
+
+
+def publish(
+    results: Path, payload: dict[str, Any], section: str, draw: Callable[[], None],
+    write: bool, doc: Path, markers: tuple[str, str],
+) -> None:  # fmt: skip
+    """What a bench found: its figures as JSON at `results`, its report on stdout, its
+    plot drawn, and with `write` the report in `doc` between `markers`."""
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(payload, indent=2))
+    print(section)
+    draw()
+    if write:
+        write_doc_section(doc, section, *markers, "")

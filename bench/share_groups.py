@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import log, write_doc_section
+from bench.common import log, publish
 from bench.kop_process import KopProcess
 from bench.refkafka import KAFKA_TOOL, RefKafka, _run, bootstrap, consumer_perf, producer_perf
 from bench.run import pulsar_healthy
@@ -175,15 +174,10 @@ def main(argv: list[str]) -> int:
     with KopProcess(RESULTS / "share_groups-kop.log", pulsar_url=args.pulsar_url,
                     http_url=args.http_url, env=env) as kop:  # fmt: skip
         results["kop"] = measure("kop", kop.bootstrap, args.records)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "share_groups.json").write_text(json.dumps(
-        {"commit": commit, "records": args.records, "at": time.time(), "results": results},
-        indent=2))  # fmt: skip
+    payload = {"commit": commit, "records": args.records, "at": time.time(), "results": results}
     section = report(results, args.records, commit)
-    print(section)
-    plot(results)
-    if args.write:
-        write_doc_section(DOC, section, BEGIN, END, "")
+    publish(RESULTS / "share_groups.json", payload, section, lambda: plot(results), args.write,
+            DOC, (BEGIN, END))  # fmt: skip
     return 0
 
 
