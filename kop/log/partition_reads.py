@@ -10,6 +10,7 @@ partition, where what survived is read again from the compacted view.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator, Callable
 
 from kop.log.compacted.part import CompactedPart
@@ -102,27 +103,27 @@ class PartitionReads:
         place no entry starts at (a chunk of a chunked message). A share group's
         delivery names its entry by position; its records are served by offset."""
         key = position.entry_key
-        at = self.tail.offset_at(Position(*key))
-        if at is None:
-            checkpoint = self.index.floor_for_position(Position(*key))
-            at = checkpoint.offset if checkpoint is not None else 0
-        at = max(at, self.log_start)
-        while at < self.high_watermark:
-            items = await self._entries(at, 1 << 20)
-            for item in items:
+        async with contextlib.aclosing(self._entries_from(key)) as entries:
+            async for item in entries:
                 if item.position.entry_key == key:
                     return item
                 if item.position.entry_key > key:
                     return None
-            if not items:
-                return None
-            at = items[-1].next_offset
         return None
 
     async def entries_after(self, key: tuple[int, int]) -> AsyncGenerator[LogEntry, None]:
         """The counted entries stored after the entry at `key` (an entry of -1: from
         its ledger's first), in order, up to the high watermark: how a subscription's
         cursor, which Pulsar keeps by position, reads as Kafka offsets."""
+        async with contextlib.aclosing(self._entries_from(key)) as entries:
+            async for item in entries:
+                if item.position.entry_key > key:
+                    yield item
+
+    async def _entries_from(self, key: tuple[int, int]) -> AsyncGenerator[LogEntry, None]:
+        """Counted entries in order from the last offset known at or below the entry at
+        `key` (the tail buffer's, else the index's nearest checkpoint) to the high
+        watermark: positions are found only by reading forward from an offset."""
         at = self.tail.offset_at(Position(*key))
         if at is None:
             checkpoint = self.index.floor_for_position(Position(*key))
@@ -133,8 +134,7 @@ class PartitionReads:
             if not items:
                 return
             for item in items:
-                if item.position.entry_key > key:
-                    yield item
+                yield item
             at = items[-1].next_offset
 
     def _check_range(self, offset: int) -> None:
