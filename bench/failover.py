@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import log, write_doc_section
 from bench.kop_process import KopProcess
+from bench.namespaces import bench_namespaces
 from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,12 +99,15 @@ def _until(what: str, check: Any, within: float) -> float:
 
 
 def run_cycles(args: argparse.Namespace) -> dict[str, Any]:
-    suffix = uuid.uuid4().hex[:8]
+    with bench_namespaces(args.http_url, "failover") as held:
+        return _run_cycles(args, held)
+
+
+def _run_cycles(args: argparse.Namespace, held: dict[str, str]) -> dict[str, Any]:
     env = {
-        "KOP_NAMESPACE": f"failover-{suffix}",
-        "KOP_SYSTEM_NAMESPACE": f"public/__kop-failover-{suffix}",
+        **held,
         "KOP_OFFSETS_TOPIC_PARTITIONS": "4",
-        "KOP_CLUSTER_SECRET": f"bench-secret-{suffix}",
+        "KOP_CLUSTER_SECRET": f"bench-secret-{uuid.uuid4().hex[:8]}",
     }
     logs = RESULTS / "failover-logs"
     nodes = [

@@ -36,6 +36,7 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 
 from bench.common import log, write_doc_section
 from bench.kop_process import KopProcess
+from bench.namespaces import bench_namespaces
 from bench.run import pulsar_healthy
 from conformance.clients.raw import RawClient
 
@@ -201,13 +202,12 @@ def main(argv: list[str]) -> int:
         print("Pulsar is not running: make pulsar-start (or make run) first", file=sys.stderr)
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
-    env = {
-        "KOP_SYSTEM_NAMESPACE": f"public/__kop-bench-fs-{uuid.uuid4().hex[:6]}",
-        "KOP_NODE_ID": "7",
-        "KOP_MAX_PARTITIONS_PER_TOPIC": str(max(1000, args.partitions)),
-    }
-    with KopProcess(RESULTS / "fetch_sessions-kop.log", pulsar_url=args.pulsar_url,
-                    http_url=args.http_url, env=env) as kop:  # fmt: skip
+    limit = {"KOP_MAX_PARTITIONS_PER_TOPIC": str(max(1000, args.partitions))}
+    with (
+        bench_namespaces(args.http_url, "fetch-sessions") as env,
+        KopProcess(RESULTS / "fetch_sessions-kop.log", pulsar_url=args.pulsar_url,
+                   http_url=args.http_url, env={**env, **limit}) as kop,
+    ):  # fmt: skip
         phases = measure(kop, args.partitions, args.fetches)
     commit = os.popen(f"git -C {REPO} rev-parse --short HEAD").read().strip()
     (RESULTS / "fetch_sessions.json").write_text(

@@ -37,6 +37,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from bench.common import CpuMeter, Progress, Values, find_pulsar_pid, log, write_doc_section
 from bench.failover import Writer, _check, _leaders, _until
 from bench.kop_process import KopProcess
+from bench.namespaces import bench_namespaces
 from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,13 +48,14 @@ BEGIN, END = "<!-- instances:begin -->", "<!-- instances:end -->"
 VALUE_BYTES = 1024
 
 
-def start_nodes(n: int, args: argparse.Namespace, label: str) -> list[KopProcess]:
-    suffix = uuid.uuid4().hex[:8]
+def start_nodes(
+    n: int, args: argparse.Namespace, label: str, held: dict[str, str]
+) -> list[KopProcess]:
+    """`n` instances of one cluster, in the namespaces `held` names (bench.namespaces)."""
     env = {
-        "KOP_NAMESPACE": f"{label}-{suffix}",
-        "KOP_SYSTEM_NAMESPACE": f"public/__kop-{label}-{suffix}",
+        **held,
         "KOP_OFFSETS_TOPIC_PARTITIONS": "4",
-        "KOP_CLUSTER_SECRET": f"bench-secret-{suffix}",
+        "KOP_CLUSTER_SECRET": f"bench-secret-{uuid.uuid4().hex[:8]}",
     }
     nodes = [
         KopProcess(RESULTS / "instances-logs" / f"{label}-{i}.log", pulsar_url=args.pulsar_url,
@@ -136,8 +138,13 @@ def consume(bootstrap: str, topic: str, partitions: int, count: int) -> tuple[fl
 
 
 def scale_run(n: int, args: argparse.Namespace) -> dict[str, Any]:
+    with bench_namespaces(args.http_url, f"scale{n}") as held:
+        return _scale_run(n, args, held)
+
+
+def _scale_run(n: int, args: argparse.Namespace, held: dict[str, str]) -> dict[str, Any]:
     log(f"{n} instance{'s' if n > 1 else ''}:")
-    nodes = start_nodes(n, args, f"scale{n}")
+    nodes = start_nodes(n, args, f"scale{n}", held)
     bootstrap = ",".join(node.bootstrap for node in nodes)
     try:
         topic = "scale"
@@ -174,9 +181,14 @@ def _cores(a: Any, b: Any) -> dict[str, float]:
 
 
 def takeover(args: argparse.Namespace) -> dict[str, Any]:
+    with bench_namespaces(args.http_url, "takeover") as held:
+        return _takeover(args, held)
+
+
+def _takeover(args: argparse.Namespace, held: dict[str, str]) -> dict[str, Any]:
     partitions = args.takeover_partitions
     log(f"takeover: 3 instances, {partitions} partitions")
-    nodes = start_nodes(3, args, "takeover")
+    nodes = start_nodes(3, args, "takeover", held)
     bootstrap = ",".join(node.bootstrap for node in nodes)
     topic = "takeover"
     spread_topic(bootstrap, topic, partitions, 3)

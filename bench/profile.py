@@ -24,6 +24,7 @@ from pathlib import Path
 from bench import kafka_side
 from bench.common import CpuMeter, Values, Workload, find_pulsar_pid, log
 from bench.kop_process import REPO, KopProcess
+from bench.namespaces import bench_namespaces
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
 _PREFIXES = ("site-packages/", str(REPO) + "/", "lib/python3.11/", "lib/python3.12/")
@@ -114,7 +115,7 @@ def summarise(path: Path, top: int = 12, wall_s: float | None = None, rate: int 
 
 
 def profile_run(args: argparse.Namespace, w: Workload) -> int:
-    from bench.run import RESULTS, _kop_ops, _kop_topics, run_target
+    from bench.run import RESULTS, _kop_topics
 
     run_id = time.strftime("%Y%m%d-%H%M%S")
     wanted = [t.strip() for t in args.targets.split(",")]
@@ -124,8 +125,26 @@ def profile_run(args: argparse.Namespace, w: Workload) -> int:
     pid = find_pulsar_pid()
     if pid is not None:
         meter.pids["pulsar"] = pid
-    out_dir = RESULTS / "profiles"
     topics = _kop_topics(run_id, formats)
+    with bench_namespaces(args.http_url, "profile", serving=False) as env:
+        sections = _profiled(args, w, formats, topics, env, values, meter)
+    text = f"## kop profile {run_id} ({w.records:,} records/phase)\n\n" + "\n".join(sections)
+    (RESULTS / "profile-summary.md").write_text(text)
+    sys.stderr.flush()
+    print(text)
+    print(f"wrote {(RESULTS / 'profile-summary.md').relative_to(REPO)}")
+    return 0
+
+
+def _profiled(
+    args: argparse.Namespace, w: Workload, formats: list[str], topics: dict[str, dict[str, str]],
+    env: dict[str, str], values: Values, meter: CpuMeter,
+) -> list[str]:  # fmt: skip
+    """Each format's produce and fetch paths, each under py-spy in a kop of its own (the
+    same system namespace, so the fetching kop finds the producing one's indexes)."""
+    from bench.run import RESULTS, _kop_ops, run_target
+
+    out_dir = RESULTS / "profiles"
     sections: list[str] = []
     for fmt in formats:
         produced: int | None = None
@@ -133,7 +152,8 @@ def profile_run(args: argparse.Namespace, w: Workload) -> int:
             path = out_dir / f"{label}-{fmt}.txt"
             log(f"profiling kop {label} path, {fmt} entries -> {path.relative_to(REPO)}")
             kop = KopProcess(RESULTS / "kop.log", pulsar_url=args.pulsar_url,
-                             http_url=args.http_url, profile=path, profile_rate=RATE)  # fmt: skip
+                             http_url=args.http_url, profile=path, profile_rate=RATE,
+                             env=env)  # fmt: skip
             t0 = time.perf_counter()
             kop.start()
             try:
@@ -156,12 +176,7 @@ def profile_run(args: argparse.Namespace, w: Workload) -> int:
                 f"kop used {r.cpu.get('kop', 0):.2f} cores)\n\n"
                 + summarise(path, wall_s=wall, rate=RATE)
             )
-    text = f"## kop profile {run_id} ({w.records:,} records/phase)\n\n" + "\n".join(sections)
-    (RESULTS / "profile-summary.md").write_text(text)
-    sys.stderr.flush()
-    print(text)
-    print(f"wrote {(RESULTS / 'profile-summary.md').relative_to(REPO)}")
-    return 0
+    return sections
 
 
 def main(argv: list[str]) -> int:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bench.common import log, publish
 from bench.kop_process import KopProcess
+from bench.namespaces import bench_namespaces
 from bench.refkafka import KAFKA_TOOL, RefKafka, bootstrap
 from bench.run import pulsar_healthy
 
@@ -96,10 +97,10 @@ def measure(
             log(f"  {target} {protocol} round {r + 1}: "
                 + ", ".join(f"{k} {_ms(v)}" for k, v in got.items()))  # fmt: skip
     out: dict[str, dict[str, float | None]] = {}
-    for protocol, got in runs.items():
+    for protocol, rounds_of in runs.items():
         out[protocol] = {}
         for phase in PHASES:
-            values = [g[phase] for g in got]
+            values = [g[phase] for g in rounds_of]
             kept = [v for v in values if v is not None]
             out[protocol][phase] = statistics.median(kept) if len(kept) == len(values) else None
     return out
@@ -191,9 +192,11 @@ def main(argv: list[str]) -> int:
         finally:
             kafka.stop()
     if "kop" in targets:
-        env = {"KOP_NODE_ID": "7", "KOP_SYSTEM_NAMESPACE": f"public/__kop-bench-rb-{os.getpid()}"}
-        with KopProcess(RESULTS / "rebalance-kop.log", pulsar_url=args.pulsar_url,
-                        http_url=args.http_url, env=env) as kop:  # fmt: skip
+        with (
+            bench_namespaces(args.http_url, "rebalance") as env,
+            KopProcess(RESULTS / "rebalance-kop.log", pulsar_url=args.pulsar_url,
+                       http_url=args.http_url, env=env) as kop,
+        ):  # fmt: skip
             results["kop"] = measure("kop", kop.bootstrap, args.partitions, args.members,
                                      args.rounds)  # fmt: skip
     payload = {"commit": commit, "members": args.members, "partitions": args.partitions,

@@ -69,6 +69,7 @@ from bench.common import (
 )
 from bench.java_side import JavaClient, LoadedWindows
 from bench.kop_process import REPO, KopProcess
+from bench.namespaces import bench_namespaces
 from bench.native_side import Native, create_topic, delete_topic
 from bench.refkafka import RefKafka
 
@@ -501,7 +502,11 @@ def main(argv: list[str]) -> int:
     if formats:
         log("starting kop")
         rev = report.kop_revision(REPO)  # what kop runs is the tree at its start
-        kop = KopProcess(RESULTS / "kop.log", pulsar_url=args.pulsar_url, http_url=args.http_url)
+        # A system namespace of its own: it starts beside `make run`'s kop (bench.namespaces).
+        held = contextlib.ExitStack()
+        env = held.enter_context(bench_namespaces(args.http_url, "run", serving=False))
+        kop = KopProcess(RESULTS / "kop.log", pulsar_url=args.pulsar_url, http_url=args.http_url,
+                         env=env)  # fmt: skip
         kop.start()
         all_topics = _kop_topics(run_id, formats, KAFKA_KINDS)
         names = [t for kinds_ in all_topics.values() for t in kinds_.values()]
@@ -526,6 +531,7 @@ def main(argv: list[str]) -> int:
                     log(f"warning: could not delete {err}")
             kop_exit = kop.stop()
             meter.pids.pop("kop", None)
+            held.close()
         if kop_exit not in (0, None):
             log(f"warning: kop exited with {kop_exit} (see {kop.log_path})")
 

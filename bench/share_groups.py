@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from bench.common import log, publish
 from bench.kop_process import KopProcess
+from bench.namespaces import bench_namespaces
 from bench.refkafka import KAFKA_TOOL, RefKafka, _run, bootstrap, consumer_perf, producer_perf
 from bench.run import pulsar_healthy
 
@@ -169,10 +169,12 @@ def main(argv: list[str]) -> int:
         results["kafka"] = measure("kafka", bootstrap(), args.records)
     finally:
         kafka.stop()
-    env = {"KOP_SHARE_AUTO_OFFSET_RESET": "earliest", "KOP_NODE_ID": "7",
-           "KOP_SYSTEM_NAMESPACE": f"public/__kop-bench-sg-{os.getpid()}"}  # fmt: skip
-    with KopProcess(RESULTS / "share_groups-kop.log", pulsar_url=args.pulsar_url,
-                    http_url=args.http_url, env=env) as kop:  # fmt: skip
+    with (
+        bench_namespaces(args.http_url, "share-groups") as env,
+        KopProcess(RESULTS / "share_groups-kop.log", pulsar_url=args.pulsar_url,
+                   http_url=args.http_url, env={**env, "KOP_SHARE_AUTO_OFFSET_RESET": "earliest"})
+        as kop,
+    ):  # fmt: skip
         results["kop"] = measure("kop", kop.bootstrap, args.records)
     payload = {"commit": commit, "records": args.records, "at": time.time(), "results": results}
     section = report(results, args.records, commit)
