@@ -19,7 +19,7 @@ from confluent_kafka import Consumer as CfConsumer
 from confluent_kafka import KafkaError
 from confluent_kafka import Producer as CfProducer
 from confluent_kafka import TopicPartition as CfTP
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kio.schema.errors import ErrorCode
 from kio.schema.join_group.v5.request import JoinGroupRequestProtocol
@@ -511,3 +511,79 @@ def test_the_member_past_group_max_size_is_refused_and_the_group_goes_on(
             m.stop.set()
         for m in members:
             m.join(30)
+
+
+def _assigned_within(poll: Callable[[], set[str]], suffix: str, within: float) -> bool:
+    """Polls until a partition of a topic ending in `suffix` is assigned (False: not in time)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if any(t.endswith(suffix) for t in poll()):
+            return True
+    return False
+
+
+def test_a_pattern_subscriber_takes_topics_made_after_it_subscribed(
+    kop: KopProcess, topic: str
+) -> None:
+    """librdkafka's and aiokafka's pattern subscriptions (a one-second metadata refresh):
+    a topic created after the member subscribed, and one its own producer auto-creates,
+    are assigned to it within a few refreshes, as on Kafka (issue 36's classic-protocol
+    behaviours)."""
+    admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+    admin.create_topics([NewTopic(f"{topic}-a", 2)])[f"{topic}-a"].result(30)
+    cf = CfConsumer({
+        "bootstrap.servers": kop.bootstrap, "group.id": f"{topic}-cf",
+        "topic.metadata.refresh.interval.ms": 1000, "auto.offset.reset": "earliest",
+    })  # fmt: skip
+    cf.subscribe([f"^{topic}-.*"])
+
+    def cf_poll() -> set[str]:
+        cf.poll(0.2)
+        return {tp.topic for tp in cf.assignment()}
+
+    try:
+        assert _assigned_within(cf_poll, "-a", 30)
+        admin.create_topics([NewTopic(f"{topic}-b", 2)])[f"{topic}-b"].result(30)
+        assert _assigned_within(cf_poll, "-b", 30)
+        producer = CfProducer({"bootstrap.servers": kop.bootstrap})
+        producer.produce(f"{topic}-c", b"x")
+        assert producer.flush(30) == 0
+        assert _assigned_within(cf_poll, "-c", 30)
+    finally:
+        cf.close()
+
+    async def aiokafka_side() -> list[bool]:
+        """The same for aiokafka's member: -a exists, -d is created after it subscribed,
+        -e is auto-created by a producer."""
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=kop.bootstrap, group_id=f"{topic}-aio", metadata_max_age_ms=1000,
+            auto_offset_reset="earliest",
+        )  # fmt: skip
+        await consumer.start()
+        consumer.subscribe(pattern=f"^{topic}-.*")
+
+        async def assigned(suffix: str) -> bool:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                await consumer.getmany(timeout_ms=200)
+                if any(tp.topic.endswith(suffix) for tp in consumer.assignment()):
+                    return True
+            return False
+
+        try:
+            got = [await assigned("-a")]
+            admin.create_topics([NewTopic(f"{topic}-d", 1)])[f"{topic}-d"].result(30)
+            got.append(await assigned("-d"))
+            producer = CfProducer({"bootstrap.servers": kop.bootstrap})
+            producer.produce(f"{topic}-e", b"x")
+            assert producer.flush(30) == 0
+            got.append(await assigned("-e"))
+        finally:
+            await consumer.stop()
+        return got
+
+    result: list[list[bool]] = []
+    side = threading.Thread(target=lambda: result.append(asyncio.run(aiokafka_side())))
+    side.start()  # on a thread of its own: the main thread's event loop stays pytest's
+    side.join(180)
+    assert result == [[True, True, True]]
