@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping
 
 from kop.api.routes import Now, Written
 from kop.protocol.error_counts import error_counts
-from kop.protocol.frames import encode_frame
-from kop.protocol.messages import RequestHeader, encode_response
+from kop.protocol.messages import RequestHeader, encode_response_frame
 from kop.server.closing import EVICTED, SEND_TIMEOUT, ThrottledLog
 from kop.server.loop_time import Timed
 from kop.server.memory import EVICT_IDLE_S, AnswerMemory
@@ -170,7 +169,7 @@ class AnswerWriter:
             if answer is None:
                 return None
             errors = error_counts(answer)
-            return encode_frame(encode_response(header, answer))
+            return encode_response_frame(header, answer)
         except Exception:
             ok = False
             log.exception("cannot answer api %d v%d", header.api_key, header.api_version)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import struct
 from pathlib import Path
 from typing import Any
@@ -9,9 +10,19 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kio.schema.api_versions.v4.response import ApiVersionsResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.response import (
+    FetchableTopicResponse,
+    FetchResponse,
+    PartitionData,
+)
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from kop.config.settings import ConfigError, KopConfig, load_config
 from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
+from kop.protocol.messages import RequestHeader, encode_response, encode_response_frame
 
 
 @given(payload=st.binary(max_size=2048))
@@ -19,6 +30,28 @@ def test_frame_prefix_announces_the_payload(payload: bytes) -> None:
     frame = encode_frame(payload)
     assert frame_size(frame[:PREFIX_BYTES], 2048) == len(payload)
     assert frame[PREFIX_BYTES:] == payload
+
+
+@given(records=st.binary(max_size=4096), correlation=st.integers(0, 2**31 - 1))
+def test_an_answer_frame_is_its_size_then_its_header_and_body(
+    records: bytes, correlation: int
+) -> None:
+    """The frame kop sends (its size written in place) is the size prefix and the
+    response exactly as encoded on its own."""
+    answer = ApiVersionsResponse(
+        error_code=ErrorCode.none, api_keys=(), throttle_time=i32Timedelta.parse(
+            datetime.timedelta(0)), supported_features=(), finalized_features_epoch=i64(-1),
+        finalized_features=(), zk_migration_ready=False,
+    ) if not records else FetchResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+        session_id=i32(0), responses=(FetchableTopicResponse(topic=TopicName("t"), partitions=(
+            PartitionData(partition_index=i32(0), error_code=ErrorCode.none,
+                          high_watermark=i64(0), aborted_transactions=None, records=records),
+        )),),
+    )  # fmt: skip
+    header = RequestHeader(1 if records else 18, 4, correlation, None)
+    frame = encode_response_frame(header, answer)
+    assert frame == encode_frame(encode_response(header, answer))
 
 
 @pytest.mark.parametrize("size", [2049, -1, 2**31 - 1])
