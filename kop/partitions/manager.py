@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
+from kop.aio.futures import side_by_side
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.leader_epoch import EpochSource, FirstEpoch
 from kop.log.partition_log import PartitionLog, Shared
@@ -29,18 +30,7 @@ _SIDE_BY_SIDE = 64  # partitions closed at once: each close waits on a Pulsar ro
 
 
 async def _side_by_side(calls: Iterable[Awaitable[None]]) -> None:
-    """Await all, at most _SIDE_BY_SIDE at a time; the first failure is raised
-    after all have finished."""
-    gate = asyncio.Semaphore(_SIDE_BY_SIDE)
-
-    async def one(call: Awaitable[None]) -> None:
-        async with gate:
-            await call
-
-    results = await asyncio.gather(*(one(c) for c in calls), return_exceptions=True)
-    for r in results:
-        if isinstance(r, BaseException):
-            raise r
+    await side_by_side(calls, _SIDE_BY_SIDE)
 
 
 class LogManager:

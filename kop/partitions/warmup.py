@@ -12,11 +12,11 @@ side by side. A partition nobody ever served stays closed until it is used."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Iterable
 
+from kop.aio.futures import side_by_side
 from kop.partitions.manager import LogManager
 from kop.protocol.errors import KafkaError
 from kop.storage.naming import InvalidTopicName, Namespace, resolve
@@ -41,19 +41,17 @@ async def open_gained(partitions: Iterable[str], logs: LogManager, catalog: Topi
     if not wanted:
         return
     log.info("opening %d partitions this instance now owns", len(wanted))
-    gate = asyncio.Semaphore(SIDE_BY_SIDE)
 
     async def one(partition: str) -> None:
-        async with gate:
-            name, index = topic_and_index(partition)
-            try:
-                view = await catalog.describe(resolve(name, Namespace("", "")))
-                if view is None or view.partition_topic(index) != partition:
-                    return  # deleted meanwhile, or not a partition kop serves
-                if logs.owns(partition):
-                    await logs.of_topic(view, index)
-            except (KafkaError, StorageError, AdminError, InvalidTopicName) as exc:
-                # still opening (it goes on), or moved on: a client's request retries it
-                log.debug("opening %s ahead of its clients: %s", partition, exc)
+        name, index = topic_and_index(partition)
+        try:
+            view = await catalog.describe(resolve(name, Namespace("", "")))
+            if view is None or view.partition_topic(index) != partition:
+                return  # deleted meanwhile, or not a partition kop serves
+            if logs.owns(partition):
+                await logs.of_topic(view, index)
+        except (KafkaError, StorageError, AdminError, InvalidTopicName) as exc:
+            # still opening (it goes on), or moved on: a client's request retries it
+            log.debug("opening %s ahead of its clients: %s", partition, exc)
 
-    await asyncio.gather(*(one(p) for p in wanted))
+    await side_by_side((one(p) for p in wanted), SIDE_BY_SIDE)

@@ -25,6 +25,7 @@ from kop.groups.share.state import ShareStates
 from kop.protocol.control import Marker
 from kop.quotas.book import QuotaBook
 from kop.quotas.throttles import Throttles
+from kop.sasl.peer_client import PeerUnreachable
 from kop.sasl.scram_users import ScramUsers
 from kop.storage.naming import Namespace
 from kop.topics.catalog import TopicCatalog
@@ -48,7 +49,7 @@ class _NoPeers:
     """Alone: there is no other instance to ask."""
 
     async def ask(self, to: Member, body: Any) -> Any:
-        raise ConnectionError(f"no instance {to.node_id} here")
+        raise PeerUnreachable(f"no instance {to.node_id} here")
 
 
 async def _loaded(ready: Callable[[], bool]) -> None:

@@ -9,7 +9,6 @@ unavailability.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,10 +30,12 @@ from kio.schema.describe_share_group_offsets.v1.request import (
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i64
 
+from kop.aio.futures import side_by_side
 from kop.cluster.member import Member
 from kop.groups.share.state import ShareStates, StartOffset
 from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.sasl.peer_client import PeerUnreachable
 from kop.storage.types import AdminError, StorageError
 
 # Partitions (or leaders) asked at once for one request: each costs the storage admin a
@@ -44,7 +45,7 @@ SIDE_BY_SIDE = 16
 
 class PeerAsk(Protocol):
     """kop.sasl.peer_client.PeerClient: one request to another instance, its answer;
-    PeerUnreachable (any Exception here) when it cannot be asked."""
+    PeerUnreachable when it cannot be asked."""
 
     async def ask(self, to: Member, body: Any) -> Any: ...
 
@@ -182,19 +183,13 @@ class ShareOffsets:
                 mine.append(t)
             else:
                 theirs.setdefault(leader.node_id, (leader, []))[1].append(t)
-        gate = asyncio.Semaphore(SIDE_BY_SIDE)
-
-        async def gated(call: Awaitable[None]) -> None:
-            async with gate:
-                await call
-
         calls = [here(t) for t in mine] + [there(m, ts) for m, ts in theirs.values()]
-        await asyncio.gather(*(gated(c) for c in calls))
+        await side_by_side(calls, SIDE_BY_SIDE)
 
     async def _ask(self, leader: Member, body: Any) -> Any:
         try:
             return await self._peers.ask(leader, body)
-        except Exception as exc:  # PeerUnreachable: down, not listening, a bad answer
+        except PeerUnreachable as exc:  # down, not listening, a bad answer
             return KafkaError(ErrorCode.leader_not_available, f"instance {leader.node_id}: {exc}")
 
 
