@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kop.groups.consumer.offset_checks import commit_allowed
 from kop.groups.consumer.service import ConsumerGroups
@@ -66,7 +66,7 @@ class OffsetCommits:
         if producer is not None and self._pending.fenced(*producer):
             return ErrorCode.invalid_producer_epoch
         now = self._driver.clock()
-        code = self._allowed(group_id, generation, member_id, instance_id, producer)
+        code = self._allowed(group_id, generation, member_id, instance_id, producer, offsets)
         self._full.tell(group_id, code)
         if code is not ErrorCode.none or not offsets:
             return code
@@ -93,8 +93,9 @@ class OffsetCommits:
         member_id: str,
         instance_id: str | None,
         producer: tuple[int, int] | None,
+        partitions: Iterable[TopicPartition],
     ) -> ErrorCode:
-        consumer = commit_allowed(self._consumer.get(group_id), member_id, generation)
+        consumer = commit_allowed(self._consumer.get(group_id), member_id, generation, partitions)
         if consumer is not None:
             return consumer  # a KIP-848 group: the generation is the member epoch
         if producer is None or generation >= 0 or member_id:

@@ -13,6 +13,7 @@ from kop.groups.consumer.group import ConsumerGroupState, TopicMeta
 from kop.groups.consumer.member import Assignment, MemberState
 from kop.groups.consumer.offset_checks import commit_allowed, fetch_allowed
 from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
+from kop.groups.types import TopicPartition
 from kop.protocol.errors import ErrorCode, KafkaError
 
 T1 = uuid.UUID(int=1)
@@ -158,6 +159,9 @@ def test_a_static_member_comes_back_to_its_partitions() -> None:
     back = beat(c, join("a2", instance_id="i-a"))
     assert back.assignment == before["a"] and back.member_epoch == 2
     assert "a" not in c.groups["g"].members
+    # held from epoch 0, as Kafka resets them: its commits before its first answer go in
+    kept = [TopicPartition("t1", p) for p in before["a"][T1]]
+    assert commit_allowed(c.groups["g"], "a2", 0, kept) is ErrorCode.none
     with pytest.raises(KafkaError) as old:
         c.heartbeat(again("a", 2, instance_id="i-a"), RESOLVED, 0)
     assert old.value.code is ErrorCode.fenced_instance_id
@@ -207,15 +211,51 @@ def test_the_group_is_bounded() -> None:
 
 def test_offsets_of_a_consumer_group_are_checked_by_member_epoch() -> None:
     c = coordinator()
-    assert commit_allowed(c.groups.get("g"), "", -1) is None  # not a consumer group
+    t1 = [TopicPartition("t1", 0)]
+    assert commit_allowed(c.groups.get("g"), "", -1, t1) is None  # not a consumer group
     beat(c, join("a"))
-    assert commit_allowed(c.groups.get("g"), "a", 1) is ErrorCode.none
-    assert commit_allowed(c.groups.get("g"), "a", 0) is ErrorCode.stale_member_epoch
-    assert commit_allowed(c.groups.get("g"), "x", 1) is ErrorCode.unknown_member_id
+    assert commit_allowed(c.groups.get("g"), "a", 1, t1) is ErrorCode.none
+    assert commit_allowed(c.groups.get("g"), "a", 0, t1) is ErrorCode.stale_member_epoch
+    assert commit_allowed(c.groups.get("g"), "a", 2, t1) is ErrorCode.stale_member_epoch
+    assert commit_allowed(c.groups.get("g"), "x", 1, t1) is ErrorCode.unknown_member_id
     assert (
-        commit_allowed(c.groups.get("g"), "", -1) is ErrorCode.unknown_member_id
+        commit_allowed(c.groups.get("g"), "", -1, t1) is ErrorCode.unknown_member_id
     )  # not while in use
     assert fetch_allowed(c.groups.get("g"), None, -1) is ErrorCode.none  # an admin's fetch
     assert fetch_allowed(c.groups.get("g"), "a", 3) is ErrorCode.stale_member_epoch
     beat(c, again("a", -1))
-    assert commit_allowed(c.groups.get("g"), "", -1) is ErrorCode.none  # empty: admin commits go
+    assert commit_allowed(c.groups.get("g"), "", -1, t1) is ErrorCode.none  # empty: admins commit
+
+
+def test_a_commit_at_the_epoch_before_is_the_members_own_for_what_it_still_holds() -> None:
+    """KIP-1251 (Kafka 4.3): a member's commit sent while the heartbeat answer that
+    moved its epoch is on its way carries the epoch before. It is taken for partitions
+    the member held since that epoch or earlier, and refused for one it gave up or was
+    given later (that commit could be a zombie's). Before, kop refused every commit
+    not at the current epoch, and a Java consumer whose revocation callback committed
+    in that window threw CommitFailedException and stopped."""
+    c = coordinator()
+    beat(c, join("a"))  # a: t1 0,1,2 at epoch 1
+    beat(c, join("b"))  # epoch 2: one of a's partitions is b's
+    moving = beat(c, again("a", 1, owned={T1: frozenset({0, 1, 2})}))
+    assert moving.member_epoch == 1  # a keeps epoch 1 until it has revoked
+    kept = sorted(moving.assignment[T1]) if moving.assignment else []
+    (gone,) = {0, 1, 2} - set(kept)
+    assert beat(c, again("a", 1, owned={T1: frozenset(kept)})).member_epoch == 2
+    g = c.groups["g"]
+    at = [TopicPartition("t1", p) for p in kept]
+    assert commit_allowed(g, "a", 1, at) is ErrorCode.none  # the epoch before, what it kept
+    assert commit_allowed(g, "a", 2, at) is ErrorCode.none
+    assert commit_allowed(g, "a", 1, [*at, TopicPartition("t1", gone)]) is (
+        ErrorCode.stale_member_epoch  # one partition it gave up refuses the commit
+    )
+    assert commit_allowed(g, "a", 1, [TopicPartition("t2", 0)]) is ErrorCode.stale_member_epoch
+    assert commit_allowed(g, "a", 3, at) is ErrorCode.stale_member_epoch  # ahead of it
+    beat(c, again("b", -1))  # b leaves: a is given `gone` back at a later epoch
+    back = beat(c, again("a", 2, owned={T1: frozenset(kept)}))
+    assert back.member_epoch > 2 and back.assignment == {T1: frozenset({0, 1, 2})}
+    assert commit_allowed(g := c.groups["g"], "a", 2, at) is ErrorCode.none
+    assert commit_allowed(g, "a", 2, [TopicPartition("t1", gone)]) is ErrorCode.stale_member_epoch
+    assert commit_allowed(g, "a", back.member_epoch, [TopicPartition("t1", gone)]) is (
+        ErrorCode.none
+    )

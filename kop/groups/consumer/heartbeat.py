@@ -139,7 +139,7 @@ def leave(g: ConsumerGroup, hb: Heartbeat) -> Answer:
             raise fenced_instance(hb, found)
         member = found
         if hb.member_epoch == STATIC_LEAVE_EPOCH:
-            g.put(replace(member, epoch=STATIC_LEAVE_EPOCH, revoking={}))
+            g.put(member.released())
             return Answer(member.member_id, STATIC_LEAVE_EPOCH, None)
     fence(g, member.member_id)
     return Answer(hb.member_id, hb.member_epoch, None)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 TopicId = uuid.UUID
 # One member's partitions: topic id -> partition numbers.
 Assignment = Mapping[TopicId, frozenset[int]]
+# (topic id, partition) -> the member epoch at which the member was given it (KIP-1251)
+AssignedAt = Mapping[tuple[TopicId, int], int]
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1  # a member leaves for good
@@ -45,16 +47,42 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     revoking: Assignment = field(default_factory=dict)  # to give up before going on
+    # when each held partition was given (one not listed: at `epoch`)
+    assigned_at: AssignedAt = field(default_factory=dict)
 
     def moved(
         self, epoch: int, state: MemberState, assigned: Assignment, revoking: Assignment
     ) -> ConsumerMember:
         """At `epoch` with this assignment, remembering the epoch before (a heartbeat
-        whose answer was lost comes back with it)."""
+        whose answer was lost comes back with it). A partition it held already keeps
+        the epoch it was given at; a new one is given at `epoch`."""
+        held = self._held()
+        at = {
+            tp: self.assigned_at.get(tp, self.epoch) if tp in held else epoch
+            for tp in _pairs(assigned, revoking)
+        }
         return replace(
             self, epoch=epoch, previous_epoch=self.epoch, state=state, assigned=assigned,
-            revoking=revoking,
+            revoking=revoking, assigned_at=at,
         )  # fmt: skip
+
+    def released(self) -> ConsumerMember:
+        """A static member gone for a while (epoch -2): it keeps what it was assigned,
+        drops what it was revoking, and holds it all from epoch 0, so the member that
+        comes back with its instance id may commit from its first epoch (Kafka's
+        resetAssignedPartitionsEpochsToZero)."""
+        at = dict.fromkeys(_pairs(self.assigned, {}), 0)
+        return replace(self, epoch=STATIC_LEAVE_EPOCH, revoking={}, assigned_at=at)
+
+    def assignment_epoch(self, topic: TopicId, partition: int) -> int | None:
+        """The epoch it was given this partition at, or None when it does not hold it
+        (neither assigned nor being revoked)."""
+        if (topic, partition) not in self._held():
+            return None
+        return self.assigned_at.get((topic, partition), self.epoch)
+
+    def _held(self) -> frozenset[tuple[TopicId, int]]:
+        return _pairs(self.assigned, self.revoking)
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.epoch == epoch
@@ -64,6 +92,10 @@ class ConsumerMember:
         resolved by the caller)."""
         found = matches.get(self.regex, ()) if self.regex is not None else ()
         return frozenset((*self.topics, *found))
+
+
+def _pairs(*of: Assignment) -> frozenset[tuple[TopicId, int]]:
+    return frozenset((t, p) for a in of for t, parts in a.items() for p in parts)
 
 
 def owns_any(owned: Assignment | None, of: Assignment) -> bool:

@@ -6,7 +6,10 @@ kop/groups/offsets_codec.py, in the same partition as the group's offsets):
                             "regexes": {"<regex>": [names it matched]}}
     m|{group}|{member}      one member: its subscription, epochs, state, assigned and
                             revoking partitions and its target assignment
-                            ({"<topic id>": [partition, ...]})
+                            ({"<topic id>": [partition, ...]}), and the epoch it
+                            was given each held partition at ("assigned_at":
+                            [[topic id, partition, epoch]]; a record without it
+                            holds them all at its epoch)
 
 One record per member, so a heartbeat that moves one member rewrites one record, not
 the group; a member that leaves is a tombstone. A heartbeat's records go in one entry
@@ -117,6 +120,7 @@ def _member(group: str, m: ConsumerMember, target: Assignment) -> OutgoingMessag
         "previous_epoch": m.previous_epoch, "state": m.state.value,
         "assigned": _parts(m.assigned), "revoking": _parts(m.revoking),
         "target": _parts(target),
+        "assigned_at": [[str(t), p, e] for (t, p), e in sorted(m.assigned_at.items())],
     })  # fmt: skip
 
 
@@ -182,8 +186,24 @@ def _read_member(member_id: str, v: dict[str, Any]) -> tuple[ConsumerMember, Ass
         state=state,
         assigned=_read_parts(field(v, "assigned", dict)),
         revoking=_read_parts(field(v, "revoking", dict)),
+        assigned_at=_read_assigned_at(v.get("assigned_at", [])),
     )
     return member, _read_parts(field(v, "target", dict))
+
+
+def _read_assigned_at(v: object) -> dict[tuple[uuid.UUID, int], int]:
+    if not isinstance(v, list):
+        raise MalformedRecord("'assigned_at' is not a list")
+    out = {}
+    for row in v:
+        ok = isinstance(row, list) and len(row) == 3 and all(
+            isinstance(x, int) and not isinstance(x, bool) and -(1 << 31) <= x < 1 << 31
+            for x in row[1:]
+        )  # fmt: skip
+        if not ok:
+            raise MalformedRecord(f"bad assignment epoch {row!r:.60}")
+        out[(_uuid(row[0]), row[1])] = row[2]
+    return out
 
 
 def _read_parts(v: Mapping[str, Any]) -> dict[uuid.UUID, frozenset[int]]:
