@@ -20,6 +20,7 @@ from pathlib import Path
 import conformance.scenarios  # noqa: F401  (registers the catalogue)
 from conformance import report
 from conformance.clients import DRIVERS
+from conformance.clients.go_clients import GoDriver
 from conformance.model import CATALOGUE
 from conformance.runner import DIFFER, STALE, Cell, observation_of, run_all
 from conformance.targets import REPO, kafka_target, kop_target
@@ -48,7 +49,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="kop instances, judged by a Kafka of as many brokers (default 1)",
     )
+    ap.add_argument(
+        "--build-drivers", action="store_true",
+        help="only build the Go clients' programs (a no-op when built; make test runs it "
+        "beside the unit tier)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.build_drivers:
+        for driver in DRIVERS.values():
+            if isinstance(driver, GoDriver):
+                print(f"[conformance] {driver.name}: {driver.binary()}", flush=True)
+        return 0
 
     chosen = [
         sc for sc in CATALOGUE.values()

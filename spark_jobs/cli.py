@@ -4,6 +4,7 @@ run this file: `spark-submit --packages <connector> spark_jobs/cli.py validate-o
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -125,6 +126,24 @@ def replay_check(**kwargs: Any) -> None:
     from spark_jobs.replay import replay_check as body
 
     _run("replay-check", kwargs, body)
+
+
+@main.command("fetch-connector")
+def fetch_connector() -> None:
+    """Resolve Spark's Kafka connector and what it needs from Maven Central into kop's
+    cache (~/.cache/kop/spark-ivy), as the first job would; a no-op when cached. For a
+    machine that should not make its first job wait on the download (make test runs
+    it beside the unit tier)."""
+    from spark_jobs.session import KAFKA_PACKAGE, resolved_jars, spark_session
+
+    if resolved_jars() is None:
+        started = time.monotonic()
+        spark_session("fetch-connector", "local[1]").stop()
+        if resolved_jars() is None:
+            raise click.ClickException(f"{KAFKA_PACKAGE} was not resolved (see above)")
+        click.echo(f"[kop-spark] resolved {KAFKA_PACKAGE} in {time.monotonic() - started:.0f} s")
+    else:
+        click.echo(f"[kop-spark] {KAFKA_PACKAGE} is cached")
 
 
 def _pair(text: str) -> tuple[str, str]:
