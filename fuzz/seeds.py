@@ -149,6 +149,8 @@ class _Sampler:
         if kafka_type == "float64":  # quota values: the edges AlterClientQuotas must refuse
             return rng.choice([0.0, 1.0, 1024.5, -1.0, 1e308, float("nan"), float("inf")])
         bits = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}[kafka_type]
+        if name == "resource_type":  # config and ACL resources kop serves, and ones it does not
+            return rng.choice([2, 3, 4, 5, 8, 16, 32, 0, -1])
         if "partition" in name or "index" in name:
             return rng.randrange(4)
         if "timeout" in name or "wait" in name:

@@ -144,6 +144,33 @@ def configs(ctx: Ctx, tools: JavaTools) -> Observation:
     }
 
 
+@scenario("tools/group-configs", JAVA)
+def group_configs(ctx: Ctx, tools: JavaTools) -> Observation:
+    """kafka-configs on a group (KIP-848 and KIP-932 per-group configs): add two, describe,
+    delete one, describe; values out of Kafka's bounds or of their kind, and an unknown
+    name, are refused."""
+    g = ["--entity-type", "groups", "--entity-name", ctx.name("cfg-group")]
+
+    def refused(config: str) -> dict[str, Any]:
+        return dict(tools.run(ctx, "configs", *_bs(ctx), "--alter", "--add-config", config,
+                              *g).__dict__)  # fmt: skip
+
+    return {
+        **_alter_round(
+            ctx,
+            tools,
+            g,
+            "share.auto.offset.reset=earliest,consumer.session.timeout.ms=50000",
+            "consumer.session.timeout.ms",
+        ),
+        "out of bounds": refused("share.delivery.count.limit=11"),
+        "below the floor": refused("share.record.lock.duration.ms=999"),
+        "not a number": refused("share.heartbeat.interval.ms=soon"),
+        "not a reset": refused("share.auto.offset.reset=newest"),
+        "unknown": refused("no.such.group.config=1"),
+    }
+
+
 def _alter_round(
     ctx: Ctx, tools: JavaTools, entity: list[str], add: str, delete: str
 ) -> Observation:

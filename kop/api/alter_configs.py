@@ -1,6 +1,7 @@
 """AlterConfigs and IncrementalAlterConfigs for topics: the configs kop honours
 are stored as Pulsar topic properties and retention is applied as the Pulsar
-retention policy (TopicCatalog.alter). kop's broker settings come from its
+retention policy (TopicCatalog.alter). IncrementalAlterConfigs also alters a group's
+configs (kop/api/group_configs.py). kop's broker settings come from its
 configuration file, so a BROKER resource is refused with a clear message."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConf
 from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterConfigsResponse
 from kio.static.primitive import i8
 
+from kop.api import group_configs
 from kop.api.configs import BROKER, TOPIC
 from kop.api.context import (
     RequestContext,
@@ -24,6 +26,7 @@ from kop.api.context import (
     existing_topic,
     permitted,
 )
+from kop.api.group_configs import GROUP
 from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
@@ -48,7 +51,7 @@ async def alter_configs(
         topic = await permitted(ctx, res.resource_name, TopicOp.ALTER)
         await services.catalog.alter(topic, configs, request.validate_only)
 
-    answers = await _each(ctx, request.resources, apply)
+    answers = await _each(ctx, request.resources, apply, (TOPIC,))
     responses = tuple(
         AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=kind, resource_name=name
@@ -65,12 +68,17 @@ async def incremental_alter_configs(
 
     async def apply(res: incremental_request.AlterConfigsResource) -> None:
         _no_duplicates([c.name for c in res.configs])
-        view = await existing_topic(services, ctx, res.resource_name, TopicOp.ALTER)
         ops = [(c.name, int(c.config_operation), c.value) for c in res.configs]
+        if res.resource_type == GROUP:
+            await group_configs.altered(
+                services, ctx, res.resource_name, ops, request.validate_only
+            )
+            return
+        view = await existing_topic(services, ctx, res.resource_name, TopicOp.ALTER)
         after = incremental(view.explicit, view.configs, ops)
         await services.catalog.alter(view.topic, after, request.validate_only)
 
-    answers = await _each(ctx, request.resources, apply)
+    answers = await _each(ctx, request.resources, apply, (TOPIC, GROUP))
     responses = tuple(
         incremental_response.AlterConfigsResourceResponse(
             error_code=code, error_message=message, resource_type=kind, resource_name=name
@@ -108,24 +116,35 @@ class _Resource(Protocol):
 
 R = TypeVar("R", bound=_Resource)
 
+BROKER_LOGGER = 8
+
 # A resource's answer: its error code and message, its type and name.
 Answer = tuple[ErrorCode, str | None, i8, str]
 
 
 async def _each(
-    ctx: RequestContext, resources: Sequence[R], apply: Callable[[R], Awaitable[None]]
+    ctx: RequestContext,
+    resources: Sequence[R],
+    apply: Callable[[R], Awaitable[None]],
+    types: tuple[int, ...],
 ) -> list[Answer]:
+    """Each resource of one of `types` applied alone, its error its own."""
     answers = []
     for res in resources:
         code, message = ErrorCode.none, None
         try:
             if res.resource_type == BROKER and not await ctx.access.cluster():
                 raise KafkaError(ErrorCode.cluster_authorization_failed)
-            if res.resource_type != TOPIC:
+            if res.resource_type in (BROKER, BROKER_LOGGER):
                 raise KafkaError(
                     ErrorCode.invalid_request,
                     f"resource type {res.resource_type}: kop's broker settings come from its "
                     "configuration file (kop.toml / KOP_* variables), not AlterConfigs",
+                )
+            if res.resource_type not in types:
+                raise KafkaError(
+                    ErrorCode.invalid_request,
+                    f"resource type {res.resource_type} cannot be altered with this API",
                 )
             await apply(res)
         except Exception as exc:

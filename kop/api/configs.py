@@ -1,4 +1,5 @@
-"""DescribeConfigs for topics (from Pulsar topic properties) and the broker."""
+"""DescribeConfigs for topics (from Pulsar topic properties), groups
+(kop/api/group_configs.py) and the broker."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from kio.schema.describe_configs.v4.response import (
 )
 from kio.static.primitive import i8
 
+from kop.api import group_configs
 from kop.api.context import RequestContext, Services, error_of, existing_topic
+from kop.api.group_configs import GROUP
 from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
@@ -55,6 +58,10 @@ async def handle(
             if res.resource_type == TOPIC:
                 view = await existing_topic(services, ctx, res.resource_name)
                 entries = topic_entries(view.configs, view.explicit, defaults, synonyms, docs)
+            elif res.resource_type == GROUP:
+                entries = await group_configs.described(
+                    services, ctx, res.resource_name, synonyms, docs
+                )
             elif res.resource_type == BROKER:
                 if not await ctx.access.cluster():
                     raise KafkaError(ErrorCode.cluster_authorization_failed)

@@ -108,11 +108,12 @@ async def _beat(
             raise KafkaError(
                 ErrorCode.group_id_not_found, f"Group {hb.group_id} is not a consumer group."
             )
+        # the group's own configs first: its session timeout applies to this heartbeat
+        settings = await services.groups.configs.fresh(hb.group_id)
         answer = await services.groups.consumer.heartbeat(hb, resolve)
     except KafkaError as exc:
         return _refused(exc)
-    interval = services.groups.consumer.coordinator.settings.heartbeat_interval_ms
-    return _answered(answer, interval)
+    return _answered(answer, settings.consumer_heartbeat_ms)
 
 
 async def resolved(

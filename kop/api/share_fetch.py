@@ -71,7 +71,7 @@ async def share_fetch(
         if acks and int(request.share_session_epoch) == OPEN_EPOCH:
             raise KafkaError(ErrorCode.invalid_request, "a new share session acknowledges nothing")
     except KafkaError as exc:
-        return Now(_fetch_refused(services, exc))
+        return Now(_fetch_refused(services, None, exc))
     return Later(_fetch(services, ctx, request, key, begun, acks))
 
 
@@ -144,7 +144,7 @@ async def _fetch(
                                               member, batches), [], b"")  # fmt: skip
     if begun.closing:
         await services.share_partitions.release_member(key, member)
-        return _fetch_answer(services, out)
+        return _fetch_answer(services, key, out)
     try:
         services.share_sessions.update(
             session, [(p, names[p[0]]) for p in asked if p[0] in names],
@@ -152,12 +152,12 @@ async def _fetch(
              for i in t.partitions if t.topic_id is not None],
         )  # fmt: skip
     except KafkaError as exc:
-        return _fetch_refused(services, exc)
+        return _fetch_refused(services, key, exc)
     for part in asked:
         if part[0] not in names:
             out[part] = (KafkaError(ErrorCode.unknown_topic_id), None, [], b"")
     await _acquire(services, ctx, request, key, group_id, session, out)
-    return _fetch_answer(services, out)
+    return _fetch_answer(services, key, out)
 
 
 async def _acquire(
@@ -238,11 +238,15 @@ async def _resolve(
     return {**known, **await names_of(services, ctx, missing)}
 
 
-def _lock_ms(services: Services) -> i32Timedelta:
-    return milliseconds(services.share_partitions.settings.record_lock_duration_ms)
+def _lock_ms(services: Services, key: str | None) -> i32Timedelta:
+    """The group's share.record.lock.duration.ms (the broker's when no group is known)."""
+    configs = services.groups.configs
+    return milliseconds((configs.settings(key) if key else configs.defaults).share_lock_ms)
 
 
-def _fetch_answer(services: Services, out: dict[SharePart, Outcome]) -> ShareFetchResponse:
+def _fetch_answer(
+    services: Services, key: str, out: dict[SharePart, Outcome]
+) -> ShareFetchResponse:
     by_topic: dict[uuid.UUID, list[PartitionData]] = {}
     for (tid, index), (error, ack_error, got, data) in sorted(out.items()):
         by_topic.setdefault(tid, []).append(PartitionData(
@@ -261,17 +265,17 @@ def _fetch_answer(services: Services, out: dict[SharePart, Outcome]) -> ShareFet
         ))  # fmt: skip
     return ShareFetchResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-        acquisition_lock_timeout=_lock_ms(services),
+        acquisition_lock_timeout=_lock_ms(services, key),
         responses=tuple(ShareFetchableTopicResponse(topic_id=t, partitions=tuple(ps))
                         for t, ps in by_topic.items()),
         node_endpoints=(),
     )  # fmt: skip
 
 
-def _fetch_refused(services: Services, exc: KafkaError) -> ShareFetchResponse:
+def _fetch_refused(services: Services, key: str | None, exc: KafkaError) -> ShareFetchResponse:
     return ShareFetchResponse(
         throttle_time=NO_THROTTLE, error_code=exc.code, error_message=exc.message,
-        acquisition_lock_timeout=_lock_ms(services), responses=(), node_endpoints=(),
+        acquisition_lock_timeout=_lock_ms(services, key), responses=(), node_endpoints=(),
     )  # fmt: skip
 
 

@@ -70,11 +70,12 @@ async def _beat(
         return dict((await resolved(services, ctx, names, set())).topics)
 
     try:
+        # the group's own configs first: its session timeout applies to this heartbeat
+        settings = await services.groups.configs.fresh(hb.group_id)
         answer = await services.groups.share.heartbeat(hb, resolve)
     except KafkaError as exc:
         return _refused(exc)
-    interval = services.groups.share.coordinator.settings.heartbeat_interval_ms
-    return _answered(answer, interval)
+    return _answered(answer, settings.share_heartbeat_ms)
 
 
 def _answered(answer: ShareAnswer, interval_ms: int) -> ShareGroupHeartbeatResponse:

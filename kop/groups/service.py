@@ -28,6 +28,8 @@ from kop.groups.coordinator import Coordinator, Limits
 from kop.groups.deleting import delete_group
 from kop.groups.driver import Driver
 from kop.groups.full_warning import FullWarning
+from kop.groups.group_config_book import GroupConfigBook, LocalGroupConfigs
+from kop.groups.group_configs import broker_wide
 from kop.groups.kinds import GroupKinds
 from kop.groups.loading import PartitionLoading
 from kop.groups.mirror import SubscriptionMirror
@@ -38,6 +40,7 @@ from kop.groups.share.coordinator import ShareCoordinator, ShareSettings
 from kop.groups.share.service import ShareGroups
 from kop.groups.txn_offsets import PendingOffsets
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.group_configs import GroupConfigStore
 from kop.storage.naming import Namespace
 from kop.storage.types import StorageError, WriterFenced
 from kop.systables.held_topic import NotHeld
@@ -61,6 +64,7 @@ class GroupService:
         scope: GroupScope | None = None,
         consumer: ConsumerSettings | None = None,
         share: ShareSettings | None = None,
+        configs: GroupConfigStore | None = None,
     ) -> None:
         # whose each group is (its tenant's namespace: kop.groups.scope)
         self.scope = scope or GroupScope(Namespace("public", "default"))
@@ -80,8 +84,15 @@ class GroupService:
         alone = Member(-1, "", 0, "")
         self._ownership = ownership or Ownership(Solo(alone), alone)
         self.pending = PendingOffsets(store, self.offsets, lambda p: self.partitions.coordinates(p))
-        consumers = ConsumerCoordinator(consumer)
-        shares = ShareCoordinator(share)
+        consumer, share = consumer or ConsumerSettings(), share or ShareSettings()
+        # per-group configs (kafka-configs --entity-type groups), kept in Pulsar
+        self.configs = GroupConfigBook(
+            configs or LocalGroupConfigs(), broker_wide(consumer, share), self.scope
+        )
+        consumers = ConsumerCoordinator(
+            consumer, lambda key: self.configs.settings(key).consumer_session_ms
+        )
+        shares = ShareCoordinator(share, lambda key: self.configs.settings(key).share_session_ms)
         self._kinds = GroupKinds(self.coordinator, consumers, shares)
         kinds = self._kinds
         self.share = ShareGroups(shares, clock, self.check, kinds.is_not_share, kinds.room)

@@ -1,7 +1,7 @@
-"""Records kept as properties of kop's system namespace, under one prefix each
-(`kop-scram:`, `kop-quota:`), through Pulsar's admin API: every instance reads the
-same, nothing is kept on disk, and setting one property leaves the others as they
-are."""
+"""Records kept as namespace properties, under one prefix each (`kop-scram:`,
+`kop-quota:` in kop's system namespace; `kop-group-config:` in each group's own),
+through Pulsar's admin API: every instance reads the same, nothing is kept on disk,
+and setting one property leaves the others as they are."""
 
 from __future__ import annotations
 
@@ -34,3 +34,26 @@ class NamespaceProperties:
         except AdminError as exc:
             if exc.status != 404:
                 raise
+
+
+class GroupConfigProperties:
+    """Per-group configs as properties of each group's own namespace (prefix
+    `kop-group-config:`), not of the system namespace: a tenant's records never grow
+    another tenant's namespace policies."""
+
+    PREFIX = "kop-group-config:"
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+
+    def _of(self, ns: Namespace) -> NamespaceProperties:
+        return NamespaceProperties(self._request, ns, self.PREFIX)
+
+    async def load(self, ns: Namespace) -> dict[str, str]:
+        return await self._of(ns).load()
+
+    async def save(self, ns: Namespace, group: str, record: str) -> None:
+        await self._of(ns).save(group, record)
+
+    async def delete(self, ns: Namespace, group: str) -> None:
+        await self._of(ns).delete(group)

@@ -52,6 +52,12 @@ class Access(Protocol):
         """Broker-wide operations (broker configs, log dirs): superusers only."""
         ...
 
+    async def tenant_admin(self, ns: Namespace) -> bool:
+        """Alter what belongs to `ns` beyond topics (a group's configs: Kafka's
+        ALTER_CONFIGS on the group): the tenant's admins and superusers, as a topic's
+        ALTER."""
+        ...
+
 
 class _Fixed:
     """The same answer to everything: no authorization (allow), or no principal (deny)."""
@@ -72,6 +78,9 @@ class _Fixed:
         return self._answer
 
     async def cluster(self) -> bool:
+        return self._answer
+
+    async def tenant_admin(self, ns: Namespace) -> bool:
         return self._answer
 
 
@@ -197,6 +206,9 @@ class RoleAccess:
 
     async def cluster(self) -> bool:
         return self._role in self._auth.superusers
+
+    async def tenant_admin(self, ns: Namespace) -> bool:
+        return bool(self._role) and await self._auth.is_admin(self._role, ns.tenant)
 
     def _may_subscribe(self, grants: NamespaceGrants, group: str) -> bool:
         """Pulsar's subscription permissions: a subscription that names roles is theirs."""

@@ -140,7 +140,14 @@ class Gateway:
         watch = await state_topics(c, self.backend.admin, self.metrics.state_topic_lost)
         following.append(self._closes.task(watch.run(), "state-topic-watch"))
         groups = await start_groups(
-            c, self.backend.admin, storage, logs, catalog, ownership, epochs
+            c,
+            self.backend.admin,
+            storage,
+            logs,
+            catalog,
+            ownership,
+            epochs,
+            self.backend.group_configs,
         )
         self._closes.push(groups.close)
         producer_ids = await producer_id_blocks(c, self.backend.admin, storage)

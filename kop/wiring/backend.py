@@ -13,11 +13,12 @@ from kop.pulsar.compaction import PulsarCompaction
 from kop.pulsar.credentials import PulsarCredentials
 from kop.pulsar.permissions import PulsarPermissions
 from kop.pulsar.preflight import Preflight, PreflightError
-from kop.pulsar.properties import NamespaceProperties
+from kop.pulsar.properties import GroupConfigProperties, NamespaceProperties
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
 from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
 from kop.storage.credentials import CredentialStore
+from kop.storage.group_configs import GroupConfigStore
 from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageStore, StorageAdmin
@@ -33,6 +34,7 @@ class Backend(Protocol):
     permissions: PermissionStore
     credentials: CredentialStore
     quotas: QuotaStore
+    group_configs: GroupConfigStore
 
     async def prepare(self, config: KopConfig) -> MessageStore: ...
 
@@ -71,6 +73,7 @@ class PulsarBackend:
         self.quotas: QuotaStore = NamespaceProperties(
             self._pulsar_admin.request, system, "kop-quota:"
         )
+        self.group_configs: GroupConfigStore = GroupConfigProperties(self._pulsar_admin.request)
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 

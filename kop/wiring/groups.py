@@ -17,6 +17,7 @@ from kop.groups.service import GroupService
 from kop.groups.share.coordinator import ShareSettings
 from kop.groups.topic_deletion import DeletionFollower
 from kop.partitions.manager import LogManager
+from kop.storage.group_configs import GroupConfigStore
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.port import MessageLog, StorageAdmin
 from kop.storage.types import AdminError
@@ -85,6 +86,7 @@ async def start_groups(
     catalog: TopicCatalog,
     ownership: Ownership,
     epochs: LeaderEpochs,
+    configs: GroupConfigStore,
 ) -> GroupService:
     """The offsets topic (created partitioned on first start) and the coordinator,
     which loads it in the background and answers COORDINATOR_LOAD_IN_PROGRESS
@@ -99,6 +101,7 @@ async def start_groups(
     groups = GroupService(
         store, group_limits(c), c.offsets_retention_minutes * 60_000, mirror=mirror,
         ownership=ownership, scope=scope, consumer=consumer_settings(c), share=share_settings(c),
+        configs=configs,
     )  # fmt: skip
     epochs.on_deleted = DeletionFollower(groups, logs).deleted  # deletions by any instance
     await groups.start()

@@ -116,7 +116,9 @@ def share_partitions(
 ) -> SharePartitions:
     """The share-partitions of the partitions this instance leads (D27)."""
     settings = groups.share.coordinator.settings
-    return SharePartitions(storage, settings, wall_ms, logs.serving)
+    return SharePartitions(
+        storage, settings, wall_ms, logs.serving, settings_of=groups.configs.fresh
+    )
 
 
 def share_offsets(

@@ -251,14 +251,7 @@ def test_no_record_is_lost_or_accepted_twice_when_kop_is_killed_mid_way(
 
 def _share_groups(kop: KopProcess, *args: str) -> list[list[str]]:
     """kafka-share-groups (Kafka 4.3.1's own tool), its output's non-empty lines."""
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        [sys.executable, str(root / "tools" / "kafka.py"), "tool", "share-groups",
-         "--bootstrap-server", kop.bootstrap, *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    return [line.split() for line in out.stdout.splitlines() if line.strip()]
+    return [line.split() for line in _kafka_tool(kop, "share-groups", *args) if line.strip()]
 
 
 def test_kafka_share_groups_reads_moves_and_deletes_the_pulsar_subscription(
@@ -315,3 +308,47 @@ def test_kafka_share_groups_reads_moves_and_deletes_the_pulsar_subscription(
     assert _share_groups(kop, "--describe", *g) == [
         ["Share", "group", f"'{group}'", "has", "no", "offset", "information."]
     ]
+
+
+def _kafka_tool(kop: KopProcess, tool: str, *args: str) -> list[str]:
+    """One of Kafka 4.3.1's own tools against kop: its output's lines."""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, str(root / "tools" / "kafka.py"), "tool", tool,
+         "--bootstrap-server", kop.bootstrap, *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return out.stdout.splitlines()
+
+
+def test_kafka_configs_starts_a_share_group_at_the_earliest_record(
+    kop: KopProcess, topic: str
+) -> None:
+    """`kafka-configs --alter --entity-type groups --add-config share.auto.offset.reset=
+    earliest`, as Kafka's share-group quick start does, before the group exists: the
+    console share consumer then reads the records written before it started (with the
+    default, latest, it would wait for new ones), `--describe` shows the override, and
+    the override is a property of the group's namespace in Pulsar."""
+    create_topic(kop.bootstrap, topic, 1)
+    producer = CfProducer({"bootstrap.servers": kop.bootstrap, "linger.ms": 0})
+    for i in range(5):
+        producer.produce(topic, f"early-{i}".encode())
+    producer.flush(30)
+    group = f"sge-{topic}"
+    entity = ["--entity-type", "groups", "--entity-name", group]
+    _kafka_tool(
+        kop, "configs", "--alter", *entity, "--add-config", "share.auto.offset.reset=earliest"
+    )
+    described = _kafka_tool(kop, "configs", "--describe", *entity)
+    assert any("share.auto.offset.reset=earliest" in line for line in described), described
+    stored = pulsar_rest("GET", "namespaces/public/default/properties")
+    assert stored[f"kop-group-config:{group}"] == '{"share.auto.offset.reset": "earliest"}'
+
+    read = _kafka_tool(
+        kop, "console-share-consumer", "--topic", topic, "--group", group,
+        "--max-messages", "5", "--timeout-ms", "60000",
+    )  # fmt: skip
+    assert sorted(line for line in read if line.startswith("early-")) == [
+        f"early-{i}" for i in range(5)
+    ], read

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Generic, TypeVar
 
 from kop.config.settings import KopConfig
+from kop.groups.group_config_book import LocalGroupConfigs
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import NamespaceGrants
 from kop.storage.types import AdminError, Cursor, Position, StorageUnavailable, TopicInfo
@@ -222,6 +223,7 @@ class MemoryBackend:
         self.permissions = MemoryPermissions()
         self.credentials = MemoryCredentials()
         self.quotas = MemoryRecords[str]()
+        self.group_configs = LocalGroupConfigs()
 
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log
@@ -232,7 +234,7 @@ class MemoryBackend:
         other = MemoryBackend(self.log.instance())
         other.admin, other.compaction = self.admin, self.compaction
         other.permissions, other.credentials = self.permissions, self.credentials
-        other.quotas = self.quotas
+        other.quotas, other.group_configs = self.quotas, self.group_configs
         return other
 
     async def close(self) -> None:

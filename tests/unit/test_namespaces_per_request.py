@@ -38,6 +38,9 @@ class _CountingAccess:
     async def cluster(self) -> bool:
         return True
 
+    async def tenant_admin(self, ns: Namespace) -> bool:
+        return True
+
 
 async def test_a_request_names_a_bounded_number_of_other_namespaces() -> None:
     services = await _services()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from kop.groups.consumer.assignors import ASSIGNORS
@@ -48,8 +49,14 @@ class Due:
 
 
 class ConsumerCoordinator:
-    def __init__(self, settings: ConsumerSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: ConsumerSettings | None = None,
+        session_ms: Callable[[str], int] | None = None,
+    ) -> None:
         self.settings = settings or ConsumerSettings()
+        # a group's session timeout: its consumer.session.timeout.ms, or the broker's
+        self.session_ms = session_ms or (lambda _group: self.settings.session_timeout_ms)
         self.groups: TenantKeyed[ConsumerGroup] = TenantKeyed(self.settings.default_tenant)
         # group -> member -> when its session expires
         self._sessions: dict[str, dict[str, int]] = {}
@@ -114,10 +121,11 @@ class ConsumerCoordinator:
         rebalances = self._rebalances.setdefault(g.group_id, {})
         for gone in [m for m in sessions if m not in g.members]:
             del sessions[gone]
+        session = self.session_ms(g.group_id)
         if beating is not None and beating in g.members:
-            sessions[beating] = now_ms + self.settings.session_timeout_ms
+            sessions[beating] = now_ms + session
         for m in g.members.values():
-            sessions.setdefault(m.member_id, now_ms + self.settings.session_timeout_ms)
+            sessions.setdefault(m.member_id, now_ms + session)
             if m.state is MemberState.UNREVOKED_PARTITIONS:
                 if rebalances.get(m.member_id, (0, -1))[1] != m.epoch:
                     rebalances[m.member_id] = (now_ms + m.rebalance_timeout_ms, m.epoch)
@@ -173,7 +181,7 @@ class ConsumerCoordinator:
     def restore(self, g: ConsumerGroup, now_ms: int) -> None:
         """A group read back: its members' sessions start now."""
         self.groups[g.group_id] = g
-        expires = now_ms + self.settings.session_timeout_ms
+        expires = now_ms + self.session_ms(g.group_id)
         self._sessions[g.group_id] = {m: expires for m in g.members}
 
     def forget(self, group_id: str) -> None:

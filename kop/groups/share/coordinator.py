@@ -7,7 +7,7 @@ a member takes its new assignment at its next heartbeat."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from kop.groups.consumer.group import TopicMeta
@@ -69,8 +69,12 @@ def validate(hb: ShareHeartbeat) -> None:
 
 
 class ShareCoordinator:
-    def __init__(self, settings: ShareSettings | None = None) -> None:
+    def __init__(
+        self, settings: ShareSettings | None = None, session_ms: Callable[[str], int] | None = None
+    ) -> None:
         self.settings = settings or ShareSettings()
+        # a group's session timeout: its share.session.timeout.ms, or the broker's
+        self.session_ms = session_ms or (lambda _group: self.settings.session_timeout_ms)
         self.groups: TenantKeyed[ShareGroup] = TenantKeyed(self.settings.default_tenant)
 
     def wants(self, hb: ShareHeartbeat, now_ms: int) -> set[str] | None:
@@ -114,7 +118,7 @@ class ShareCoordinator:
         elif hb.topics is not None:
             member = replace(member, topics=hb.topics)
         g.members[hb.member_id] = replace(
-            member, deadline_ms=now_ms + self.settings.session_timeout_ms,
+            member, deadline_ms=now_ms + self.session_ms(hb.group_id),
             rack=hb.rack_id if hb.rack_id is not None else member.rack,
         )  # fmt: skip
         if resolved is not None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from kop.groups.consumer.coordinator import ConsumerSettings
+from kop.groups.group_configs import GroupSettings, broker_wide
 from kop.groups.share.coordinator import ShareSettings
 from kop.groups.share.partition import SharePartition
 from kop.groups.share.records import ShareLimits
@@ -42,13 +44,13 @@ class SharePartitions:
         current: Callable[[str], PartitionLog | None],
         max_open: int = 10_000,
         idle_s: float = 120.0,
+        settings_of: Callable[[str], Awaitable[GroupSettings]] | None = None,
     ) -> None:
         self._storage = storage
         self.settings = settings
-        self._limits = ShareLimits(
-            settings.record_lock_duration_ms, settings.delivery_count_limit,
-            settings.partition_max_record_locks,
-        )  # fmt: skip
+        # a group's settings by its key: its overrides (kafka-configs --entity-type
+        # groups) over the broker-wide ones
+        self._settings_of = settings_of or self._broker_wide
         self._clock = clock
         self._current = current  # the log this instance serves a topic with now, if any
         self._max_open = max_open
@@ -59,14 +61,25 @@ class SharePartitions:
     def __len__(self) -> int:
         return len(self._open)
 
+    async def _broker_wide(self, _group_key: str) -> GroupSettings:
+        return broker_wide(ConsumerSettings(), self.settings)
+
     async def of(self, group_key: str, group_id: str, plog: PartitionLog) -> SharePartition:
+        """The group's share-partition of `plog`, opened if it is not; its record
+        limits are the group's now (a changed share.record.lock.duration.ms,
+        share.delivery.count.limit or share.partition.max.record.locks applies from the
+        group's next fetch on)."""
+        group = await self._settings_of(group_key)
+        limits = ShareLimits(group.share_lock_ms, group.share_delivery_limit, group.share_max_locks)
         key = (group_key, plog.topic)
         sp = self._open.get(key)
         if sp is not None and sp.plog is plog and sp.failed is None:
+            sp.records.limits = limits
             return sp
         async with self._locks.setdefault(key, asyncio.Lock()):
             sp = self._open.get(key)
             if sp is not None and sp.plog is plog and sp.failed is None:
+                sp.records.limits = limits
                 return sp
             if sp is not None:
                 await self._close(key)
@@ -78,11 +91,11 @@ class SharePartitions:
             try:
                 sub = await self._storage.shared(
                     plog.topic, subscription_of(group_id),
-                    earliest=self.settings.auto_offset_reset_earliest,
+                    earliest=group.share_earliest,
                 )  # fmt: skip
             except StorageError as exc:
                 raise KafkaError(ErrorCode.request_timed_out, str(exc)) from exc
-            sp = self._open[key] = SharePartition(plog, sub, self._limits, self._clock)
+            sp = self._open[key] = SharePartition(plog, sub, limits, self._clock)
             return sp
 
     def opened(self, group_key: str, topic: str) -> SharePartition | None:

@@ -1,0 +1,199 @@
+"""Per-group configs (Kafka's GroupConfig, `kafka-configs --entity-type groups`): the
+ones kop honours, their bounds and their broker-wide defaults, and what one group's
+overrides make of them.
+
+Kafka 4.3 takes 21 names. kop takes the eight it applies (the KIP-848 consumer
+protocol's session and heartbeat, and the share groups'), and refuses the others with
+INVALID_CONFIG naming why, rather than storing a setting that would change nothing:
+streams groups (KIP-1071) are not served, the assignors run inline (no offload and no
+assignment interval), share groups read uncommitted only, and RENEW acknowledgements
+(ShareAcknowledge v2) are not offered. The bounds are Kafka's defaults for the
+broker-level minimum and maximum of each (`group.consumer.min.session.timeout.ms`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kop.groups.consumer.coordinator import ConsumerSettings
+from kop.groups.share.coordinator import ShareSettings
+from kop.protocol.errors import ErrorCode, KafkaError
+
+CONSUMER_SESSION = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT = "consumer.heartbeat.interval.ms"
+SHARE_SESSION = "share.session.timeout.ms"
+SHARE_HEARTBEAT = "share.heartbeat.interval.ms"
+SHARE_LOCK = "share.record.lock.duration.ms"
+SHARE_DELIVERIES = "share.delivery.count.limit"
+SHARE_LOCKS = "share.partition.max.record.locks"
+SHARE_RESET = "share.auto.offset.reset"
+
+RESETS = ("latest", "earliest")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigDef:
+    name: str
+    low: int | None  # an int config's bounds (inclusive); None: a string config
+    high: int | None
+    synonym: str | None  # the broker-wide setting that is its default
+    doc: str
+    floor: int = 1  # below it the value is not one of its kind at all (Kafka's ConfigDef)
+
+    def bound(self, which: str) -> str:
+        """The broker setting holding the low or high bound (`min` or `max`), as Kafka's
+        messages name it: group.share.delivery.count.limit -> group.share.min.delivery..."""
+        kind, _, rest = (self.synonym or "").removeprefix("group.").partition(".")
+        return f"group.{kind}.{which}.{rest}"
+
+
+DEFS: dict[str, GroupConfigDef] = {
+    d.name: d
+    for d in (
+        GroupConfigDef(CONSUMER_SESSION, 45_000, 60_000, "group.consumer.session.timeout.ms",
+                       "The timeout to detect client failures when using the consumer group "
+                       "protocol."),
+        GroupConfigDef(CONSUMER_HEARTBEAT, 5_000, 15_000, "group.consumer.heartbeat.interval.ms",
+                       "The heartbeat interval given to the members of a consumer group."),
+        GroupConfigDef(SHARE_SESSION, 45_000, 60_000, "group.share.session.timeout.ms",
+                       "The timeout to detect client failures when using the share group "
+                       "protocol."),
+        GroupConfigDef(SHARE_HEARTBEAT, 5_000, 15_000, "group.share.heartbeat.interval.ms",
+                       "The heartbeat interval given to the members of a share group."),
+        GroupConfigDef(SHARE_LOCK, 15_000, 60_000, "group.share.record.lock.duration.ms",
+                       "The record acquisition lock duration in milliseconds for share "
+                       "groups.", floor=1000),
+        GroupConfigDef(SHARE_DELIVERIES, 2, 10, "group.share.delivery.count.limit",
+                       "The maximum number of delivery attempts for a record delivered to a "
+                       "share group.", floor=2),
+        GroupConfigDef(SHARE_LOCKS, 100, 4_000, "group.share.partition.max.record.locks",
+                       "Share-group record lock limit per share-partition.", floor=100),
+        GroupConfigDef(SHARE_RESET, None, None, None,
+                       "The strategy to initialize the share-partition start offset: "
+                       "earliest or latest (kop: the position a new subscription starts at)."),
+    )
+}  # fmt: skip
+
+# Kafka 4.3's other group configs, and why kop refuses each
+NOT_HONOURED = {
+    "consumer.assignment.interval.ms": "kop computes a consumer group's assignment at once",
+    "consumer.assignor.offload.enable": "kop runs the assignors inline",
+    "share.assignment.interval.ms": "kop computes a share group's assignment at once",
+    "share.assignor.offload.enable": "kop runs the assignors inline",
+    "share.isolation.level": "kop's share groups read uncommitted records only",
+    "share.renew.acknowledge.enable": "kop offers no RENEW acknowledgement (ShareAcknowledge v2)",
+    **{
+        f"streams.{name}": "kop serves no streams groups (KIP-1071)"
+        for name in (
+            "session.timeout.ms", "heartbeat.interval.ms", "num.standby.replicas",
+            "initial.rebalance.delay.ms", "assignment.interval.ms", "assignor.offload.enable",
+        )
+    },
+}  # fmt: skip
+
+MAX_VALUE_CHARS = 64  # a value longer than any valid one is refused unread
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """One group's settings: its overrides over the broker-wide defaults."""
+
+    consumer_session_ms: int
+    consumer_heartbeat_ms: int
+    share_session_ms: int
+    share_heartbeat_ms: int
+    share_lock_ms: int
+    share_delivery_limit: int
+    share_max_locks: int
+    share_earliest: bool
+
+    def values(self) -> dict[str, str]:
+        """By Kafka's names, as DescribeConfigs reports them."""
+        return {
+            CONSUMER_SESSION: str(self.consumer_session_ms),
+            CONSUMER_HEARTBEAT: str(self.consumer_heartbeat_ms),
+            SHARE_SESSION: str(self.share_session_ms),
+            SHARE_HEARTBEAT: str(self.share_heartbeat_ms),
+            SHARE_LOCK: str(self.share_lock_ms),
+            SHARE_DELIVERIES: str(self.share_delivery_limit),
+            SHARE_LOCKS: str(self.share_max_locks),
+            SHARE_RESET: "earliest" if self.share_earliest else "latest",
+        }
+
+    def overridden(self, overrides: Mapping[str, str]) -> GroupSettings:
+        """These settings with a group's (already checked) overrides applied."""
+        v = {**self.values(), **overrides}
+        return GroupSettings(
+            int(v[CONSUMER_SESSION]), int(v[CONSUMER_HEARTBEAT]), int(v[SHARE_SESSION]),
+            int(v[SHARE_HEARTBEAT]), int(v[SHARE_LOCK]), int(v[SHARE_DELIVERIES]),
+            int(v[SHARE_LOCKS]), v[SHARE_RESET] == "earliest",
+        )  # fmt: skip
+
+
+def broker_wide(consumer: ConsumerSettings, share: ShareSettings) -> GroupSettings:
+    """What a group without overrides gets: kop's group_consumer_* and group_share_*."""
+    return GroupSettings(
+        consumer.session_timeout_ms, consumer.heartbeat_interval_ms, share.session_timeout_ms,
+        share.heartbeat_interval_ms, share.record_lock_duration_ms, share.delivery_count_limit,
+        share.partition_max_record_locks, share.auto_offset_reset_earliest,
+    )  # fmt: skip
+
+
+def checked(overrides: Mapping[str, str]) -> dict[str, str]:
+    """A group's overrides, each name known and honoured and each value in its bounds
+    (INVALID_CONFIG, with Kafka's messages, otherwise); values normalized."""
+    out = {}
+    for name, value in overrides.items():
+        d = DEFS.get(name)
+        if d is None:
+            why = NOT_HONOURED.get(name)
+            if why is None:
+                raise KafkaError(ErrorCode.invalid_config, f"Unknown group config name: {name}")
+            raise KafkaError(ErrorCode.invalid_config, f"{name} is not supported: {why}")
+        out[name] = _value(d, value)
+    return out
+
+
+def _value(d: GroupConfigDef, value: str) -> str:
+    text = value.strip()
+    if d.low is None or d.high is None:
+        if len(text) > MAX_VALUE_CHARS or text.lower() not in RESETS:
+            if text.lower().startswith("by_duration:"):
+                raise KafkaError(
+                    ErrorCode.invalid_config,
+                    f"{d.name}: kop takes earliest or latest (by_duration is not supported)",
+                )
+            shown = text[:MAX_VALUE_CHARS]
+            raise KafkaError(
+                ErrorCode.invalid_config,
+                f"Invalid value {shown} for configuration {d.name}: Invalid value `{shown}` for "
+                f"configuration {d.name}. The value must be either 'earliest', 'latest' or of "
+                "the format 'by_duration:<PnDTnHnMn.nS>'.",
+            )
+        return text.lower()
+    try:
+        if len(text) > MAX_VALUE_CHARS:
+            raise ValueError
+        number = int(text)
+    except ValueError:
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            f"Invalid value {text[:MAX_VALUE_CHARS]} for configuration {d.name}: Not a number "
+            "of type INT",
+        ) from None
+    if number < d.floor:
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            f"Invalid value {number} for configuration {d.name}: Value must be at least {d.floor}",
+        )
+    if number < d.low:
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            f"{d.name} must be greater than or equal to {d.bound('min')}",
+        )
+    if number > d.high:
+        raise KafkaError(
+            ErrorCode.invalid_config, f"{d.name} must be less than or equal to {d.bound('max')}"
+        )
+    return str(number)
