@@ -60,8 +60,11 @@ class GroupConfigBook:
         ns, _ = self._scope.split(key)
         try:
             await self._namespace(ns)
-        except Exception as exc:  # Pulsar away: what was known stands
+        except Exception as exc:  # Pulsar away: what was known stands, for another bound
             log.warning("group configs of %s not read: %s", ns.path, exc)
+            copy = self._copies.get(ns)
+            if copy is not None:  # not asked again at every heartbeat meanwhile
+                self._copies[ns] = (self._clock(), copy[1])
         return self.settings(key)
 
     async def overrides(self, ns: Namespace, group: str) -> dict[str, str]:

@@ -82,7 +82,11 @@ async def test_pulsar_away_or_a_bad_record_leaves_what_was_known() -> None:
     assert (await configs.fresh("//acme/orders/bad")).share_delivery_limit == 5
     assert (await configs.fresh("//acme/orders/worse")).share_delivery_limit == 5
     store.down, clock.now = True, 60.0
+    reads = store.reads
     assert (await configs.fresh("//acme/orders/g")).share_delivery_limit == 3
+    for _ in range(10):  # heartbeats meanwhile do not ask Pulsar again within the bound
+        assert (await configs.fresh("//acme/orders/g")).share_delivery_limit == 3
+    assert store.reads == reads + 1
     with pytest.raises(ConnectionError):  # an alter needs Pulsar: it is refused, not lost
         await configs.alter(ACME, "g", [("share.delivery.count.limit", SET, "4")], False)
 
