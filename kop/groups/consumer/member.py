@@ -56,7 +56,7 @@ class ConsumerMember:
         """At `epoch` with this assignment, remembering the epoch before (a heartbeat
         whose answer was lost comes back with it). A partition it held already keeps
         the epoch it was given at; a new one is given at `epoch`."""
-        held = self._held()
+        held = _pairs(self.assigned, self.revoking)
         at = {
             tp: self.assigned_at.get(tp, self.epoch) if tp in held else epoch
             for tp in _pairs(assigned, revoking)
@@ -77,12 +77,10 @@ class ConsumerMember:
     def assignment_epoch(self, topic: TopicId, partition: int) -> int | None:
         """The epoch it was given this partition at, or None when it does not hold it
         (neither assigned nor being revoked)."""
-        if (topic, partition) not in self._held():
+        assigned, revoking = self.assigned.get(topic, ()), self.revoking.get(topic, ())
+        if partition not in assigned and partition not in revoking:
             return None
         return self.assigned_at.get((topic, partition), self.epoch)
-
-    def _held(self) -> frozenset[tuple[TopicId, int]]:
-        return _pairs(self.assigned, self.revoking)
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.epoch == epoch

@@ -51,6 +51,7 @@ class SharePartitions:
         # a group's settings by its key: its overrides (kafka-configs --entity-type
         # groups) over the broker-wide ones
         self._settings_of = settings_of or self._broker_wide
+        self._defaults = broker_wide(ConsumerSettings(), settings)
         self._clock = clock
         self._current = current  # the log this instance serves a topic with now, if any
         self._max_open = max_open
@@ -62,7 +63,7 @@ class SharePartitions:
         return len(self._open)
 
     async def _broker_wide(self, _group_key: str) -> GroupSettings:
-        return broker_wide(ConsumerSettings(), self.settings)
+        return self._defaults
 
     async def of(self, group_key: str, group_id: str, plog: PartitionLog) -> SharePartition:
         """The group's share-partition of `plog`, opened if it is not; its record
