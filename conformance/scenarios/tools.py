@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from conformance.clients.java_tools import JavaTools
@@ -12,6 +15,8 @@ from conformance.model import Ctx, Observation, scenario
 from conformance.setup import create_topic
 
 JAVA = ("java-tools",)
+REPO = Path(__file__).resolve().parents[2]
+KAFKA_LIB = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser() / "kafka-4.3.1/lib"
 
 
 def _bs(ctx: Ctx) -> list[str]:
@@ -130,6 +135,23 @@ def consumer_protocol(ctx: Ctx, tools: JavaTools) -> Observation:
         "verifiable commits ok": all(c.get("success") for c in commits) and bool(commits),
         "delete": tools.run(ctx, "consumer-groups", *_bs(ctx), "--delete", *g).__dict__,
     }
+
+
+@scenario("tools/protocol-migration", JAVA)
+def protocol_migration(ctx: Ctx, _tools: JavaTools) -> Observation:
+    """Kafka's online migration with the Java consumer (tests/integration/java/
+    ProtocolMigration.java): a classic member holds a group, a member with
+    group.protocol=consumer joins (the group is upgraded), they split the partitions
+    and read everything once, the new member leaves (downgraded), the classic member
+    reads on; the admin describes the group at each stage."""
+    topic, group = ctx.name("mig"), ctx.name("mig-g")
+    create_topic(ctx.bootstrap, topic, 4)
+    program = REPO / "tests/integration/java/ProtocolMigration.java"
+    done = subprocess.run(
+        ["java", "-cp", f"{KAFKA_LIB}/*", str(program), ctx.bootstrap, topic, group, "4"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    return {"exit": done.returncode, "lines": done.stdout.splitlines()}
 
 
 @scenario("tools/configs", JAVA)

@@ -10,7 +10,6 @@ What a client sends is bounded: subscribed names, the regex's length, owned part
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
@@ -35,21 +34,22 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i32
 
 from kop.api.context import RequestContext, Services, topic_for
+from kop.api.group_topics import resolved
 from kop.api.groups import group_key
-from kop.api.internal_topics import is_internal
 from kop.api.routes import Later, Now, Route
-from kop.groups.consumer.group import ConsumerGroup, TopicMeta
+from kop.groups.consumer.group import ConsumerGroup
 from kop.groups.consumer.member import Assignment as Partitions
 from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
-from kop.groups.consumer.topic_regex import InvalidRegex, compile_pattern, matching_topics
+from kop.groups.consumer.topic_regex import InvalidRegex, compile_pattern
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
 from kop.protocol.values import NO_THROTTLE, milliseconds
 from kop.security.authorizer import TopicOp
 
 MAX_SUBSCRIBED_TOPICS = 10_000  # names one member may subscribe to
-MAX_REGEX_MATCHES = 10_000  # topics one regex may bring into a group
-CONSUMER_MEMBER_TYPE = i8(1)  # ConsumerGroupDescribe v1: a member of the consumer protocol
+# ConsumerGroupDescribe v1's member type: a member of the consumer protocol, or one of
+# the classic protocol inside the group (after an online upgrade, "upgraded: false")
+CONSUMER_MEMBER_TYPE, CLASSIC_MEMBER_TYPE = i8(1), i8(0)
 
 
 async def heartbeat(
@@ -114,38 +114,6 @@ async def _beat(
     except KafkaError as exc:
         return _refused(exc)
     return _answered(answer, settings.consumer_heartbeat_ms)
-
-
-async def resolved(
-    services: Services, ctx: RequestContext, names: set[str], regexes: set[str]
-) -> Resolved:
-    """The topics of the tenant that `names` and `regexes` name now, among those the
-    principal may describe."""
-    matches: dict[str, tuple[str, ...]] = {}
-    if regexes:
-        listed = [n for n in await services.catalog.names(ctx.namespace) if not is_internal(n)]
-        for regex in sorted(regexes):
-            try:
-                found = await matching_topics(compile_pattern(regex), listed, MAX_REGEX_MATCHES)
-            except InvalidRegex:
-                found = []
-            matches[regex] = tuple(found)
-    wanted = sorted(names.union(*matches.values()))
-    views = await asyncio.gather(*(_view(services, ctx, n) for n in wanted))
-    return Resolved({v.name: v for v in views if v is not None}, matches)
-
-
-async def _view(services: Services, ctx: RequestContext, name: str) -> TopicMeta | None:
-    if is_internal(name):
-        return None
-    try:
-        topic = topic_for(ctx, name)
-        if not await ctx.access.topic(topic, TopicOp.DESCRIBE):
-            return None
-        view = await services.catalog.describe(topic)
-    except KafkaError:
-        return None
-    return None if view is None else TopicMeta(view.topic_id, name, view.partitions)
 
 
 def _answered(answer: Answer, interval_ms: int) -> ConsumerGroupHeartbeatResponse:
@@ -224,7 +192,7 @@ def _described(group_id: GroupId, g: ConsumerGroup, services: Services) -> Descr
             target_assignment=DescribedAssignment(
                 topic_partitions=_named(g.targets.get(m.member_id, {}), names)
             ),
-            member_type=CONSUMER_MEMBER_TYPE,
+            member_type=CONSUMER_MEMBER_TYPE if m.classic is None else CLASSIC_MEMBER_TYPE,
         )
         for m in g.members.values()
     )

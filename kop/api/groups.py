@@ -27,7 +27,9 @@ from kio.schema.sync_group.v5.response import SyncGroupResponse
 from kio.static.primitive import i32
 
 from kop.api.context import RequestContext, Services
+from kop.api.group_topics import resolved
 from kop.api.routes import Later, Now, Route
+from kop.groups.consumer.requests import Resolved
 from kop.groups.coordinator import JoinRequest
 from kop.groups.rebalance import JoinResult
 from kop.groups.scope import ReservedGroupName
@@ -78,12 +80,16 @@ async def join_group(
         ctx.api_version >= 4,
         ctx.api_version >= 9,
     )
-    return Later(_join(services, join, ctx.api_version))
+    return Later(_join(services, ctx, join))
 
 
-async def _join(services: Services, join: JoinRequest, version: int) -> JoinGroupResponse:
+async def _join(services: Services, ctx: RequestContext, join: JoinRequest) -> JoinGroupResponse:
+    async def resolve(names: set[str], regexes: set[str]) -> Resolved:
+        return await resolved(services, ctx, names, regexes)
+
+    version = ctx.api_version
     try:
-        r = await services.groups.classic.join(join)
+        r = await services.groups.classic.join(join, resolve)
     except KafkaError as exc:
         r = JoinResult(exc.code, join.member_id)
     return _join_response(r, version)
@@ -149,7 +155,7 @@ async def heartbeat(
     services: Services, ctx: RequestContext, request: HeartbeatRequest
 ) -> Now[HeartbeatResponse]:
     try:
-        code = services.groups.classic.heartbeat(
+        code = await services.groups.classic.heartbeat(
             await group_key(services, ctx, request.group_id),
             request.generation_id,
             request.member_id,
@@ -166,7 +172,7 @@ async def leave_group(
     members = [(m.member_id, m.group_instance_id) for m in request.members]
     try:
         key = await group_key(services, ctx, request.group_id)
-        codes = services.groups.classic.leave(key, members)
+        codes = await services.groups.classic.leave(key, members)
     except KafkaError as exc:
         return Now(LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=exc.code, members=()))
     return Now(

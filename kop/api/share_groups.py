@@ -24,8 +24,9 @@ from kio.schema.share_group_heartbeat.v1.response import (
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32
 
-from kop.api.consumer_groups import MAX_SUBSCRIBED_TOPICS, resolved
+from kop.api.consumer_groups import MAX_SUBSCRIBED_TOPICS
 from kop.api.context import RequestContext, Services, topic_for
+from kop.api.group_topics import resolved
 from kop.api.groups import group_key
 from kop.api.routes import Later, Now, Route
 from kop.groups.consumer.group import TopicMeta

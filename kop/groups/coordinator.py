@@ -138,17 +138,31 @@ class Coordinator:
         answered NOT_COORDINATOR (the clients look the coordinator up again) and the
         groups leave memory; their records stay in the offsets topic for the next."""
         for group_id in group_ids:
-            g = self.groups.pop(group_id, None)
-            if g is None:
-                continue
-            g.state = GroupState.DEAD
-            for m in g.members.values():
-                if m.join_token is not None:
-                    result = JoinResult(ErrorCode.not_coordinator, m.member_id)
-                    self.effects.append(Answer(m.join_token, result))
-                if m.sync_token is not None:
-                    self.effects.append(Answer(m.sync_token, SyncResult(ErrorCode.not_coordinator)))
-                m.join_token = m.sync_token = None
+            self.hand_over(group_id, ErrorCode.not_coordinator)
+
+    def hand_over(self, group_id: str, error: ErrorCode) -> GroupMetadata | None:
+        """The group leaves this coordinator (another instance coordinates it, or it
+        becomes a KIP-848 group: REBALANCE_IN_PROGRESS, so its members join again):
+        its parked requests are answered `error`; what it was is returned."""
+        g: Group | None = self.groups.pop(group_id, None)
+        if g is None:
+            return None
+        meta: GroupMetadata = g.to_metadata()
+        g.state = GroupState.DEAD
+        for m in g.members.values():
+            if m.join_token is not None:
+                self.effects.append(Answer(m.join_token, JoinResult(error, m.member_id)))
+            if m.sync_token is not None:
+                self.effects.append(Answer(m.sync_token, SyncResult(error)))
+            m.join_token = m.sync_token = None
+        return meta
+
+    def adopt(self, meta: GroupMetadata, now_ms: int) -> None:
+        """A KIP-848 group whose last member of that protocol left becomes a classic
+        group again (kop/groups/consumer/migration.py): its members rejoin at once."""
+        self.groups[meta.group_id] = g = Group.from_metadata(meta, now_ms)
+        self.rebalance.prepare(g, now_ms)
+        self._schedule.touch(meta.group_id)
 
     def forget(self, group_id: str) -> None:
         """Drop a group (deleted, or Empty with every offset expired)."""

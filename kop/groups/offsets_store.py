@@ -99,6 +99,11 @@ class OffsetsStore:
             first = [tombstone_group(new.group_id)] if replacing_classic else []
             await self._held.write(new.group_id, [*first, *records])
 
+    async def store_classic_replacing(self, old: ConsumerGroup, meta: GroupMetadata) -> None:
+        """A KIP-848 group downgraded to a classic one: its records' tombstones and the
+        classic group's record, in one entry."""
+        await self._held.write(old.group_id, [*tombstones(old), encode_group(meta)])
+
     async def delete_consumer_group(self, g: ConsumerGroup) -> None:
         """Its members, then the group itself, in one entry."""
         await self._held.write(g.group_id, tombstones(g))

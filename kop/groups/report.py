@@ -77,7 +77,7 @@ async def describe(
         members.append({
             "member_id": cm.member_id, "group_instance_id": cm.instance_id,
             "client_id": cm.client_id, "client_host": cm.client_host,
-            "member_epoch": cm.epoch,
+            "member_epoch": cm.epoch, "protocol": "classic" if cm.classic else "consumer",
             "assignment": {names[t]: sorted(p) for t, p in cm.assigned.items() if t in names},
         })  # fmt: skip
     offsets = []

@@ -22,8 +22,10 @@ from kop.cluster.ownership import Ownership, Solo
 from kop.groups.classic_protocol import ClassicProtocol
 from kop.groups.commits import OffsetCommits
 from kop.groups.committed_view import CommittedView
+from kop.groups.consumer.classic_service import ClassicMembers
 from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
-from kop.groups.consumer.service import ClassicGroups, ConsumerGroups
+from kop.groups.consumer.migrating import ClassicGroups
+from kop.groups.consumer.service import ConsumerGroups
 from kop.groups.coordinator import Coordinator, Limits
 from kop.groups.deleting import delete_group
 from kop.groups.driver import Driver
@@ -39,6 +41,7 @@ from kop.groups.scope import GroupScope
 from kop.groups.share.coordinator import ShareCoordinator, ShareSettings
 from kop.groups.share.service import ShareGroups
 from kop.groups.txn_offsets import PendingOffsets
+from kop.groups.types import GroupMetadata
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.group_configs import GroupConfigStore
 from kop.storage.naming import Namespace
@@ -98,8 +101,7 @@ class GroupService:
         self.share = ShareGroups(shares, clock, self.check, kinds.is_not_share, kinds.room)
         self.consumer = ConsumerGroups(
             store, consumers, clock, self.failed,
-            ClassicGroups(self._kinds.classic_members, self.coordinator.forget), self._kinds.room,
-            self.offsets, self.check,
+            self._classic_groups(), self._kinds.room, self.offsets, self.check,
         )  # fmt: skip
         loading = PartitionLoading(
             store, self.coordinator, self.offsets, self._driver, self.pending,
@@ -110,12 +112,31 @@ class GroupService:
         )
         full = FullWarning(self.coordinator)
         # the classic protocol's requests, and offset commits of every kind of group
+        inside = ClassicMembers(self.consumer, self.coordinator.limits, clock)
         self.classic = ClassicProtocol(
-            self.coordinator, self._driver, kinds, self.consumer, full, self.check
+            self.coordinator, self._driver, kinds, inside, full, self.check
         )
         self.commits = OffsetCommits(
             self.coordinator, self._driver, self.consumer, self.offsets, self.pending, full,
             self.check, self.failed,
+        )  # fmt: skip
+
+    def _classic_groups(self) -> ClassicGroups:
+        """The classic coordinator as the consumer groups see it (through the driver, so
+        the answers to parked requests go out)."""
+        c, now = self.coordinator, self._driver.now
+
+        def metadata(group_id: str) -> GroupMetadata | None:
+            g = c.groups.get(group_id)
+            return g.to_metadata() if g is not None else None
+
+        def adopt(meta: GroupMetadata, rebalance: bool) -> None:
+            now(lambda t: c.adopt(meta, t) if rebalance else c.restore(meta, t))
+
+        return ClassicGroups(
+            self._kinds.classic_members, c.forget, metadata,
+            lambda group_id: now(lambda _t: c.hand_over(group_id, ErrorCode.rebalance_in_progress)),
+            adopt, c.limits.max_size,
         )  # fmt: skip
 
     # -- lifecycle -------------------------------------------------------------------

@@ -43,3 +43,32 @@ def test_java_consumer_protocol_group(kop: KopProcess, topic: str, kafka_lib: Pa
 
 def _ints(text: str) -> set[int]:
     return {int(x) for x in text.strip("[]").split(",") if x.strip()}
+
+
+def test_java_classic_group_upgraded_and_downgraded_online(
+    kop: KopProcess, topic: str, kafka_lib: Path
+) -> None:
+    """Kafka's online migration: A (classic) holds every partition, B joins with
+    group.protocol=consumer and the group becomes a KIP-848 group with A still in it;
+    they split the partitions and read everything once; B leaves, the group is a classic
+    one again and A reads on. The conformance cell tools/protocol-migration judges the
+    same steps against Kafka 4.3.1."""
+    create_topic(kop.bootstrap, topic, 4)
+    out = subprocess.run(
+        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ProtocolMigration.java"),
+         kop.bootstrap, topic, f"g-{topic}", "4"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    lines = out.stdout.splitlines()
+    assert not [line for line in lines if line.startswith(("TIMEOUT", "LOST"))], out.stdout
+    assert lines == [
+        "ALONE A [0, 1, 2, 3]",
+        "SPLIT 2 2 shared []",
+        "DESCRIBE Consumer Stable 2 [migration-A=false, migration-B=true]",
+        "CONSUMED 40",
+        "AFTER A [0, 1, 2, 3]",
+        "DESCRIBE Classic Stable 1 [migration-A=?]",
+        "MORE 8",
+        "END",
+    ], out.stdout

@@ -1,8 +1,10 @@
 """The KIP-848 consumer group coordinator (kop/groups/consumer/) driven by hypothesis:
 consumers that join, heartbeat, lose answers, leave (for good or, when static, for a
-while), stop heartbeating until their session expires, and come back; topics that grow;
-and kop killed between any two steps, restarted from nothing but the records it
-persisted (decoded as a restarted kop reads them).
+while), stop heartbeating until their session expires, and come back; classic (eager)
+consumers inside the group as after Kafka's online upgrade, joining, syncing and
+rejoining when their heartbeat says so; topics that grow; and kop killed between any
+two steps, restarted from nothing but the records it persisted (decoded as a restarted
+kop reads them).
 
 Checked after every step: no partition is held by two members (assigned or still being
 revoked); a consumer never holds a partition the coordinator does not count as its.
@@ -13,6 +15,7 @@ every partition of the subscribed topics is owned by exactly one member.
 from __future__ import annotations
 
 import os
+import struct
 import uuid
 from dataclasses import dataclass, field
 
@@ -20,10 +23,13 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
+from kop.groups.consumer import classic_members
 from kop.groups.consumer.coordinator import ConsumerCoordinator, ConsumerSettings
 from kop.groups.consumer.group import ConsumerGroupState, TopicMeta
 from kop.groups.consumer.records import LoadedConsumerGroups, changes
 from kop.groups.consumer.requests import Heartbeat, Resolved
+from kop.groups.consumer_protocol import assigned_partitions
+from kop.groups.coordinator import JoinRequest
 from kop.groups.offsets_codec import decode
 from kop.protocol.errors import ErrorCode, KafkaError
 
@@ -45,6 +51,7 @@ class Consumer:
     epoch: int = 0
     owned: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     full: bool = False  # after an answer that never came, a client restates everything
+    classic: bool = False  # speaks the classic protocol (eager), inside the KIP-848 group
 
 
 class ConsumerGroupMachine(RuleBasedStateMachine):
@@ -88,11 +95,61 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         )  # fmt: skip
         self.heartbeat(name, False)
 
+    @rule(name=st.sampled_from(NAMES), topics=st.sampled_from([("t1",), ("t1", "t2")]))
+    def start_classic(self, name: str, topics: tuple[str, ...]) -> None:
+        """A consumer of the classic protocol joins the group (once it exists)."""
+        g = self.c.groups.get("g")
+        if name in self.consumers or g is None or not g.members:
+            return
+        self.generation += 1
+        self.consumers[name] = Consumer(
+            f"{name}-{self.generation}", None, topics, None, classic=True
+        )
+        self.heartbeat(name, False)
+
+    def classic_beat(self, cons: Consumer) -> None:
+        """A classic consumer's heartbeat; told to rejoin (or not in yet), it gives up
+        everything (eager), joins and syncs."""
+        g = self.c.groups.get("g")
+        if g is None or not g.members:
+            cons.epoch, cons.owned = 0, {}
+            return
+        if cons.epoch != 0:
+            try:
+                if not classic_members.must_rejoin(g, cons.member_id, None, cons.epoch):
+                    self.c.timers.touched("g", g.members[cons.member_id], self.now)
+                    return
+            except KafkaError as exc:
+                assert exc.code in (ErrorCode.unknown_member_id, ErrorCode.illegal_generation)
+        cons.epoch, cons.owned = 0, {}
+        subscription = struct.pack(">hi", 0, len(cons.topics))
+        for t in cons.topics:
+            subscription += struct.pack(">h", len(t)) + t.encode()
+        subscription += struct.pack(">i", -1)
+        join = JoinRequest("g", cons.member_id, None, "consumer", (("range", subscription),),
+                           SESSION_MS, 30_000, "c", "/h", True)  # fmt: skip
+        copy = g.copy()
+        joined = classic_members.join(copy, join, cons.member_id, self.resolved(), self.c.rules)
+        self.apply(copy, g)
+        self.c.install(copy, self.now, cons.member_id)
+        try:
+            synced = classic_members.sync(copy, cons.member_id, None, joined.result.generation,
+                                          ("consumer", "range"))  # fmt: skip
+        except KafkaError as exc:
+            assert exc.code is ErrorCode.rebalance_in_progress
+            return
+        cons.epoch = joined.result.generation
+        names = assigned_partitions(synced.assignment) or {}
+        cons.owned = {IDS[t]: frozenset(ps) for t, ps in names.items() if ps}
+
     @rule(name=st.sampled_from(NAMES), lost=st.booleans())
     def heartbeat(self, name: str, lost: bool) -> None:
         """One heartbeat; `lost`: the coordinator acts on it but the answer never comes."""
         cons = self.consumers.get(name)
         if cons is None:
+            return
+        if cons.classic:
+            self.classic_beat(cons)
             return
         if cons.epoch == 0:
             hb = Heartbeat("g", cons.member_id, 0, cons.instance_id, None, 30_000, cons.topics,
@@ -131,6 +188,14 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def leave(self, name: str, for_a_while: bool) -> None:
         cons = self.consumers.pop(name, None)
         if cons is None or cons.epoch == 0:
+            return
+        if cons.classic:
+            g = self.c.groups.get("g")
+            if g is not None:
+                copy = g.copy()
+                classic_members.leave(copy, [(cons.member_id, None)])
+                self.apply(copy, g)
+                self.c.install(copy, self.now)
             return
         static_leave = for_a_while and cons.instance_id is not None
         hb = Heartbeat("g", cons.member_id, -2 if static_leave else -1, cons.instance_id)

@@ -57,7 +57,7 @@ async def test_a_live_group_keeps_offsets_of_subscribed_topics_only() -> None:
         remaining = s.groups.offsets.of("g")
         assert {tp.topic for tp in remaining} == {"t"}
 
-        assert groups_leave(s, member) == [ErrorCode.none]
+        assert await groups_leave(s, member) == [ErrorCode.none]
         emptied = await _resolved(offsets.offset_delete(s, CTX, asked))
         assert {t.name: t.partitions[0].error_code for t in emptied.topics} == {
             "t": ErrorCode.none,
@@ -68,6 +68,6 @@ async def test_a_live_group_keeps_offsets_of_subscribed_topics_only() -> None:
         await close_services(s)
 
 
-def groups_leave(s: Services, member: str) -> list[ErrorCode]:
+async def groups_leave(s: Services, member: str) -> list[ErrorCode]:
     assert s.groups is not None
-    return s.groups.classic.leave("g", [(member, None)])
+    return await s.groups.classic.leave("g", [(member, None)])

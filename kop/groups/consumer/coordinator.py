@@ -4,7 +4,8 @@ as a pure state machine: a heartbeat is computed on a working copy of its group
 and rebalance timeouts come due by `next_deadline` and are fenced the same way
 (`due` names them, `fenced` computes the copy).
 
-No I/O and no clock: the caller passes the time, as for the classic coordinator.
+No I/O and no clock: the caller passes the time, as for the classic coordinator; the
+members' timeouts are kept by member_timers.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from dataclasses import dataclass, replace
 from kop.groups.consumer.assignors import ASSIGNORS
 from kop.groups.consumer.group import ConsumerGroup
 from kop.groups.consumer.heartbeat import Rules, beat, fence, leave
-from kop.groups.consumer.member import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, MemberState
+from kop.groups.consumer.member import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerMember,
+)
+from kop.groups.consumer.member_timers import Due, MemberTimers
 from kop.groups.consumer.requests import Answer, Heartbeat, Resolved, validate
 from kop.groups.tenant_keys import TenantKeyed
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -41,13 +48,6 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-@dataclass(frozen=True, slots=True)
-class Due:
-    group_id: str
-    member_id: str
-    why: str
-
-
 class ConsumerCoordinator:
     def __init__(
         self,
@@ -58,10 +58,7 @@ class ConsumerCoordinator:
         # a group's session timeout: its consumer.session.timeout.ms, or the broker's
         self.session_ms = session_ms or (lambda _group: self.settings.session_timeout_ms)
         self.groups: TenantKeyed[ConsumerGroup] = TenantKeyed(self.settings.default_tenant)
-        # group -> member -> when its session expires
-        self._sessions: dict[str, dict[str, int]] = {}
-        # group -> member -> (when its revocation times out, at which member epoch)
-        self._rebalances: dict[str, dict[str, tuple[int, int]]] = {}
+        self.timers = MemberTimers(self._session_of)
         self._refreshed: dict[str, int] = {}  # group -> next metadata refresh
 
     @property
@@ -92,12 +89,17 @@ class ConsumerCoordinator:
         return names, regexes
 
     def heartbeat(
-        self, hb: Heartbeat, resolved: Resolved | None, now_ms: int
+        self,
+        hb: Heartbeat,
+        resolved: Resolved | None,
+        now_ms: int,
+        base: ConsumerGroup | None = None,
     ) -> tuple[ConsumerGroup, Answer]:
         """The group as this heartbeat leaves it (a copy, not installed) and its
-        answer; KafkaError for a refused heartbeat."""
+        answer; KafkaError for a refused heartbeat. `base`: a classic group being
+        upgraded, as a consumer group (kop/groups/consumer/migration.py)."""
         validate(hb, self.settings.assignors)
-        current = self.groups.get(hb.group_id)
+        current = base if base is not None else self.groups.get(hb.group_id)
         if current is None and hb.member_epoch != JOIN_EPOCH:
             raise KafkaError(ErrorCode.group_id_not_found, f"Group {hb.group_id} not found.")
         g = current.copy() if current is not None else ConsumerGroup(hb.group_id, state_ms=now_ms)
@@ -117,51 +119,27 @@ class ConsumerCoordinator:
         if old is None or old.members.keys() != g.members.keys():
             g.state_ms = now_ms
         self.groups[g.group_id] = g
-        sessions = self._sessions.setdefault(g.group_id, {})
-        rebalances = self._rebalances.setdefault(g.group_id, {})
-        for gone in [m for m in sessions if m not in g.members]:
-            del sessions[gone]
-        session = self.session_ms(g.group_id)
-        if beating is not None and beating in g.members:
-            sessions[beating] = now_ms + session
-        for m in g.members.values():
-            sessions.setdefault(m.member_id, now_ms + session)
-            if m.state is MemberState.UNREVOKED_PARTITIONS:
-                if rebalances.get(m.member_id, (0, -1))[1] != m.epoch:
-                    rebalances[m.member_id] = (now_ms + m.rebalance_timeout_ms, m.epoch)
-            else:
-                rebalances.pop(m.member_id, None)
+        self.timers.installed(g, now_ms, beating)
+
+    def _session_of(self, group_id: str, m: ConsumerMember) -> int:
+        """A classic member's session is the one its JoinGroup asked for."""
+        if m.classic is not None:
+            return m.classic.session_timeout_ms
+        return self.session_ms(group_id)
 
     # -- timeouts ----------------------------------------------------------------------
 
     def next_deadline(self) -> int | None:
-        """The earliest timeout of any member (a scan: heartbeats move deadlines far
-        more often than deadlines are asked for)."""
-        times = [at for s in self._sessions.values() for at in s.values()]
-        times += [at for r in self._rebalances.values() for at, _ in r.values()]
-        return min(times, default=None)
+        return self.timers.next_deadline()
 
     def due(self, now_ms: int) -> list[Due]:
-        out = [
-            Due(g, m, "the member session expired")
-            for g, sessions in self._sessions.items()
-            for m, at in sessions.items()
-            if at <= now_ms
-        ]
-        out += [
-            Due(g, m, "it failed to revoke its partitions within its rebalance timeout")
-            for g, rebalances in self._rebalances.items()
-            for m, (at, _) in rebalances.items()
-            if at <= now_ms
-        ]
-        return out
+        return self.timers.due(now_ms)
 
     def fenced(self, due: Due) -> ConsumerGroup | None:
         """The group without the member `due` names (a copy), or None if it is gone."""
         g = self.groups.get(due.group_id)
         if g is None or due.member_id not in g.members:
-            self._sessions.get(due.group_id, {}).pop(due.member_id, None)
-            self._rebalances.get(due.group_id, {}).pop(due.member_id, None)
+            self.timers.drop(due.group_id, due.member_id)
             return None
         out = g.copy()
         fence(out, due.member_id)
@@ -169,23 +147,16 @@ class ConsumerCoordinator:
 
     def retry_later(self, due: Due, now_ms: int, after_ms: int = 1_000) -> None:
         """A fencing that could not be persisted is tried again a little later."""
-        sessions = self._sessions.get(due.group_id, {})
-        if due.member_id in sessions:
-            sessions[due.member_id] = now_ms + after_ms
-        rebalances = self._rebalances.get(due.group_id, {})
-        if due.member_id in rebalances:
-            rebalances[due.member_id] = (now_ms + after_ms, rebalances[due.member_id][1])
+        self.timers.retry_later(due, now_ms + after_ms)
 
     # -- load, unload, delete ----------------------------------------------------------
 
     def restore(self, g: ConsumerGroup, now_ms: int) -> None:
         """A group read back: its members' sessions start now."""
         self.groups[g.group_id] = g
-        expires = now_ms + self.session_ms(g.group_id)
-        self._sessions[g.group_id] = {m: expires for m in g.members}
+        self.timers.restored(g, now_ms)
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
         self._refreshed.pop(group_id, None)
-        self._sessions.pop(group_id, None)
-        self._rebalances.pop(group_id, None)
+        self.timers.forget(group_id)

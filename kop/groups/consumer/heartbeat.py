@@ -37,13 +37,31 @@ class Rules:
 
 def beat(g: ConsumerGroup, hb: Heartbeat, resolved: Resolved | None, rules: Rules) -> Answer:
     """A heartbeat that is not a leave, applied to `g` (a working copy)."""
-    if len(g.members) >= rules.max_size and hb.member_id not in g.members:
+    check_room(g, hb.member_id, rules)
+    member, joined = member_of(g, hb)
+    return advance(g, member, restated(member, hb), joined, hb, resolved, rules)
+
+
+def check_room(g: ConsumerGroup, member_id: str, rules: Rules) -> None:
+    if len(g.members) >= rules.max_size and member_id not in g.members:
         raise KafkaError(
             ErrorCode.group_max_size_reached,
             f"The consumer group has reached its maximum capacity of {rules.max_size} members.",
         )
-    member, joined = member_of(g, hb)
-    updated = _updated(member, hb)
+
+
+def advance(
+    g: ConsumerGroup,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    joined: bool,
+    hb: Heartbeat,
+    resolved: Resolved | None,
+    rules: Rules,
+) -> Answer:
+    """The member as `updated` restates it (its subscription, a classic member's
+    protocols) in `g`: the group epoch bumped when membership or subscriptions changed,
+    a new target for a new epoch, and the member moved towards its target."""
     bump = joined or _subscription(member) != _subscription(updated)
     g.put(updated)
     if resolved is not None:
@@ -62,7 +80,7 @@ def beat(g: ConsumerGroup, hb: Heartbeat, resolved: Resolved | None, rules: Rule
     return Answer(moved.member_id, moved.epoch, moved.assigned if hb.full or changed else None)
 
 
-def _updated(m: ConsumerMember, hb: Heartbeat) -> ConsumerMember:
+def restated(m: ConsumerMember, hb: Heartbeat) -> ConsumerMember:
     """The member with what the heartbeat restated (a None field keeps its value)."""
     timeout = hb.rebalance_timeout_ms
     return replace(

@@ -32,6 +32,20 @@ class MemberState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMeta:
+    """A member that speaks the classic protocol inside a KIP-848 group (Kafka's
+    online upgrade): the session timeout its JoinGroup asked for and its protocols
+    (name, subscription bytes), the first the one it is answered in."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol(self) -> str:
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -49,6 +63,7 @@ class ConsumerMember:
     revoking: Assignment = field(default_factory=dict)  # to give up before going on
     # when each held partition was given (one not listed: at `epoch`)
     assigned_at: AssignedAt = field(default_factory=dict)
+    classic: ClassicMeta | None = None  # a classic member's; None: a KIP-848 member
 
     def moved(
         self, epoch: int, state: MemberState, assigned: Assignment, revoking: Assignment

@@ -19,7 +19,9 @@ def commit_allowed(
     at its current epoch; at an older one only if it still holds every partition of the
     commit and was given each at that epoch or before (KIP-1251, Kafka 4.3: the commit
     a client sends while the answer that moved its epoch is on its way is its own, not
-    a zombie's). One refused partition refuses the whole commit, as in Kafka."""
+    a zombie's). One refused partition refuses the whole commit, as in Kafka. A classic
+    member (online upgrade) commits at its generation, its member epoch, or is refused
+    ILLEGAL_GENERATION as the classic protocol refuses it."""
     if g is None:
         return None
     if epoch < 0 and not g.members:
@@ -29,6 +31,8 @@ def commit_allowed(
         return ErrorCode.unknown_member_id
     if epoch == m.epoch:
         return ErrorCode.none
+    if m.classic is not None:
+        return ErrorCode.illegal_generation  # a classic member commits at its generation
     if epoch > m.epoch:
         return ErrorCode.stale_member_epoch
     for tp in partitions:

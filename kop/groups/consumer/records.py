@@ -9,7 +9,10 @@ kop/groups/offsets_codec.py, in the same partition as the group's offsets):
                             ({"<topic id>": [partition, ...]}), and the epoch it
                             was given each held partition at ("assigned_at":
                             [[topic id, partition, epoch]]; a record without it
-                            holds them all at its epoch)
+                            holds them all at its epoch); a member of the
+                            classic protocol (online upgrade) also its
+                            "classic": {"session_timeout_ms": n, "protocols":
+                            [[name, base64 metadata]]}
 
 One record per member, so a heartbeat that moves one member rewrites one record, not
 the group; a member that leaves is a tombstone. A heartbeat's records go in one entry
@@ -26,13 +29,15 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 from kop.groups.consumer.group import ConsumerGroup, TopicMeta
-from kop.groups.consumer.member import Assignment, ConsumerMember, MemberState
+from kop.groups.consumer.member import Assignment, ClassicMeta, ConsumerMember, MemberState
 from kop.groups.record_json import (
     VERSION,
     MalformedRecord,
+    b64,
     escape,
     field,
     message,
+    unb64,
     unescape,
     value,
 )
@@ -121,7 +126,15 @@ def _member(group: str, m: ConsumerMember, target: Assignment) -> OutgoingMessag
         "assigned": _parts(m.assigned), "revoking": _parts(m.revoking),
         "target": _parts(target),
         "assigned_at": [[str(t), p, e] for (t, p), e in sorted(m.assigned_at.items())],
+        "classic": _classic(m.classic),
     })  # fmt: skip
+
+
+def _classic(c: ClassicMeta | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    protocols = [[name, b64(meta)] for name, meta in c.protocols]
+    return {"session_timeout_ms": c.session_timeout_ms, "protocols": protocols}
 
 
 def _parts(a: Assignment) -> dict[str, list[int]]:
@@ -187,8 +200,24 @@ def _read_member(member_id: str, v: dict[str, Any]) -> tuple[ConsumerMember, Ass
         assigned=_read_parts(field(v, "assigned", dict)),
         revoking=_read_parts(field(v, "revoking", dict)),
         assigned_at=_read_assigned_at(v.get("assigned_at", [])),
+        classic=_read_classic(v.get("classic")),
     )
     return member, _read_parts(field(v, "target", dict))
+
+
+def _read_classic(v: object) -> ClassicMeta | None:
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise MalformedRecord("'classic' is not an object")
+    protocols = []
+    for row in field(v, "protocols", list):
+        if not (isinstance(row, list) and len(row) == 2 and all(isinstance(x, str) for x in row)):
+            raise MalformedRecord(f"bad classic protocol {row!r:.60}")
+        protocols.append((row[0], unb64(row[1])))
+    if not protocols:
+        raise MalformedRecord("a classic member without protocols")
+    return ClassicMeta(field(v, "session_timeout_ms", int, bits=32), tuple(protocols))
 
 
 def _read_assigned_at(v: object) -> dict[tuple[uuid.UUID, int], int]:

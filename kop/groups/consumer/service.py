@@ -15,10 +15,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from kop.groups.consumer.coordinator import ConsumerCoordinator, Due
+from kop.groups.consumer.coordinator import ConsumerCoordinator
 from kop.groups.consumer.group import ConsumerGroup
 from kop.groups.consumer.member import LEAVE_EPOCH, STATIC_LEAVE_EPOCH
-from kop.groups.consumer.requests import Answer, Heartbeat, Resolved
+from kop.groups.consumer.member_timers import Due
+from kop.groups.consumer.migrating import ClassicGroups, Migrating, Resolver
+from kop.groups.consumer.requests import Answer, Heartbeat
 from kop.groups.group_locks import GroupLocks
 from kop.groups.offsets import CHECK_INTERVAL_MS, Offsets
 from kop.groups.offsets_store import OffsetsStore
@@ -27,22 +29,8 @@ from kop.storage.types import StorageError
 
 log = logging.getLogger(__name__)
 
-# (names, regexes) -> the group's topics as they exist now
-Resolver = Callable[[set[str], set[str]], Awaitable[Resolved]]
 MAX_TIMER_SLEEP_S = 1.0
 IDLE_CHECK_MS = CHECK_INTERVAL_MS  # how long an empty group without offsets is kept
-
-
-class ClassicGroups:
-    """What the consumer groups need of the classic coordinator: whether a group id is
-    a classic group with members, and to forget an empty one that becomes a consumer
-    group (Kafka converts an empty group either way)."""
-
-    def __init__(
-        self, has_members: Callable[[str], bool | None], forget: Callable[[str], None]
-    ) -> None:
-        self.has_members = has_members  # None: no classic group of that id
-        self.forget = forget
 
 
 class ConsumerGroups:
@@ -69,15 +57,18 @@ class ConsumerGroups:
         self._classic = classic
         self._room = room  # may a group not held yet be created (bounds on groups held)
         self._locks = GroupLocks()
+        self._migrating = Migrating(coordinator, store, classic, clock, failed, self.persist)
 
-    def _exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
+    def exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         return self._locks.exclusive(group_id)
 
     async def heartbeat(self, hb: Heartbeat, resolve: Resolver) -> Answer:
-        async with self._exclusive(hb.group_id):
+        async with self.exclusive(hb.group_id):
             self._check(hb.group_id)
             c = self.coordinator
             old = c.groups.get(hb.group_id)
+            if old is None and self._classic.has_members(hb.group_id):
+                return await self._migrating.upgrade(hb, resolve)
             replacing = self._make_room(hb) if old is None else False
             now = self._clock()
             resolved = None
@@ -85,7 +76,13 @@ class ConsumerGroups:
                 resolved = await resolve(*c.subscriptions(hb.group_id, hb))
                 log.debug("group %s subscribes to %s", hb.group_id, sorted(resolved.topics))
             g, answer = c.heartbeat(hb, resolved, now)
-            await self._persist(old, g, replacing)
+            if (
+                hb.member_epoch == LEAVE_EPOCH
+                and old is not None
+                and await self._migrating.downgraded(old, hb.member_id)
+            ):
+                return answer
+            await self.persist(old, g, replacing)
             if replacing:
                 self._classic.forget(hb.group_id)
             leaving = hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
@@ -93,22 +90,15 @@ class ConsumerGroups:
             return answer
 
     def _make_room(self, hb: Heartbeat) -> bool:
-        """A new consumer group: refused while the groups held are at their bounds, or
-        when a classic group with members has its id (kop does not upgrade a live
-        classic group yet); an empty classic group of that id is replaced (its record's
-        tombstone goes with the new group's records: True)."""
+        """A new consumer group: refused while the groups held are at their bounds; an
+        empty classic group of that id is replaced (its record's tombstone goes with the
+        new group's records: True)."""
         members = self._classic.has_members(hb.group_id)
-        if members:
-            raise KafkaError(
-                ErrorCode.group_id_not_found,
-                f"Group {hb.group_id} is a classic group with members: it is not upgraded "
-                "to the consumer protocol while they are in it.",
-            )
         if members is None and hb.member_epoch == 0 and not self._room(hb.group_id):
             raise KafkaError(ErrorCode.coordinator_not_available, "too many groups held")
         return members is False
 
-    async def _persist(
+    async def persist(
         self, old: ConsumerGroup | None, g: ConsumerGroup, replacing: bool = False
     ) -> None:
         try:
@@ -143,14 +133,16 @@ class ConsumerGroups:
                 log.info("empty consumer group %s removed: %s", g.group_id, code.name)
 
     async def _fence(self, due: Due) -> None:
-        async with self._exclusive(due.group_id):
+        async with self.exclusive(due.group_id):
             old = self.coordinator.groups.get(due.group_id)
             g = self.coordinator.fenced(due)
             if old is None or g is None:
                 return
             log.info("member %s fenced from group %s: %s", due.member_id, due.group_id, due.why)
             try:
-                await self._persist(old, g)
+                if await self._migrating.downgraded(old, due.member_id):
+                    return
+                await self.persist(old, g)
             except KafkaError:
                 self.coordinator.retry_later(due, self._clock())
                 return
@@ -166,7 +158,7 @@ class ConsumerGroups:
     ) -> ErrorCode:
         """DeleteGroups of a consumer group: only an empty one goes, its offsets first
         (`forget_offsets`), then its records; a failed write leaves it in place."""
-        async with self._exclusive(group_id):
+        async with self.exclusive(group_id):
             g = self.coordinator.groups.get(group_id)
             if g is None:
                 return ErrorCode.group_id_not_found
@@ -180,24 +172,11 @@ class ConsumerGroups:
             self.coordinator.forget(group_id)
             return ErrorCode.none
 
-    async def yield_to_classic(self, group_id: str) -> None:
-        """A classic JoinGroup names this id: an empty consumer group gives way (its
-        records' tombstones; its offsets stay); one with members refuses the classic
-        member (INCONSISTENT_GROUP_PROTOCOL: kop does not run classic members inside a
-        consumer group yet)."""
-        if group_id not in self.coordinator.groups:
-            return
-        async with self._exclusive(group_id):
-            g = self.coordinator.groups.get(group_id)
-            if g is None:
-                return
-            if g.members:
-                raise KafkaError(
-                    ErrorCode.inconsistent_group_protocol,
-                    f"Group {group_id} is a consumer group (KIP-848) with members.",
-                )
-            try:
-                await self._store.delete_consumer_group(g)
-            except StorageError as exc:
-                raise KafkaError(self._failed(group_id, exc), str(exc)) from None
-            self.coordinator.forget(group_id)
+    async def yield_to_classic(self, g: ConsumerGroup) -> None:
+        """A classic JoinGroup names an empty consumer group: it gives way (its records'
+        tombstones; its offsets stay). The caller holds the group's lock."""
+        try:
+            await self._store.delete_consumer_group(g)
+        except StorageError as exc:
+            raise KafkaError(self._failed(g.group_id, exc), str(exc)) from None
+        self.coordinator.forget(g.group_id)
