@@ -237,3 +237,49 @@ async def test_a_static_classic_member_restarting_takes_its_own_place() -> None:
     old = await groups.classic.heartbeat("g", first.generation, first.member_id, "i-1")
     assert old is ErrorCode.fenced_instance_id
     await groups.close()
+
+
+async def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades() -> None:
+    """Kafka's third trigger: the last member of the consumer protocol is static and a
+    classic member restarts under its instance id. The group is a classic group at once,
+    Stable, the newcomer holding what the member it replaced was given."""
+    groups = await _started(MemoryLog())
+    a = await _classic_group_of_one(groups)
+    static_join = Heartbeat("g", "c", 0, "i-c", None, 30_000, ("t1",), None, None, {})
+    await groups.consumer.heartbeat(static_join, _resolve)
+    target_c = groups.consumer.get("g").targets["c"]  # type: ignore[union-attr]
+    protocols = (("range", _subscription()),)
+    join = JoinRequest("g", "", "i-c", "consumer", protocols, 10_000, 30_000, "c", "/h", True)
+    joined = await groups.classic.join(join, _resolve)
+    assert joined.error is ErrorCode.none
+    assert groups.consumer.get("g") is None
+    classic = groups.coordinator.groups.get("g")
+    assert classic is not None and classic.state is GroupState.STABLE
+    assert set(classic.members) == {a, joined.member_id}
+    held = assigned_partitions(classic.members[joined.member_id].assignment)
+    assert held is not None and {T1: frozenset(held.get("t1", []))} == {T1: target_c[T1]}
+    await groups.close()
+
+
+async def test_a_classic_member_that_joins_and_never_syncs_is_fenced() -> None:
+    now = [1_000_000]
+    groups = GroupService(
+        OffsetsStore(MemoryLog(), OFFSETS, 2), Limits(initial_rebalance_delay_ms=0),
+        clock=lambda: now[0],
+    )  # fmt: skip
+    await groups.start()
+    async with asyncio.timeout(5):
+        while not groups.loaded:
+            await asyncio.sleep(0.001)
+    await groups.consumer.heartbeat(_consumer_join("c"), _resolve)
+    protocols = (("range", _subscription()),)
+    join = JoinRequest("g", "", None, "consumer", protocols, 60_000, 30_000, "c", "/h", False)
+    joined = await groups.classic.join(join, _resolve)
+    g = groups.consumer.get("g")
+    assert g is not None and joined.member_id in g.members
+    now[0] += 30_001  # its rebalance timeout, well within its 60 s session
+    await groups.consumer.heartbeat(Heartbeat("g", "c", g.members["c"].epoch, owned={}), _resolve)
+    async with asyncio.timeout(5):
+        while joined.member_id in getattr(groups.consumer.get("g"), "members", {}):
+            await asyncio.sleep(0.01)
+    await groups.close()

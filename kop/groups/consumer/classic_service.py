@@ -50,9 +50,17 @@ class ClassicMembers:
             resolved = await resolve(*c.subscriptions(r.group_id, asking))
             g = old.copy()
             joined = rules.join(g, r, member_id, resolved, c.rules)
+            replaced = old.static_member(r.instance_id) if r.instance_id is not None else None
+            if (
+                replaced is not None
+                and replaced.member_id != member_id
+                and await self._groups.migrating.downgraded(old, replaced.member_id, g)
+            ):
+                return joined.result  # a classic group now: the member syncs there
             await self._groups.persist(old, g)
-            c.install(g, self._clock(), member_id)
-            c.timers.joined(r.group_id, member_id)
+            now = self._clock()
+            c.install(g, now, member_id)
+            c.timers.joined(r.group_id, g.members[member_id], now)
             return joined.result
 
     async def sync(
@@ -75,6 +83,7 @@ class ClassicMembers:
                     c.timers.rejoin_by(group_id, g.members[member_id], self._clock())
                 raise
             c.timers.touched(group_id, g.members[member_id], self._clock())
+            c.timers.synced(group_id, member_id)
             return result
 
     async def heartbeat(

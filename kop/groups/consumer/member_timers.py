@@ -1,8 +1,9 @@
-"""When each member of a KIP-848 group times out, for one of three reasons: its session
+"""When each member of a KIP-848 group times out, for one of four reasons: its session
 expired (no heartbeat within the group's session timeout, or a classic member's own),
-it did not revoke partitions within its rebalance timeout, or a classic member told to
-rejoin did not within its rebalance timeout (Kafka's join timeout). Pure bookkeeping:
-the coordinator says what happened and asks what is due."""
+it did not revoke partitions within its rebalance timeout, or a classic member did not
+rejoin when told to, or sync after it joined, within its rebalance timeout (Kafka's join
+and sync timeouts). Pure bookkeeping: the coordinator says what happened and asks what
+is due."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kop.groups.consumer.member import ConsumerMember, MemberState
 SESSION = "the member session expired"
 REVOKE = "it failed to revoke its partitions within its rebalance timeout"
 REJOIN = "it did not rejoin within its rebalance timeout"
+SYNC = "it did not sync within its rebalance timeout after it joined"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,12 @@ class MemberTimers:
     def __init__(self, session_of: Callable[[str, ConsumerMember], int]) -> None:
         self._session_of = session_of  # (group, member) -> its session timeout
         # reason -> group -> member -> when
-        self._at: dict[str, dict[str, dict[str, int]]] = {SESSION: {}, REVOKE: {}, REJOIN: {}}
+        self._at: dict[str, dict[str, dict[str, int]]] = {
+            SESSION: {},
+            REVOKE: {},
+            REJOIN: {},
+            SYNC: {},
+        }
         # group -> member -> the member epoch its revocation timer was set at
         self._revoking: dict[str, dict[str, int]] = {}
 
@@ -70,8 +77,13 @@ class MemberTimers:
             m.member_id, now_ms + m.rebalance_timeout_ms
         )
 
-    def joined(self, group_id: str, member_id: str) -> None:
-        self._at[REJOIN].get(group_id, {}).pop(member_id, None)
+    def joined(self, group_id: str, m: ConsumerMember, now_ms: int) -> None:
+        """A classic member joined: no longer told to rejoin, it must sync in time."""
+        self._at[REJOIN].get(group_id, {}).pop(m.member_id, None)
+        self._at[SYNC].setdefault(group_id, {})[m.member_id] = now_ms + m.rebalance_timeout_ms
+
+    def synced(self, group_id: str, member_id: str) -> None:
+        self._at[SYNC].get(group_id, {}).pop(member_id, None)
 
     def next_deadline(self) -> int | None:
         """The earliest timeout of any member (a scan: heartbeats move deadlines far

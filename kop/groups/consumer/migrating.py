@@ -101,18 +101,28 @@ class Migrating:
         self.coordinator.install(g, self._clock(), answer.member_id)
         return answer
 
-    async def downgraded(self, old: ConsumerGroup, leaving: str) -> bool:
+    async def downgraded(
+        self, old: ConsumerGroup, leaving: str, replaced_in: ConsumerGroup | None = None
+    ) -> bool:
         """The last member of the consumer protocol left and every other member speaks
         the classic protocol: the group becomes a classic group again and its members
-        rejoin (Kafka's online downgrade). False when it stays a consumer group."""
-        if not downgradable(old, leaving, self._classic.max_size):
+        rejoin (Kafka's online downgrade). `replaced_in`: the group in which a classic
+        static member took that last member's place (its join made it): the classic
+        group is that one, as it stands, without a rebalance. False when it stays a
+        consumer group."""
+        if not downgradable(old, leaving, self._classic.max_size, replaced_in is not None):
             return False
-        meta = to_classic(old, leaving, self._clock())
+        now = self._clock()
+        meta = (
+            to_classic(old, leaving, now)
+            if replaced_in is None
+            else to_classic(replaced_in, None, now)
+        )
         try:
             await self._store.store_classic_replacing(old, meta)
         except StorageError as exc:
             raise KafkaError(self._failed(old.group_id, exc), str(exc)) from None
         self.coordinator.forget(old.group_id)
-        self._classic.adopt(meta, True)
+        self._classic.adopt(meta, replaced_in is None)
         log.info("consumer group %s downgraded to the classic protocol", old.group_id)
         return True

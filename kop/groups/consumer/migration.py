@@ -93,19 +93,26 @@ def from_classic(
     return g
 
 
-def downgradable(g: ConsumerGroup, leaving: str, classic_max_size: int) -> bool:
+def downgradable(
+    g: ConsumerGroup, leaving: str, classic_max_size: int, replaced: bool = False
+) -> bool:
     """Whether `leaving` going makes the group a classic one again: it is the last
-    member of the consumer protocol, others remain, and they fit a classic group."""
+    member of the consumer protocol and they fit a classic group, others remain (or a
+    classic static member takes its place: `replaced`)."""
     rest = [m for m in g.members.values() if m.member_id != leaving]
-    if not rest or leaving not in g.members or g.members[leaving].classic is not None:
+    if leaving not in g.members or g.members[leaving].classic is not None:
         return False
-    return all(m.classic is not None for m in rest) and len(rest) <= classic_max_size
+    if not rest and not replaced:
+        return False
+    size = len(rest) + (1 if replaced else 0)
+    return all(m.classic is not None for m in rest) and size <= classic_max_size
 
 
-def to_classic(g: ConsumerGroup, leaving: str, now_ms: int) -> GroupMetadata:
+def to_classic(g: ConsumerGroup, leaving: str | None, now_ms: int) -> GroupMetadata:
     """The classic group `g` becomes without `leaving` (Kafka's
     ClassicGroup.fromConsumerGroup): Stable at the group epoch, each member holding its
-    target assignment written in its own protocol version. The caller starts a rebalance."""
+    target assignment written in its own protocol version. The caller starts a rebalance
+    when a member left (not when a classic static member took the last one's place)."""
     names = {t.topic_id: t.name for t in g.topics.values()}
     members = [m for m in g.members.values() if m.member_id != leaving and m.classic is not None]
     protocol = _select_protocol(members)

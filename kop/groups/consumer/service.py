@@ -57,7 +57,7 @@ class ConsumerGroups:
         self._classic = classic
         self._room = room  # may a group not held yet be created (bounds on groups held)
         self._locks = GroupLocks()
-        self._migrating = Migrating(coordinator, store, classic, clock, failed, self.persist)
+        self.migrating = Migrating(coordinator, store, classic, clock, failed, self.persist)
 
     def exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         return self._locks.exclusive(group_id)
@@ -68,7 +68,7 @@ class ConsumerGroups:
             c = self.coordinator
             old = c.groups.get(hb.group_id)
             if old is None and self._classic.has_members(hb.group_id):
-                return await self._migrating.upgrade(hb, resolve)
+                return await self.migrating.upgrade(hb, resolve)
             replacing = self._make_room(hb) if old is None else False
             now = self._clock()
             resolved = None
@@ -79,7 +79,7 @@ class ConsumerGroups:
             if (
                 hb.member_epoch == LEAVE_EPOCH
                 and old is not None
-                and await self._migrating.downgraded(old, hb.member_id)
+                and await self.migrating.downgraded(old, hb.member_id)
             ):
                 return answer
             await self.persist(old, g, replacing)
@@ -140,7 +140,7 @@ class ConsumerGroups:
                 return
             log.info("member %s fenced from group %s: %s", due.member_id, due.group_id, due.why)
             try:
-                if await self._migrating.downgraded(old, due.member_id):
+                if await self.migrating.downgraded(old, due.member_id):
                     return
                 await self.persist(old, g)
             except KafkaError:
