@@ -6,6 +6,7 @@ drive these; the plain drivers stay unaware of credentials."""
 from __future__ import annotations
 
 import asyncio
+import re
 import tempfile
 import time
 import uuid
@@ -238,7 +239,7 @@ class JavaSasl:
             "--command-config", properties_file(login), stdin="".join(f"{v}\n" for v in values),
         )  # fmt: skip
         if run.code != 0 or run.out:
-            shown = [line for line in run.out if not line.startswith(_AFTER_A_FAILED_SEND)]
+            shown = [line for line in run.out if not _follow_on(line)]
             raise ClientError(" | ".join(_distinct(shown)) or f"exit {run.code}")
         return []
 
@@ -266,6 +267,13 @@ _NOT_RECORDS = ("Processed", "org.", "ERROR", "The consumer rebalance protocol")
 # producer's next call on it sometimes (a race inside the client, seen against Kafka 4.3.1)
 # prints this second failure too: a follow-on of the first line, not what the broker said.
 _AFTER_A_FAILED_SEND = "java.lang.IllegalStateException: Transactional method"
+# The client's stack frames under either failure ("\tat org.apache.kafka...", "... 3 more"):
+# where in the client the failure surfaced, which differs run to run, not what it was.
+_STACK_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+
+
+def _follow_on(line: str) -> bool:
+    return line.startswith(_AFTER_A_FAILED_SEND) or bool(_STACK_FRAME.match(line))
 
 
 def _distinct(lines: list[str]) -> list[str]:

@@ -44,3 +44,14 @@ def test_a_refused_send_is_observed_as_the_refusal_alone() -> None:
 def test_each_distinct_failure_is_kept_in_order() -> None:
     other = "org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed"
     assert _produce_error([other, REFUSED, other]) == f"{other} | {REFUSED}"
+
+
+def test_the_follow_on_failures_stack_frames_are_dropped_with_it() -> None:
+    # Seen in CI against Kafka 4.3.1: the follow-on exception's frames printed after it.
+    frames = [
+        "\tat org.apache.kafka.clients.producer.internals.TransactionManager"
+        ".maybeFailWithError(TransactionManager.java:1010)",
+        "\tat org.apache.kafka.clients.producer.KafkaProducer.send(KafkaProducer.java:962)",
+        "\t... 2 more",
+    ]
+    assert _produce_error([REFUSED, FOLLOW_ON, *frames]) == REFUSED
