@@ -112,6 +112,12 @@ class Metrics:
         Info("kop_build", "The running kop: its version and whether kop_native is loaded",
              registry=self.registry).info(build_info())  # fmt: skip
 
+        self.loop_lag = Histogram(
+            "kop_event_loop_lag_seconds",
+            "How late the event loop woke a task that slept 100 ms (kop/ops/loop_lag.py)",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=self.registry,
+        )
         self.commit_latency = Histogram(
             "kop_offset_commit_seconds",
             "Time to persist an offset commit in the offsets topic",

@@ -15,6 +15,7 @@ from kop.cluster.ownership import Ownership
 from kop.config.settings import KopConfig
 from kop.groups.service import GroupService
 from kop.ops.http import AdminServer
+from kop.ops.loop_lag import watch_loop_lag
 from kop.ops.metrics import Metrics
 from kop.partitions import handover
 from kop.partitions.manager import LogManager
@@ -179,6 +180,7 @@ class Gateway:
         self.metrics.watch_groups(groups, logs)
         listener = KafkaListener(services, default_ns, connection_limits(c), self.metrics)
         self.metrics.watch_memory(listener.requests, listener.answers)
+        self._closes.task(watch_loop_lag(self.metrics.loop_lag.observe), "loop-lag")
         self._closes.push(listener.stop)
         await self._serve(listener, security, default_ns)
         http = None
