@@ -7,6 +7,7 @@ import math
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -46,6 +47,17 @@ class Values:
 
     def __getitem__(self, i: int) -> bytes:
         return self.pool[i % len(self.pool)]
+
+
+def head_commit() -> str:
+    """The checkout's commit, which a bench's figures are stamped with ("?" outside git)."""
+    try:
+        out = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent),
+                              "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             timeout=10)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return out.stdout.strip() if out.returncode == 0 else "?"
 
 
 def log(line: str) -> None:

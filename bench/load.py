@@ -38,7 +38,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import find_pulsar_pid, log, publish
+from bench.common import find_pulsar_pid, head_commit, log, publish
 from bench.kop_process import KopProcess, free_port
 from bench.namespaces import bench_namespaces
 from bench.run import pulsar_healthy
@@ -436,8 +436,7 @@ def main(argv: list[str]) -> int:
     if not pulsar_healthy(args.http_url):
         log("Pulsar is not healthy: start it (tools/pulsar.py start)")
         return 2
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    commit = head_commit()
     results: dict[str, Any] = {"steady": []}
     for n in (int(x) for x in args.instances.split(",") if x):
         results["steady"].append(steady(n, args))

@@ -26,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import log, publish
+from bench.common import head_commit, log, publish
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
 from bench.refkafka import KAFKA_TOOL, RefKafka, bootstrap
@@ -180,8 +180,7 @@ def main(argv: list[str]) -> int:
     if "kop" in targets and not pulsar_healthy(args.http_url):
         log("Pulsar is not healthy: start it (tools/pulsar.py start)")
         return 2
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    commit = head_commit()
     results: Results = {}
     if "kafka" in targets:
         kafka = RefKafka()

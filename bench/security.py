@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import ssl
-import subprocess
 import tempfile
 import time
 import urllib.request
@@ -28,7 +27,7 @@ from confluent_kafka import Consumer, Producer
 from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.types import TopicName
 
-from bench.common import log, write_doc_section
+from bench.common import head_commit, log, write_doc_section
 from bench.kop_process import KopProcess, free_port
 from bench.run import pulsar_healthy
 from conformance.clients.raw import RawClient
@@ -164,8 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
     finally:
         kop.stop()
-    results["kop"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                                    capture_output=True, text=True).stdout.strip()  # fmt: skip
+    results["kop"] = head_commit()
     return results
 
 

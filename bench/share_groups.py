@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import log, publish
+from bench.common import head_commit, log, publish
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
 from bench.refkafka import KAFKA_TOOL, RefKafka, _run, bootstrap, consumer_perf, producer_perf
@@ -160,8 +160,7 @@ def main(argv: list[str]) -> int:
     if not pulsar_healthy(args.http_url):
         log("Pulsar is not healthy: start it (tools/pulsar.py start)")
         return 2
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+    commit = head_commit()
     results: dict[str, dict[str, float]] = {}
     kafka = RefKafka()
     kafka.start()
