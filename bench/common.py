@@ -107,9 +107,9 @@ class CpuMeter:
     def sample(self) -> CpuSample:
         ticks = {"client": _self_ticks()}
         for pid in self.client_children:
-            ticks["client"] += _proc_ticks(pid) or 0
+            ticks["client"] += proc_ticks(pid) or 0
         for name, pid in self.pids.items():
-            t = _proc_ticks(pid)
+            t = proc_ticks(pid)
             if t is not None:
                 ticks[name] = t
         return CpuSample(time.perf_counter(), ticks)
@@ -128,13 +128,25 @@ def _self_ticks() -> int:
     return round((t.user + t.system + t.children_user + t.children_system) * _TICK)
 
 
-def _proc_ticks(pid: int) -> int | None:
+def proc_ticks(pid: int) -> int | None:
+    """CPU clock ticks the process has used (user + system); None once it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat[stat.rindex(")") + 2 :].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def rss_mib(pid: int) -> float:
+    """The process's resident set now in MiB (0.0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
 
 
 def _find_jvm(main_class: bytes) -> int | None:

@@ -38,7 +38,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import find_pulsar_pid, head_commit, log, publish
+from bench.common import find_pulsar_pid, head_commit, log, proc_ticks, publish, rss_mib
 from bench.kop_process import KopProcess, free_port
 from bench.namespaces import bench_namespaces
 from bench.run import pulsar_healthy
@@ -89,25 +89,6 @@ class Instance:
         return 5000.0
 
 
-def _ticks(pid: int) -> int:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 def create_topics(bootstrap: str, prefix: str, topics: int, partitions: int) -> list[str]:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     names = [f"{prefix}-{i:03d}" for i in range(topics)]
@@ -142,21 +123,34 @@ class Sampler(threading.Thread):
         self.stop = threading.Event()
         self.pulsar = find_pulsar_pid() or 0
 
+    def _reading(self, pids: list[int]) -> tuple[float, list[int], int]:
+        """Now, each kop's CPU ticks and Pulsar's."""
+        return (time.monotonic(), [proc_ticks(p) or 0 for p in pids],
+                proc_ticks(self.pulsar) or 0)  # fmt: skip
+
     def run(self) -> None:
         pids = [i.kop.pid for i in self.instances]
-        last = (time.monotonic(), [_ticks(p) for p in pids], _ticks(self.pulsar))
+        last = (
+            time.monotonic(),
+            [(proc_ticks(p) or 0) for p in pids],
+            (proc_ticks(self.pulsar) or 0),
+        )
         for inst in self.instances:
             inst.lag_p99_ms()  # the baseline
         start = last[0]
         while not self.stop.wait(self.every - (time.monotonic() - start) % self.every):
-            now = (time.monotonic(), [_ticks(p) for p in pids], _ticks(self.pulsar))
+            now = (
+                time.monotonic(),
+                [(proc_ticks(p) or 0) for p in pids],
+                (proc_ticks(self.pulsar) or 0),
+            )
             wall = now[0] - last[0]
             kop_cores = sum(b - a for a, b in zip(last[1], now[1], strict=True)) / _TICK / wall
             self.rows.append({
                 "t": round(now[0] - start, 1),
                 "kop_cores": round(kop_cores, 3),
                 "pulsar_cores": round((now[2] - last[2]) / _TICK / wall, 3),
-                "kop_rss_mb": round(sum(_rss_mb(p) for p in pids), 1),
+                "kop_rss_mb": round(sum(rss_mib(p) for p in pids), 1),
                 "lag_p99_ms": max(i.lag_p99_ms() for i in self.instances),
             })  # fmt: skip
             last = now

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.common import log
+from bench.common import log, rss_mib
 from bench.kop_process import KopProcess, free_port
 from bench.run import pulsar_healthy
 from bench.soak_clients import Clients, Mix, Tally
@@ -41,7 +41,6 @@ from bench.soak_probe import (
     live_heap_mib,
     pick,
     pulsar_heap,
-    rss_mib,
     scrape,
 )
 

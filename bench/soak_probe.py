@@ -100,13 +100,6 @@ def class_histogram(pid: int, path: Path, top: int = 400) -> None:
     path.write_text("\n".join(done.stdout.splitlines()[: top + 3]) + "\n")
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
 class SubscribeCounter:
     """Counts the broker's `Subscribing on topic ... / kop-reader-*` lines appended to
     its log since the last call (the log is read from where the last call stopped)."""
