@@ -5,11 +5,13 @@ lists, describes and deletes the group, and describes, resets and deletes its of
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from collections.abc import Callable
 
 from conformance.clients.java_tools import JavaTools, Running
 from conformance.model import Ctx, Observation, scenario
+from conformance.scenarios.tools import KAFKA_LIB, REPO
 from conformance.setup import create_topic
 
 JAVA = ("java-tools",)
@@ -142,3 +144,21 @@ def share_group_offsets(ctx: Ctx, tools: JavaTools) -> Observation:
         "delete again": run("--delete-offsets", "--topic", topic, *g),
         "no group": run("--delete-offsets", "--topic", topic, "--group", ctx.name("nobody")),
     }  # fmt: skip
+
+
+@scenario("share/renew-and-record-limit", JAVA)
+def renew_and_record_limit(ctx: Ctx, _tools: JavaTools) -> Observation:
+    """What ShareFetch and ShareAcknowledge v2 add, with the Java share consumer
+    (tests/integration/java/ShareGroupRenew.java): in the record-limit acquire mode a
+    member's first poll takes two records of a batch of six; a RENEW keeps a record's lock
+    past its 15 s duration, so it is delivered once though another member fetches
+    meanwhile; every record is accepted once; and a group with
+    share.renew.acknowledge.enable=false refuses the renewal."""
+    topic, group = ctx.name("renew"), ctx.name("renew-g")
+    create_topic(ctx.bootstrap, topic, 1)
+    program = REPO / "tests/integration/java/ShareGroupRenew.java"
+    done = subprocess.run(
+        ["java", "-cp", f"{KAFKA_LIB}/*", str(program), ctx.bootstrap, topic, group, "17000"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    return {"exit": done.returncode, "lines": done.stdout.splitlines()}

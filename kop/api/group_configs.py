@@ -23,8 +23,8 @@ from kop.storage.naming import Namespace
 GROUP = 32
 SOURCE_DYNAMIC_GROUP = 8
 SOURCE_DEFAULT = 5
-TYPE_STRING = 2
-TYPE_INT = 3
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT = 1, 2, 3  # DescribeConfigs' config types
+_TYPES = {"BOOLEAN": TYPE_BOOLEAN, "STRING": TYPE_STRING, "INT": TYPE_INT}
 
 
 async def described(
@@ -48,7 +48,7 @@ async def described(
         out.append(DescribeConfigsResourceResult(
             name=name, value=value, read_only=False, config_source=i8(source),
             is_sensitive=False, synonyms=tuple(chain),
-            config_type=i8(TYPE_STRING if d.low is None else TYPE_INT),
+            config_type=i8(_TYPES[d.kind]),
             documentation=d.doc if docs else None,
         ))  # fmt: skip
     return out

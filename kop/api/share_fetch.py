@@ -6,6 +6,12 @@ Both need the group authorized (`group_key`) and READ on each topic (CONSUME); t
 are named by id, looked up in the client's namespace only. What a client controls is
 bounded: a session's partitions, the records and bytes one fetch acquires, the wait,
 and the sessions it may hold (kop/api/share_sessions.py).
+
+Version 2 (Kafka 4.2+) adds two things, served as Kafka serves them: RENEW
+acknowledgements (KIP-1222: the record's lock restarts, it stays the member's; a
+ShareFetch carrying them says so with IsRenewAck, acquires nothing, and must ask for
+nothing: its MaxBytes, MinBytes, MaxRecords and MaxWaitMs all 0), and the record-limit
+acquire mode (KIP-1206: a fetch acquires at most MaxRecords records, splitting a batch).
 """
 
 from __future__ import annotations
@@ -14,17 +20,17 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
-from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest
-from kio.schema.share_acknowledge.v1.response import LeaderIdAndEpoch as AckLeader
-from kio.schema.share_acknowledge.v1.response import PartitionData as AckPartition
-from kio.schema.share_acknowledge.v1.response import (
+from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest
+from kio.schema.share_acknowledge.v2.response import LeaderIdAndEpoch as AckLeader
+from kio.schema.share_acknowledge.v2.response import PartitionData as AckPartition
+from kio.schema.share_acknowledge.v2.response import (
     ShareAcknowledgeResponse,
     ShareAcknowledgeTopicResponse,
 )
-from kio.schema.share_fetch.v1.request import ShareFetchRequest
-from kio.schema.share_fetch.v1.response import (
+from kio.schema.share_fetch.v2.request import ShareFetchRequest
+from kio.schema.share_fetch.v2.response import (
     AcquiredRecords,
     LeaderIdAndEpoch,
     PartitionData,
@@ -40,12 +46,13 @@ from kop.api.routes import Later, Now, Route
 from kop.api.share_sessions import OPEN_EPOCH, Begun, SharePart, ShareSession
 from kop.api.topic_ids import names_of
 from kop.groups.share.partition import SharePartition
-from kop.groups.share.records import AckBatch, Acquired
+from kop.groups.share.records import AckBatch, AckType, Acquired
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
 from kop.protocol.values import NO_THROTTLE, milliseconds
 from kop.security.authorizer import TopicOp
 
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2's ShareAcquireMode
 DEFAULT_MAX_RECORDS = 500  # share.max.poll.records, when a request names none
 MAX_RECORDS = 10_000  # what one fetch may acquire, whatever it asks
 MAX_ACK_BATCHES = 10_000  # acknowledgement batches one partition may carry
@@ -64,6 +71,7 @@ async def share_fetch(
     """The session is read in the connection's ordered part: a member's fetches meet it
     in their order. Acknowledgements ride on the fetch; a new session carries none."""
     try:
+        _check_v2(request)
         key, begun = await _begin(services, ctx, request.group_id, request.member_id,
                                   int(request.share_session_epoch))  # fmt: skip
         acks = _acks((t.topic_id, p.partition_index, p.acknowledgement_batches)
@@ -72,7 +80,61 @@ async def share_fetch(
             raise KafkaError(ErrorCode.invalid_request, "a new share session acknowledges nothing")
     except KafkaError as exc:
         return Now(_fetch_refused(services, None, exc))
-    return Later(_fetch(services, ctx, request, key, begun, acks))
+    rules = _AckRules(ctx.api_version >= 2, request.is_renew_ack)
+    return Later(_fetch(services, ctx, request, key, begun, acks, rules))
+
+
+def _check_v2(request: ShareFetchRequest) -> None:
+    """What version 2 asks of a fetch (v1's requests carry the defaults): a fetch that
+    renews locks asks for nothing, with Kafka's message naming each field that is not
+    0; an acquire mode is one Kafka defines."""
+    if request.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        raise KafkaError(
+            ErrorCode.invalid_request, f"Unknown ShareAcquireMode: {request.share_acquire_mode}"
+        )
+    if not request.is_renew_ack:
+        return
+    nonzero = [
+        name
+        for name, value in (
+            ("maxBytes", int(request.max_bytes)), ("minBytes", int(request.min_bytes)),
+            ("maxRecords", int(request.max_records)),
+            ("maxWaitMs", int(request.max_wait.total_seconds() * 1000)),
+        )
+        if value != 0
+    ]  # fmt: skip
+    if nonzero:
+        raise KafkaError(
+            ErrorCode.invalid_request,
+            "".join(f"{name} must be set to 0, " for name in nonzero) + "if isRenewAck is true.",
+        )
+
+
+class _AckRules(NamedTuple):
+    """What the request's version and flag allow its acknowledgement batches."""
+
+    renew_served: bool  # version 2 or later: RENEW (4) is an acknowledge type
+    renew_flagged: bool  # IsRenewAck: the request says it carries RENEW types
+
+
+def _invalid(batches: Sequence[AckBatch], rules: _AckRules) -> KafkaError | None:
+    """A partition's batches as Kafka checks them before any is applied (the partition's
+    acknowledgement error is INVALID_REQUEST): each ends at or after its start, starts
+    after the one before ends, has types, one or one per record, each a known type, and
+    RENEW only in a request that serves and flags it."""
+    highest = AckType.RENEW if rules.renew_served else AckType.REJECT
+    last = -1
+    for b in batches:
+        if b.first > b.last or b.first < last or not b.types:
+            return KafkaError(ErrorCode.invalid_request, "invalid acknowledgement batch")
+        if len(b.types) > 1 and b.last - b.first + 1 != len(b.types):
+            return KafkaError(ErrorCode.invalid_request, "acknowledge types do not match the batch")
+        if any(t < 0 or t > highest for t in b.types):
+            return KafkaError(ErrorCode.invalid_request, "unknown acknowledge type")
+        if AckType.RENEW in b.types and not rules.renew_flagged:
+            return KafkaError(ErrorCode.invalid_request, "RENEW without isRenewAck")
+        last = b.last
+    return None
 
 
 async def _begin(
@@ -130,7 +192,7 @@ def _batch(b: _Batch) -> AckBatch:
 
 async def _fetch(
     services: Services, ctx: RequestContext, request: ShareFetchRequest, key: str, begun: Begun,
-    acks: Acks,
+    acks: Acks, rules: _AckRules,
 ) -> ShareFetchResponse:  # fmt: skip
     session, member, group_id = begun.session, begun.session.member_id, cast(str, request.group_id)
     if begun.replaced is not None:
@@ -141,7 +203,7 @@ async def _fetch(
     out: dict[SharePart, Outcome] = {}
     for part, batches in acks.items():
         out[part] = (None, await _acknowledge(services, ctx, key, group_id, names, part,
-                                              member, batches), [], b"")  # fmt: skip
+                                              member, batches, rules), [], b"")  # fmt: skip
     if begun.closing:
         await services.share_partitions.release_member(key, member)
         return _fetch_answer(services, key, out)
@@ -156,7 +218,8 @@ async def _fetch(
     for part in asked:
         if part[0] not in names:
             out[part] = (KafkaError(ErrorCode.unknown_topic_id), None, [], b"")
-    await _acquire(services, ctx, request, key, group_id, session, out)
+    if not request.is_renew_ack:  # a fetch that renews locks acquires nothing
+        await _acquire(services, ctx, request, key, group_id, session, out)
     return _fetch_answer(services, key, out)
 
 
@@ -170,6 +233,7 @@ async def _acquire(
     deadline = time.monotonic() + max(0, wait_ms) / 1000
     asked = int(request.max_records)
     want = min(asked if asked > 0 else DEFAULT_MAX_RECORDS, MAX_RECORDS)
+    strict = request.share_acquire_mode == RECORD_LIMIT
     cap = services.fetch_max_bytes_cap
     max_bytes = min(int(request.max_bytes), cap) if request.max_bytes > 0 else cap
     parts: dict[SharePart, SharePartition] = {}
@@ -185,7 +249,7 @@ async def _acquire(
         for part, sp in parts.items():
             if taken >= want or size >= max_bytes:
                 break
-            got, data = sp.acquire(session.member_id, want - taken, max_bytes - size)
+            got, data = sp.acquire(session.member_id, want - taken, max_bytes - size, strict)
             if got:
                 out[part] = (None, _ack_error(out, part), got, data)
                 taken += sum(a.last - a.first + 1 for a in got)
@@ -216,13 +280,17 @@ async def _share_partition(
 async def _acknowledge(
     services: Services, ctx: RequestContext, key: str, group_id: str,
     names: dict[uuid.UUID, str], part: SharePart, member: str, batches: Sequence[AckBatch],
+    rules: _AckRules,
 ) -> KafkaError | None:  # fmt: skip
     name = names.get(part[0])
     if name is None:
         return KafkaError(ErrorCode.unknown_topic_id)
+    invalid = _invalid(batches, rules)
+    if invalid is not None:
+        return invalid
     try:
         sp = await _share_partition(services, ctx, key, group_id, name, part[1])
-        await sp.acknowledge(member, batches)
+        await sp.acknowledge(member, batches, services.groups.configs.settings(key).share_renew)
     except Exception as exc:
         code, message = error_of(exc)
         return KafkaError(code, message)
@@ -296,17 +364,21 @@ async def share_acknowledge(
                      for t in request.topics for p in t.partitions)  # fmt: skip
     except KafkaError as exc:
         return Now(_ack_refused(services, exc))
-    return Later(_acknowledge_all(services, ctx, cast(str, request.group_id), key, begun, acks))
+    rules = _AckRules(ctx.api_version >= 2, request.is_renew_ack)
+    return Later(
+        _acknowledge_all(services, ctx, cast(str, request.group_id), key, begun, acks, rules)
+    )
 
 
 async def _acknowledge_all(
-    services: Services, ctx: RequestContext, group_id: str, key: str, begun: Begun, acks: Acks
-) -> ShareAcknowledgeResponse:
+    services: Services, ctx: RequestContext, group_id: str, key: str, begun: Begun, acks: Acks,
+    rules: _AckRules,
+) -> ShareAcknowledgeResponse:  # fmt: skip
     session = begun.session
     names = await _resolve(services, ctx, session, {tid for tid, _ in acks})
     errors = {
         part: await _acknowledge(services, ctx, key, group_id, names, part,
-                                 session.member_id, batches)
+                                 session.member_id, batches, rules)
         for part, batches in acks.items()
     }  # fmt: skip
     if begun.closing:
@@ -322,14 +394,14 @@ async def _acknowledge_all(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
         responses=tuple(ShareAcknowledgeTopicResponse(topic_id=t, partitions=tuple(ps))
                         for t, ps in by_topic.items()),
-        node_endpoints=(),
+        node_endpoints=(), acquisition_lock_timeout=_lock_ms(services, key),
     )  # fmt: skip
 
 
 def _ack_refused(services: Services, exc: KafkaError) -> ShareAcknowledgeResponse:
     return ShareAcknowledgeResponse(
         throttle_time=NO_THROTTLE, error_code=exc.code, error_message=exc.message,
-        responses=(), node_endpoints=(),
+        responses=(), node_endpoints=(), acquisition_lock_timeout=_lock_ms(services, None),
     )  # fmt: skip
 
 

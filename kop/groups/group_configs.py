@@ -2,14 +2,13 @@
 ones kop honours, their bounds and their broker-wide defaults, and what one group's
 overrides make of them.
 
-Kafka 4.3 takes 21 names. kop takes the eight it applies (the KIP-848 consumer
+Kafka 4.3 takes 21 names. kop takes the nine it applies (the KIP-848 consumer
 protocol's session and heartbeat, and the share groups'), and refuses the others with
 INVALID_CONFIG naming why, rather than storing a setting that would change nothing:
 streams groups (KIP-1071) are not served, the assignors run inline (no offload and no
-assignment interval), share groups read uncommitted only, and RENEW acknowledgements
-(ShareAcknowledge v2) are not offered. The bounds are Kafka's defaults for the
-broker-level minimum and maximum of each (`group.consumer.min.session.timeout.ms`, ...).
-"""
+assignment interval), and share groups read uncommitted only. The bounds are Kafka's
+defaults for the broker-level minimum and maximum of each
+(`group.consumer.min.session.timeout.ms`, ...)."""
 
 from __future__ import annotations
 
@@ -28,8 +27,10 @@ SHARE_LOCK = "share.record.lock.duration.ms"
 SHARE_DELIVERIES = "share.delivery.count.limit"
 SHARE_LOCKS = "share.partition.max.record.locks"
 SHARE_RESET = "share.auto.offset.reset"
+SHARE_RENEW = "share.renew.acknowledge.enable"
 
 RESETS = ("latest", "earliest")
+BOOLEANS = ("true", "false")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,14 @@ class GroupConfigDef:
     synonym: str | None  # the broker-wide setting that is its default
     doc: str
     floor: int = 1  # below it the value is not one of its kind at all (Kafka's ConfigDef)
+    choices: tuple[str, ...] = ()  # a string config's values (an int config: none)
+
+    @property
+    def kind(self) -> str:
+        """Its type as DescribeConfigs names it."""
+        if self.low is not None:
+            return "INT"
+        return "BOOLEAN" if self.choices == BOOLEANS else "STRING"
 
     def bound(self, which: str) -> str:
         """The broker setting holding the low or high bound (`min` or `max`), as Kafka's
@@ -71,7 +80,11 @@ DEFS: dict[str, GroupConfigDef] = {
                        "Share-group record lock limit per share-partition.", floor=100),
         GroupConfigDef(SHARE_RESET, None, None, None,
                        "The strategy to initialize the share-partition start offset: "
-                       "earliest or latest (kop: the position a new subscription starts at)."),
+                       "earliest or latest (kop: the position a new subscription starts at).",
+                       choices=RESETS),
+        GroupConfigDef(SHARE_RENEW, None, None, None,
+                       "Whether the renew acknowledge type is enabled for the share group.",
+                       choices=BOOLEANS),
     )
 }  # fmt: skip
 
@@ -82,7 +95,6 @@ NOT_HONOURED = {
     "share.assignment.interval.ms": "kop computes a share group's assignment at once",
     "share.assignor.offload.enable": "kop runs the assignors inline",
     "share.isolation.level": "kop's share groups read uncommitted records only",
-    "share.renew.acknowledge.enable": "kop offers no RENEW acknowledgement (ShareAcknowledge v2)",
     **{
         f"streams.{name}": "kop serves no streams groups (KIP-1071)"
         for name in (
@@ -107,6 +119,7 @@ class GroupSettings:
     share_delivery_limit: int
     share_max_locks: int
     share_earliest: bool
+    share_renew: bool = True  # share.renew.acknowledge.enable (no broker-wide synonym)
 
     def values(self) -> dict[str, str]:
         """By Kafka's names, as DescribeConfigs reports them."""
@@ -119,6 +132,7 @@ class GroupSettings:
             SHARE_DELIVERIES: str(self.share_delivery_limit),
             SHARE_LOCKS: str(self.share_max_locks),
             SHARE_RESET: "earliest" if self.share_earliest else "latest",
+            SHARE_RENEW: "true" if self.share_renew else "false",
         }
 
     def overridden(self, overrides: Mapping[str, str]) -> GroupSettings:
@@ -127,7 +141,7 @@ class GroupSettings:
         return GroupSettings(
             int(v[CONSUMER_SESSION]), int(v[CONSUMER_HEARTBEAT]), int(v[SHARE_SESSION]),
             int(v[SHARE_HEARTBEAT]), int(v[SHARE_LOCK]), int(v[SHARE_DELIVERIES]),
-            int(v[SHARE_LOCKS]), v[SHARE_RESET] == "earliest",
+            int(v[SHARE_LOCKS]), v[SHARE_RESET] == "earliest", v[SHARE_RENEW] == "true",
         )  # fmt: skip
 
 
@@ -157,8 +171,16 @@ def checked(overrides: Mapping[str, str]) -> dict[str, str]:
 
 def _value(d: GroupConfigDef, value: str) -> str:
     text = value.strip()
+    if d.choices == BOOLEANS:
+        if text.lower() not in BOOLEANS:
+            raise KafkaError(
+                ErrorCode.invalid_config,
+                f"Invalid value {text[:MAX_VALUE_CHARS]} for configuration {d.name}: Expected "
+                "value to be either true or false",
+            )
+        return text.lower()
     if d.low is None or d.high is None:
-        if len(text) > MAX_VALUE_CHARS or text.lower() not in RESETS:
+        if len(text) > MAX_VALUE_CHARS or text.lower() not in d.choices:
             if text.lower().startswith("by_duration:"):
                 raise KafkaError(
                     ErrorCode.invalid_config,

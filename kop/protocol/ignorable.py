@@ -97,4 +97,6 @@ IGNORABLE: dict[int, frozenset[str]] = {
             "topics.topic_id",
         }
     ),  # DESCRIBE_TOPIC_PARTITIONS
+    79: frozenset({"acquisition_lock_timeout"}),  # SHARE_ACKNOWLEDGE
+    90: frozenset({"groups.topics.partitions.lag"}),  # DESCRIBE_SHARE_GROUP_OFFSETS
 }

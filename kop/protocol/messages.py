@@ -103,11 +103,11 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     # KIP-932 (v1 is the first Kafka 4.1+ clients speak; ShareFetch and ShareAcknowledge
-    # v2 add renewed locks and the record-limit acquire mode, not served yet)
+    # v2 add renewed locks, KIP-1222, and the record-limit acquire mode, KIP-1206)
     ApiKey.SHARE_GROUP_HEARTBEAT: (1, 1),
     ApiKey.SHARE_GROUP_DESCRIBE: (1, 1),
-    ApiKey.SHARE_FETCH: (1, 1),
-    ApiKey.SHARE_ACKNOWLEDGE: (1, 1),
+    ApiKey.SHARE_FETCH: (1, 2),
+    ApiKey.SHARE_ACKNOWLEDGE: (1, 2),
     # kafka-share-groups' offsets (v1 of Describe adds the lag, KIP-1226)
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),

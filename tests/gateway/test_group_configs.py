@@ -56,7 +56,8 @@ async def test_set_described_deleted_and_seen_by_another_instance() -> None:
         before = await asyncio.to_thread(describe, here, "orders")
         assert before["share.auto.offset.reset"] == ("latest", 5)
         assert before["consumer.session.timeout.ms"] == ("45000", 5)
-        assert len(before) == 8
+        assert len(before) == 9
+        assert before["share.renew.acknowledge.enable"] == ("true", 5)
         assert await asyncio.to_thread(describe, there, "orders") == before  # a copy there now
 
         ops = [("share.auto.offset.reset", SET, "earliest"),
@@ -101,6 +102,8 @@ async def test_bad_configs_are_refused_whole_with_invalid_config() -> None:
             (("share.record.lock.duration.ms", SET, "999"), "Value must be at least 1000"),
             (("share.delivery.count.limit", SET, "many"), "Not a number of type INT"),
             (("share.auto.offset.reset", SET, "newest"), "must be either 'earliest', 'latest'"),
+            (("share.renew.acknowledge.enable", SET, "yes"),
+             "Expected value to be either true or false"),
             (("streams.session.timeout.ms", SET, "50000"), "serves no streams groups"),
             (("share.record.lock.duration.ms", APPEND, "20000"), "is not LIST"),
         ]  # fmt: skip

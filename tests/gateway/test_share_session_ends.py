@@ -11,7 +11,7 @@ import asyncio
 import datetime
 from typing import Any
 
-from kio.schema.share_fetch.v1.request import ShareFetchRequest
+from kio.schema.share_fetch.v2.request import ShareFetchRequest
 from kio.schema.types import GroupId
 from kio.static.primitive import i32, i32Timedelta
 

@@ -352,3 +352,27 @@ def test_kafka_configs_starts_a_share_group_at_the_earliest_record(
     assert sorted(line for line in read if line.startswith("early-")) == [
         f"early-{i}" for i in range(5)
     ], read
+
+
+def test_a_renewed_lock_outlasts_its_duration_and_record_limit_splits_a_batch(
+    kop: KopProcess, topic: str, kafka_lib: Path
+) -> None:
+    """ShareFetch and ShareAcknowledge v2 with kafka-clients 4.3.1
+    (tests/integration/java/ShareGroupRenew.java): in the record-limit acquire mode the
+    first poll takes two records of a batch of six; a member renews v0's 15 s lock for
+    17 s while another member fetches, so v0 is delivered once, to its holder, and every
+    record is accepted once; a group with share.renew.acknowledge.enable=false refuses
+    the renewal. The conformance cell share/renew-and-record-limit has Kafka 4.3.1 print
+    the same lines."""
+    create_topic(kop.bootstrap, topic, 1)
+    out = subprocess.run(
+        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ShareGroupRenew.java"),
+         kop.bootstrap, topic, f"sgr-{topic}", "17000"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["FIRST v0,v1", "LOCK 15000", "RENEW-COMMIT ok"], lines
+    assert "V0 deliveries 1 accepted-by A" in lines, lines
+    assert any(line.startswith("ALL accepted once: true") for line in lines), lines
+    assert lines[-1].startswith("DISABLED InvalidRecordStateException"), lines

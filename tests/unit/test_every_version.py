@@ -108,16 +108,16 @@ from kio.schema.offset_for_leader_epoch.v4.response import (
     OffsetForLeaderTopicResult,
 )
 from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.share_acknowledge.v1.request import (
+from kio.schema.share_acknowledge.v2.request import (
     AcknowledgementBatch as ShareAckRequestBatch,
 )
-from kio.schema.share_acknowledge.v1.request import AcknowledgePartition as ShareAckPartition
-from kio.schema.share_acknowledge.v1.request import AcknowledgeTopic as ShareAckTopic
-from kio.schema.share_acknowledge.v1.request import ShareAcknowledgeRequest
-from kio.schema.share_fetch.v1.request import AcknowledgementBatch as ShareAckBatch
-from kio.schema.share_fetch.v1.request import FetchPartition as ShareFetchPartition
-from kio.schema.share_fetch.v1.request import FetchTopic as ShareFetchTopic
-from kio.schema.share_fetch.v1.request import ShareFetchRequest
+from kio.schema.share_acknowledge.v2.request import AcknowledgePartition as ShareAckPartition
+from kio.schema.share_acknowledge.v2.request import AcknowledgeTopic as ShareAckTopic
+from kio.schema.share_acknowledge.v2.request import ShareAcknowledgeRequest
+from kio.schema.share_fetch.v2.request import AcknowledgementBatch as ShareAckBatch
+from kio.schema.share_fetch.v2.request import FetchPartition as ShareFetchPartition
+from kio.schema.share_fetch.v2.request import FetchTopic as ShareFetchTopic
+from kio.schema.share_fetch.v2.request import ShareFetchRequest
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
 from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
 from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment

@@ -74,6 +74,25 @@ def test_expired_locks_are_released_and_renew_extends_one() -> None:
     assert r.expire(now_ms=1_900).release == ["e0"]
 
 
+def test_the_record_limit_mode_splits_an_entry() -> None:
+    """KIP-1206: at most `cap` records, the rest of the entry left for another fetch."""
+    r = _records()
+    assert r.acquire("a", 1, now_ms=0, cap=2) == [Acquired(0, 1, 1, 0)]
+    assert r.acquire("b", 1, now_ms=0, cap=5) == [Acquired(2, 2, 1, 0)]  # the entry ends
+    assert r.acquired == 3
+
+
+def test_a_renewal_the_group_does_not_allow_is_refused_whole() -> None:
+    r = _records()
+    r.acquire("a", 10, now_ms=0)
+    batches = [AckBatch(0, 0, (AckType.ACCEPT,)), AckBatch(1, 1, (AckType.RENEW,))]
+    with pytest.raises(KafkaError) as refused:
+        r.acknowledge("a", batches, now_ms=1, renew=False)
+    assert refused.value.code == ErrorCode.invalid_record_state
+    assert "not enabled" in str(refused.value.message)
+    assert {o: s for o, s, _ in r.states()}[0] is RecordState.ACQUIRED  # nothing applied
+
+
 def test_a_member_leaving_releases_what_it_holds() -> None:
     r = _records()
     r.acquire("a", 1, now_ms=0)

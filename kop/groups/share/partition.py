@@ -54,18 +54,21 @@ class SharePartition:
     # -- what fetches and acknowledgements do ------------------------------------------
 
     def acquire(
-        self, member: str, max_records: int, max_bytes: int
+        self, member: str, max_records: int, max_bytes: int, strict: bool = False
     ) -> tuple[list[Acquired], bytes]:
         """Records for `member`, whole entries at a time, until `max_records` or
         `max_bytes` is reached (the first entry whatever its size); and the batches
-        that hold them, in offset order."""
+        that hold them, in offset order. `strict` (the record-limit acquire mode): never
+        more than `max_records`, the last entry's records acquired only in part (its
+        batches are served whole; the acquired ranges say which records are the
+        member's, as Kafka answers)."""
         self.last_used_s = asyncio.get_running_loop().time()
         got: list[Acquired] = []
         bases: list[int] = []
         size = records = 0
         now = self._clock()
         while records < max_records and (size < max_bytes or not got):
-            more = self.records.acquire(member, 1, now)
+            more = self.records.acquire(member, 1, now, max_records - records if strict else None)
             if not more:
                 break
             got += more
@@ -78,11 +81,13 @@ class SharePartition:
         data = b"".join(self._items[b].entry.data for b in sorted(bases))
         return sorted(got, key=lambda a: a.first), data
 
-    async def acknowledge(self, member: str, batches: Sequence[AckBatch]) -> None:
+    async def acknowledge(
+        self, member: str, batches: Sequence[AckBatch], renew: bool = True
+    ) -> None:
         """KafkaError with the partition's acknowledgement error, or done once Pulsar
         has every entry it completed."""
         self.last_used_s = asyncio.get_running_loop().time()
-        await self._settle(self.records.acknowledge(member, batches, self._clock()))
+        await self._settle(self.records.acknowledge(member, batches, self._clock(), renew))
 
     async def release_member(self, member: str) -> None:
         await self._settle(self.records.release_member(member))

@@ -142,13 +142,18 @@ class ShareRecords(Generic[T]):
             [delivered_before] * count,
         )  # fmt: skip
 
-    def acquire(self, member: str, max_records: int, now_ms: int) -> list[Acquired]:
+    def acquire(
+        self, member: str, max_records: int, now_ms: int, cap: int | None = None
+    ) -> list[Acquired]:
         """Available records in offset order, whole entries at a time, for `member`:
         at least `max_records` unless fewer are available (an entry is not split), and
-        never past the lock limit."""
+        never past the lock limit. `cap`: never more than that many records, an entry
+        split if need be (the record-limit acquire mode, KIP-1206)."""
         out: list[Acquired] = []
         taken = 0
         room = self.limits.max_locks - self.acquired
+        if cap is not None:
+            room = min(room, cap)
         deadline = now_ms + self.limits.lock_ms
         for base in self._bases:
             if taken >= max_records or room <= 0:
@@ -167,10 +172,15 @@ class ShareRecords(Generic[T]):
         self.acquired += taken
         return out
 
-    def acknowledge(self, member: str, batches: Sequence[AckBatch], now_ms: int) -> Settled[T]:
+    def acknowledge(
+        self, member: str, batches: Sequence[AckBatch], now_ms: int, renew: bool = True
+    ) -> Settled[T]:
         """All of `batches` or nothing: KafkaError(INVALID_REQUEST) for a malformed
         batch, KafkaError(INVALID_RECORD_STATE) when a record is not acquired by
-        `member` (its lock expired, it was never acquired, or another holds it)."""
+        `member` (its lock expired, it was never acquired, or another holds it) or is
+        renewed where the group does not allow it (`renew`: share.renew.acknowledge.enable).
+        A renewal restarts the record's lock; it stays the member's, its delivery count
+        unchanged (KIP-1222)."""
         changes: list[tuple[_Held[T], int, AckType]] = []
         for batch in batches:
             for offset, kind in _each(batch):
@@ -181,6 +191,11 @@ class ShareRecords(Generic[T]):
                 if held.states[i] is not RecordState.ACQUIRED or held.owners[i] != member:
                     raise KafkaError(
                         ErrorCode.invalid_record_state, f"offset {offset} not acquired by you"
+                    )
+                if kind is AckType.RENEW and not renew:
+                    raise KafkaError(
+                        ErrorCode.invalid_record_state,
+                        "Renewing acquisition locks is not enabled for the group.",
                     )
                 changes.append((held, i, kind))
         touched: dict[int, _Held[T]] = {}
