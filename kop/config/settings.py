@@ -120,6 +120,10 @@ class KopConfig(PulsarSettings):
     group_consumer_heartbeat_interval_ms: int = Field(5_000, ge=1)
     group_consumer_max_size: int = Field(1000, ge=1)
     group_consumer_assignors: str = "uniform,range"  # the first is the default
+    # group.consumer.migration.policy: online conversions between the group protocols
+    group_consumer_migration_policy: Literal[
+        "disabled", "upgrade", "downgrade", "bidirectional"
+    ] = "bidirectional"
     # KIP-932 share groups: Kafka's group.share.* settings, and share.auto.offset.reset
     # (where a share group's new Pulsar subscription starts: D27)
     group_share_session_timeout_ms: int = Field(45_000, ge=1)
@@ -171,6 +175,11 @@ class KopConfig(PulsarSettings):
             have = ", ".join(ASSIGNORS)
             raise ValueError(f"{', '.join(unknown) or 'no assignor named'}: kop has {have}")
         return ",".join(names)
+
+    @field_validator("group_consumer_migration_policy", mode="before")
+    @classmethod
+    def _migration_policy(cls, v: object) -> object:
+        return v.strip().lower() if isinstance(v, str) else v  # Kafka reads it in any case
 
     @field_validator("group_subscription_prefix")
     @classmethod

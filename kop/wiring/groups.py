@@ -46,6 +46,7 @@ def consumer_settings(c: KopConfig) -> ConsumerSettings:
         max_size=c.group_consumer_max_size,
         assignors=tuple(c.group_consumer_assignors.split(",")),
         default_tenant=c.tenant,
+        migration_policy=c.group_consumer_migration_policy,
     )
 
 

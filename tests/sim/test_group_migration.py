@@ -11,6 +11,7 @@ import asyncio
 import struct
 import uuid
 
+from kop.groups.consumer.coordinator import ConsumerSettings
 from kop.groups.consumer.group import TopicMeta
 from kop.groups.consumer.member import MemberState
 from kop.groups.consumer.requests import Heartbeat, Resolved
@@ -30,8 +31,11 @@ async def _resolve(names: set[str], regexes: set[str]) -> Resolved:
     return Resolved({"t1": TopicMeta(T1, "t1", 4)}, {r: ("t1",) for r in regexes})
 
 
-async def _started(log: MemoryLog) -> GroupService:
-    groups = GroupService(OffsetsStore(log, OFFSETS, 2), Limits(initial_rebalance_delay_ms=0))
+async def _started(log: MemoryLog, policy: str = "bidirectional") -> GroupService:
+    groups = GroupService(
+        OffsetsStore(log, OFFSETS, 2), Limits(initial_rebalance_delay_ms=0),
+        consumer=ConsumerSettings(migration_policy=policy),
+    )  # fmt: skip
     await groups.start()
     async with asyncio.timeout(5):
         while not groups.loaded:
@@ -282,4 +286,54 @@ async def test_a_classic_member_that_joins_and_never_syncs_is_fenced() -> None:
     async with asyncio.timeout(5):
         while joined.member_id in getattr(groups.consumer.get("g"), "members", {}):
             await asyncio.sleep(0.01)
+    await groups.close()
+
+
+async def test_no_upgrade_where_the_policy_allows_none() -> None:
+    """group.consumer.migration.policy=downgrade or disabled: a member of the consumer
+    protocol is refused a classic group with members, with Kafka's message, and the
+    classic group goes on as it was."""
+    for policy in ("downgrade", "disabled"):
+        groups = await _started(MemoryLog(), policy)
+        a = await _classic_group_of_one(groups)
+        try:
+            await groups.consumer.heartbeat(_consumer_join("c"), _resolve)
+            raise AssertionError("upgraded")
+        except KafkaError as exc:
+            assert exc.code is ErrorCode.group_id_not_found
+            assert exc.message == (
+                "Cannot upgrade classic group g to consumer group because online upgrade is "
+                "disabled."
+            )
+        assert groups.consumer.get("g") is None
+        assert await groups.classic.heartbeat("g", 1, a, None) is ErrorCode.none
+        await groups.close()
+
+
+async def test_no_downgrade_where_the_policy_allows_only_upgrades() -> None:
+    """policy=upgrade: the last consumer-protocol member leaves and the group stays a
+    consumer group of its classic member, who rejoins through the classic protocol."""
+    log = MemoryLog()
+    groups = await _started(log, "upgrade")
+    a = await _classic_group_of_one(groups)
+    await groups.consumer.heartbeat(_consumer_join("c"), _resolve)
+    await groups.consumer.heartbeat(Heartbeat("g", "c", -1), _resolve)
+
+    g = groups.consumer.get("g")
+    assert g is not None and set(g.members) == {a} and "g" not in groups.coordinator.groups
+    rejoined = await groups.classic.join(_classic_join(a), _resolve)
+    assert rejoined.error is ErrorCode.none and rejoined.protocol_type == "consumer"
+    await groups.close()
+    again = await _started(log, "upgrade")  # what a restarted kop finds
+    assert again.consumer.get("g") is not None and "g" not in again.coordinator.groups
+    await again.close()
+
+
+async def test_a_classic_member_cannot_join_a_consumer_group_when_migration_is_disabled() -> None:
+    groups = await _started(MemoryLog(), "disabled")
+    await groups.consumer.heartbeat(_consumer_join("c"), _resolve)
+    joined = await groups.classic.join(_classic_join(""), _resolve)
+    assert joined.error is ErrorCode.inconsistent_group_protocol
+    g = groups.consumer.get("g")
+    assert g is not None and set(g.members) == {"c"}
     await groups.close()

@@ -39,6 +39,10 @@ class ClassicMembers:
             if not old.members:
                 await self._groups.yield_to_classic(old)
                 return None
+            if (
+                c.settings.migration_policy == "disabled"
+            ):  # Kafka: "the group migration is disabled"
+                return JoinResult(ErrorCode.inconsistent_group_protocol, r.member_id)
             lim = self._limits
             if not lim.min_session_timeout_ms <= r.session_timeout_ms <= lim.max_session_timeout_ms:
                 return JoinResult(ErrorCode.invalid_session_timeout, r.member_id)

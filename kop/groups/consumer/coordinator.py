@@ -40,6 +40,17 @@ class ConsumerSettings:
     assignors: tuple[str, ...] = tuple(ASSIGNORS)  # group.consumer.assignors
     refresh_ms: int = 10_000  # how often a group's subscribed topics are looked up again
     default_tenant: str = ""
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+
+    @property
+    def upgrades(self) -> bool:
+        """A classic group with members may become a consumer group online."""
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrades(self) -> bool:
+        """A consumer group whose last consumer-protocol member leaves becomes classic."""
+        return self.migration_policy in ("downgrade", "bidirectional")
 
 
 def new_member_id() -> str:

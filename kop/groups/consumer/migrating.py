@@ -84,6 +84,12 @@ class Migrating:
         meta = self._classic.metadata(hb.group_id)
         if meta is None or hb.member_epoch != JOIN_EPOCH:
             raise not_a_consumer_group(hb.group_id)
+        if not self.coordinator.settings.upgrades:
+            raise KafkaError(
+                ErrorCode.group_id_not_found,
+                f"Cannot upgrade classic group {hb.group_id} to consumer group because online "
+                "upgrade is disabled.",
+            )
         names = upgrade_topics(meta, self.coordinator.settings.max_size)
         meta = self._classic.hand_over(hb.group_id)
         assert meta is not None
@@ -109,7 +115,9 @@ class Migrating:
         rejoin (Kafka's online downgrade). `replaced_in`: the group in which a classic
         static member took that last member's place (its join made it): the classic
         group is that one, as it stands, without a rebalance. False when it stays a
-        consumer group."""
+        consumer group (also whenever the policy forbids a downgrade)."""
+        if not self.coordinator.settings.downgrades:
+            return False
         if not downgradable(old, leaving, self._classic.max_size, replaced_in is not None):
             return False
         now = self._clock()

@@ -11,8 +11,11 @@ conversions of a group's state:
   a generation equal to the group epoch, each member holding its target assignment,
   and a rebalance starts so the members rejoin through the classic protocol.
 
-Kafka's `group.consumer.migration.policy` defaults to `bidirectional`, which is what
-kop does; the other values (upgrade, downgrade, disabled) are not offered.
+Kafka's `group.consumer.migration.policy` (kop's `group_consumer_migration_policy`)
+allows both by default (`bidirectional`); `upgrade` or `downgrade` allows one, and
+`disabled` neither and also keeps classic members out of consumer groups that have
+members (INCONSISTENT_GROUP_PROTOCOL), as Kafka 4.3 does. With the downgrade off, a
+consumer group whose members all speak the classic protocol stays a consumer group.
 """
 
 from __future__ import annotations
