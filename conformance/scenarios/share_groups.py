@@ -162,3 +162,18 @@ def renew_and_record_limit(ctx: Ctx, _tools: JavaTools) -> Observation:
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     return {"exit": done.returncode, "lines": done.stdout.splitlines()}
+
+
+@scenario("share/reset-by-duration", JAVA)
+def reset_by_duration(ctx: Ctx, _tools: JavaTools) -> Observation:
+    """share.auto.offset.reset=by_duration:PT1H (tests/integration/java/
+    ShareGroupByDuration.java): of three records stamped two hours ago and three stamped
+    now, the group's member reads the three new ones; a negative duration is refused."""
+    topic, group = ctx.name("bydur"), ctx.name("bydur-g")
+    create_topic(ctx.bootstrap, topic, 1)
+    program = REPO / "tests/integration/java/ShareGroupByDuration.java"
+    done = subprocess.run(
+        ["java", "-cp", f"{KAFKA_LIB}/*", str(program), ctx.bootstrap, topic, group],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    return {"exit": done.returncode, "lines": done.stdout.splitlines()}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kop.groups.consumer.coordinator import ConsumerSettings
 from kop.groups.share.coordinator import ShareSettings
+from kop.groups.share.reset import EARLIEST, LATEST, duration_ms, reset_value
 from kop.protocol.errors import ErrorCode, KafkaError
 
 CONSUMER_SESSION = "consumer.session.timeout.ms"
@@ -29,7 +30,6 @@ SHARE_LOCKS = "share.partition.max.record.locks"
 SHARE_RESET = "share.auto.offset.reset"
 SHARE_RENEW = "share.renew.acknowledge.enable"
 
-RESETS = ("latest", "earliest")
 BOOLEANS = ("true", "false")
 
 
@@ -80,8 +80,9 @@ DEFS: dict[str, GroupConfigDef] = {
                        "Share-group record lock limit per share-partition.", floor=100),
         GroupConfigDef(SHARE_RESET, None, None, None,
                        "The strategy to initialize the share-partition start offset: "
-                       "earliest or latest (kop: the position a new subscription starts at).",
-                       choices=RESETS),
+                       "earliest, latest or by_duration:<duration> (kop: where a new "
+                       "subscription of the group starts).",
+                       choices=(LATEST, EARLIEST)),
         GroupConfigDef(SHARE_RENEW, None, None, None,
                        "Whether the renew acknowledge type is enabled for the share group.",
                        choices=BOOLEANS),
@@ -118,8 +119,17 @@ class GroupSettings:
     share_lock_ms: int
     share_delivery_limit: int
     share_max_locks: int
-    share_earliest: bool
+    share_reset: str  # share.auto.offset.reset: earliest, latest or by_duration:<duration>
     share_renew: bool = True  # share.renew.acknowledge.enable (no broker-wide synonym)
+
+    @property
+    def share_earliest(self) -> bool:
+        return self.share_reset == EARLIEST
+
+    @property
+    def share_reset_ms(self) -> int | None:
+        """A by_duration reset's duration (None: earliest or latest)."""
+        return duration_ms(self.share_reset)
 
     def values(self) -> dict[str, str]:
         """By Kafka's names, as DescribeConfigs reports them."""
@@ -131,7 +141,7 @@ class GroupSettings:
             SHARE_LOCK: str(self.share_lock_ms),
             SHARE_DELIVERIES: str(self.share_delivery_limit),
             SHARE_LOCKS: str(self.share_max_locks),
-            SHARE_RESET: "earliest" if self.share_earliest else "latest",
+            SHARE_RESET: self.share_reset,
             SHARE_RENEW: "true" if self.share_renew else "false",
         }
 
@@ -141,7 +151,7 @@ class GroupSettings:
         return GroupSettings(
             int(v[CONSUMER_SESSION]), int(v[CONSUMER_HEARTBEAT]), int(v[SHARE_SESSION]),
             int(v[SHARE_HEARTBEAT]), int(v[SHARE_LOCK]), int(v[SHARE_DELIVERIES]),
-            int(v[SHARE_LOCKS]), v[SHARE_RESET] == "earliest", v[SHARE_RENEW] == "true",
+            int(v[SHARE_LOCKS]), v[SHARE_RESET], v[SHARE_RENEW] == "true",
         )  # fmt: skip
 
 
@@ -150,7 +160,8 @@ def broker_wide(consumer: ConsumerSettings, share: ShareSettings) -> GroupSettin
     return GroupSettings(
         consumer.session_timeout_ms, consumer.heartbeat_interval_ms, share.session_timeout_ms,
         share.heartbeat_interval_ms, share.record_lock_duration_ms, share.delivery_count_limit,
-        share.partition_max_record_locks, share.auto_offset_reset_earliest,
+        share.partition_max_record_locks,
+        EARLIEST if share.auto_offset_reset_earliest else LATEST,
     )  # fmt: skip
 
 
@@ -180,12 +191,8 @@ def _value(d: GroupConfigDef, value: str) -> str:
             )
         return text.lower()
     if d.low is None or d.high is None:
-        if len(text) > MAX_VALUE_CHARS or text.lower() not in d.choices:
-            if text.lower().startswith("by_duration:"):
-                raise KafkaError(
-                    ErrorCode.invalid_config,
-                    f"{d.name}: kop takes earliest or latest (by_duration is not supported)",
-                )
+        reset = reset_value(text) if len(text) <= MAX_VALUE_CHARS else None
+        if reset is None:
             shown = text[:MAX_VALUE_CHARS]
             raise KafkaError(
                 ErrorCode.invalid_config,
@@ -193,7 +200,7 @@ def _value(d: GroupConfigDef, value: str) -> str:
                 f"configuration {d.name}. The value must be either 'earliest', 'latest' or of "
                 "the format 'by_duration:<PnDTnHnMn.nS>'.",
             )
-        return text.lower()
+        return reset
     try:
         if len(text) > MAX_VALUE_CHARS:
             raise ValueError

@@ -49,23 +49,18 @@ class PartitionCalls:
         return found
 
     async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
-        path = _subscription_path(topic, name)
-        body = (
-            _LATEST
-            if at is None
-            else {
-                "ledgerId": at.ledger,
-                "entryId": at.entry,
-                "partitionIndex": -1,
-                "batchIndex": at.batch,
-            }
-        )
+        if not await self.create_subscription(topic, name, at):  # it exists: move it
+            body = {**_message_id(at), "isExcluded": False}
+            await self._request("POST", f"{_subscription_path(topic, name)}/resetcursor", body)
+
+    async def create_subscription(self, topic: str, name: str, at: Position | None) -> bool:
         try:
-            await self._request("PUT", path, body)
+            await self._request("PUT", _subscription_path(topic, name), _message_id(at))
         except AdminError as exc:
-            if exc.status != 409:  # it exists: move it
+            if exc.status != 409:
                 raise
-            await self._request("POST", f"{path}/resetcursor", {**body, "isExcluded": False})
+            return False
+        return True
 
     async def delete_subscription(self, topic: str, name: str) -> None:
         path = _subscription_path(topic, name)
@@ -118,3 +113,15 @@ def parse_cursor(mark_delete: str, individually_deleted: str) -> Cursor:
         ((int(a), int(b)), (int(c), int(d))) for a, b, c, d in _RANGE.findall(individually_deleted)
     )
     return Cursor((int(head[1]), int(head[2])), ranges)
+
+
+def _message_id(at: Position | None) -> dict[str, object]:
+    """A position as the admin API takes it (None: after the last message)."""
+    if at is None:
+        return dict(_LATEST)
+    return {
+        "ledgerId": at.ledger,
+        "entryId": at.entry,
+        "partitionIndex": -1,
+        "batchIndex": at.batch,
+    }

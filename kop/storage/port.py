@@ -239,6 +239,11 @@ class StorageAdmin(Protocol):
         i.e. after the last message)."""
         ...
 
+    async def create_subscription(self, topic: str, name: str, at: Position | None) -> bool:
+        """Create durable subscription `name` on topic partition `topic` at `at` (None:
+        after the last message) unless it exists; False when it did (left where it is)."""
+        ...
+
     async def delete_subscription(self, topic: str, name: str) -> None:
         """Remove it if it exists."""
         ...

@@ -159,7 +159,7 @@ class Gateway:
             c, self.backend.admin, storage, logs, ownership, producer_ids.next, groups, peers
         )
         self._closes.push(txns.close)
-        shares = share_partitions(storage, groups, logs)
+        shares = share_partitions(storage, self.backend.admin, groups, logs)
         self._closes.push(shares.close)
         self._closes.task(shares.run_timers(), "share-partitions")
         services = Services(

@@ -112,13 +112,14 @@ def log_settings(c: KopConfig) -> LogSettings:
 
 
 def share_partitions(
-    storage: SharedSubscriptions, groups: GroupService, logs: LogManager
+    storage: SharedSubscriptions, admin: StorageAdmin, groups: GroupService, logs: LogManager
 ) -> SharePartitions:
     """The share-partitions of the partitions this instance leads (D27)."""
     settings = groups.share.coordinator.settings
     return SharePartitions(
-        storage, settings, wall_ms, logs.serving, settings_of=groups.configs.fresh
-    )
+        storage, settings, wall_ms, logs.serving, settings_of=groups.configs.fresh,
+        starts=admin,
+    )  # fmt: skip
 
 
 def share_offsets(

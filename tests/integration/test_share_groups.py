@@ -376,3 +376,22 @@ def test_a_renewed_lock_outlasts_its_duration_and_record_limit_splits_a_batch(
     assert "V0 deliveries 1 accepted-by A" in lines, lines
     assert any(line.startswith("ALL accepted once: true") for line in lines), lines
     assert lines[-1].startswith("DISABLED InvalidRecordStateException"), lines
+
+
+def test_a_group_reset_by_duration_starts_at_the_last_hours_records(
+    kop: KopProcess, topic: str, kafka_lib: Path
+) -> None:
+    """share.auto.offset.reset=by_duration:PT1H with kafka-clients 4.3.1
+    (tests/integration/java/ShareGroupByDuration.java): the group's Pulsar subscription is
+    made at the first record of the last hour, so its member reads the three records
+    stamped now and none of the three stamped two hours ago; a negative duration is
+    refused. The conformance cell share/reset-by-duration has Kafka 4.3.1 print the same."""
+    create_topic(kop.bootstrap, topic, 1)
+    out = subprocess.run(
+        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ShareGroupByDuration.java"),
+         kop.bootstrap, topic, f"sgd-{topic}"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    lines = out.stdout.splitlines()
+    assert lines == ["REFUSED InvalidConfigurationException", "READ new0,new1,new2"], lines

@@ -91,6 +91,13 @@ class MemoryAdmin:
         held |= {n for n, t in self._log.topics.items() if n.startswith(prefix) and t.readers}
         self.held_at_delete += sorted(held)
 
+    async def create_subscription(self, topic: str, name: str, at: Position | None) -> bool:
+        self._up()
+        if name in self._log.topic(topic).shared or (topic, name) in self.cursors:
+            return False
+        await self.place_subscription(topic, name, at)
+        return True
+
     async def place_subscription(self, topic: str, name: str, at: Position | None) -> None:
         """One subscription namespace per partition, as on Pulsar: a Shared
         subscription of that name (a share group's) is moved too, and what its

@@ -88,8 +88,9 @@ async def memory_services(
         await txns.start()
         await _loaded(lambda: txns.partitions.all_loaded)
     shares = SharePartitions(
-        memory, groups.share.coordinator.settings, lambda: 0, lambda _topic: None
-    )
+        memory, groups.share.coordinator.settings, lambda: 0, lambda _topic: None,
+        starts=MemoryAdmin(memory),
+    )  # fmt: skip
 
     async def open_log(t: ShareTarget) -> Any:
         return await logs.partition(t.partition_topic, compacted=t.compacted)

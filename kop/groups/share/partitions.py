@@ -2,7 +2,10 @@
 leads, each a consumer on the group's Pulsar Shared subscription of that partition,
 named `kafka-share-<group>` so an operator recognizes it (D27).
 
-Opened by a group's first fetch of the partition; closed when the partition is no
+Opened by a group's first fetch of the partition (a new subscription starts where the
+group's `share.auto.offset.reset` says: at the first entry, at the end, or, with
+`by_duration:`, at the first record written within that duration before now, placed
+through the storage admin before kop's consumer attaches); closed when the partition is no
 longer this instance's (a takeover: what it held goes back to the subscription and
 the new leader's consumer gets it), after `idle_s` without a fetch while holding no
 acquired record, and when kop stops. Bounded per instance: each is a Pulsar consumer.
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from kop.groups.consumer.coordinator import ConsumerSettings
 from kop.groups.group_configs import GroupSettings, broker_wide
@@ -22,7 +26,7 @@ from kop.groups.share.records import ShareLimits
 from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import SharedSubscriptions
-from kop.storage.types import StorageError
+from kop.storage.types import AdminError, Position, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,12 @@ def subscription_of(group_id: str) -> str:
     return SUBSCRIPTION_PREFIX + group_id
 
 
+class SubscriptionStarts(Protocol):
+    """The storage admin's call that makes a subscription at a place (StorageAdmin)."""
+
+    async def create_subscription(self, topic: str, name: str, at: Position | None) -> bool: ...
+
+
 class SharePartitions:
     def __init__(
         self,
@@ -45,8 +55,10 @@ class SharePartitions:
         max_open: int = 10_000,
         idle_s: float = 120.0,
         settings_of: Callable[[str], Awaitable[GroupSettings]] | None = None,
+        starts: SubscriptionStarts | None = None,
     ) -> None:
         self._storage = storage
+        self._starts = starts  # None: a by_duration reset starts at the end
         self.settings = settings
         # a group's settings by its key: its overrides (kafka-configs --entity-type
         # groups) over the broker-wide ones
@@ -90,14 +102,26 @@ class SharePartitions:
                     f"{self._max_open} share-partitions are open on this instance",
                 )
             try:
+                reset_ms = group.share_reset_ms
+                if reset_ms is not None:
+                    await self._start_by_time(plog, subscription_of(group_id), reset_ms)
                 sub = await self._storage.shared(
                     plog.topic, subscription_of(group_id),
                     earliest=group.share_earliest,
                 )  # fmt: skip
-            except StorageError as exc:
+            except (StorageError, AdminError) as exc:
                 raise KafkaError(ErrorCode.request_timed_out, str(exc)) from exc
             sp = self._open[key] = SharePartition(plog, sub, limits, self._clock)
             return sp
+
+    async def _start_by_time(self, plog: PartitionLog, name: str, reset_ms: int) -> None:
+        """A new subscription at the first record stamped within `reset_ms` before now,
+        or at the end when none is (a subscription that exists is left where it is)."""
+        if self._starts is None:
+            return
+        found = await plog.offset_for_time(self._clock() - reset_ms)
+        offset = found[0] if found is not None else plog.high_watermark
+        await self._starts.create_subscription(plog.topic, name, await plog.position_of(offset))
 
     def opened(self, group_key: str, topic: str) -> SharePartition | None:
         return self._open.get((group_key, topic))
