@@ -45,6 +45,10 @@ class ConnectWorker(JavaApp):
         }
         if exactly_once:
             settings["exactly.once.source.support"] = "enabled"
+            # A task killed -9 mid-transaction leaves it open in the offsets topic, and a
+            # restarted worker reads that topic committed-only: it waits out the task's
+            # transaction timeout (60 s by default, on Kafka 4.3.1 as on kop).
+            settings["producer.transaction.timeout.ms"] = "10000"
         properties = work / f"{cluster}.properties"
         properties.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         fatal = r"^.*(Failed to start Connect|Uncaught exception in herder work thread).*"
