@@ -4,11 +4,13 @@ what a user reads, so it is compared after ids, hosts and times are normalized."
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from conformance.model import Ctx
 from conformance.targets import TOOLS
@@ -92,3 +94,18 @@ def normalize(ctx: Ctx, line: str) -> str:
     for pattern, replacement in _NORMALIZE:
         line = pattern.sub(replacement, line)
     return line
+
+
+JAVA_PROGRAMS = Path(__file__).resolve().parents[2] / "tests/integration/java"
+
+
+def java_program(name: str, *args: str, timeout: float = 240) -> dict[str, object]:
+    """One of the single-file Java programs the integration tests run
+    (tests/integration/java/<name>.java) with Kafka 4.3.1's kafka-clients, as a cell's
+    observation: its exit code and the lines it printed."""
+    lib = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser() / "kafka-4.3.1/lib"
+    done = subprocess.run(
+        ["java", "-cp", f"{lib}/*", str(JAVA_PROGRAMS / f"{name}.java"), *args],
+        capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return {"exit": done.returncode, "lines": done.stdout.splitlines()}

@@ -5,13 +5,11 @@ lists, describes and deletes the group, and describes, resets and deletes its of
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from collections.abc import Callable
 
-from conformance.clients.java_tools import JavaTools, Running
+from conformance.clients.java_tools import JavaTools, Running, java_program
 from conformance.model import Ctx, Observation, scenario
-from conformance.scenarios.tools import KAFKA_LIB, REPO
 from conformance.setup import create_topic
 
 JAVA = ("java-tools",)
@@ -156,12 +154,7 @@ def renew_and_record_limit(ctx: Ctx, _tools: JavaTools) -> Observation:
     share.renew.acknowledge.enable=false refuses the renewal."""
     topic, group = ctx.name("renew"), ctx.name("renew-g")
     create_topic(ctx.bootstrap, topic, 1)
-    program = REPO / "tests/integration/java/ShareGroupRenew.java"
-    done = subprocess.run(
-        ["java", "-cp", f"{KAFKA_LIB}/*", str(program), ctx.bootstrap, topic, group, "17000"],
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    return {"exit": done.returncode, "lines": done.stdout.splitlines()}
+    return java_program("ShareGroupRenew", ctx.bootstrap, topic, group, "17000")
 
 
 @scenario("share/reset-by-duration", JAVA)
@@ -171,9 +164,4 @@ def reset_by_duration(ctx: Ctx, _tools: JavaTools) -> Observation:
     now, the group's member reads the three new ones; a negative duration is refused."""
     topic, group = ctx.name("bydur"), ctx.name("bydur-g")
     create_topic(ctx.bootstrap, topic, 1)
-    program = REPO / "tests/integration/java/ShareGroupByDuration.java"
-    done = subprocess.run(
-        ["java", "-cp", f"{KAFKA_LIB}/*", str(program), ctx.bootstrap, topic, group],
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    return {"exit": done.returncode, "lines": done.stdout.splitlines()}
+    return java_program("ShareGroupByDuration", ctx.bootstrap, topic, group, timeout=180)

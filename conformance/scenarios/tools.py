@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import tempfile
-from pathlib import Path
 from typing import Any
 
-from conformance.clients.java_tools import JavaTools
+from conformance.clients.java_tools import JavaTools, java_program
 from conformance.model import Ctx, Observation, scenario
 from conformance.setup import create_topic
 
 JAVA = ("java-tools",)
-REPO = Path(__file__).resolve().parents[2]
-KAFKA_LIB = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser() / "kafka-4.3.1/lib"
 
 
 def _bs(ctx: Ctx) -> list[str]:
@@ -146,12 +141,7 @@ def protocol_migration(ctx: Ctx, _tools: JavaTools) -> Observation:
     reads on; the admin describes the group at each stage."""
     topic, group = ctx.name("mig"), ctx.name("mig-g")
     create_topic(ctx.bootstrap, topic, 4)
-    program = REPO / "tests/integration/java/ProtocolMigration.java"
-    done = subprocess.run(
-        ["java", "-cp", f"{KAFKA_LIB}/*", str(program), ctx.bootstrap, topic, group, "4"],
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    return {"exit": done.returncode, "lines": done.stdout.splitlines()}
+    return java_program("ProtocolMigration", ctx.bootstrap, topic, group, "4")
 
 
 @scenario("tools/configs", JAVA)
