@@ -322,6 +322,30 @@ def summarize(
     return out
 
 
+def _limit(run: dict[str, Any], cores: int = os.cpu_count() or 1) -> str:
+    """What held a steady run back, by what its processes took: each kop event loop
+    (one core each at most), or the machine's cores (kop and Pulsar near all of them,
+    the clients needing the rest)."""
+    s, n = run["summary"], run["instances"]
+    kop, pulsar = s["kop_cores_mean"], s["pulsar_cores_mean"]
+    head = f"With {n} instance{'s' if n > 1 else ''}"
+    if kop + pulsar >= 0.85 * cores:
+        return (
+            f"{head} kop took {kop:.2f} cores and Pulsar {pulsar:.2f} of this machine's "
+            f"{cores}, the clients the rest: the machine, not "
+            "one event loop, is the limit here" + (f" ({s['why']})." if s["why"] else ".")
+        )
+    if kop >= 0.9 * n:
+        return (
+            f"{head} kop's event loops are busy {kop:.2f} cores of {n} (Pulsar {pulsar:.2f}): "
+            "the loop, not Pulsar, is the limit here, and produce latency is the time a "
+            "request waits for it (loop lag above)."
+        )
+    return f"{head} kop took {kop:.2f} cores and Pulsar {pulsar:.2f}: " + (
+        f"short of keeping up ({s['why']})." if s["why"] else "it kept up."
+    )
+
+
 def report(results: dict[str, Any], args: argparse.Namespace, commit: str) -> str:
     lines = [
         BEGIN,
@@ -358,12 +382,7 @@ def report(results: dict[str, Any], args: argparse.Namespace, commit: str) -> st
             f"| {s['lag_p99_ms_worst']:.0f} ms |"
         )
     for run in results.get("steady", []):
-        s = run["summary"]
-        if s["kop_cores_mean"] >= 0.9 * run["instances"]:
-            lines += ["", f"With {run['instances']} instance(s) kop's event loops are busy "
-                      f"{s['kop_cores_mean']:.2f} cores of {run['instances']}: the loop, not "
-                      "Pulsar, is the limit here, and produce latency is the time a request "
-                      "waits for it (loop lag above)."]  # fmt: skip
+        lines += ["", _limit(run)]
     if results.get("ramp"):
         lines += ["", "One instance, rising offered rate (the same clients):", "",
                   "| offered/s | acknowledged/s | produce p99 | kop cores | Pulsar cores | "
