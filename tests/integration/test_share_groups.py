@@ -26,14 +26,18 @@ from tests.integration.observe import pulsar_rest
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 
 
-def _run(kop: KopProcess, kafka_lib: Path, topic: str, group: str, *args: str) -> list[str]:
+def _java(program: str, kafka_lib: Path, *args: str) -> list[str]:
+    """One of tests/integration/java's programs with kafka-clients 4.3.1: its lines."""
     out = subprocess.run(
-        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ShareGroupConsume.java"),
-         kop.bootstrap, topic, group, *args],
+        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / f"{program}.java"), *args],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     return out.stdout.splitlines()
+
+
+def _run(kop: KopProcess, kafka_lib: Path, topic: str, group: str, *args: str) -> list[str]:
+    return _java("ShareGroupConsume", kafka_lib, kop.bootstrap, topic, group, *args)
 
 
 def _backlog(topic: str, subscription: str) -> int:
@@ -365,13 +369,7 @@ def test_a_renewed_lock_outlasts_its_duration_and_record_limit_splits_a_batch(
     the renewal. The conformance cell share/renew-and-record-limit has Kafka 4.3.1 print
     the same lines."""
     create_topic(kop.bootstrap, topic, 1)
-    out = subprocess.run(
-        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ShareGroupRenew.java"),
-         kop.bootstrap, topic, f"sgr-{topic}", "17000"],
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    lines = out.stdout.splitlines()
+    lines = _java("ShareGroupRenew", kafka_lib, kop.bootstrap, topic, f"sgr-{topic}", "17000")
     assert lines[:3] == ["FIRST v0,v1", "LOCK 15000", "RENEW-COMMIT ok"], lines
     assert "V0 deliveries 1 accepted-by A" in lines, lines
     assert any(line.startswith("ALL accepted once: true") for line in lines), lines
@@ -387,11 +385,5 @@ def test_a_group_reset_by_duration_starts_at_the_last_hours_records(
     stamped now and none of the three stamped two hours ago; a negative duration is
     refused. The conformance cell share/reset-by-duration has Kafka 4.3.1 print the same."""
     create_topic(kop.bootstrap, topic, 1)
-    out = subprocess.run(
-        ["java", "-cp", f"{kafka_lib}/*", str(JAVA_DIR / "ShareGroupByDuration.java"),
-         kop.bootstrap, topic, f"sgd-{topic}"],
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
-    lines = out.stdout.splitlines()
+    lines = _java("ShareGroupByDuration", kafka_lib, kop.bootstrap, topic, f"sgd-{topic}")
     assert lines == ["REFUSED InvalidConfigurationException", "READ new0,new1,new2"], lines
