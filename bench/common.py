@@ -10,6 +10,8 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
+from argparse import ArgumentParser
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,6 +60,28 @@ def head_commit() -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "?"
     return out.stdout.strip() if out.returncode == 0 else "?"
+
+
+def pulsar_options(ap: ArgumentParser) -> None:
+    """The Pulsar a bench runs against (the local standalone by default)."""
+    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
+    ap.add_argument("--http-url", default="http://localhost:8080")
+
+
+def pulsar_healthy(http_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{http_url}/admin/v2/brokers/health", timeout=10) as resp:
+            return resp.read().decode().strip() == "ok"
+    except OSError:
+        return False
+
+
+def pulsar_missing(http_url: str) -> bool:
+    """True (and said on stderr) when no healthy Pulsar answers at `http_url`."""
+    if pulsar_healthy(http_url):
+        return False
+    log(f"no healthy Pulsar at {http_url}: start it (python tools/pulsar.py start)")
+    return True
 
 
 def log(line: str) -> None:

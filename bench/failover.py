@@ -30,10 +30,9 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import log, write_doc_section
+from bench.common import log, pulsar_missing, pulsar_options, write_doc_section
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -232,12 +231,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--partitions", type=int, default=12)
     ap.add_argument("--rate", type=int, default=300, help="records per second")
     ap.add_argument("--bound-s", type=float, default=10.0)
-    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    ap.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(ap)
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
-    if not pulsar_healthy(args.http_url):
-        log(f"no healthy Pulsar at {args.http_url}: make pulsar-start")
+    if pulsar_missing(args.http_url):
         return 2
     result = run_cycles(args)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -34,10 +34,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.fetch.v12.request import FetchPartition, FetchTopic
 
-from bench.common import log, write_doc_section
+from bench.common import log, pulsar_missing, pulsar_options, write_doc_section
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
-from bench.run import pulsar_healthy
 from conformance.clients.raw import RawClient
 
 REPO = Path(__file__).resolve().parent.parent
@@ -194,12 +193,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--fetches", type=int, default=300)
-    parser.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    parser.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(parser)
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args(argv)
-    if not pulsar_healthy(args.http_url):
-        print("Pulsar is not running: make pulsar-start (or make run) first", file=sys.stderr)
+    if pulsar_missing(args.http_url):
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
     limit = {"KOP_MAX_PARTITIONS_PER_TOPIC": str(max(1000, args.partitions))}

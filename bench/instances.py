@@ -34,11 +34,19 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import CpuMeter, Progress, Values, find_pulsar_pid, log, write_doc_section
+from bench.common import (
+    CpuMeter,
+    Progress,
+    Values,
+    find_pulsar_pid,
+    log,
+    pulsar_missing,
+    pulsar_options,
+    write_doc_section,
+)
 from bench.failover import Writer, _check, _leaders, _until
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -318,12 +326,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--takeover-partitions", type=int, default=1000)
     ap.add_argument("--takeover-rate", type=int, default=2000, help="records per second")
     ap.add_argument("--takeover-cycles", type=int, default=3, help="kill -9 cycles")
-    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    ap.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(ap)
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
-    if not pulsar_healthy(args.http_url):
-        log(f"no healthy Pulsar at {args.http_url}: make pulsar-start")
+    if pulsar_missing(args.http_url):
         return 2
     result: dict[str, Any] = {
         "scale": [scale_run(n, args) for n in (1, 3)],

@@ -38,10 +38,18 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import find_pulsar_pid, head_commit, log, proc_ticks, publish, rss_mib
+from bench.common import (
+    find_pulsar_pid,
+    head_commit,
+    log,
+    proc_ticks,
+    publish,
+    pulsar_missing,
+    pulsar_options,
+    rss_mib,
+)
 from bench.kop_process import KopProcess, free_port
 from bench.namespaces import bench_namespaces
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -442,12 +450,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--every", type=int, default=10, help="seconds per window")
     ap.add_argument("--ramp", default="", help="rates for one instance, e.g. 2000,4000,8000")
     ap.add_argument("--step-s", type=int, default=60)
-    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    ap.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(ap)
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
-    if not pulsar_healthy(args.http_url):
-        log("Pulsar is not healthy: start it (tools/pulsar.py start)")
+    if pulsar_missing(args.http_url):
         return 2
     commit = head_commit()
     results: dict[str, Any] = {"steady": []}

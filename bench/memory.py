@@ -31,9 +31,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from bench import report
-from bench.common import Progress, Values, log, write_doc_section
+from bench.common import Progress, Values, log, pulsar_healthy, write_doc_section
 from bench.kop_process import KopProcess, free_port
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"

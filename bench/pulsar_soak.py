@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.common import log, rss_mib
+from bench.common import log, pulsar_healthy, rss_mib
 from bench.kop_process import KopProcess, free_port
-from bench.run import pulsar_healthy
 from bench.soak_clients import Clients, Mix, Tally
 from bench.soak_probe import (
     SubscribeCounter,

@@ -26,11 +26,10 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import head_commit, log, publish
+from bench.common import head_commit, log, publish, pulsar_missing, pulsar_options
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
 from bench.refkafka import KAFKA_TOOL, RefKafka, bootstrap
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -170,15 +169,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--partitions", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--targets", default="kafka,kop", help="comma list of kafka, kop")
-    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    ap.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(ap)
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
     if args.members < 2 or args.partitions < args.members:
         ap.error("--members must be at least 2 and at most --partitions")
     targets = args.targets.split(",")
-    if "kop" in targets and not pulsar_healthy(args.http_url):
-        log("Pulsar is not healthy: start it (tools/pulsar.py start)")
+    if "kop" in targets and pulsar_missing(args.http_url):
         return 2
     commit = head_commit()
     results: Results = {}

@@ -52,7 +52,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,7 @@ from bench.common import (
     find_kafka_pid,
     find_pulsar_pid,
     log,
+    pulsar_healthy,
 )
 from bench.java_side import JavaClient, LoadedWindows
 from bench.kop_process import REPO, KopProcess
@@ -122,14 +122,6 @@ def workload(args: argparse.Namespace) -> Workload:
             sizes[name] = getattr(args, name)
     sizes["warmup_records"] = min(sizes["warmup_records"], max(1000, sizes["records"] // 10))
     return Workload(value_bytes=args.value_bytes, **sizes)
-
-
-def pulsar_healthy(http_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{http_url}/admin/v2/brokers/health", timeout=10) as resp:
-            return resp.read().decode().strip() == "ok"
-    except OSError:
-        return False
 
 
 class Ops:

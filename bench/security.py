@@ -27,9 +27,8 @@ from confluent_kafka import Consumer, Producer
 from kio.schema.metadata.v12.request import MetadataRequestTopic
 from kio.schema.types import TopicName
 
-from bench.common import head_commit, log, write_doc_section
+from bench.common import head_commit, log, pulsar_healthy, write_doc_section
 from bench.kop_process import KopProcess, free_port
-from bench.run import pulsar_healthy
 from conformance.clients.raw import RawClient
 from tests.tls_material import Ca, TokenKeys
 

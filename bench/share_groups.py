@@ -23,11 +23,10 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.common import head_commit, log, publish
+from bench.common import head_commit, log, publish, pulsar_missing, pulsar_options
 from bench.kop_process import KopProcess
 from bench.namespaces import bench_namespaces
 from bench.refkafka import KAFKA_TOOL, RefKafka, _run, bootstrap, consumer_perf, producer_perf
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
@@ -153,12 +152,10 @@ def plot(results: dict[str, dict[str, float]]) -> None:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.share_groups", description=__doc__)
     ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    ap.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(ap)
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
-    if not pulsar_healthy(args.http_url):
-        log("Pulsar is not healthy: start it (tools/pulsar.py start)")
+    if pulsar_missing(args.http_url):
         return 2
     commit = head_commit()
     results: dict[str, dict[str, float]] = {}

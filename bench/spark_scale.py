@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import report
-from bench.common import log, write_doc_section
+from bench.common import log, pulsar_healthy, write_doc_section
 from bench.kop_process import KopProcess
-from bench.run import pulsar_healthy
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "benchmarks.md"

@@ -20,11 +20,10 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import log, write_doc_section
+from bench.common import log, pulsar_missing, pulsar_options, write_doc_section
 from bench.kop_process import REPO, KopProcess
 from bench.refkafka import PerfResult, RefKafka, kafka_version, producer_perf
 from bench.refkafka import bootstrap as kafka_bootstrap
-from bench.run import pulsar_healthy
 
 RESULTS = REPO / "bench" / "results"
 DOC = REPO / "docs" / "benchmarks.md"
@@ -115,12 +114,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--value-bytes", type=int, default=1024)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--transaction-ms", type=int, default=100)
-    ap.add_argument("--pulsar-url", default="pulsar://localhost:6650")
-    ap.add_argument("--http-url", default="http://localhost:8080")
+    pulsar_options(ap)
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args(argv)
-    if not pulsar_healthy(args.http_url):
-        log(f"no healthy Pulsar at {args.http_url}: make pulsar-start")
+    if pulsar_missing(args.http_url):
         return 2
     kop = KopProcess(RESULTS / "transactions-kop.log", pulsar_url=args.pulsar_url,
                      http_url=args.http_url)  # fmt: skip
