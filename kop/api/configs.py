@@ -20,7 +20,14 @@ from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.messages import ApiKey
 from kop.protocol.values import NO_THROTTLE
 from kop.topics.config_defs import CLUSTER_WIDE, TOPIC_CONFIGS
-from kop.topics.configs import ENTRY_FORMAT, PULSAR_BATCHING, SHARED_WRITES, config_type
+from kop.topics.configs import (
+    DLQ_ENABLE,
+    ENTRY_FORMAT,
+    PULSAR_BATCHING,
+    SHARED_WRITES,
+    SHOWN_WHEN_SET,
+    config_type,
+)
 
 TOPIC = 2
 BROKER = 4
@@ -131,6 +138,8 @@ def topic_entries(
     ones a client set are DYNAMIC_TOPIC_CONFIG, also when equal to the default."""
     out = []
     for name, value in sorted(configs.items()):
+        if name in SHOWN_WHEN_SET and name not in explicit:
+            continue
         if name in explicit:
             source = SOURCE_DYNAMIC_TOPIC
         elif name in CLUSTER_WIDE:
@@ -157,6 +166,8 @@ _KOP_DOCS = {
     PULSAR_BATCHING: "kop: false writes one Pulsar entry per record",
     SHARED_WRITES: "kop: true lets Pulsar producers write the topic beside kop (kop fences "
     "when it takes a partition, then shares); kop's pulsar_shared_writes is the default",
+    DLQ_ENABLE: "true lets share groups write their dead-letter records here (KIP-1191, "
+    "after Kafka 4.3)",
 }
 
 

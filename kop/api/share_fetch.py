@@ -274,7 +274,7 @@ async def _share_partition(
     services: Services, ctx: RequestContext, key: str, group_id: str, name: str, index: int
 ) -> SharePartition:
     _, plog = await topic_partition(services, ctx, name, index, op=TopicOp.CONSUME)
-    return await services.share_partitions.of(key, group_id, plog)
+    return await services.share_partitions.of(key, group_id, plog, (name, index))
 
 
 async def _acknowledge(

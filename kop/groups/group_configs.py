@@ -3,7 +3,8 @@ ones kop honours, their bounds and their broker-wide defaults, and what one grou
 overrides make of them.
 
 Kafka 4.3 takes 21 names. kop takes the nine it applies (the KIP-848 consumer
-protocol's session and heartbeat, and the share groups'), and refuses the others with
+protocol's session and heartbeat, and the share groups'), and the two of KIP-1191's
+dead-letter queue that Kafka's next release adds, and refuses the others with
 INVALID_CONFIG naming why, rather than storing a setting that would change nothing:
 streams groups (KIP-1071) are not served, the assignors run inline (no offload and no
 assignment interval), and share groups read uncommitted only. The bounds are Kafka's
@@ -12,6 +13,7 @@ defaults for the broker-level minimum and maximum of each
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -29,6 +31,9 @@ SHARE_DELIVERIES = "share.delivery.count.limit"
 SHARE_LOCKS = "share.partition.max.record.locks"
 SHARE_RESET = "share.auto.offset.reset"
 SHARE_RENEW = "share.renew.acknowledge.enable"
+# KIP-1191's dead-letter queue, after Kafka 4.3 (kop.groups.share.dead_letters)
+DLQ_TOPIC = "errors.deadletterqueue.topic.name"
+DLQ_COPY = "errors.deadletterqueue.copy.record.enable"
 
 BOOLEANS = ("true", "false")
 
@@ -86,6 +91,12 @@ DEFS: dict[str, GroupConfigDef] = {
         GroupConfigDef(SHARE_RENEW, None, None, None,
                        "Whether the renew acknowledge type is enabled for the share group.",
                        choices=BOOLEANS),
+        GroupConfigDef(DLQ_TOPIC, None, None, None,
+                       "The topic the share group's rejected records, and those past the "
+                       "delivery count limit, are written to (empty: none; KIP-1191)."),
+        GroupConfigDef(DLQ_COPY, None, None, None,
+                       "Whether a dead-letter record carries the key and value of the "
+                       "record it names (KIP-1191).", choices=BOOLEANS),
     )
 }  # fmt: skip
 
@@ -121,6 +132,8 @@ class GroupSettings:
     share_max_locks: int
     share_reset: str  # share.auto.offset.reset: earliest, latest or by_duration:<duration>
     share_renew: bool = True  # share.renew.acknowledge.enable (no broker-wide synonym)
+    dlq_topic: str = ""  # errors.deadletterqueue.topic.name (empty: no dead-letter topic)
+    dlq_copy: bool = False  # errors.deadletterqueue.copy.record.enable
 
     @property
     def share_earliest(self) -> bool:
@@ -143,6 +156,8 @@ class GroupSettings:
             SHARE_LOCKS: str(self.share_max_locks),
             SHARE_RESET: self.share_reset,
             SHARE_RENEW: "true" if self.share_renew else "false",
+            DLQ_TOPIC: self.dlq_topic,
+            DLQ_COPY: "true" if self.dlq_copy else "false",
         }
 
     def overridden(self, overrides: Mapping[str, str]) -> GroupSettings:
@@ -151,7 +166,8 @@ class GroupSettings:
         return GroupSettings(
             int(v[CONSUMER_SESSION]), int(v[CONSUMER_HEARTBEAT]), int(v[SHARE_SESSION]),
             int(v[SHARE_HEARTBEAT]), int(v[SHARE_LOCK]), int(v[SHARE_DELIVERIES]),
-            int(v[SHARE_LOCKS]), v[SHARE_RESET], v[SHARE_RENEW] == "true",
+            int(v[SHARE_LOCKS]), v[SHARE_RESET], v[SHARE_RENEW] == "true", v[DLQ_TOPIC],
+            v[DLQ_COPY] == "true",
         )  # fmt: skip
 
 
@@ -190,6 +206,8 @@ def _value(d: GroupConfigDef, value: str) -> str:
                 "value to be either true or false",
             )
         return text.lower()
+    if d.name == DLQ_TOPIC:
+        return _topic_name(text)
     if d.low is None or d.high is None:
         reset = reset_value(text) if len(text) <= MAX_VALUE_CHARS else None
         if reset is None:
@@ -226,3 +244,19 @@ def _value(d: GroupConfigDef, value: str) -> str:
             ErrorCode.invalid_config, f"{d.name} must be less than or equal to {d.bound('max')}"
         )
     return str(number)
+
+
+_TOPIC_LEGAL = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _topic_name(text: str) -> str:
+    """A dead-letter topic's name: empty (none), or a legal Kafka topic name (Kafka's
+    other rules, the prefix and `__`, are checked as a record is written, as Kafka
+    checks them: they may change after the group's config is set)."""
+    if text and not _TOPIC_LEGAL.fullmatch(text):
+        raise KafkaError(
+            ErrorCode.invalid_config,
+            f"Invalid value {text[:MAX_VALUE_CHARS]} for configuration {DLQ_TOPIC}: not a legal "
+            "topic name (at most 249 of ASCII letters, digits, '.', '_' and '-')",
+        )
+    return text

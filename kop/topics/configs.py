@@ -22,6 +22,11 @@ PULSAR_BATCHING = "kop.pulsar.batching"
 # true: kop writes the topic in Pulsar's Shared mode, so Pulsar producers may write it
 # too, at the cost of the fence between kop instances (docs/decisions.md D15).
 SHARED_WRITES = "kop.pulsar.shared.writes"
+# KIP-1191 (after Kafka 4.3): a topic takes a share group's dead letters only if its
+# own config says so (kop.groups.share.dead_letters). Described only where set, so a
+# topic's description is Kafka 4.3's otherwise.
+DLQ_ENABLE = "errors.deadletterqueue.group.enable"
+SHOWN_WHEN_SET = frozenset({DLQ_ENABLE})
 # The names a client set explicitly (DescribeConfigs reports them as the topic's own,
 # also when equal to the default, as Kafka does).
 EXPLICIT = "kop.configs.explicit"
@@ -31,11 +36,13 @@ KOP_CONFIGS: dict[str, tuple[str, ...]] = {
     ENTRY_FORMAT: tuple(f.value for f in EntryFormat),
     PULSAR_BATCHING: ("true", "false"),
     SHARED_WRITES: ("true", "false"),
+    DLQ_ENABLE: ("true", "false"),
 }
 KOP_TYPES = {
     ENTRY_FORMAT: ConfigType.STRING,
     PULSAR_BATCHING: ConfigType.BOOLEAN,
     SHARED_WRITES: ConfigType.BOOLEAN,
+    DLQ_ENABLE: ConfigType.BOOLEAN,
 }
 
 
@@ -60,6 +67,7 @@ class TopicDefaults:
                 ENTRY_FORMAT: self.entry_format.value,
                 PULSAR_BATCHING: str(self.pulsar_batching).lower(),
                 SHARED_WRITES: str(self.shared_writes).lower(),
+                DLQ_ENABLE: "false",
             }
         )
         return out
@@ -79,6 +87,8 @@ def validate_configs(
     for name, value in configs.items():
         if name in KOP_CONFIGS:
             allowed = KOP_CONFIGS[name]
+            if name == DLQ_ENABLE and value is not None:
+                value = value.strip().lower()  # Kafka's config: read as Kafka reads a boolean
             if value not in allowed:
                 raise KafkaError(
                     ErrorCode.invalid_config, f"{name}={value!r}: kop supports {', '.join(allowed)}"

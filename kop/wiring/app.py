@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from kop.api.context import Broker, Services
+from kop.api.dead_letter_writes import DeadLetterRules, DeadLetterWrites
 from kop.api.share_sessions import ShareSessions
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.membership import Membership
@@ -175,6 +176,10 @@ class Gateway:
                 self.backend.admin, shares, groups, logs, ownership, peers
             ),
         )  # fmt: skip
+        shares.dead_letters = DeadLetterWrites(services, peers, DeadLetterRules(
+            c.errors_deadletterqueue_topic_name_prefix,
+            c.errors_deadletterqueue_auto_create_topics_enable,
+        ))  # fmt: skip
         self.metrics.watch_fetch_sessions(services.fetch_sessions)
         default_ns = Namespace(c.tenant, c.namespace)
         self.metrics.watch_groups(groups, logs)

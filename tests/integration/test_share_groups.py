@@ -387,3 +387,25 @@ def test_a_group_reset_by_duration_starts_at_the_last_hours_records(
     create_topic(kop.bootstrap, topic, 1)
     lines = _java("ShareGroupByDuration", kafka_lib, kop.bootstrap, topic, f"sgd-{topic}")
     assert lines == ["REFUSED InvalidConfigurationException", "READ new0,new1,new2"], lines
+
+
+def test_rejected_and_exhausted_records_reach_the_groups_dead_letter_topic(
+    kop: KopProcess, topic: str, kafka_lib: Path
+) -> None:
+    """KIP-1191's dead-letter topic (after Kafka 4.3) with kafka-clients 4.3.1
+    (tests/integration/java/ShareGroupDeadLetters.java) over real Pulsar: the member
+    rejects v1 and releases v2 at both its allowed deliveries; each gets one letter with
+    its key and value and Kafka's headers, read back by a plain consumer; the records
+    accepted get none. The letters are a Pulsar topic's messages like any other."""
+    create_topic(kop.bootstrap, topic, 1)
+    dlq = f"dlq.{topic}"
+    group = f"sgd-{topic}"
+    lines = _java("ShareGroupDeadLetters", kafka_lib, kop.bootstrap, topic, group, dlq)
+    assert lines[0] == "ACCEPTED v0,v3 V2-DELIVERIES 2", lines
+    assert lines[1:] == [
+        f"LETTER v1 key=k1 topic={topic} offset=1 group={group} count=1 Offset rejected by client.",
+        f"LETTER v2 key=k2 topic={topic} offset=2 group={group} count=2 "
+        "Offset delivery count exceeded the threshold.",
+    ], lines
+    stats = pulsar_rest("GET", f"persistent/public/default/{dlq}/partitioned-stats")
+    assert stats["msgInCounter"] == 2, stats

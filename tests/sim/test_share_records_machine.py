@@ -143,6 +143,10 @@ class ShareRecordsMachine(RuleBasedStateMachine):
             assert self.r.states() == before, "a refused acknowledgement changed something"
             return
         assert member == owner
+        dies = kind is AckType.REJECT or (
+            kind is AckType.RELEASE and self.deliveries[offset] >= LIMITS.delivery_limit
+        )
+        self._letters(settled, {offset} if dies else set())
         if kind is AckType.RENEW:
             return
         del self.acquired[offset]
@@ -157,15 +161,29 @@ class ShareRecordsMachine(RuleBasedStateMachine):
     @rule(ms=st.integers(1, 1_500))
     def tick(self, ms: int) -> None:
         self.now += ms
+        held = set(self.acquired)
         settled = self.r.expire(self.now)
         self._sync_acquired()
+        self._letters(settled, self._past_limit(held - set(self.acquired)))
         self._apply(settled)
 
     @rule(member=st.sampled_from(MEMBERS))
     def leave(self, member: str) -> None:
+        held = set(self.acquired)
         settled = self.r.release_member(member)
         self._sync_acquired()
+        self._letters(settled, self._past_limit(held - set(self.acquired)))
         self._apply(settled)
+
+    def _past_limit(self, released: set[int]) -> set[int]:
+        return {o for o in released if self.deliveries[o] >= LIMITS.delivery_limit}
+
+    def _letters(self, settled: Settled[Token], expected: set[int]) -> None:
+        """A dead letter for exactly the records rejected or archived at their limit
+        (a gap, an acceptance, a renewal or a release below the limit: none), each
+        with the delivery count it was last acquired with."""
+        assert sorted(d.offset for d in settled.dead) == sorted(expected)
+        assert all(d.count == self.deliveries[d.offset] for d in settled.dead)
 
     def _sync_acquired(self) -> None:
         held = {o for o, s, _ in self.r.states() if s is RecordState.ACQUIRED}

@@ -53,7 +53,7 @@ class _World:
         self.node.produce(data, EntryFormat.PULSAR)
 
     def share(self, group: str) -> SharePartition:
-        return self.loop.run(self.shares.of(group, group, self.plog), within=10)
+        return self.loop.run(self.shares.of(group, group, self.plog, ("t", 0)), within=10)
 
     def first_offsets(self, sp: SharePartition, want: int) -> list[int]:
         async def go() -> list[int]:

@@ -42,7 +42,7 @@ class _World:
         self.states = ShareStates(MemoryAdmin(self.log), self.shares, max_scan_bytes)
 
     def share(self) -> SharePartition:
-        return self.loop.run(self.shares.of(GROUP, GROUP, self.plog), within=10)
+        return self.loop.run(self.shares.of(GROUP, GROUP, self.plog, ("t", 0)), within=10)
 
     def finish(self, sp: SharePartition, offsets: list[int]) -> None:
         """A member acquires records until it holds `offsets`, and accepts those."""

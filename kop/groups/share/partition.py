@@ -17,10 +17,25 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
-from kop.groups.share.records import AckBatch, Acquired, Settled, ShareLimits, ShareRecords
+from kop.groups.share.dead_letters import (
+    DeadLetterError,
+    DeadLetterPolicy,
+    DeadLetterSink,
+    letters,
+    wanted,
+)
+from kop.groups.share.records import (
+    AckBatch,
+    Acquired,
+    Dead,
+    Settled,
+    ShareLimits,
+    ShareRecords,
+)
 from kop.log.counting import LogEntry
 from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.protocol.records import Record, iter_batches
 from kop.storage.port import SharedSubscription
 from kop.storage.types import Delivered, StaleDelivery, StorageError
 
@@ -49,7 +64,15 @@ class SharePartition:
         self._epoch = subscription.epoch
         self.last_used_s = asyncio.get_running_loop().time()
         self.failed: StorageError | None = None
+        self.source = (plog.topic, 0)  # the partition as the group's members name it
+        self.policy = DeadLetterPolicy("", "")
+        self.dead_letters: DeadLetterSink | None = None
         self._task = asyncio.get_running_loop().create_task(self._pump())
+
+    def configure(self, limits: ShareLimits, policy: DeadLetterPolicy) -> None:
+        """The group's settings as of its latest fetch."""
+        self.records.limits = limits
+        self.policy = policy
 
     # -- what fetches and acknowledgements do ------------------------------------------
 
@@ -114,6 +137,8 @@ class SharePartition:
     # -- inside ----------------------------------------------------------------------
 
     async def _settle(self, settled: Settled[Delivered]) -> None:
+        if settled.dead:  # before Pulsar hears of them: a letter first, then the ack
+            await self._write_letters(settled.dead)
         for d in settled.ack + settled.release:
             self._forget(d)
         self.subscription.release(settled.release)
@@ -125,6 +150,28 @@ class SharePartition:
             pass  # Pulsar took them back already: they come again, at least once (D27)
         except StorageError as exc:
             raise KafkaError(ErrorCode.request_timed_out, f"acknowledging: {exc}") from exc
+
+    async def _write_letters(self, dead: list[Dead]) -> None:
+        """The dead records' letters, where the group has a dead-letter topic. Not
+        written (the topic refused, its leader away past the sink's retries): the
+        records are archived all the same, as Kafka archives them, and it is logged."""
+        policy, sink = self.policy, self.dead_letters
+        if not policy.topic or sink is None:
+            return
+        sources: dict[int, Record] = {}
+        if policy.copy:
+            for base in wanted(dead):
+                item = self._items.get(base)
+                if item is not None:
+                    sources.update((r.offset, r) for r in iter_batches(bytes(item.entry.data)))
+        name, index = self.source
+        try:
+            await sink.write(letters(policy, name, index, dead, sources))
+        except DeadLetterError as exc:
+            log.warning(
+                "share group %s: %d dead letters of %s-%d not written to %s: %s",
+                policy.group_id, len(dead), name, index, policy.topic, exc,
+            )  # fmt: skip
 
     def _forget(self, d: Delivered) -> None:
         for base, item in list(self._items.items()):

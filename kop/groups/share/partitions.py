@@ -21,6 +21,7 @@ from typing import Protocol
 from kop.groups.consumer.coordinator import ConsumerSettings
 from kop.groups.group_configs import GroupSettings, broker_wide
 from kop.groups.share.coordinator import ShareSettings
+from kop.groups.share.dead_letters import DeadLetterPolicy, DeadLetterSink
 from kop.groups.share.partition import SharePartition
 from kop.groups.share.records import ShareLimits
 from kop.log.partition_log import PartitionLog
@@ -70,6 +71,9 @@ class SharePartitions:
         self._idle_s = idle_s
         self._open: dict[Key, SharePartition] = {}
         self._locks: dict[Key, asyncio.Lock] = {}
+        # where dead letters go (set once the request handlers exist: kop.wiring.app);
+        # None: a rejected record is archived without one
+        self.dead_letters: DeadLetterSink | None = None
 
     def __len__(self) -> int:
         return len(self._open)
@@ -77,22 +81,27 @@ class SharePartitions:
     async def _broker_wide(self, _group_key: str) -> GroupSettings:
         return self._defaults
 
-    async def of(self, group_key: str, group_id: str, plog: PartitionLog) -> SharePartition:
-        """The group's share-partition of `plog`, opened if it is not; its record
-        limits are the group's now (a changed share.record.lock.duration.ms,
-        share.delivery.count.limit or share.partition.max.record.locks applies from the
+    async def of(
+        self, group_key: str, group_id: str, plog: PartitionLog, source: tuple[str, int]
+    ) -> SharePartition:
+        """The group's share-partition of `plog` (partition `source`: topic as the
+        member names it, and index), opened if it is not; its record limits and
+        dead-letter settings are the group's now (a changed
+        share.record.lock.duration.ms, share.delivery.count.limit,
+        share.partition.max.record.locks or errors.deadletterqueue.* applies from the
         group's next fetch on)."""
         group = await self._settings_of(group_key)
         limits = ShareLimits(group.share_lock_ms, group.share_delivery_limit, group.share_max_locks)
+        policy = DeadLetterPolicy(group_key, group_id, group.dlq_topic, group.dlq_copy)
         key = (group_key, plog.topic)
         sp = self._open.get(key)
         if sp is not None and sp.plog is plog and sp.failed is None:
-            sp.records.limits = limits
+            sp.configure(limits, policy)
             return sp
         async with self._locks.setdefault(key, asyncio.Lock()):
             sp = self._open.get(key)
             if sp is not None and sp.plog is plog and sp.failed is None:
-                sp.records.limits = limits
+                sp.configure(limits, policy)
                 return sp
             if sp is not None:
                 await self._close(key)
@@ -112,6 +121,9 @@ class SharePartitions:
             except (StorageError, AdminError) as exc:
                 raise KafkaError(ErrorCode.request_timed_out, str(exc)) from exc
             sp = self._open[key] = SharePartition(plog, sub, limits, self._clock)
+            sp.source = source
+            sp.dead_letters = self.dead_letters
+            sp.configure(limits, policy)
             return sp
 
     async def _start_by_time(self, plog: PartitionLog, name: str, reset_ms: int) -> None:

@@ -19,6 +19,11 @@ and answers to Pulsar by entries, because an entry is acknowledged whole:
 A record's delivery count starts at Pulsar's redelivery count and grows by one per
 acquisition; a record released (or whose lock expired) after its `delivery_limit`-th
 delivery is archived, as Kafka archives it (`share.delivery.count.limit`).
+
+Each record archived because a member rejected it or because it ran out of deliveries
+is named in `Settled.dead`, with its count and the cause, as the moment it is archived:
+what a group's dead-letter topic gets (kop.groups.share.dead_letters). A gap is no
+record and is named nowhere.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Generic, TypeVar
 
 from kop.protocol.errors import ErrorCode, KafkaError
@@ -84,19 +89,41 @@ class AckBatch:
     types: tuple[int, ...]
 
 
+class DeadCause(StrEnum):
+    """Why a record was archived, in the words Kafka's dead-letter records carry
+    (KIP-1191's `__dlq.errors.message`)."""
+
+    REJECTED = "Offset rejected by client."
+    DELIVERY_COUNT = "Offset delivery count exceeded the threshold."
+
+
+@dataclass(frozen=True, slots=True)
+class Dead:
+    """Record `offset` (in the entry at `base`) archived after `count` deliveries."""
+
+    offset: int
+    base: int
+    count: int
+    cause: DeadCause
+
+
 @dataclass(slots=True)
 class Settled(Generic[T]):
-    """What Pulsar must be told: entries to acknowledge, entries to give back."""
+    """What Pulsar must be told: entries to acknowledge, entries to give back; and
+    the records archived as dead letters meanwhile."""
 
     ack: list[T] = field(default_factory=list)
     release: list[T] = field(default_factory=list)
+    dead: list[Dead] = field(default_factory=list)
 
     def __bool__(self) -> bool:
+        """Whether Pulsar must be told anything (letters alone tell it nothing)."""
         return bool(self.ack or self.release)
 
     def add(self, other: Settled[T]) -> None:
         self.ack += other.ack
         self.release += other.release
+        self.dead += other.dead
 
 
 @dataclass(slots=True)
@@ -199,6 +226,7 @@ class ShareRecords(Generic[T]):
                     )
                 changes.append((held, i, kind))
         touched: dict[int, _Held[T]] = {}
+        dead: list[Dead] = []
         for held, i, kind in changes:
             touched[held.base] = held
             if kind is AckType.RENEW:
@@ -209,10 +237,14 @@ class ShareRecords(Generic[T]):
             if kind is AckType.ACCEPT:
                 held.states[i] = RecordState.ACKNOWLEDGED
             elif kind is AckType.RELEASE:
-                held.states[i] = self._released(held.counts[i])
+                held.states[i] = self._released(held, i, dead)
             else:  # REJECT, or GAP: nothing there to deliver
                 held.states[i] = RecordState.ARCHIVED
-        return self._settle(touched.values())
+                if kind is AckType.REJECT:
+                    dead.append(Dead(held.base + i, held.base, held.counts[i], DeadCause.REJECTED))
+        out = self._settle(touched.values())
+        out.dead = dead
+        return out
 
     def expire(self, now_ms: int) -> Settled[T]:
         """Locks past their deadline end as if released."""
@@ -254,25 +286,31 @@ class ShareRecords(Generic[T]):
 
     # -- inside ---------------------------------------------------------------------
 
-    def _released(self, count: int) -> RecordState:
-        """A released record's next state: archived once delivered as often as allowed."""
-        return (
-            RecordState.ARCHIVED if count >= self.limits.delivery_limit else RecordState.AVAILABLE
-        )
+    def _released(self, held: _Held[T], i: int, dead: list[Dead]) -> RecordState:
+        """A released record's next state: archived (a dead letter) once delivered as
+        often as allowed."""
+        count = held.counts[i]
+        if count < self.limits.delivery_limit:
+            return RecordState.AVAILABLE
+        dead.append(Dead(held.base + i, held.base, count, DeadCause.DELIVERY_COUNT))
+        return RecordState.ARCHIVED
 
     def _give_back(self, which: Callable[[_Held[T], int], bool]) -> Settled[T]:
         touched = []
+        dead: list[Dead] = []
         for held in self._held.values():
             hit = False
             for i, state in enumerate(held.states):
                 if state is RecordState.ACQUIRED and which(held, i):
-                    held.states[i] = self._released(held.counts[i])
+                    held.states[i] = self._released(held, i, dead)
                     held.owners[i] = None
                     self.acquired -= 1
                     hit = True
             if hit:
                 touched.append(held)
-        return self._settle(touched)
+        out = self._settle(touched)
+        out.dead = dead
+        return out
 
     def _settle(self, touched: Iterable[_Held[T]]) -> Settled[T]:
         out: Settled[T] = Settled()
