@@ -42,7 +42,11 @@ async def handle(
         )
     wanted: dict[TopicName, list[int] | None]
     if request.topics is None:
-        wanted = dict.fromkeys(TopicName(n) for n in await services.catalog.names(ctx.namespace))
+        # listed now: kafka-log-dirs asks every broker right after a topic is made, and
+        # an instance's cached list may not hold one created through another instance
+        # yet (a cluster admin's request; one listing of one namespace)
+        names = await services.catalog.names(ctx.namespace, fresh=True)
+        wanted = dict.fromkeys(TopicName(n) for n in names)
     else:
         wanted = {t.topic: list(t.partitions) for t in request.topics}
     gate = asyncio.Semaphore(_STATS_AT_ONCE)

@@ -284,7 +284,11 @@ class TopicCatalog:
     async def stored_bytes(self, partition_topic: str) -> int:
         return await self._admin.stored_bytes(partition_topic)
 
-    async def names(self, namespace: Namespace) -> list[str]:
+    async def names(self, namespace: Namespace, fresh: bool = False) -> list[str]:
+        """The namespace's topics, as listed at most `ttl_s` ago; `fresh`: listed now (a
+        topic created through another instance is in it at once)."""
+        if fresh:
+            self._names.forget(namespace)
         return await self._names.get(namespace)
 
     async def _list(self, namespace: Namespace) -> list[str]:
