@@ -162,7 +162,8 @@ async def _alter_group(
     services: Services, ctx: RequestContext, request: AlterShareGroupOffsetsRequest
 ) -> list[Altered]:
     key = await _coordinated(services, ctx, request.group_id)
-    held = services.groups.share.hold(key)
+    before = services.groups.share.snapshot(key)
+    services.groups.share.hold(key)
     asked: list[tuple[str, TopicView | None, dict[int, KafkaError | None], dict[int, ShareTarget]]]
     asked = []
     offsets: dict[ShareTarget, int] = {}
@@ -185,7 +186,9 @@ async def _alter_group(
                 targets[index] = target(view, index)
                 offsets[targets[index]] = int(p.start_offset)
         asked.append((t.topic_name, view, refused, targets))
-    held.offset_topics.update(name for name, view, _r, targets in asked if view and targets)
+    await services.groups.share.offset_topics(
+        key, before, added=[name for name, view, _r, targets in asked if view and targets]
+    )
     done = await services.share_offsets.alter(key, offsets)
     return [
         (name, view, {**refused, **{i: done.get(target) for i, target in targets.items()}})
@@ -215,6 +218,8 @@ async def _delete_group(
 ) -> list[Deleted]:
     key = await _coordinated(services, ctx, request.group_id)
     known = services.groups.share.check_empty(key)
+    before = services.groups.share.snapshot(key)
+    gone: list[str] = []
     out: list[Deleted] = []
     any_state = False
     for t in request.topics:
@@ -235,12 +240,13 @@ async def _delete_group(
         elif outcome:
             any_state = True
             out.append((t.topic_name, view, None))
-            if known is not None:
-                known.offset_topics.discard(t.topic_name)
+            gone.append(t.topic_name)
         else:
             out.append((t.topic_name, view, NO_OFFSETS))
     if known is None and not any_state:
         raise KafkaError(ErrorCode.group_id_not_found, f"Group {request.group_id} not found.")
+    if known is not None and gone:
+        await services.groups.share.offset_topics(key, before, removed=gone)
     return out
 
 

@@ -20,7 +20,7 @@ log = logging.getLogger("kop.groups.service")  # where these lines always went
 
 async def delete_group(groups: GroupService, group_id: str) -> ErrorCode:
     if groups.share.get(group_id) is not None:
-        return groups.share.delete(group_id)
+        return await groups.share.delete(group_id)
     if groups.consumer.get(group_id) is not None:
         return await groups.consumer.delete(group_id, groups.offsets.forget_group)
     classic = groups.coordinator

@@ -11,6 +11,7 @@ from kop.groups.coordinator import Coordinator
 from kop.groups.driver import Driver
 from kop.groups.offsets import Offsets
 from kop.groups.offsets_store import OffsetsStore
+from kop.groups.share.service import ShareGroups
 from kop.groups.txn_offsets import PendingOffsets
 from kop.groups.types import LoadedGroups
 
@@ -20,10 +21,11 @@ log = logging.getLogger("kop.groups.service")  # where these lines always went
 class PartitionLoading:
     def __init__(
         self, store: OffsetsStore, coordinator: Coordinator, offsets: Offsets, driver: Driver,
-        pending: PendingOffsets, consumer: ConsumerCoordinator,
+        pending: PendingOffsets, consumer: ConsumerCoordinator, share: ShareGroups,
     ) -> None:  # fmt: skip
         self._pending = pending
         self._consumer = consumer
+        self._share = share
         self._store = store
         self._coordinator = coordinator
         self._offsets = offsets
@@ -35,12 +37,15 @@ class PartitionLoading:
         now = self._driver.clock()
         for g in loaded.consumer.groups():
             self._consumer.restore(g, now)
+        session = self._share.coordinator.session_ms
+        self._share.restore(loaded.share.groups(lambda group, _m: now + session(group)))
         restore(loaded, self._coordinator, self._offsets, now, set(loaded.consumer.heads))
         self._pending.restore(loaded.pending)
         self._driver.replan()
         log.info(
             "offsets partition %d loaded: %d groups",
-            partition, len({*loaded.groups, *loaded.offsets, *loaded.consumer.heads}),
+            partition,
+            len({*loaded.groups, *loaded.offsets, *loaded.consumer.heads, *loaded.share.heads}),
         )  # fmt: skip
 
     async def unload(self, partition: int) -> None:
@@ -48,10 +53,12 @@ class PartitionLoading:
         records stay for the next owner; the partition's writer is let go."""
         mine = {*self._coordinator.groups, *self._offsets.groups(), *self._pending.groups()}
         mine.update(self._consumer.groups)
+        mine.update(self._share.groups)
         gone = sorted(g for g in mine if self._store.partition_for(g) == partition)
         self._driver.now(lambda _now: self._coordinator.unload(gone))
         for group_id in gone:
             self._consumer.forget(group_id)
+        self._share.forget(gone)
         self._offsets.unload(gone)
         self._pending.unload(gone)
         await self._store.release(partition)

@@ -64,6 +64,7 @@ from kop.groups.record_json import (
     unescape,
     value,
 )
+from kop.groups.share import stored as share_records
 from kop.groups.types import CommittedOffset, GroupMetadata, MemberMetadata, TopicPartition
 from kop.storage.types import OutgoingMessage
 
@@ -106,6 +107,8 @@ Record = (
     | PendingRecord
     | consumer_records.HeadRecord
     | consumer_records.MemberRecord
+    | share_records.ShareHeadRecord
+    | share_records.ShareMemberRecord
 )
 
 
@@ -204,7 +207,11 @@ def decode(partition_key: str, payload: bytes | None) -> Record:
         group, tp = unescape(fields[1]), TopicPartition(unescape(fields[2]), int(fields[3]))
         offset = None if not payload else _offset(value(payload))
         return PendingRecord(int(fields[0]), group, tp, offset)
-    found = consumer_records.decode(tag, fields, payload) if sep else None
+    found: Record | None = None
+    if sep:
+        found = consumer_records.decode(tag, fields, payload) or share_records.decode(
+            tag, fields, payload
+        )
     if found is None:
         raise MalformedRecord(f"unknown key {partition_key!r}")
     return found

@@ -25,8 +25,10 @@ from kop.groups.offsets_codec import (
     tombstone_pending,
 )
 from kop.groups.record_json import MalformedRecord
+from kop.groups.share.stored import ShareHeadRecord, ShareMemberRecord
 from kop.groups.types import CommittedOffset, GroupMetadata, LoadedGroups, TopicPartition
 from kop.storage.port import MessageLog
+from kop.storage.types import OutgoingMessage
 from kop.systables.held_topic import HeldPartitions
 
 
@@ -108,6 +110,11 @@ class OffsetsStore:
         """Its members, then the group itself, in one entry."""
         await self._held.write(g.group_id, tombstones(g))
 
+    async def store_share_group(self, group: str, records: list[OutgoingMessage]) -> None:
+        """A share group's change (kop.groups.share.stored), in one entry."""
+        if records:
+            await self._held.write(group, records)
+
     async def delete_offsets(self, group: str, tps: Iterable[TopicPartition]) -> None:
         await self._held.write(group, [tombstone_offset(group, tp) for tp in tps])
 
@@ -132,6 +139,9 @@ class OffsetsStore:
 def _apply(loaded: LoadedGroups, record: Record) -> None:
     if isinstance(record, HeadRecord | MemberRecord):
         loaded.consumer.apply(record)
+        return
+    if isinstance(record, ShareHeadRecord | ShareMemberRecord):
+        loaded.share.apply(record)
         return
     if isinstance(record, PendingRecord):
         by_group = loaded.pending.setdefault(record.producer_id, {})

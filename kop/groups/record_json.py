@@ -1,8 +1,9 @@
 """What every record of the offsets topic shares: escaped key fields, a versioned JSON
 value, and the checks that turn anything unreadable into MalformedRecord (and only
 that), so a loader can skip and count such a record without stopping. The records
-themselves: kop/groups/offsets_codec.py (offsets, classic groups, pending offsets)
-and kop/groups/consumer/records.py (KIP-848 consumer groups)."""
+themselves: kop/groups/offsets_codec.py (offsets, classic groups, pending offsets),
+kop/groups/consumer/records.py (KIP-848 consumer groups) and
+kop/groups/share/stored.py (share groups)."""
 
 from __future__ import annotations
 

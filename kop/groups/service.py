@@ -98,14 +98,16 @@ class GroupService:
         shares = ShareCoordinator(share, lambda key: self.configs.settings(key).share_session_ms)
         self._kinds = GroupKinds(self.coordinator, consumers, shares)
         kinds = self._kinds
-        self.share = ShareGroups(shares, clock, self.check, kinds.is_not_share, kinds.room)
+        self.share = ShareGroups(
+            shares, clock, self.check, kinds.is_not_share, kinds.room, store, self.failed
+        )
         self.consumer = ConsumerGroups(
             store, consumers, clock, self.failed,
             self._classic_groups(), self._kinds.room, self.offsets, self.check,
         )  # fmt: skip
         loading = PartitionLoading(
             store, self.coordinator, self.offsets, self._driver, self.pending,
-            self.consumer.coordinator,
+            self.consumer.coordinator, self.share,
         )  # fmt: skip
         self.partitions = CoordinatedPartitions(
             store.partitions, store.partition_topic, loading.load, loading.unload

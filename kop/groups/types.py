@@ -7,6 +7,7 @@ import enum
 from dataclasses import dataclass, field
 
 from kop.groups.consumer.records import LoadedConsumerGroups
+from kop.groups.share.stored import LoadedShareGroups
 
 
 class GroupState(enum.Enum):
@@ -72,6 +73,7 @@ class LoadedGroups:
     groups: dict[str, GroupMetadata] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, CommittedOffset]] = field(default_factory=dict)
     consumer: LoadedConsumerGroups = field(default_factory=LoadedConsumerGroups)
+    share: LoadedShareGroups = field(default_factory=LoadedShareGroups)
     # producer id -> group -> offsets committed in its transaction, not yet ended
     pending: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = field(
         default_factory=dict

@@ -23,7 +23,7 @@ load (the group was deleted: its tombstones came first).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
@@ -111,7 +111,7 @@ def _head(g: ConsumerGroup) -> OutgoingMessage:
     return message(head_key(g.group_id), {
         "v": VERSION, "epoch": g.epoch, "assignment_epoch": g.assignment_epoch,
         "state_ms": g.state_ms,
-        "topics": [[t.name, str(t.topic_id), t.partitions] for t in g.topics.values()],
+        "topics": topics_json(g.topics.values()),
         "regexes": {r: list(names) for r, names in sorted(g.matches.items())},
     })  # fmt: skip
 
@@ -123,8 +123,8 @@ def _member(group: str, m: ConsumerMember, target: Assignment) -> OutgoingMessag
         "rebalance_timeout_ms": m.rebalance_timeout_ms, "topics": list(m.topics),
         "regex": m.regex, "assignor": m.assignor, "epoch": m.epoch,
         "previous_epoch": m.previous_epoch, "state": m.state.value,
-        "assigned": _parts(m.assigned), "revoking": _parts(m.revoking),
-        "target": _parts(target),
+        "assigned": parts_json(m.assigned), "revoking": parts_json(m.revoking),
+        "target": parts_json(target),
         "assigned_at": [[str(t), p, e] for (t, p), e in sorted(m.assigned_at.items())],
         "classic": _classic(m.classic),
     })  # fmt: skip
@@ -137,7 +137,7 @@ def _classic(c: ClassicMeta | None) -> dict[str, Any] | None:
     return {"session_timeout_ms": c.session_timeout_ms, "protocols": protocols}
 
 
-def _parts(a: Assignment) -> dict[str, list[int]]:
+def parts_json(a: Assignment) -> dict[str, list[int]]:
     return {str(t): sorted(p) for t, p in sorted(a.items()) if p}
 
 
@@ -157,7 +157,8 @@ def decode(tag: str, fields: list[str], payload: bytes | None) -> HeadRecord | M
     return None
 
 
-def _read_head(v: dict[str, Any]) -> GroupHead:
+def read_topics(v: dict[str, Any]) -> tuple[TopicMeta, ...]:
+    """A group record's resolved topics ([[name, topic id, partitions]])."""
     topics = []
     for t in field(v, "topics", list):
         if not (isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)):
@@ -165,6 +166,15 @@ def _read_head(v: dict[str, Any]) -> GroupHead:
         if not isinstance(t[2], int) or isinstance(t[2], bool) or not 0 < t[2] < 1 << 31:
             raise MalformedRecord(f"bad partition count {t[2]!r:.20}")
         topics.append(TopicMeta(_uuid(t[1]), t[0], t[2]))
+    return tuple(topics)
+
+
+def topics_json(topics: Iterable[TopicMeta]) -> list[list[object]]:
+    return [[t.name, str(t.topic_id), t.partitions] for t in topics]
+
+
+def _read_head(v: dict[str, Any]) -> GroupHead:
+    topics = read_topics(v)
     matches = {}
     for regex, names in field(v, "regexes", dict).items():
         if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
@@ -197,12 +207,12 @@ def _read_member(member_id: str, v: dict[str, Any]) -> tuple[ConsumerMember, Ass
         epoch=field(v, "epoch", int, bits=32),
         previous_epoch=field(v, "previous_epoch", int, bits=32),
         state=state,
-        assigned=_read_parts(field(v, "assigned", dict)),
-        revoking=_read_parts(field(v, "revoking", dict)),
+        assigned=read_parts(field(v, "assigned", dict)),
+        revoking=read_parts(field(v, "revoking", dict)),
         assigned_at=_read_assigned_at(v.get("assigned_at", [])),
         classic=_read_classic(v.get("classic")),
     )
-    return member, _read_parts(field(v, "target", dict))
+    return member, read_parts(field(v, "target", dict))
 
 
 def _read_classic(v: object) -> ClassicMeta | None:
@@ -235,7 +245,7 @@ def _read_assigned_at(v: object) -> dict[tuple[uuid.UUID, int], int]:
     return out
 
 
-def _read_parts(v: Mapping[str, Any]) -> dict[uuid.UUID, frozenset[int]]:
+def read_parts(v: Mapping[str, Any]) -> dict[uuid.UUID, frozenset[int]]:
     out = {}
     for topic, parts in v.items():
         ok = isinstance(parts, list) and all(

@@ -167,15 +167,19 @@ class ShareCoordinator:
 
     def expire(self, now_ms: int) -> list[tuple[str, str]]:
         """Members whose session ended, gone from their groups: (group, member)."""
-        gone = []
-        for g in self.groups.values():
-            late = [m for m in g.members.values() if m.deadline_ms <= now_ms]
-            for m in late:
-                del g.members[m.member_id]
-                gone.append((g.group_id, m.member_id))
-            if late:
-                self._rebalance(g)
-        return gone
+        return [(g, m) for g in list(self.groups) for m in self.expire_group(g, now_ms)]
+
+    def expire_group(self, group_id: str, now_ms: int) -> list[str]:
+        """The group's members whose session ended, gone from it."""
+        g = self.groups.get(group_id)
+        if g is None:
+            return []
+        late = [m.member_id for m in g.members.values() if m.deadline_ms <= now_ms]
+        for member_id in late:
+            del g.members[member_id]
+        if late:
+            self._rebalance(g)
+        return late
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)

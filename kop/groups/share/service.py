@@ -3,10 +3,12 @@ looks the group's topics up (through the caller, who knows the client's tenant a
 rights) when they may have changed, then applies the rules (one heartbeat per group at
 a time); a task ends the sessions of members that stopped heartbeating.
 
-Membership is kept in memory only (D27): after the coordinator moves or restarts, a
-member's next heartbeat gets UNKNOWN_MEMBER_ID and it joins again, as the Kafka share
-consumer does. What a share group has consumed is not membership: it is the Pulsar
-subscriptions, which outlive every kop instance.
+A group is kept in the offsets topic as Kafka keeps it in its own (kop.groups.share.stored):
+its epochs, members, assignments and the topics whose start offsets were set, written
+before a heartbeat that changed them is answered (a heartbeat that changes nothing
+durable writes nothing). So after the coordinator moves or restarts, its members go on
+at their epochs, and an empty group is still listed, described and deletable. What a
+share group has consumed is not in these records: it is the Pulsar subscriptions (D27).
 """
 
 from __future__ import annotations
@@ -14,18 +16,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Protocol
 
 from kop.groups.consumer.group import TopicMeta
 from kop.groups.group_locks import GroupLocks
 from kop.groups.share.coordinator import ShareAnswer, ShareCoordinator, ShareHeartbeat
 from kop.groups.share.group import ShareGroup
+from kop.groups.share.stored import ShareSnapshot, changes, restored, snapshot, tombstones
 from kop.protocol.errors import ErrorCode, KafkaError
+from kop.storage.types import OutgoingMessage, StorageError
 
 log = logging.getLogger(__name__)
 
 Resolver = Callable[[set[str]], Awaitable[Mapping[str, TopicMeta]]]
 TICK_S = 1.0
+
+
+class ShareStore(Protocol):
+    """Where a share group's records go (OffsetsStore)."""
+
+    async def store_share_group(self, group: str, records: list[OutgoingMessage]) -> None: ...
+
+
+def _retriable(_group: str, _exc: StorageError) -> ErrorCode:
+    return ErrorCode.request_timed_out
+
+
+class _Unstored:
+    async def store_share_group(self, group: str, records: list[OutgoingMessage]) -> None:
+        return None
 
 
 class ShareGroups:
@@ -36,12 +56,19 @@ class ShareGroups:
         check: Callable[[str], None],
         taken: Callable[[str], bool],
         room: Callable[[str], bool],
+        store: ShareStore | None = None,
+        failed: Callable[[str, StorageError], ErrorCode] = lambda _g, _e: (
+            ErrorCode.request_timed_out
+        ),
     ) -> None:
         self.coordinator = coordinator
         self._clock = clock
         self._check = check  # NOT_COORDINATOR unless this instance coordinates the group
         self._taken = taken  # a classic or consumer group holds the id
         self._room = room  # may a new group be held (max_groups, per tenant)
+        self._store = store or _Unstored()
+        # what a failed write means for the client
+        self._failed = failed if failed is not None else _retriable
         self._locks = GroupLocks()
 
     def _exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
@@ -63,7 +90,51 @@ class ShareGroups:
             if names is not None:
                 resolved = await resolve(names)
                 self._check(hb.group_id)  # still ours after the lookup
-            return c.heartbeat(hb, resolved, self._clock())
+            before = snapshot(c.groups.get(hb.group_id))
+            answer = c.heartbeat(hb, resolved, self._clock())
+            await self._persist(hb.group_id, before)
+            return answer
+
+    async def _persist(self, group_id: str, before: ShareSnapshot | None) -> None:
+        """The group's change since `before`, written; if the write fails, the group is
+        as it was before (and the caller's request fails with what the failure means)."""
+        g = self.coordinator.groups.get(group_id)
+        if g is None:
+            return
+        try:
+            await self._store.store_share_group(group_id, changes(before, g))
+        except StorageError as exc:
+            log.warning("share group %s not persisted: %s", group_id, exc)
+            self._revert(group_id, before)
+            raise KafkaError(self._failed(group_id, exc), str(exc)) from None
+
+    def _revert(self, group_id: str, before: ShareSnapshot | None) -> None:
+        c = self.coordinator
+        if before is None:
+            c.forget(group_id)
+            return
+        now = c.groups.get(group_id)
+        session = c.session_ms(group_id)
+
+        def deadline(member: str) -> int:
+            kept = now.members.get(member) if now is not None else None
+            return kept.deadline_ms if kept is not None else self._clock() + session
+
+        c.groups[group_id] = restored(group_id, before, deadline)
+
+    def restore(self, groups: Iterable[ShareGroup]) -> None:
+        """Groups read back from their offsets partition (their sessions start now)."""
+        for g in groups:
+            self.coordinator.groups[g.group_id] = g
+
+    def forget(self, group_ids: Iterable[str]) -> None:
+        """Groups whose offsets partition another instance coordinates now."""
+        for group_id in group_ids:
+            self.coordinator.forget(group_id)
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self.coordinator.groups)
 
     def get(self, group_id: str) -> ShareGroup | None:
         return self.coordinator.groups.get(group_id)
@@ -71,7 +142,7 @@ class ShareGroups:
     def check_empty(self, group_id: str) -> ShareGroup | None:
         """Before its offsets change: GROUP_ID_NOT_FOUND if another kind of group holds
         the id, NON_EMPTY_GROUP while the share group has members; the group, if this
-        coordinator knows it (membership is not kept across restarts: D27)."""
+        coordinator knows it."""
         if self._taken(group_id):
             raise KafkaError(
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a share group."
@@ -83,7 +154,8 @@ class ShareGroups:
 
     def hold(self, group_id: str) -> ShareGroup:
         """The share group, made empty if there is none, as Kafka 4.2+ makes one whose
-        offsets are set before any member joined (bounded as a heartbeat's new group)."""
+        offsets are set before any member joined (bounded as a heartbeat's new group).
+        Kept once `offset_topics` has written it."""
         g = self.check_empty(group_id)
         if g is not None:
             return g
@@ -92,19 +164,64 @@ class ShareGroups:
         g = self.coordinator.groups[group_id] = ShareGroup(group_id)
         return g
 
-    def delete(self, group_id: str) -> ErrorCode:
-        """DeleteGroups: an empty share group goes (its Pulsar subscriptions stay: D27)."""
-        g = self.coordinator.groups.get(group_id)
-        if g is None:
-            return ErrorCode.group_id_not_found
-        if g.members:
-            return ErrorCode.non_empty_group
-        self.coordinator.forget(group_id)
-        return ErrorCode.none
+    async def offset_topics(
+        self, group_id: str, before: ShareSnapshot | None, added: Iterable[str] = (),
+        removed: Iterable[str] = (),
+    ) -> None:  # fmt: skip
+        """The topics whose start offsets were set (listed with the subscribed ones when
+        all the group's offsets are described), changed and written; `before`: the
+        group as it was when the caller began (None: `hold` made it)."""
+        async with self._exclusive(group_id):
+            g = self.coordinator.groups.get(group_id)
+            if g is None:
+                return
+            g.offset_topics.update(added)
+            g.offset_topics.difference_update(removed)
+            await self._persist(group_id, before)
+
+    def snapshot(self, group_id: str) -> ShareSnapshot | None:
+        return snapshot(self.coordinator.groups.get(group_id))
+
+    async def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups: an empty share group goes, its records first (its Pulsar
+        subscriptions stay: D27)."""
+        async with self._exclusive(group_id):
+            g = self.coordinator.groups.get(group_id)
+            if g is None:
+                return ErrorCode.group_id_not_found
+            if g.members:
+                return ErrorCode.non_empty_group
+            try:
+                await self._store.store_share_group(group_id, tombstones(g))
+            except StorageError as exc:
+                log.warning("deleting share group %s not persisted: %s", group_id, exc)
+                return self._failed(group_id, exc)
+            self.coordinator.forget(group_id)
+            return ErrorCode.none
 
     async def run_timers(self) -> None:
         """Ends the sessions of members that stopped heartbeating."""
         while True:
             await asyncio.sleep(TICK_S)
-            for group_id, member_id in self.coordinator.expire(self._clock()):
-                log.info("share group %s: member %s's session ended", group_id, member_id)
+            await self.expire()
+
+    async def expire(self) -> None:
+        """Members whose session ended leave their groups, and that is written (a write
+        that fails is logged: read back, they come again and their sessions end again)."""
+        now = self._clock()
+        late = [
+            group_id for group_id, g in self.coordinator.groups.items()
+            if any(m.deadline_ms <= now for m in g.members.values())
+        ]  # fmt: skip
+        for group_id in late:
+            async with self._exclusive(group_id):
+                before = snapshot(self.coordinator.groups.get(group_id))
+                for member_id in self.coordinator.expire_group(group_id, self._clock()):
+                    log.info("share group %s: member %s's session ended", group_id, member_id)
+                g = self.coordinator.groups.get(group_id)
+                if g is None:
+                    continue
+                try:
+                    await self._store.store_share_group(group_id, changes(before, g))
+                except StorageError as exc:
+                    log.warning("share group %s's ended sessions not persisted: %s", group_id, exc)
