@@ -241,12 +241,21 @@ async def topic_partition(
 ) -> tuple[TopicView, PartitionLog]:
     """`partition_log` with the topic it belongs to."""
     view = await existing_topic(services, ctx, name, op)
+    return view, await led_partition(services, view, name, index, current_epoch)
+
+
+async def led_partition(
+    services: Services, view: TopicView, name: str, index: int, current_epoch: int = NO_EPOCH
+) -> PartitionLog:
+    """The log of partition `index` of `view` (a topic the client may use, as it names
+    it), if it has that partition and this instance leads it, at the epoch the
+    client's metadata says (-1: it does not say)."""
     if not 0 <= index < view.partitions:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}")
     lead(services, view.partition_topic(index))
     plog = await services.logs.of_topic(view, index)
     check_current(current_epoch, plog.leader_epoch)
-    return view, plog
+    return plog
 
 
 def error_of(exc: BaseException) -> tuple[ErrorCode, str]:

@@ -23,7 +23,7 @@ from kio.schema.fetch.v12.response import (
 from kio.schema.types import ProducerId, TopicName
 from kio.static.primitive import Records, i32, i64
 
-from kop.api.context import RequestContext, Services, error_of, topic_partition
+from kop.api.context import RequestContext, Services, error_of, existing_topic, led_partition
 from kop.api.fetch_session import Key
 from kop.api.fetch_sessions import NO_SESSION, Full, Incremental, Owner, Plan, Refused
 from kop.api.routes import Later, Route
@@ -82,10 +82,15 @@ async def _fetch(
     # claiming the client's fetch.max.bytes (50 MiB for Java) would make a few
     # fetches starting together take the whole answer budget and refuse the rest.
     want = max(1, min(max_bytes, sum(max(0, p.partition_max_bytes) for _, p in wanted)))
-    logs = await asyncio.gather(*(_log(services, ctx, key, p) for key, p in wanted))
+    logs = await _logs(services, ctx, wanted)
     committed = request.isolation_level == READ_COMMITTED
     while True:
-        changed = [src[0].data_changed() for src in logs if not isinstance(src, BaseException)]
+        # what to wait on, if this fetch may wait at all (max_wait 0: it answers at once)
+        changed = [
+            src[0].data_changed()
+            for src in (logs if wait_ms > 0 else ())
+            if not isinstance(src, BaseException)
+        ]
         try:
             parts: list[tuple[Key, PartitionData]] = []
             total = 0
@@ -144,18 +149,44 @@ def _wanted(request: FetchRequest) -> list[tuple[Key, FetchPartition]]:
     return list(chosen.items())
 
 
-async def _log(services: Services, ctx: RequestContext, key: Key, p: FetchPartition) -> Source:
-    name = key[0]
-    # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
-    current = max(NO_EPOCH, p.current_leader_epoch)
-    try:
-        view, plog = await topic_partition(
-            services, ctx, name, p.partition, current, TopicOp.CONSUME
-        )
+async def _logs(
+    services: Services, ctx: RequestContext, wanted: list[tuple[Key, FetchPartition]]
+) -> list[Source]:
+    """Each wanted partition's log (or why not), its topic looked up and authorized once
+    per fetch, not once per partition: a session's fetch of 1,000 partitions of a few
+    topics is a few look-ups. Topics side by side; a topic's partitions one after the
+    other (once the topic is known, each is at hand)."""
+    positions: dict[str, list[int]] = {}
+    for i, ((name, _), _p) in enumerate(wanted):
+        positions.setdefault(name, []).append(i)
+    out: list[Source] = [ValueError("not looked up")] * len(wanted)
+
+    async def topic(name: str, at: list[int]) -> None:
+        try:
+            view = await existing_topic(services, ctx, name, TopicOp.CONSUME)
+        except Exception as exc:
+            for i in at:
+                out[i] = exc
+            return
         # The `kafka` format stores batches stamped; the `pulsar` format keeps times.
-        return plog, view.log_append_time and view.entry_format is EntryFormat.PULSAR
-    except Exception as exc:
-        return exc
+        append_time = view.log_append_time and view.entry_format is EntryFormat.PULSAR
+        for i in at:
+            p = wanted[i][1]
+            # Fetch (v9+) takes any negative current_leader_epoch for "none", as Kafka does.
+            current = max(NO_EPOCH, p.current_leader_epoch)
+            try:
+                out[i] = (
+                    await led_partition(services, view, name, p.partition, current),
+                    append_time,
+                )
+            except Exception as exc:
+                out[i] = exc
+
+    if len(positions) == 1:
+        await topic(*next(iter(positions.items())))
+    else:
+        await asyncio.gather(*(topic(name, at) for name, at in positions.items()))
+    return out
 
 
 async def _read_partition(
@@ -168,7 +199,10 @@ async def _read_partition(
     stable = plog.last_stable  # before the read: what it serves stays below it
     try:
         records = b""
-        if (budget > 0 or first) and not (committed and offset >= stable):
+        # At the end (what an incremental fetch of a quiet partition asks): nothing to
+        # read, and no range to check (the end is never out of range).
+        at_end = offset == plog.high_watermark and plog.compacted is None
+        if (budget > 0 or first) and not at_end and not (committed and offset >= stable):
             # KIP-74: a batch is served only if it fits, except the response's first.
             records = await plog.read(offset, budget, min_one=first)
             if committed and stable < plog.high_watermark:  # else nothing is past it

@@ -41,12 +41,18 @@ class Solo:
         return version
 
 
+REMEMBERED_OWNERS = 100_000  # keys whose owner is kept; past it, the memory starts over
+
+
 class Ownership:
     def __init__(self, view: View, me: Member) -> None:
         self.view = view
         self.me = me
         self._seen = -1
         self._members: dict[int, Member] = {}
+        # each key's owner among `_members`, as computed (cleared when they change): a
+        # fetch of 1,000 partitions asks for each of them, twice
+        self._owners: dict[str, int | None] = {}
 
     def brokers(self) -> list[Member]:
         """The live instances, as Metadata lists brokers."""
@@ -59,7 +65,12 @@ class Ownership:
     def owner(self, key: str) -> Member | None:
         """The instance that owns `key` (None: no instance is alive)."""
         members = self._live()
-        node = rendezvous.owner(key, members)
+        try:
+            node = self._owners[key]
+        except KeyError:
+            if len(self._owners) >= REMEMBERED_OWNERS:
+                self._owners.clear()
+            node = self._owners[key] = rendezvous.owner(key, members)
         return None if node is None else members[node]
 
     def mine(self, key: str) -> bool:
@@ -80,4 +91,5 @@ class Ownership:
         if self._seen != self.view.version:
             self._members = {m.node_id: m for m in self.view.live()}
             self._seen = self.view.version
+            self._owners = {}
         return self._members

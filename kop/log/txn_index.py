@@ -53,6 +53,8 @@ class TxnIndex:
 
     def last_stable(self, end: int) -> int:
         """The last stable offset of a log that ends at `end`."""
+        if not self._open:  # the usual case, asked per partition of every fetch
+            return end
         return min(self._open.values(), default=end)
 
     def aborted(self, start: int, upto: int) -> list[Aborted]:
