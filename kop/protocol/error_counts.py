@@ -16,6 +16,23 @@ _LEAVES = frozenset({bytes, bytearray, memoryview, str, int, float, bool, type(N
 _NONE: Mapping[int, int] = {}
 
 
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """A message class's field names, once per class (None: not a message)."""
+    try:
+        return _FIELDS[kind]
+    except KeyError:
+        names = (
+            tuple(f.name for f in dataclasses.fields(kind))
+            if dataclasses.is_dataclass(kind)
+            else None
+        )
+        _FIELDS[kind] = names
+        return names
+
+
 def error_counts(body: object) -> Mapping[int, int]:
     """Each non-zero `error_code` in `body` (a handler's dict, or a message object),
     however deep, with how often it occurs."""
@@ -32,11 +49,14 @@ def error_counts(body: object) -> Mapping[int, int]:
         elif kind is list or kind is tuple:
             assert isinstance(item, list | tuple)
             code, children = None, item
-        elif kind in _LEAVES or not dataclasses.is_dataclass(item):
+        elif kind in _LEAVES:
             continue
         else:
+            names = _fields(kind)
+            if names is None:
+                continue
             code = getattr(item, "error_code", None)
-            children = [getattr(item, f.name) for f in dataclasses.fields(item)]
+            children = [getattr(item, name) for name in names]
         if code:
             found = found if found is not None else {}
             found[int(code)] = found.get(int(code), 0) + 1
