@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kop.storage.types import OutgoingMessage
 
 VERSION = 1
+H = TypeVar("H")
+M = TypeVar("M")
 PARTITION = re.compile(r"0|-?[1-9][0-9]{0,18}")
 
 
@@ -80,3 +83,27 @@ def unb64(text: object) -> bytes:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise MalformedRecord(f"bad base64: {exc}") from None
+
+
+@dataclasses.dataclass(slots=True)
+class HeadsAndMembers(Generic[H, M]):
+    """One kind of group's records of one offsets partition, as they are read back: each
+    group's head and its members' records (KIP-848 and share groups keep them alike). A
+    head's tombstone takes its members with it."""
+
+    heads: dict[str, H] = dataclasses.field(default_factory=dict)
+    members: dict[str, dict[str, M]] = dataclasses.field(default_factory=dict)
+
+    def put_head(self, group: str, head: H | None) -> None:
+        if head is None:
+            self.heads.pop(group, None)
+            self.members.pop(group, None)
+        else:
+            self.heads[group] = head
+
+    def put_member(self, group: str, member_id: str, member: M | None) -> None:
+        of_group = self.members.setdefault(group, {})
+        if member is None:
+            of_group.pop(member_id, None)
+        else:
+            of_group[member_id] = member

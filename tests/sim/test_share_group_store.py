@@ -7,21 +7,18 @@ nothing writes nothing; a write that fails leaves the group as it was."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Mapping
 
 import pytest
 
 from kop.groups.consumer.group import TopicMeta
-from kop.groups.coordinator import Limits
-from kop.groups.offsets_store import OffsetsStore
-from kop.groups.service import GroupService
 from kop.groups.share.coordinator import ShareHeartbeat
 from kop.groups.share.service import ShareGroups
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
 from tests.sim.memory_log import MemoryLog
+from tests.sim.test_consumer_group_store import _started
 
 OFFSETS = "persistent://public/__kop/consumer-offsets"
 T1 = uuid.UUID(int=1)
@@ -29,15 +26,6 @@ T1 = uuid.UUID(int=1)
 
 async def _resolve(names: set[str]) -> Mapping[str, TopicMeta]:
     return {"t1": TopicMeta(T1, "t1", 4)}
-
-
-async def _started(log: MemoryLog) -> GroupService:
-    groups = GroupService(OffsetsStore(log, OFFSETS, 2), Limits(initial_rebalance_delay_ms=0))
-    await groups.start()
-    async with asyncio.timeout(5):
-        while not groups.loaded:
-            await asyncio.sleep(0.001)
-    return groups
 
 
 def _beat(member: str, epoch: int, topics: tuple[str, ...] | None = None) -> ShareHeartbeat:

@@ -25,13 +25,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from typing import Any
 
 from kop.groups.consumer.group import ConsumerGroup, TopicMeta
 from kop.groups.consumer.member import Assignment, ClassicMeta, ConsumerMember, MemberState
 from kop.groups.record_json import (
     VERSION,
+    HeadsAndMembers,
     MalformedRecord,
     b64,
     escape,
@@ -267,27 +267,14 @@ def _uuid(text: object) -> uuid.UUID:
 
 
 @dataclass(slots=True)
-class LoadedConsumerGroups:
+class LoadedConsumerGroups(HeadsAndMembers[GroupHead, tuple[ConsumerMember, Assignment]]):
     """The consumer groups one offsets partition held, as its records are read back."""
-
-    heads: dict[str, GroupHead] = dataclass_field(default_factory=dict)
-    members: dict[str, dict[str, tuple[ConsumerMember, Assignment]]] = dataclass_field(
-        default_factory=dict
-    )
 
     def apply(self, record: HeadRecord | MemberRecord) -> None:
         if isinstance(record, HeadRecord):
-            if record.head is None:
-                self.heads.pop(record.group, None)
-                self.members.pop(record.group, None)
-            else:
-                self.heads[record.group] = record.head
-            return
-        of_group = self.members.setdefault(record.group, {})
-        if record.member is None:
-            of_group.pop(record.member_id, None)
+            self.put_head(record.group, record.head)
         else:
-            of_group[record.member_id] = record.member
+            self.put_member(record.group, record.member_id, record.member)
 
     def groups(self) -> list[ConsumerGroup]:
         """Each group with its members (a member without its group is dropped)."""

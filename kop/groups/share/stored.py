@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from dataclasses import field as dataclass_field
 from typing import Any
 
 from kop.groups.consumer.group import TopicMeta
@@ -31,6 +30,7 @@ from kop.groups.consumer.member import Assignment
 from kop.groups.consumer.records import parts_json, read_parts, read_topics, topics_json
 from kop.groups.record_json import (
     VERSION,
+    HeadsAndMembers,
     MalformedRecord,
     escape,
     field,
@@ -186,27 +186,14 @@ def _read_member(member_id: str, v: dict[str, Any]) -> tuple[ShareMember, Assign
 
 
 @dataclass(slots=True)
-class LoadedShareGroups:
+class LoadedShareGroups(HeadsAndMembers[ShareSnapshot, tuple[ShareMember, Assignment]]):
     """The share groups one offsets partition held, as its records are read back."""
-
-    heads: dict[str, ShareSnapshot] = dataclass_field(default_factory=dict)
-    members: dict[str, dict[str, tuple[ShareMember, Assignment]]] = dataclass_field(
-        default_factory=dict
-    )
 
     def apply(self, record: ShareHeadRecord | ShareMemberRecord) -> None:
         if isinstance(record, ShareHeadRecord):
-            if record.head is None:
-                self.heads.pop(record.group, None)
-                self.members.pop(record.group, None)
-            else:
-                self.heads[record.group] = record.head
-            return
-        of_group = self.members.setdefault(record.group, {})
-        if record.member is None:
-            of_group.pop(record.member_id, None)
+            self.put_head(record.group, record.head)
         else:
-            of_group[record.member_id] = record.member
+            self.put_member(record.group, record.member_id, record.member)
 
     def groups(self, deadline_ms: Callable[[str, str], int]) -> list[ShareGroup]:
         """Each group with its members (a member without its group is dropped), whose
