@@ -122,7 +122,7 @@ async def test_a_heartbeat_whose_write_fails_leaves_the_group_as_it_was() -> Non
     groups = await _started(MemoryLog())
     share: ShareGroups = groups.share
     joined = await share.heartbeat(_beat("a", 0, ("t1",)), _resolve)
-    share._store = _Failing()  # type: ignore[assignment]
+    share._writes._store = _Failing()  # type: ignore[assignment]
     with pytest.raises(KafkaError):
         await share.heartbeat(_beat("b", 0, ("t1",)), _resolve)
     g = share.get("g")

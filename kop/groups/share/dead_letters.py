@@ -18,13 +18,17 @@ dead-letter partition's leader as any produce does.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from kop.groups.share.records import Dead
-from kop.protocol.records import Record
+from kop.log.counting import LogEntry
+from kop.protocol.records import Record, iter_batches
+
+log = logging.getLogger(__name__)
 
 HEADER_TOPIC = "__dlq.errors.topic"
 HEADER_PARTITION = "__dlq.errors.partition"
@@ -101,6 +105,27 @@ def letters(
     return DeadLetters(policy, source_topic, source_partition, tuple(out))
 
 
-def wanted(dead: Iterable[Dead]) -> set[int]:
-    """The bases of the entries whose records the letters copy."""
-    return {d.base for d in dead}
+async def send_letters(
+    policy: DeadLetterPolicy, sink: DeadLetterSink | None, source: tuple[str, int],
+    dead: Sequence[Dead], held: Mapping[int, LogEntry],
+) -> None:  # fmt: skip
+    """The letters of `dead` records of partition `source` (topic, index), whose entries
+    are in `held` by base offset, to the sink, where the group has a dead-letter topic.
+    Not written (the topic refused, its leader away past the sink's retries): the records
+    are archived all the same, as Kafka archives them, and it is logged."""
+    if not policy.topic or sink is None:
+        return
+    sources: dict[int, Record] = {}
+    if policy.copy:
+        for base in {d.base for d in dead}:
+            item = held.get(base)
+            if item is not None:
+                sources.update((r.offset, r) for r in iter_batches(bytes(item.entry.data)))
+    name, index = source
+    try:
+        await sink.write(letters(policy, name, index, dead, sources))
+    except DeadLetterError as exc:
+        log.warning(
+            "share group %s: %d dead letters of %s-%d not written to %s: %s",
+            policy.group_id, len(dead), name, index, policy.topic, exc,
+        )  # fmt: skip

@@ -17,13 +17,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
-from kop.groups.share.dead_letters import (
-    DeadLetterError,
-    DeadLetterPolicy,
-    DeadLetterSink,
-    letters,
-    wanted,
-)
+from kop.groups.share.dead_letters import DeadLetterPolicy, DeadLetterSink, send_letters
 from kop.groups.share.records import (
     AckBatch,
     Acquired,
@@ -35,7 +29,6 @@ from kop.groups.share.records import (
 from kop.log.counting import LogEntry
 from kop.log.partition_log import PartitionLog
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.protocol.records import Record, iter_batches
 from kop.storage.port import SharedSubscription
 from kop.storage.types import Delivered, StaleDelivery, StorageError
 
@@ -152,26 +145,7 @@ class SharePartition:
             raise KafkaError(ErrorCode.request_timed_out, f"acknowledging: {exc}") from exc
 
     async def _write_letters(self, dead: list[Dead]) -> None:
-        """The dead records' letters, where the group has a dead-letter topic. Not
-        written (the topic refused, its leader away past the sink's retries): the
-        records are archived all the same, as Kafka archives them, and it is logged."""
-        policy, sink = self.policy, self.dead_letters
-        if not policy.topic or sink is None:
-            return
-        sources: dict[int, Record] = {}
-        if policy.copy:
-            for base in wanted(dead):
-                item = self._items.get(base)
-                if item is not None:
-                    sources.update((r.offset, r) for r in iter_batches(bytes(item.entry.data)))
-        name, index = self.source
-        try:
-            await sink.write(letters(policy, name, index, dead, sources))
-        except DeadLetterError as exc:
-            log.warning(
-                "share group %s: %d dead letters of %s-%d not written to %s: %s",
-                policy.group_id, len(dead), name, index, policy.topic, exc,
-            )  # fmt: skip
+        await send_letters(self.policy, self.dead_letters, self.source, dead, self._items)
 
     def _forget(self, d: Delivered) -> None:
         for base, item in list(self._items.items()):

@@ -17,35 +17,19 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Protocol
 
 from kop.groups.consumer.group import TopicMeta
 from kop.groups.group_locks import GroupLocks
 from kop.groups.share.coordinator import ShareAnswer, ShareCoordinator, ShareHeartbeat
 from kop.groups.share.group import ShareGroup
-from kop.groups.share.stored import ShareSnapshot, changes, restored, snapshot, tombstones
+from kop.groups.share.stored import ShareSnapshot, snapshot
+from kop.groups.share.writes import Failed, ShareStore, ShareWrites, Unstored, retriable
 from kop.protocol.errors import ErrorCode, KafkaError
-from kop.storage.types import OutgoingMessage, StorageError
 
 log = logging.getLogger(__name__)
 
 Resolver = Callable[[set[str]], Awaitable[Mapping[str, TopicMeta]]]
 TICK_S = 1.0
-
-
-class ShareStore(Protocol):
-    """Where a share group's records go (OffsetsStore)."""
-
-    async def store_share_group(self, group: str, records: list[OutgoingMessage]) -> None: ...
-
-
-def _retriable(_group: str, _exc: StorageError) -> ErrorCode:
-    return ErrorCode.request_timed_out
-
-
-class _Unstored:
-    async def store_share_group(self, group: str, records: list[OutgoingMessage]) -> None:
-        return None
 
 
 class ShareGroups:
@@ -57,18 +41,16 @@ class ShareGroups:
         taken: Callable[[str], bool],
         room: Callable[[str], bool],
         store: ShareStore | None = None,
-        failed: Callable[[str, StorageError], ErrorCode] = lambda _g, _e: (
-            ErrorCode.request_timed_out
-        ),
+        failed: Failed | None = None,
     ) -> None:
         self.coordinator = coordinator
         self._clock = clock
         self._check = check  # NOT_COORDINATOR unless this instance coordinates the group
         self._taken = taken  # a classic or consumer group holds the id
         self._room = room  # may a new group be held (max_groups, per tenant)
-        self._store = store or _Unstored()
-        # what a failed write means for the client
-        self._failed = failed if failed is not None else _retriable
+        self._writes = ShareWrites(
+            coordinator, clock, store or Unstored(), failed if failed is not None else retriable
+        )
         self._locks = GroupLocks()
 
     def _exclusive(self, group_id: str) -> contextlib.AbstractAsyncContextManager[None]:
@@ -92,35 +74,8 @@ class ShareGroups:
                 self._check(hb.group_id)  # still ours after the lookup
             before = snapshot(c.groups.get(hb.group_id))
             answer = c.heartbeat(hb, resolved, self._clock())
-            await self._persist(hb.group_id, before)
+            await self._writes.asked(hb.group_id, before)
             return answer
-
-    async def _persist(self, group_id: str, before: ShareSnapshot | None) -> None:
-        """The group's change since `before`, written; if the write fails, the group is
-        as it was before (and the caller's request fails with what the failure means)."""
-        g = self.coordinator.groups.get(group_id)
-        if g is None:
-            return
-        try:
-            await self._store.store_share_group(group_id, changes(before, g))
-        except StorageError as exc:
-            log.warning("share group %s not persisted: %s", group_id, exc)
-            self._revert(group_id, before)
-            raise KafkaError(self._failed(group_id, exc), str(exc)) from None
-
-    def _revert(self, group_id: str, before: ShareSnapshot | None) -> None:
-        c = self.coordinator
-        if before is None:
-            c.forget(group_id)
-            return
-        now = c.groups.get(group_id)
-        session = c.session_ms(group_id)
-
-        def deadline(member: str) -> int:
-            kept = now.members.get(member) if now is not None else None
-            return kept.deadline_ms if kept is not None else self._clock() + session
-
-        c.groups[group_id] = restored(group_id, before, deadline)
 
     def restore(self, groups: Iterable[ShareGroup]) -> None:
         """Groups read back from their offsets partition (their sessions start now)."""
@@ -177,7 +132,7 @@ class ShareGroups:
                 return
             g.offset_topics.update(added)
             g.offset_topics.difference_update(removed)
-            await self._persist(group_id, before)
+            await self._writes.asked(group_id, before)
 
     def snapshot(self, group_id: str) -> ShareSnapshot | None:
         return snapshot(self.coordinator.groups.get(group_id))
@@ -191,13 +146,10 @@ class ShareGroups:
                 return ErrorCode.group_id_not_found
             if g.members:
                 return ErrorCode.non_empty_group
-            try:
-                await self._store.store_share_group(group_id, tombstones(g))
-            except StorageError as exc:
-                log.warning("deleting share group %s not persisted: %s", group_id, exc)
-                return self._failed(group_id, exc)
-            self.coordinator.forget(group_id)
-            return ErrorCode.none
+            code = await self._writes.deleted(g)
+            if code is ErrorCode.none:
+                self.coordinator.forget(group_id)
+            return code
 
     async def run_timers(self) -> None:
         """Ends the sessions of members that stopped heartbeating."""
@@ -218,10 +170,4 @@ class ShareGroups:
                 before = snapshot(self.coordinator.groups.get(group_id))
                 for member_id in self.coordinator.expire_group(group_id, self._clock()):
                     log.info("share group %s: member %s's session ended", group_id, member_id)
-                g = self.coordinator.groups.get(group_id)
-                if g is None:
-                    continue
-                try:
-                    await self._store.store_share_group(group_id, changes(before, g))
-                except StorageError as exc:
-                    log.warning("share group %s's ended sessions not persisted: %s", group_id, exc)
+                await self._writes.ended(group_id, before)
