@@ -134,9 +134,7 @@ class KopConfig(PulsarSettings):
     group_share_partition_max_record_locks: int = Field(2_000, ge=100, le=10_000)
     group_share_max_share_sessions: int = Field(2_000, ge=1)
     share_auto_offset_reset: Literal["latest", "earliest"] = "latest"
-    # KIP-1191 (after Kafka 4.3): a share group's dead-letter topic must start with this
-    # prefix (empty: any name), and is created when missing only if the second is true
-    errors_deadletterqueue_topic_name_prefix: str = Field("dlq.", max_length=249)
+    errors_deadletterqueue_topic_name_prefix: str = Field("dlq.", max_length=249)  # KIP-1191
     errors_deadletterqueue_auto_create_topics_enable: bool = False
     max_groups: int = Field(10_000, ge=1)
     max_groups_per_tenant: int = Field(5_000, ge=1)  # one tenant's share of max_groups

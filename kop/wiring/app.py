@@ -8,7 +8,6 @@ import logging
 from dataclasses import dataclass
 
 from kop.api.context import Broker, Services
-from kop.api.dead_letter_writes import DeadLetterRules, DeadLetterWrites
 from kop.api.share_sessions import ShareSessions
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.membership import Membership
@@ -33,6 +32,7 @@ from kop.wiring.listeners import ListenerSetupError, Security, advertised
 from kop.wiring.parts import (
     admin_http,
     connection_limits,
+    dead_letter_writes,
     fetch_sessions,
     join_instances,
     partition_logs,
@@ -176,10 +176,7 @@ class Gateway:
                 self.backend.admin, shares, groups, logs, ownership, peers
             ),
         )  # fmt: skip
-        shares.dead_letters = DeadLetterWrites(services, peers, DeadLetterRules(
-            c.errors_deadletterqueue_topic_name_prefix,
-            c.errors_deadletterqueue_auto_create_topics_enable,
-        ))  # fmt: skip
+        shares.dead_letters = dead_letter_writes(c, services, peers)
         self.metrics.watch_fetch_sessions(services.fetch_sessions)
         default_ns = Namespace(c.tenant, c.namespace)
         self.metrics.watch_groups(groups, logs)

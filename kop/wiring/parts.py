@@ -8,7 +8,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
-from kop.api.context import Broker
+from kop.api.context import Broker, Services
+from kop.api.dead_letter_writes import DeadLetterRules, DeadLetterWrites
 from kop.api.fetch_sessions import FetchSessions
 from kop.cluster.epochs import LeaderEpochs
 from kop.cluster.joining import JoinRefused, Liveness, join
@@ -222,3 +223,12 @@ async def partition_logs(
         storage, store, settings, compaction=backend.compaction, owns=ownership.mine,
         view=lambda: ownership.version, epochs=epochs,
     )  # fmt: skip
+
+
+def dead_letter_writes(c: KopConfig, services: Services, peers: PeerClient) -> DeadLetterWrites:
+    """Where share groups' dead letters go (KIP-1191, D33), by kop's errors_deadletterqueue_*."""
+    rules = DeadLetterRules(
+        c.errors_deadletterqueue_topic_name_prefix,
+        c.errors_deadletterqueue_auto_create_topics_enable,
+    )
+    return DeadLetterWrites(services, peers, rules)
