@@ -56,7 +56,12 @@ async def handle(
     """The ordered part begins every partition's append; the answer waits for Pulsar."""
     if request.acks not in (0, 1, -1):
         return Later(_finish(request, [], error=ErrorCode.invalid_required_acks))
-    if is_peer(ctx.principal, services.ownership.instances()):
+    principal = ctx.principal
+    if (
+        principal is not None
+        and principal.instance
+        and is_peer(principal, services.ownership.instances())
+    ):
         # another kop instance writing as kop (a share group's dead letters, whose
         # topic it checked): kop's own write, whatever the tenant's permissions
         ctx = dataclasses.replace(ctx, access=ALLOW_ALL)
