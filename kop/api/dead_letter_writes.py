@@ -14,8 +14,8 @@ The letters go to partition `source partition % partitions` as one Produce (acks
 handled here when this instance leads that partition, else sent to the instance that
 does over the instances' own connections (kop.sasl.peer_client), whose Produce takes
 a proven instance's write as kop's own. A retriable refusal (the leader moving, Pulsar
-slow) is tried again a few times, then given up (the records are archived anyway, as
-Kafka archives them when its writes fail).
+slow, Pulsar's admin away) is tried again a few times, within 5 s in all, then given up
+(the records are archived anyway, as Kafka archives them when its writes fail).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from kop.protocol.errors import ErrorCode, KafkaError
 from kop.protocol.records import build_batch
 from kop.sasl.peer_client import PeerClient, PeerUnreachable
 from kop.storage.naming import InvalidTopicName, PulsarTopic, resolve
+from kop.storage.types import AdminError, StorageError
 from kop.topics.catalog import TopicView
 from kop.topics.configs import DLQ_ENABLE
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS = 4
 BACKOFF_S = 0.5  # doubled after each failed attempt
+WRITE_WITHIN_S = 5.0  # all attempts together
 TIMEOUT = datetime.timedelta(seconds=30)  # the produce's, at the leader
 RETRIABLE = frozenset({
     ErrorCode.not_leader_or_follower, ErrorCode.leader_not_available,
@@ -70,14 +72,25 @@ class DeadLetterWrites:
         peers: PeerClient,
         rules: DeadLetterRules,
         backoff_s: float = BACKOFF_S,
+        within_s: float = WRITE_WITHIN_S,
     ) -> None:
         self._services = services
         self._peers = peers
         self._rules = rules
         self._backoff_s = backoff_s
+        self._within_s = within_s
         self.written = 0  # letters written since start (for tests and the log)
 
     async def write(self, letters: DeadLetters) -> None:
+        """Within `WRITE_WITHIN_S` whatever is retried: the acknowledgement (or the
+        expiry of locks, for every share-partition of the instance) waits on it."""
+        try:
+            async with asyncio.timeout(self._within_s):
+                await self._attempts(letters)
+        except TimeoutError:
+            raise DeadLetterError(f"not written within {self._within_s} s") from None
+
+    async def _attempts(self, letters: DeadLetters) -> None:
         delay = self._backoff_s
         for attempt in range(ATTEMPTS):
             try:
@@ -88,7 +101,7 @@ class DeadLetterWrites:
             except KafkaError as exc:
                 if exc.code not in RETRIABLE or attempt == ATTEMPTS - 1:
                     raise DeadLetterError(f"{exc.code.name}: {exc.message or ''}") from exc
-            except PeerUnreachable as exc:
+            except (PeerUnreachable, StorageError, AdminError) as exc:  # Pulsar, an instance away
                 if attempt == ATTEMPTS - 1:
                     raise DeadLetterError(str(exc)) from exc
             await asyncio.sleep(delay)

@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from conformance.clients.raw import RawClient
-from kop.api.dead_letter_writes import DeadLetterWrites
+from kop.api.dead_letter_writes import DeadLetterRules, DeadLetterWrites
 from kop.groups.share.dead_letters import DeadLetterError, DeadLetterPolicy, letters
 from kop.groups.share.records import Dead, DeadCause
 from kop.protocol.records import Record, build_batch, iter_batches
+from kop.sasl.peer_client import PeerClient
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import CONSUME
+from kop.storage.types import StorageError
 from kop.wiring.app import Gateway
 from tests.gateway.memory_gateway import gateway_with_hot_topic, until
 from tests.gateway.test_groups_across_instances import two_instances
@@ -139,3 +141,31 @@ async def test_letters_for_a_partition_led_elsewhere_cross_to_its_leader() -> No
         await _sink(other).write(_letters(elsewhere, 9))
         got = await _read(led_by.kafka_port, "dlq.hot", elsewhere)
         assert [(r.value, dict(r.headers)["__dlq.errors.offset"]) for r in got] == [(b"v9", b"9")]
+
+
+async def test_pulsar_away_or_a_slow_leader_end_in_a_refused_letter_not_a_crash() -> None:
+    """What the sink meets below it (Pulsar's admin away, a write that does not end) is
+    a DeadLetterError within its bound: the record is archived without its letter, and
+    the acknowledgement (or every share-partition's lock expiry) is not held for ever."""
+    async with gateway_with_hot_topic(1) as (gateway, backend):
+        await _topic(backend, "dlq.hot", 1, opted_in=True)
+        services = gateway.running.services
+
+        async def away(_topic: object) -> None:
+            raise StorageError("Pulsar's admin is away")
+
+        sink = DeadLetterWrites(services, PeerClient("t"), DeadLetterRules(), backoff_s=0.01)
+        real = services.catalog.describe
+        services.catalog.describe = away  # type: ignore[assignment,method-assign]
+        with pytest.raises(DeadLetterError, match="away"):
+            await sink.write(_letters(0, 1))
+        services.catalog.describe = real  # type: ignore[method-assign]
+
+        async def stuck(*_args: object) -> None:
+            await asyncio.Event().wait()
+
+        slow = DeadLetterWrites(services, PeerClient("t"), DeadLetterRules(), within_s=0.2)
+        slow._produce = stuck  # type: ignore[method-assign]
+        with pytest.raises(DeadLetterError, match=r"within 0\.2 s"):
+            await slow.write(_letters(0, 1))
+        assert sink.written == slow.written == 0

@@ -63,13 +63,13 @@ def _share(
     sub = loop.run(log.shared(TOPIC, "kafka-share-g", earliest=True), within=10)
     plog = node.partition()
 
+    sink = Sink(sub, fail)
+
     async def made() -> SharePartition:
-        return SharePartition(plog, sub, LIMITS, lambda: int(loop.time() * 1000))
+        clock = lambda: int(loop.time() * 1000)  # noqa: E731
+        return SharePartition(plog, sub, LIMITS, clock, source=("t", 3), dead_letters=sink)
 
     sp = loop.run(made(), within=10)
-    sink = Sink(sub, fail)
-    sp.source = ("t", 3)
-    sp.dead_letters = sink
     sp.configure(LIMITS, policy)
     return sp, sub, sink
 

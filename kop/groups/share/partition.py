@@ -45,6 +45,9 @@ class SharePartition:
         limits: ShareLimits,
         clock: Callable[[], int],
         hold: int = 500,
+        *,
+        source: tuple[str, int] | None = None,
+        dead_letters: DeadLetterSink | None = None,
     ) -> None:
         self.plog = plog
         self.subscription = subscription
@@ -57,9 +60,10 @@ class SharePartition:
         self._epoch = subscription.epoch
         self.last_used_s = asyncio.get_running_loop().time()
         self.failed: StorageError | None = None
-        self.source = (plog.topic, 0)  # the partition as the group's members name it
+        # the partition as the group's members name it, and where its dead letters go
+        self.source = source if source is not None else (plog.topic, 0)
+        self.dead_letters = dead_letters
         self.policy = DeadLetterPolicy("", "")
-        self.dead_letters: DeadLetterSink | None = None
         self._task = asyncio.get_running_loop().create_task(self._pump())
 
     def configure(self, limits: ShareLimits, policy: DeadLetterPolicy) -> None:

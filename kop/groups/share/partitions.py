@@ -120,9 +120,9 @@ class SharePartitions:
                 )  # fmt: skip
             except (StorageError, AdminError) as exc:
                 raise KafkaError(ErrorCode.request_timed_out, str(exc)) from exc
-            sp = self._open[key] = SharePartition(plog, sub, limits, self._clock)
-            sp.source = source
-            sp.dead_letters = self.dead_letters
+            sp = self._open[key] = SharePartition(
+                plog, sub, limits, self._clock, source=source, dead_letters=self.dead_letters
+            )
             sp.configure(limits, policy)
             return sp
 
