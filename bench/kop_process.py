@@ -85,7 +85,8 @@ class KopProcess:
         logf = self.log_path.open("ab")
         logf.write(f"\n==== {time.strftime('%H:%M:%S')} {' '.join(self._cmd)}\n".encode())
         logf.flush()
-        env = {**os.environ, **self._env, "PYTHONUNBUFFERED": "1"}
+        # no Schema Registry unless asked: a bench kop runs beside `make run`, which has 8081
+        env = {**os.environ, "KOP_SCHEMA_REGISTRY_PORT": "0", **self._env, "PYTHONUNBUFFERED": "1"}
         self._proc = subprocess.Popen(
             self._cmd, cwd=self._cwd, stdout=logf, stderr=subprocess.STDOUT, env=env,
             stdin=subprocess.DEVNULL,

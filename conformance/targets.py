@@ -165,6 +165,7 @@ def _kop_env(node_id: int, port: int, admin_port: int, system: str) -> dict[str,
     return {
         **os.environ, "KOP_NODE_ID": str(node_id), "KOP_PORT": str(port),
         "KOP_ADMIN_PORT": str(admin_port), "KOP_ADVERTISED_HOST": "127.0.0.1",
+        "KOP_SCHEMA_REGISTRY_PORT": "0",  # not 8081: `make run`'s kop may have it
         # its own cluster: not one with a kop that may be running beside it
         "KOP_SYSTEM_NAMESPACE": system,
         "KOP_CLUSTER_SECRET": f"conformance-secret-{system}",  # the instances' credential

@@ -10,10 +10,15 @@ that did it instead.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterator
 
 import pytest
+
+# No Schema Registry on 8081 in tests unless one asks for it (KopConfig's default): the
+# suite runs gateways side by side, in process and as processes (which inherit this).
+os.environ.setdefault("KOP_SCHEMA_REGISTRY_PORT", "0")
 
 
 def _main_loop_unset() -> bool:

@@ -1,8 +1,9 @@
 """`kop standalone --instances N`: N kop processes on one machine, as a small cluster
 to try several instances by hand (kill one, watch the others take over).
 
-Instance i is `kop serve` with node id i, Kafka on the base port + 100 i and admin
-HTTP on the admin base port + 100 i, its lines prefixed `[node i]`. Ctrl-C reaches
+Instance i is `kop serve` with node id i, Kafka on the base port + 100 i, admin
+HTTP on the admin base port + 100 i and the Schema Registry on its base port (8081,
+or `KOP_SCHEMA_REGISTRY_PORT`) + 100 i, its lines prefixed `[node i]`. Ctrl-C reaches
 every instance (they share the terminal's process group) and each stops as it
 always does: hands over, finishes in-flight requests, flushes its index.
 """
@@ -33,6 +34,8 @@ def instance_env(index: int, port: int, admin_port: int, flags: dict[str, Any]) 
     env["KOP_NODE_ID"] = str(index)
     env["KOP_PORT"] = str(port + PORT_STEP * index)
     env["KOP_ADMIN_PORT"] = str(admin_port + PORT_STEP * index) if admin_port else "0"
+    registry = int(env.get("KOP_SCHEMA_REGISTRY_PORT") or 8081)
+    env["KOP_SCHEMA_REGISTRY_PORT"] = str(registry + PORT_STEP * index) if registry else "0"
     return env
 
 

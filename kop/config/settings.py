@@ -17,6 +17,7 @@ from pydantic_settings import (
 )
 
 from kop.config.pulsar import PulsarSettings
+from kop.config.registry import RegistrySettings
 from kop.groups.consumer.assignors import ASSIGNORS
 from kop.groups.mirror_names import DEFAULT_PREFIX, check_prefix
 
@@ -51,7 +52,7 @@ class ConfigError(Exception):
     """A bad configuration; the message names the setting and what is wrong."""
 
 
-class KopConfig(PulsarSettings):
+class KopConfig(PulsarSettings, RegistrySettings):
     model_config = SettingsConfigDict(env_prefix="KOP_", extra="forbid")
 
     # Several instances (docs/decisions.md D15): each a unique node id (it is part of

@@ -48,6 +48,11 @@ class Access(Protocol):
         """Get a producer id: allowed to produce somewhere in `ns`."""
         ...
 
+    async def namespace_use(self, ns: Namespace) -> bool:
+        """Read what belongs to `ns` as a whole (its Schema Registry subjects): allowed to
+        produce or consume somewhere in it."""
+        ...
+
     async def cluster(self) -> bool:
         """Broker-wide operations (broker configs, log dirs): superusers only."""
         ...
@@ -75,6 +80,9 @@ class _Fixed:
         return self._answer
 
     async def idempotent_write(self, ns: Namespace) -> bool:
+        return self._answer
+
+    async def namespace_use(self, ns: Namespace) -> bool:
         return self._answer
 
     async def cluster(self) -> bool:
@@ -203,6 +211,14 @@ class RoleAccess:
             return True
         grants = await self._auth.grants(ns)
         return grants is not None and PRODUCE in grants.anywhere(self._role)
+
+    async def namespace_use(self, ns: Namespace) -> bool:
+        if not self._role:
+            return False
+        if await self._auth.is_admin(self._role, ns.tenant):
+            return True
+        grants = await self._auth.grants(ns)
+        return grants is not None and bool(grants.anywhere(self._role) & {PRODUCE, CONSUME})
 
     async def cluster(self) -> bool:
         return self._role in self._auth.superusers

@@ -42,6 +42,7 @@ from kop.wiring.parts import (
     state_topics,
     topic_catalog,
 )
+from kop.wiring.registry import schema_registry
 from kop.wiring.txn import start_transactions
 
 log = logging.getLogger(__name__)
@@ -191,6 +192,9 @@ class Gateway:
                 c, self.metrics, logs, groups, catalog, ownership, security, self.backend.admin
             )
             self._closes.push(http.stop)
+        registry = await schema_registry(c, self.backend, storage, security)
+        if registry is not None:
+            self._closes.push(registry.stop)
         self._running = Running(services, membership, epochs, listener, security, http)
         # Pushed last, so run first at stop: the others take this instance's partitions
         # and groups over at once, then its in-flight requests finish.

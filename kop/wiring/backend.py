@@ -14,6 +14,7 @@ from kop.pulsar.credentials import PulsarCredentials
 from kop.pulsar.permissions import PulsarPermissions
 from kop.pulsar.preflight import Preflight, PreflightError
 from kop.pulsar.properties import GroupConfigProperties, NamespaceProperties
+from kop.pulsar.schemas import PulsarTopicSchemas
 from kop.pulsar.wire.auth import AuthConfigError, make_authentication
 from kop.pulsar.wire.options import ConnectOptions
 from kop.pulsar.wire.tls import TlsConfigError, TlsOptions
@@ -23,6 +24,7 @@ from kop.storage.naming import Namespace
 from kop.storage.permissions import PermissionStore
 from kop.storage.port import Compaction, MessageStore, StorageAdmin
 from kop.storage.quotas import QuotaStore
+from kop.storage.schemas import TopicSchemas
 from kop.wiring.errors import StartupError
 
 
@@ -35,6 +37,7 @@ class Backend(Protocol):
     credentials: CredentialStore
     quotas: QuotaStore
     group_configs: GroupConfigStore
+    schemas: TopicSchemas  # Pulsar's schema registry (kop/registry serves it)
 
     async def prepare(self, config: KopConfig) -> MessageStore: ...
 
@@ -74,6 +77,7 @@ class PulsarBackend:
             self._pulsar_admin.request, system, "kop-quota:"
         )
         self.group_configs: GroupConfigStore = GroupConfigProperties(self._pulsar_admin.request)
+        self.schemas: TopicSchemas = PulsarTopicSchemas(self._pulsar_admin.request)
         self._wait_s = wait_s
         self._session: PulsarSession | None = None
 

@@ -84,7 +84,8 @@ class KopProcess:
         # kop opens its Kafka listener before its admin HTTP one: a test that asks the
         # admin API right after start (a CI run met "connection refused") needs both.
         admin = int(self.env["KOP_ADMIN_PORT"])
-        ports = [self.port] + ([admin] if admin else [])
+        registry = int(self.env.get("KOP_SCHEMA_REGISTRY_PORT") or 0)
+        ports = [self.port] + [p for p in (admin, registry) if p]
         deadline = time.monotonic() + timeout
         while ports and time.monotonic() < deadline:
             if self.proc.poll() is not None:

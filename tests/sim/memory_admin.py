@@ -14,6 +14,7 @@ from kop.storage.permissions import NamespaceGrants
 from kop.storage.types import AdminError, Cursor, Position, StorageUnavailable, TopicInfo
 from tests.sim.memory_compaction import MemoryCompaction
 from tests.sim.memory_log import MemoryLog
+from tests.sim.memory_schemas import MemoryTopicSchemas
 from tests.sim.memory_shared import MemorySubscription
 
 K = TypeVar("K")
@@ -231,6 +232,7 @@ class MemoryBackend:
         self.credentials = MemoryCredentials()
         self.quotas = MemoryRecords[str]()
         self.group_configs = LocalGroupConfigs()
+        self.schemas = MemoryTopicSchemas(self.log)
 
     async def prepare(self, config: KopConfig) -> MemoryLog:
         return self.log
@@ -242,6 +244,7 @@ class MemoryBackend:
         other.admin, other.compaction = self.admin, self.compaction
         other.permissions, other.credentials = self.permissions, self.credentials
         other.quotas, other.group_configs = self.quotas, self.group_configs
+        other.schemas = self.schemas
         return other
 
     async def close(self) -> None:

@@ -9,6 +9,7 @@ import importlib.metadata
 import tomllib
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kop.cli.main import main
@@ -55,7 +56,10 @@ def test_check_names_the_setting_a_mistyped_key_meant(tmp_path: Path) -> None:
     assert "prot: no such setting (did you mean port?)" in result.output
 
 
-def test_check_passes_a_valid_file_and_says_what_it_set(tmp_path: Path) -> None:
+def test_check_passes_a_valid_file_and_says_what_it_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KOP_SCHEMA_REGISTRY_PORT", raising=False)  # tests/conftest.py's
     result = CliRunner().invoke(
         main, ["config", "check", "--config", _file(tmp_path, "port = 9192\n")]
     )

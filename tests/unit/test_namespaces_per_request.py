@@ -35,6 +35,9 @@ class _CountingAccess:
     async def idempotent_write(self, ns: Namespace) -> bool:
         return True
 
+    async def namespace_use(self, ns: Namespace) -> bool:
+        return True
+
     async def cluster(self) -> bool:
         return True
 

@@ -1,0 +1,100 @@
+"""A schema as the registry keeps it: its type, and its text in one canonical form, so
+that the same schema written with other spacing is recognised as already registered
+(and gets the id it has), as Confluent's registry does.
+
+Avro is parsed by Apache Avro's own library: what it refuses is refused with Confluent's
+42201. JSON Schema and Protobuf are refused for now (docs/schema-registry.md says so):
+kop has no checker for their compatibility, and a registry that accepted evolutions it
+cannot check would let incompatible data in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import avro.errors
+import avro.schema
+
+from kop.registry.errors import RegistryError, invalid_schema, too_large
+
+AVRO = "AVRO"
+SERVED_TYPES = (AVRO,)
+MAX_SCHEMA_BYTES = 1 << 20  # a schema's text; Confluent's clients send far less
+
+
+@dataclass(frozen=True, slots=True)
+class Schema:
+    type: str  # AVRO
+    text: str  # canonical: compact JSON of the parsed schema
+
+    @property
+    def fingerprint(self) -> str:
+        """Equal for schemas the registry treats as one (one id per namespace)."""
+        return hashlib.sha256(f"{self.type}\0{self.text}".encode()).hexdigest()
+
+    def parsed(self) -> avro.schema.Schema:
+        return avro.schema.parse(self.text)
+
+
+def parse(text: object, schema_type: object = None, references: object = None) -> Schema:
+    """The schema a client sent, checked and canonical; RegistryError (42201) if it is
+    not one kop serves."""
+    if schema_type in (None, ""):
+        schema_type = AVRO
+    if not isinstance(text, str) or not text.strip():
+        raise invalid_schema("the schema must be a non-empty string")
+    if len(text.encode()) > MAX_SCHEMA_BYTES:
+        raise too_large(MAX_SCHEMA_BYTES)
+    if schema_type not in SERVED_TYPES:
+        raise invalid_schema(f"schemaType {schema_type!r} is not served by kop (AVRO is)")
+    if references not in (None, []):
+        raise invalid_schema("schema references are not served by kop")
+    return Schema(AVRO, canonical_avro(text))
+
+
+def canonical_avro(text: str) -> str:
+    """The compact JSON of an Avro schema (RegistryError 42201 if it is not one)."""
+    try:
+        parsed = avro.schema.parse(text)
+    except (avro.errors.AvroException, ValueError, TypeError, KeyError) as exc:
+        raise invalid_schema(str(exc) or type(exc).__name__) from None
+    except RecursionError:
+        raise invalid_schema("the schema is nested too deeply") from None
+    return json.dumps(_java_order(parsed.to_json()), separators=(",", ":"))
+
+
+# Apache Avro's Java `Schema.toString()` orders keys so (what Confluent's registry
+# returns); Python's library orders a field's `type` before its `name`.
+_TYPE_KEYS = ("type", "name", "namespace", "doc", "fields", "symbols", "items", "values", "size")
+_FIELD_KEYS = ("name", "type", "doc", "default", "order", "aliases")
+
+
+def _java_order(value: Any, field: bool = False) -> Any:
+    if isinstance(value, list):
+        return [_java_order(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    first = _FIELD_KEYS if field else _TYPE_KEYS
+    keys = [k for k in first if k in value] + [k for k in value if k not in first]
+    out: dict[str, Any] = {}
+    for k in keys:
+        v = value[k]
+        if k == "fields" and isinstance(v, list):
+            out[k] = [_java_order(f, field=True) for f in v]
+        elif k in ("type", "items", "values"):
+            out[k] = _java_order(v)
+        else:
+            out[k] = v
+    return out
+
+
+def same_schema(a: str, b: str) -> bool:
+    """Whether two Avro texts are the same schema (for Pulsar's copy, which keeps the
+    text a Pulsar client uploaded, spacing and all)."""
+    try:
+        return canonical_avro(a) == canonical_avro(b)
+    except RegistryError:
+        return a == b

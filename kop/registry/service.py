@@ -1,0 +1,296 @@
+"""The registry's operations, for one asker: who may do what, and where a subject's
+schemas live.
+
+A subject `<topic>-value` (a Kafka topic name of the asker's namespace) is that Pulsar
+topic's schema: it is registered by uploading to Pulsar, which checks it under the
+topic's compatibility strategy as it checks a Pulsar producer's, and its versions are
+Pulsar's (version v+1 of the subject is Pulsar's v). kop keeps what Pulsar has no
+place for: the ids, and which versions are deleted. Every other subject is kept by
+kop alone, checked by kop with the same strategies. A subject's compatibility level
+is the topic's strategy policy, the namespace's is the registry's global level: one
+setting, seen alike by Kafka's and Pulsar's clients.
+
+Who may do what follows Pulsar's permissions: read a topic's subject with any
+permission on the topic, register with produce, delete or configure with the
+tenant's admin rights; a subject that is no topic's belongs to the namespace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kop.registry import errors, subjects
+from kop.registry.schemas import AVRO, Schema, canonical_avro
+from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
+from kop.registry.strategies import CONFLUENT_TO_PULSAR, PULSAR_TO_CONFLUENT, check
+from kop.registry.table import RegistryTable
+from kop.security.authorizer import Access, TopicOp
+from kop.storage.naming import Namespace, PulsarTopic, resolve
+from kop.storage.schemas import PulsarSchema, SchemaRefused, TopicSchemas
+from kop.storage.types import AdminError
+
+_TOPIC_SUBJECT = re.compile(r"^([a-zA-Z0-9._-]{1,249})-value$")
+MAX_SUBJECT_CHARS = 512
+_PRINTABLE = re.compile(r"^[^\x00-\x1f\x7f]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Asker:
+    namespace: Namespace
+    access: Access
+
+    @property
+    def ns(self) -> str:
+        return self.namespace.path
+
+
+def topic_of(subject: str, ns: Namespace) -> PulsarTopic | None:
+    """The Pulsar topic whose schema `subject` is (None: a subject kop keeps)."""
+    match = _TOPIC_SUBJECT.match(subject)
+    return None if match is None else resolve(match.group(1), ns)
+
+
+def checked_subject(subject: str) -> str:
+    if len(subject) > MAX_SUBJECT_CHARS or not _PRINTABLE.match(subject):
+        raise errors.invalid_subject(subject)
+    return subject
+
+
+class Registry:
+    def __init__(self, table: RegistryTable, schemas: TopicSchemas) -> None:
+        self.table = table
+        self.schemas = schemas
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def view(
+        self, who: Asker, subject: str, op: TopicOp = TopicOp.DESCRIBE
+    ) -> NamespaceState:
+        """The namespace's state with `subject` in it as it is now (a topic's subject
+        brought up to Pulsar's history), once the asker may `op` it."""
+        await self.authorize(who, subject, op)
+        topic = topic_of(subject, who.namespace)
+        if topic is None:
+            return await self.table.view(who.ns)
+        return await self._synced(who, subject, topic)
+
+    async def namespace(self, who: Asker, fresh: bool = False) -> NamespaceState:
+        if not await who.access.namespace_use(who.namespace):
+            raise errors.forbidden(f"namespace {who.ns}")
+        return await self.table.view(who.ns, fresh=fresh)
+
+    async def schema_by_id(self, who: Asker, schema_id: int) -> Schema:
+        state = await self.namespace(who)
+        if schema_id not in state.schemas:  # handed out by another instance just now?
+            state = await self.namespace(who, fresh=True)
+        if schema_id not in state.schemas:
+            raise errors.schema_not_found(schema_id)
+        return state.schemas[schema_id]
+
+    async def authorize(self, who: Asker, subject: str, op: TopicOp) -> None:
+        topic = topic_of(checked_subject(subject), who.namespace)
+        if topic is not None:
+            allowed = await who.access.topic(topic, op)
+        elif op is TopicOp.ALTER:
+            allowed = await who.access.tenant_admin(who.namespace)
+        elif op is TopicOp.PRODUCE:
+            allowed = await who.access.idempotent_write(who.namespace)
+        else:
+            allowed = await who.access.namespace_use(who.namespace)
+        if not allowed:
+            raise errors.forbidden(f"subject {subject}")
+
+    # -- registering -----------------------------------------------------------------
+
+    async def register(self, who: Asker, subject: str, schema: Schema) -> int:
+        """The schema's id, registered under `subject` unless it is there already."""
+        await self.authorize(who, subject, TopicOp.PRODUCE)
+        topic = topic_of(subject, who.namespace)
+        if topic is not None:
+            try:
+                await self.schemas.upload(topic, AVRO, schema.text)
+            except SchemaRefused as exc:
+                if exc.incompatible:
+                    raise errors.incompatible(subject, str(exc)) from None
+                raise errors.invalid_schema(str(exc)) from None
+            state = await self._synced(who, subject, topic)
+            return _id_in(state, subject, schema)
+        level = await self.level(who, subject)
+
+        def decide(state: NamespaceState) -> tuple[list[Record], int]:
+            number = subjects.find(state, subject, schema)
+            if number is not None:
+                return [], state.subjects[subject][number].id
+            history = [
+                subjects.schema_of(state, subject, n)[1].parsed()
+                for n in subjects.versions(state, subject)
+            ]
+            why = check(CONFLUENT_TO_PULSAR[level], schema.parsed(), history)
+            if why is not None:
+                raise errors.incompatible(subject, why)
+            records, schema_id = subjects.with_id(state, who.ns, schema)
+            number = max(state.subjects.get(subject, {}), default=0) + 1
+            records.append(version_record(who.ns, subject, number, Version(schema_id)))
+            return records, schema_id
+
+        return await self.table.change(who.ns, decide)
+
+    async def _synced(self, who: Asker, subject: str, topic: PulsarTopic) -> NamespaceState:
+        """The state once the subject's records follow the topic's history in Pulsar
+        (ids for versions a Pulsar producer added; none for versions Pulsar dropped)."""
+        history = _avro_history(await self.schemas.history(topic))
+        state = await self.table.view(who.ns)
+        if not _behind(state, subject, history):
+            return state
+
+        def decide(state: NamespaceState) -> tuple[list[Record], None]:
+            return _follow(state, who.ns, subject, history), None
+
+        await self.table.change(who.ns, decide)
+        return await self.table.view(who.ns)
+
+    # -- compatibility levels --------------------------------------------------------
+
+    async def global_level(self, who: Asker) -> str:
+        strategy = await self.schemas.namespace_strategy(who.namespace)
+        if strategy is None:
+            strategy = await self.schemas.broker_strategy()
+        return PULSAR_TO_CONFLUENT.get(strategy) or strategy
+
+    async def subject_level(self, who: Asker, subject: str) -> str | None:
+        """The subject's own level (None: it has none, the global one applies)."""
+        topic = topic_of(subject, who.namespace)
+        if topic is not None:
+            strategy = await self.schemas.topic_strategy(topic)
+            return None if strategy is None else (PULSAR_TO_CONFLUENT.get(strategy) or strategy)
+        return (await self.table.view(who.ns)).configs.get(subject)
+
+    async def level(self, who: Asker, subject: str) -> str:
+        return await self.subject_level(who, subject) or await self.global_level(who)
+
+    async def set_subject_level(self, who: Asker, subject: str, level: str | None) -> None:
+        await self.authorize(who, subject, TopicOp.ALTER)
+        topic = topic_of(subject, who.namespace)
+        if topic is not None:
+            strategy = None if level is None else CONFLUENT_TO_PULSAR[level]
+            try:
+                await self.schemas.set_topic_strategy(topic, strategy)
+            except AdminError as exc:  # Pulsar keeps policies of existing topics only
+                if exc.status == 404:
+                    raise errors.subject_not_found(subject) from None
+                raise
+            return
+
+        def decide(state: NamespaceState) -> tuple[list[Record], None]:
+            return [config_record(who.ns, subject, level)], None
+
+        await self.table.change(who.ns, decide)
+
+    async def set_global_level(self, who: Asker, level: str | None) -> None:
+        if not await who.access.tenant_admin(who.namespace):
+            raise errors.forbidden(f"namespace {who.ns}")
+        strategy = None if level is None else CONFLUENT_TO_PULSAR[level]
+        await self.schemas.set_namespace_strategy(who.namespace, strategy)
+
+    # -- deleting --------------------------------------------------------------------
+
+    async def delete_subject(self, who: Asker, subject: str, permanent: bool) -> list[int]:
+        await self.view(who, subject, TopicOp.ALTER)
+        topic = topic_of(subject, who.namespace)
+        if not permanent:
+            return await self.table.change(
+                who.ns, lambda state: subjects.soft_delete(state, who.ns, subject)
+            )
+
+        def decide(state: NamespaceState) -> tuple[list[Record], list[int]]:
+            live = subjects.versions(state, subject)
+            every = subjects.versions(state, subject, deleted=True)
+            if not every:
+                raise errors.subject_not_found(subject)
+            if live:
+                raise errors.subject_not_soft_deleted(subject)
+            records = [version_record(who.ns, subject, n, None) for n in state.subjects[subject]]
+            if topic is None:
+                records.append(config_record(who.ns, subject, None))
+            return records, every
+
+        state = await self.table.view(who.ns, fresh=True)
+        decide(state)  # refused before Pulsar forgets anything
+        if topic is not None:
+            await self.schemas.delete(topic)
+        return await self.table.change(who.ns, decide)
+
+    async def delete_version(self, who: Asker, subject: str, wanted: int, permanent: bool) -> int:
+        await self.view(who, subject, TopicOp.ALTER)
+        keep = topic_of(subject, who.namespace) is not None
+        return await self.table.change(
+            who.ns,
+            lambda state: subjects.delete_version(
+                state, who.ns, subject, wanted, permanent, tombstone=not keep
+            ),
+        )
+
+
+def _id_in(state: NamespaceState, subject: str, schema: Schema) -> int:
+    number = subjects.find(state, subject, schema, deleted=True)
+    if number is None:  # Pulsar had it; its history moved on between the two reads
+        raise errors.store_error("the topic's schema changed while it was registered")
+    return state.subjects[subject][number].id
+
+
+def _avro_history(history: list[PulsarSchema]) -> list[PulsarSchema]:
+    """The versions the subject shows: Avro ones (a Pulsar producer may have set another
+    type; Pulsar checked what it took, so these parse)."""
+    shown = []
+    for h in history:
+        if h.type == AVRO:
+            try:
+                canonical_avro(h.data)
+            except errors.RegistryError:
+                continue
+            shown.append(h)
+    return shown
+
+
+def _pulsar_schema(h: PulsarSchema) -> Schema:
+    return Schema(AVRO, canonical_avro(h.data))
+
+
+def _behind(state: NamespaceState, subject: str, history: list[PulsarSchema]) -> bool:
+    have = state.subjects.get(subject, {})
+    wanted = {h.version + 1 for h in history}
+    if set(have) != wanted:
+        return True
+    return any(state.schemas.get(have[h.version + 1].id) != _pulsar_schema(h) for h in history)
+
+
+def _follow(
+    state: NamespaceState, ns: str, subject: str, history: list[PulsarSchema]
+) -> list[Record]:
+    records: list[Record] = []
+    have = state.subjects.get(subject, {})
+    wanted = {h.version + 1 for h in history}
+    for number in have:
+        if number not in wanted:
+            records.append(version_record(ns, subject, number, None))
+    for h in history:
+        schema = _pulsar_schema(h)
+        number = h.version + 1
+        new, schema_id = subjects.with_id(state, ns, schema)
+        if new:  # the next id must count this one
+            state = _with_schema(state, schema_id, schema)
+        records += new
+        current = have.get(number)
+        if current is None or current.id != schema_id:
+            records.append(version_record(ns, subject, number, Version(schema_id)))
+    return records
+
+
+def _with_schema(state: NamespaceState, schema_id: int, schema: Schema) -> NamespaceState:
+    """A copy of `state` that knows `schema` by `schema_id` (a decision that hands out
+    several ids at once)."""
+    copy = NamespaceState(dict(state.schemas), dict(state.ids), state.subjects, state.configs)
+    copy.schemas[schema_id] = schema
+    copy.ids[schema.fingerprint] = schema_id
+    return copy

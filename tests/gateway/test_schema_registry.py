@@ -1,0 +1,246 @@
+"""The Schema Registry over the in-memory storage, driven by confluent-kafka's own
+SchemaRegistryClient and Avro serializer: a `<topic>-value` subject is the topic's
+schema in (the twin of) Pulsar's schema registry, other subjects are kop's alone, and
+every refusal carries Confluent's status and error code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from kop.config.settings import KopConfig
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.permissions import CONSUME, PRODUCE
+from kop.wiring.app import Gateway
+from tests.gateway.memory_gateway import CLUSTER_SECRET, free_port
+from tests.sim.memory_admin import MemoryBackend
+from tests.tls_material import TokenKeys
+
+T = TypeVar("T")
+DEFAULT = Namespace("public", "default")
+ACME = Namespace("acme", "orders")
+GLOBEX = Namespace("globex", "main")
+
+USER_V1 = {
+    "type": "record",
+    "name": "User",
+    "namespace": "com.example",
+    "fields": [{"name": "name", "type": "string"}],
+}
+# v2 adds a field with a default: BACKWARD and FORWARD compatible with v1
+USER_V2 = {**USER_V1, "fields": [*USER_V1["fields"], {"name": "age", "type": "int", "default": 0}]}
+# the name's type changed: nothing reads the other
+USER_BAD = {**USER_V1, "fields": [{"name": "name", "type": "int"}]}
+
+
+def avro(value: dict[str, Any]) -> Schema:
+    return Schema(json.dumps(value), "AVRO")
+
+
+async def run(fn: Callable[..., T], *args: Any) -> T:
+    """The client is synchronous; the gateway runs on this loop."""
+    return await asyncio.to_thread(fn, *args)
+
+
+@contextlib.asynccontextmanager
+async def registry(
+    backend: MemoryBackend | None = None, **config: Any
+) -> AsyncIterator[tuple[SchemaRegistryClient, MemoryBackend, Gateway]]:
+    backend = backend or MemoryBackend()
+    port = free_port()
+    settings = {
+        "listen_host": "127.0.0.1", "port": free_port(), "admin_port": 0,
+        "schema_registry_host": "127.0.0.1", "schema_registry_port": port, **config,
+    }  # fmt: skip
+    gateway = Gateway(KopConfig(**settings), backend)
+    await gateway.start()
+    try:
+        yield SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"}), backend, gateway
+    finally:
+        await gateway.stop()
+
+
+def refused(call: Callable[[], Any]) -> tuple[int, int]:
+    with pytest.raises(SchemaRegistryError) as caught:
+        call()
+    return caught.value.http_status_code, caught.value.error_code
+
+
+async def test_a_topic_value_subject_is_the_topics_schema_in_pulsar() -> None:
+    async with registry() as (client, backend, _):
+        first = await run(client.register_schema, "orders-value", avro(USER_V1))
+        again = await run(client.register_schema, "orders-value", avro(USER_V1))
+        assert first == again == 1
+        orders = PulsarTopic(DEFAULT, "orders", "orders")
+        history = await backend.schemas.history(orders)
+        assert [(h.version, h.type) for h in history] == [(0, "AVRO")]
+        assert json.loads(history[0].data)["name"] == "User"
+        second = await run(client.register_schema, "orders-value", avro(USER_V2))
+        assert second == 2
+        assert [h.version for h in await backend.schemas.history(orders)] == [0, 1]
+        latest = await run(client.get_latest_version, "orders-value")
+        assert (latest.version, latest.schema_id) == (2, 2)
+        assert await run(client.get_versions, "orders-value") == [1, 2]
+        found = await run(client.lookup_schema, "orders-value", avro(USER_V1))
+        assert (found.version, found.schema_id) == (1, 1)
+        assert json.loads((await run(client.get_schema, 2)).schema_str) == USER_V2
+
+
+async def test_the_topics_strategy_refuses_for_both_sides() -> None:
+    """The subject's level is the topic's strategy in Pulsar: what the REST API refuses,
+    a Pulsar producer's upload is refused too."""
+    async with registry() as (client, backend, _):
+        await run(client.register_schema, "orders-value", avro(USER_V1))
+        await run(client.set_compatibility, "orders-value", "BACKWARD")
+        orders = PulsarTopic(DEFAULT, "orders", "orders")
+        assert await backend.schemas.topic_strategy(orders) == "BACKWARD"
+        assert await run(client.get_compatibility, "orders-value") == "BACKWARD"
+        status, code = await run(
+            refused, lambda: client.register_schema("orders-value", avro(USER_BAD))
+        )
+        assert (status, code) == (409, 409)
+        assert not await run(client.test_compatibility, "orders-value", avro(USER_BAD))
+        assert await run(client.test_compatibility, "orders-value", avro(USER_V2))
+        from kop.storage.schemas import SchemaRefused
+
+        with pytest.raises(SchemaRefused) as pulsar_said:
+            await backend.schemas.upload(orders, "AVRO", json.dumps(USER_BAD))
+        assert pulsar_said.value.incompatible
+
+
+async def test_a_version_a_pulsar_producer_added_is_a_version_with_an_id() -> None:
+    async with registry() as (client, backend, _):
+        await run(client.register_schema, "orders-value", avro(USER_V1))
+        orders = PulsarTopic(DEFAULT, "orders", "orders")
+        # what Pulsar's Python client uploads: pretty-printed JSON
+        assert await backend.schemas.upload(orders, "AVRO", json.dumps(USER_V2, indent=1)) == 1
+        assert await run(client.get_versions, "orders-value") == [1, 2]
+        v2 = await run(client.get_version, "orders-value", 2)
+        assert v2.schema_id == 2
+        assert json.loads(v2.schema.schema_str) == USER_V2
+        # the same schema registered through the REST API is that version
+        assert await run(client.register_schema, "orders-value", avro(USER_V2)) == 2
+
+
+async def test_records_written_by_the_avro_serializer_read_back_through_the_registry() -> None:
+    async with registry() as (client, _, _g):
+        serialize = AvroSerializer(client, json.dumps(USER_V1))
+        deserialize = AvroDeserializer(client)
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        data = await run(serialize, {"name": "ada"}, ctx)
+        assert data[:5] == b"\x00\x00\x00\x00\x01"  # Confluent's framing: magic 0, id 1
+        assert await run(deserialize, data, ctx) == {"name": "ada"}
+        assert await run(client.get_subjects) == ["orders-value"]
+
+
+async def test_a_subject_no_topic_has_is_kept_by_kop_with_confluents_deletes() -> None:
+    """RecordNameStrategy's subject: checked by kop under the global level, soft and
+    permanent deletes with Confluent's codes, numbering again from 1 after a
+    permanent delete."""
+    async with registry() as (client, backend, _):
+        subject = "com.example.User"
+        assert await run(client.register_schema, subject, avro(USER_V1)) == 1
+        assert await run(client.register_schema, subject, avro(USER_V2)) == 2
+        assert await backend.schemas.history(PulsarTopic(DEFAULT, subject, subject)) == []
+        await run(client.set_compatibility, subject, "FULL")
+        assert (await run(refused, lambda: client.register_schema(subject, avro(USER_BAD)))) == (
+            409,
+            409,
+        )
+        assert await run(client.delete_version, subject, 1) == 1
+        assert (await run(refused, lambda: client.delete_version(subject, 1))) == (404, 40406)
+        assert await run(client.get_versions, subject) == [2]
+        assert (await run(refused, lambda: client.delete_subject(subject, True))) == (404, 40405)
+        assert await run(client.delete_subject, subject) == [2]
+        assert (await run(refused, lambda: client.delete_subject(subject))) == (404, 40404)
+        assert (await run(refused, lambda: client.get_versions(subject))) == (404, 40401)
+        assert await run(client.delete_subject, subject, True) == [1, 2]
+        assert await run(client.get_subjects) == []
+        assert await run(client.register_schema, subject, avro(USER_V2)) == 2  # the same id
+        assert await run(client.get_versions, subject) == [1]
+
+
+async def test_bad_requests_get_confluents_codes() -> None:
+    async with registry() as (client, _, _g):
+        assert (
+            await run(
+                refused,
+                lambda: client.register_schema("x-value", Schema('{"type": "recrd"}', "AVRO")),
+            )
+        ) == (422, 42201)
+        assert (
+            await run(
+                refused,
+                lambda: client.register_schema("x-value", Schema('{"type": "object"}', "JSON")),
+            )
+        ) == (422, 42201)
+        assert (await run(refused, lambda: client.get_versions("nobody-value"))) == (404, 40401)
+        assert (await run(refused, lambda: client.get_schema(99))) == (404, 40403)
+        await run(client.register_schema, "x-value", avro(USER_V1))
+        assert (await run(refused, lambda: client.get_version("x-value", 7))) == (404, 40402)
+        assert (await run(refused, lambda: client.lookup_schema("x-value", avro(USER_V2)))) == (
+            404,
+            40403,
+        )
+        assert (await run(refused, lambda: client.set_compatibility("x-value", "SIDEWAYS"))) == (
+            422,
+            42203,
+        )
+        assert (await run(refused, lambda: client.get_compatibility("y.Kept"))) == (404, 40408)
+
+
+async def test_an_id_handed_out_by_one_instance_is_found_through_another() -> None:
+    backend = MemoryBackend()
+    async with registry(backend, node_id=1, cluster_secret=CLUSTER_SECRET) as (one, _, _g):
+        other_backend = backend.instance()
+        async with registry(other_backend, node_id=2, cluster_secret=CLUSTER_SECRET) as (
+            two,
+            _,
+            _g2,
+        ):
+            a = await run(one.register_schema, "a-value", avro(USER_V1))
+            b = await run(two.register_schema, "com.example.Other", avro(USER_V2))
+            assert {a, b} == {1, 2}  # one numbering, whichever instance was asked
+            assert json.loads((await run(two.get_schema, a)).schema_str) == USER_V1
+            assert json.loads((await run(one.get_schema, b)).schema_str) == USER_V2
+
+
+async def test_a_tenant_sees_and_numbers_only_its_own_subjects(tmp_path: Path) -> None:
+    """Basic `tenant/namespace:token:<JWT>` as the Kafka listener's PLAIN takes it; Pulsar's
+    permissions decide; ids are numbered per namespace."""
+    backend = MemoryBackend()
+    perms = backend.permissions
+    for ns, name in ((ACME, "t1"), (GLOBEX, "secret")):
+        await backend.admin.serve_namespace(ns)
+        await backend.admin.create_partitioned(PulsarTopic(ns, name, name), 1, {})
+    await perms.grant(ACME, None, "alice", frozenset({PRODUCE, CONSUME}))
+    await perms.grant(GLOBEX, None, "eve", frozenset({PRODUCE, CONSUME}))
+    keys = TokenKeys.make(tmp_path)
+    config = {"auth_token_secret_key": keys.spec, "authorization_enabled": True}
+    async with registry(backend, **config) as (anonymous, _, _gateway):
+        url = anonymous._rest_client.base_urls[0]
+
+        def as_(role: str, ns: Namespace) -> SchemaRegistryClient:
+            info = f"{ns.path}:token:{keys.token(role)}"
+            return SchemaRegistryClient({"url": url, "basic.auth.user.info": info})
+
+        alice, eve = as_("alice", ACME), as_("eve", GLOBEX)
+        assert await run(alice.register_schema, "t1-value", avro(USER_V1)) == 1
+        assert await run(eve.register_schema, "secret-value", avro(USER_V2)) == 1
+        assert await run(alice.get_subjects) == ["t1-value"]
+        assert await run(eve.get_subjects) == ["secret-value"]
+        assert json.loads((await run(eve.get_schema, 1)).schema_str) == USER_V2
+        eve_in_acme = as_("eve", ACME)
+        assert (await run(refused, lambda: eve_in_acme.get_versions("t1-value")))[0] == 403
+        assert (await run(refused, lambda: eve_in_acme.get_schema(1)))[0] == 403
+        assert (await run(refused, anonymous.get_subjects)) == (401, 40101)
+        assert await backend.schemas.history(PulsarTopic(GLOBEX, "t1", "t1")) == []
