@@ -1,5 +1,6 @@
-"""kop's Schema Registry settings (docs/schema-registry.md): where it listens, and how
-old a read of its table may be before another instance's changes show in a listing."""
+"""kop's Schema Registry settings (docs/schema-registry.md): where it listens, how
+old a read of its table may be before another instance's changes show in a listing,
+and what one namespace may hold."""
 
 from __future__ import annotations
 
@@ -13,3 +14,6 @@ class RegistrySettings(BaseSettings):
     schema_registry_host: str = "0.0.0.0"
     schema_registry_port: int = Field(8081, ge=0, le=65535)  # 0: no registry
     schema_registry_fresh_s: float = Field(1.0, gt=0, le=60)
+    # What one namespace may hold (kop reads a namespace's records whole)
+    schema_registry_max_subjects: int = Field(10_000, ge=1, le=1_000_000)
+    schema_registry_max_versions: int = Field(1_000, ge=1, le=100_000)

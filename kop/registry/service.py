@@ -57,10 +57,36 @@ def checked_subject(subject: str) -> str:
     return subject
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one namespace may hold: a client that registers without end fills kop's
+    table, which every instance reads whole."""
+
+    max_subjects: int = 10_000
+    max_versions: int = 1_000
+
+
 class Registry:
-    def __init__(self, table: RegistryTable, schemas: TopicSchemas) -> None:
+    def __init__(
+        self, table: RegistryTable, schemas: TopicSchemas, limits: Limits | None = None
+    ) -> None:
         self.table = table
         self.schemas = schemas
+        self.limits = limits or Limits()
+
+    def _room(self, state: NamespaceState, subject: str, versions: int) -> None:
+        """42205 when registering one more version of `subject` passes a limit."""
+        live = [name for name in state.subjects if subjects.known(state, name)]
+        if subject not in live and len(live) >= self.limits.max_subjects:
+            raise errors.not_permitted(
+                f"the namespace holds {self.limits.max_subjects} subjects, the most it may "
+                "(schema_registry_max_subjects)"
+            )
+        if versions >= self.limits.max_versions:
+            raise errors.not_permitted(
+                f"subject '{subject}' holds {self.limits.max_versions} versions, the most it "
+                "may (schema_registry_max_versions)"
+            )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -108,6 +134,9 @@ class Registry:
         await self.authorize(who, subject, TopicOp.PRODUCE)
         topic = topic_of(subject, who.namespace)
         if topic is not None:
+            state = await self.table.view(who.ns)
+            if subjects.find(state, subject, schema, deleted=True) is None:
+                self._room(state, subject, len(await self.schemas.history(topic)))
             try:
                 await self.schemas.upload(topic, AVRO, schema.text)
             except SchemaRefused as exc:
@@ -126,9 +155,10 @@ class Registry:
                 subjects.schema_of(state, subject, n)[1].parsed()
                 for n in subjects.versions(state, subject)
             ]
-            why = check(CONFLUENT_TO_PULSAR[level], schema.parsed(), history)
+            why = check(CONFLUENT_TO_PULSAR.get(level, level), schema.parsed(), history)
             if why is not None:
                 raise errors.incompatible(subject, why)
+            self._room(state, subject, len(state.subjects.get(subject, {})))
             records, schema_id = subjects.with_id(state, who.ns, schema)
             number = max(state.subjects.get(subject, {}), default=0) + 1
             records.append(version_record(who.ns, subject, number, Version(schema_id)))

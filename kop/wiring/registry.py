@@ -6,7 +6,7 @@ from __future__ import annotations
 from kop.config.settings import KopConfig
 from kop.registry.askers import Askers
 from kop.registry.server import RegistryServer
-from kop.registry.service import Registry
+from kop.registry.service import Limits, Registry
 from kop.registry.table import PARTITIONS, TOPIC, RegistryTable
 from kop.storage.naming import Namespace
 from kop.storage.port import MessageLog
@@ -27,7 +27,8 @@ async def schema_registry(
         security.authorizer, security.tokens, Namespace(c.tenant, c.namespace),
         system_namespace(c),
     )  # fmt: skip
-    server = RegistryServer(Registry(table, backend.schemas), askers, table)
+    limits = Limits(c.schema_registry_max_subjects, c.schema_registry_max_versions)
+    server = RegistryServer(Registry(table, backend.schemas, limits), askers, table)
     try:
         await server.start(c.schema_registry_host, c.schema_registry_port)
     except OSError as exc:

@@ -1,0 +1,97 @@
+"""The Schema Registry against what a hostile or broken client sends: every answer is
+Confluent's JSON with a status below 500 (the storage is up), nothing it sends is held
+without bound, and a namespace's subjects and versions are limited."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import aiohttp
+
+from tests.gateway.test_schema_registry import USER_V1, USER_V2, avro, refused, registry, run
+
+WORDS = [
+    "subjects", "versions", "schemas", "ids", "config", "mode", "compatibility", "latest",
+    "types", "schema", "-1", "0", "1", "2147483648", "99999999999999999999", "x-value",
+    "%2F", "..", "%00", "é", "a" * 600, "True", "x-value", "com.example.User",
+    "persistent:%2F%2Fpublic%2Fdefault%2Fx-value",
+]  # fmt: skip
+BODIES: list[Any] = [
+    None, "", "not json", [], 1, {"schema": 5}, {"schema": ""}, {"schema": "{" * 5000},
+    {"schema": json.dumps(USER_V1), "schemaType": "PROTOBUF"},
+    {"schema": json.dumps(USER_V1), "references": [{"name": "x", "subject": "y", "version": 1}]},
+    {"schema": json.dumps(USER_V1)}, {"compatibility": "FULL"}, {"compatibility": 7},
+    {"mode": "IMPORT"}, {"mode": "READWRITE"}, {"schema": "[" * 20000 + "]" * 20000},
+]  # fmt: skip
+
+
+# The API's own paths, with client-chosen parts filled from WORDS (most requests reach a
+# handler), and now and then a path of random words.
+SHAPES = [
+    "/subjects", "/subjects/{}", "/subjects/{}/versions", "/subjects/{}/versions/{}",
+    "/subjects/{}/versions/{}/schema", "/schemas/ids/{}", "/schemas/ids/{}/subjects",
+    "/schemas/ids/{}/versions", "/compatibility/subjects/{}/versions/{}", "/config",
+    "/config/{}", "/mode", "/mode/{}", "/subjects?deleted={}", "/subjects/{}?permanent={}",
+]  # fmt: skip
+
+
+def requests(seed: int, n: int) -> list[tuple[str, str, Any]]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        if rng.random() < 0.1:
+            path = "/" + "/".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
+        else:
+            shape = rng.choice(SHAPES)
+            path = shape.format(*(rng.choice(WORDS) for _ in range(shape.count("{}"))))
+        out.append((rng.choice(["GET", "POST", "PUT", "DELETE"]), path, rng.choice(BODIES)))
+    return out
+
+
+async def test_whatever_is_sent_the_answer_is_confluents_json_below_500() -> None:
+    async with registry() as (client, _, _g):
+        url = client._rest_client.base_urls[0]
+        await run(client.register_schema, "x-value", avro(USER_V1))
+        async with aiohttp.ClientSession() as http:
+            for method, path, body in requests(seed=38, n=400):
+                data = body if isinstance(body, str) else json.dumps(body)
+                async with http.request(method, url + path, data=data) as answer:
+                    text = await answer.text()
+                    assert answer.status < 500, (method, path, body, answer.status, text)
+                    if answer.status >= 400:
+                        error = json.loads(text)
+                        assert isinstance(error["error_code"], int), text
+                        assert isinstance(error["message"], str), text
+            # too large a body is refused before it is read whole
+            big = json.dumps({"schema": "x" * (3 << 20)})
+            async with http.post(url + "/subjects/x-value/versions", data=big) as answer:
+                assert answer.status == 413
+        # the registry goes on answering: a schema registered now reads back by its id
+        fresh = await run(client.register_schema, "com.example.Fresh", avro(USER_V2))
+        assert json.loads((await run(client.get_schema, fresh)).schema_str) == USER_V2
+
+
+async def test_a_namespace_holds_a_bounded_number_of_subjects_and_versions() -> None:
+    limits = {"schema_registry_max_subjects": 2, "schema_registry_max_versions": 1}
+    async with registry(**limits) as (client, _, _g):
+        await run(client.register_schema, "a-value", avro(USER_V1))
+        await run(client.register_schema, "com.example.B", avro(USER_V1))
+        assert (await run(refused, lambda: client.register_schema("c-value", avro(USER_V1)))) == (
+            422,
+            42205,
+        )
+        assert (
+            await run(refused, lambda: client.register_schema("com.example.C", avro(USER_V1)))
+        ) == (422, 42205)
+        # a version more of a subject there already is refused alike, in both kinds
+        assert (await run(refused, lambda: client.register_schema("a-value", avro(USER_V2)))) == (
+            422,
+            42205,
+        )
+        assert (
+            await run(refused, lambda: client.register_schema("com.example.B", avro(USER_V2)))
+        ) == (422, 42205)
+        # what is there already is still answered
+        assert await run(client.register_schema, "a-value", avro(USER_V1)) == 1
