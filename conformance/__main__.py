@@ -1,5 +1,5 @@
 """python -m conformance [--quick] [--scenario PREFIX] [--client NAME] [--skip-client NAME]
-                        [--no-write] [--instances N]
+                        [--no-write] [--instances N] [--registry]
 
 Runs the catalogue against kop and the reference Kafka, prints the matrix and
 writes it to docs/compatibility.md (with --instances 3, three kop instances judged
@@ -54,7 +54,16 @@ def main(argv: list[str] | None = None) -> int:
         help="only build the Go clients' programs (a no-op when built; make test runs it "
         "beside the unit tier)",
     )  # fmt: skip
+    ap.add_argument(
+        "--registry", action="store_true",
+        help="the Schema Registry tier: kop's registry against Apicurio Registry "
+        "(docs/compatibility-registry.md)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.registry:
+        from conformance.registry.main import main as registry_main
+
+        return registry_main(args.log_dir, args.scenario, not args.no_write)
     if args.build_drivers:
         for driver in DRIVERS.values():
             if isinstance(driver, GoDriver):

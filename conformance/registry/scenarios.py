@@ -1,0 +1,188 @@
+"""The scenarios, each a sequence of requests whose answers are compared step by step.
+Subject names are the scenario's own (prefixed alike on both targets): `<name>-value`
+ones are Pulsar topics' schemas on kop, the others kop's alone."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from urllib.parse import quote
+
+from conformance.registry.client import Registry
+
+Scenario = Callable[[Registry], None]
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(fn: Scenario) -> Scenario:
+    SCENARIOS[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+def record(*fields: tuple[str, str, object]) -> str:
+    return json.dumps(
+        {
+            "type": "record", "name": "Reading", "namespace": "conf",
+            "fields": [
+                {"name": n, "type": t, **({} if d is None else {"default": d})}
+                for n, t, d in fields
+            ],
+        }
+    )  # fmt: skip
+
+
+V1 = record(("sensor", "string", None))
+V2 = record(("sensor", "string", None), ("value", "int", 0))  # follows V1 both ways
+BAD = record(("sensor", "int", None))  # reads nothing V1 wrote, nor V1 it
+
+
+def _s(r: Registry, name: str) -> str:
+    return quote(r.subject(name), safe="")
+
+
+def register(r: Registry, label: str, name: str, schema: str) -> None:
+    r.call(label, "POST", f"/subjects/{_s(r, name)}/versions", {"schema": schema})
+
+
+@scenario
+def register_and_read(r: Registry) -> None:
+    register(r, "register", "t-value", V1)
+    register(r, "register again", "t-value", V1)
+    r.call("versions", "GET", f"/subjects/{_s(r, 't-value')}/versions")
+    r.call("version 1", "GET", f"/subjects/{_s(r, 't-value')}/versions/1")
+    r.call("latest", "GET", f"/subjects/{_s(r, 't-value')}/versions/latest")
+    r.call("-1", "GET", f"/subjects/{_s(r, 't-value')}/versions/-1")
+    r.call("raw schema", "GET", f"/subjects/{_s(r, 't-value')}/versions/1/schema")
+
+
+@scenario
+def one_schema_one_id(r: Registry) -> None:
+    register(r, "under a topic's subject", "a-value", V1)
+    register(r, "under a record's subject", "conf.Reading", V1)
+    register(r, "under a key subject", "a-key", V1)
+    r.call("versions of a key subject", "GET", f"/subjects/{_s(r, 'a-key')}/versions")
+
+
+@scenario
+def lookup(r: Registry) -> None:
+    register(r, "register", "l-value", V1)
+    r.call("registered", "POST", f"/subjects/{_s(r, 'l-value')}", {"schema": V1})
+    r.call("not registered", "POST", f"/subjects/{_s(r, 'l-value')}", {"schema": V2})
+    r.call("unknown subject", "POST", f"/subjects/{_s(r, 'nobody-value')}", {"schema": V1})
+
+
+@scenario
+def evolve_under_backward(r: Registry) -> None:
+    r.call("global level", "PUT", "/config", {"compatibility": "BACKWARD"})
+    register(r, "v1", "e-value", V1)
+    register(r, "compatible v2", "e-value", V2)
+    register(r, "incompatible", "e-value", BAD)
+    r.call("versions", "GET", f"/subjects/{_s(r, 'e-value')}/versions")
+    check = f"/compatibility/subjects/{_s(r, 'e-value')}/versions/latest"
+    r.call("check compatible", "POST", check, {"schema": V2})
+    r.call("check incompatible", "POST", check, {"schema": BAD})
+
+
+@scenario
+def subject_level_of_a_kept_subject(r: Registry) -> None:
+    name = "conf.Kept"
+    r.call("no level yet", "GET", f"/config/{_s(r, name)}")
+    r.call("set FULL", "PUT", f"/config/{_s(r, name)}", {"compatibility": "FULL"})
+    r.call("read it", "GET", f"/config/{_s(r, name)}")
+    register(r, "v1", name, V1)
+    register(r, "incompatible", name, BAD)
+    r.call("remove it", "DELETE", f"/config/{_s(r, name)}")
+    r.call("gone", "GET", f"/config/{_s(r, name)}")
+    r.call("bad level", "PUT", f"/config/{_s(r, name)}", {"compatibility": "SIDEWAYS"})
+
+
+@scenario
+def delete_versions(r: Registry) -> None:
+    r.call("global level", "PUT", "/config", {"compatibility": "NONE"})
+    name = "conf.Versions"
+    register(r, "v1", name, V1)
+    register(r, "v2", name, V2)
+    r.call("permanent before soft", "DELETE", f"/subjects/{_s(r, name)}/versions/1?permanent=true")
+    r.call("soft", "DELETE", f"/subjects/{_s(r, name)}/versions/1")
+    r.call("soft again", "DELETE", f"/subjects/{_s(r, name)}/versions/1")
+    r.call("versions", "GET", f"/subjects/{_s(r, name)}/versions")
+    r.call("with deleted", "GET", f"/subjects/{_s(r, name)}/versions?deleted=true")
+    r.call("deleted one", "GET", f"/subjects/{_s(r, name)}/versions/1")
+    r.call("permanent", "DELETE", f"/subjects/{_s(r, name)}/versions/1?permanent=true")
+    r.call("versions after", "GET", f"/subjects/{_s(r, name)}/versions?deleted=true")
+
+
+@scenario
+def delete_subject(r: Registry) -> None:
+    r.call("global level", "PUT", "/config", {"compatibility": "NONE"})
+    name = "conf.Gone"
+    register(r, "v1", name, V1)
+    register(r, "v2", name, V2)
+    r.call("permanent before soft", "DELETE", f"/subjects/{_s(r, name)}?permanent=true")
+    r.call("soft", "DELETE", f"/subjects/{_s(r, name)}")
+    r.call("soft again", "DELETE", f"/subjects/{_s(r, name)}")
+    r.call("versions", "GET", f"/subjects/{_s(r, name)}/versions")
+    r.call("permanent", "DELETE", f"/subjects/{_s(r, name)}?permanent=true")
+    r.call("versions after", "GET", f"/subjects/{_s(r, name)}/versions?deleted=true")
+    register(r, "again", name, V2)
+    r.call("numbered from 1", "GET", f"/subjects/{_s(r, name)}/versions")
+
+
+@scenario
+def bad_requests(r: Registry) -> None:
+    register(r, "not avro", "b-value", '{"type": "recrd"}')
+    register(r, "not json", "b-value", "{")
+    register(r, "v1", "b-value", V1)
+    r.call("version abc", "GET", f"/subjects/{_s(r, 'b-value')}/versions/abc")
+    r.call("version 0", "GET", f"/subjects/{_s(r, 'b-value')}/versions/0")
+    r.call("version 7", "GET", f"/subjects/{_s(r, 'b-value')}/versions/7")
+    r.call("unknown subject", "GET", f"/subjects/{_s(r, 'nobody-value')}/versions")
+    r.call("unknown id", "GET", "/schemas/ids/987654")
+
+
+@scenario
+def schemas_by_id(r: Registry) -> None:
+    register(r, "register", "i-value", V1)
+    found = r.call("its version", "GET", f"/subjects/{_s(r, 'i-value')}/versions/1")
+    schema_id = found["id"] if isinstance(found, dict) else 0
+    r.call("by id", "GET", f"/schemas/ids/{schema_id}")
+    r.call("raw by id", "GET", f"/schemas/ids/{schema_id}/schema")
+    r.call("its versions", "GET", f"/schemas/ids/{schema_id}/versions")
+
+
+@scenario
+def types_and_mode(r: Registry) -> None:
+    r.call("types", "GET", "/schemas/types")
+    r.call("mode", "GET", "/mode")
+
+
+@scenario
+def listing_subjects(r: Registry) -> None:
+    r.call("global level", "PUT", "/config", {"compatibility": "NONE"})
+    register(r, "a", "x-value", V1)
+    register(r, "b", "conf.Listed", V2)
+    register(r, "c", "conf.Dropped", V1)
+    r.call("drop one", "DELETE", f"/subjects/{_s(r, 'conf.Dropped')}")
+    mine = quote(r.prefix, safe="")
+    r.call("subjects", "GET", f"/subjects?subjectPrefix={mine}")
+    r.call("with deleted", "GET", f"/subjects?subjectPrefix={mine}&deleted=true")
+    r.call("deleted only", "GET", f"/subjects?subjectPrefix={mine}&deletedOnly=true")
+    found = r.call("an id", "GET", f"/subjects/{_s(r, 'conf.Listed')}/versions/1")
+    schema_id = found["id"] if isinstance(found, dict) else 0
+    r.call("its subjects", "GET", f"/schemas/ids/{schema_id}/subjects")
+
+
+@scenario
+def check_compatibility(r: Registry) -> None:
+    name = "conf.Checked"
+    r.call("set BACKWARD", "PUT", f"/config/{_s(r, name)}", {"compatibility": "BACKWARD"})
+    check = f"/compatibility/subjects/{_s(r, name)}/versions/latest"
+    r.call("nothing to check against", "POST", check, {"schema": BAD})
+    register(r, "v1", name, V1)
+    r.call("compatible", "POST", check, {"schema": V2})
+    r.call("incompatible", "POST", check, {"schema": BAD})
+    r.call("against version 1", "POST",
+           f"/compatibility/subjects/{_s(r, name)}/versions/1", {"schema": V2})  # fmt: skip
+    r.call("against a missing version", "POST",
+           f"/compatibility/subjects/{_s(r, name)}/versions/9", {"schema": V2})  # fmt: skip
+    r.call("an invalid schema", "POST", check, {"schema": "{"})
