@@ -13,6 +13,9 @@ class RegistrySettings(BaseSettings):
 
     schema_registry_host: str = "0.0.0.0"
     schema_registry_port: int = Field(8081, ge=0, le=65535)  # 0: no registry
+    # HTTPS with the Kafka listeners' certificate (ssl_cert_file, ssl_key_file): the
+    # credentials a client sends are tokens
+    schema_registry_tls: bool = False
     schema_registry_fresh_s: float = Field(1.0, gt=0, le=60)
     # What one namespace may hold (kop reads a namespace's records whole)
     schema_registry_max_subjects: int = Field(10_000, ge=1, le=1_000_000)

@@ -3,6 +3,8 @@ clients look), its own aiohttp runner, stopped with kop."""
 
 from __future__ import annotations
 
+import ssl
+
 from aiohttp import web
 
 from kop.registry.askers import Askers
@@ -17,10 +19,10 @@ class RegistryServer:
         self._table = table
         self._runner: web.AppRunner | None = None
 
-    async def start(self, host: str, port: int) -> None:
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
         self._runner = web.AppRunner(self._app, access_log=None)
         await self._runner.setup()
-        await web.TCPSite(self._runner, host, port).start()
+        await web.TCPSite(self._runner, host, port, ssl_context=tls).start()
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -21,6 +21,11 @@ async def schema_registry(
 ) -> RegistryServer | None:
     if not c.schema_registry_port:
         return None
+    tls = None
+    if c.schema_registry_tls:
+        if security.tls is None:
+            raise StartupError("schema_registry_tls needs ssl_cert_file and ssl_key_file")
+        tls = security.tls.context  # reloaded with the Kafka listeners' (SIGHUP, on change)
     topic = await system_topic(backend.admin, c, TOPIC, PARTITIONS)
     table = RegistryTable(storage, topic.full, fresh_s=c.schema_registry_fresh_s)
     askers = Askers(
@@ -30,7 +35,7 @@ async def schema_registry(
     limits = Limits(c.schema_registry_max_subjects, c.schema_registry_max_versions)
     server = RegistryServer(Registry(table, backend.schemas, limits), askers, table)
     try:
-        await server.start(c.schema_registry_host, c.schema_registry_port)
+        await server.start(c.schema_registry_host, c.schema_registry_port, tls)
     except OSError as exc:
         await server.stop()
         raise StartupError(

@@ -21,9 +21,10 @@ from kop.config.settings import KopConfig
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import CONSUME, PRODUCE
 from kop.wiring.app import Gateway
+from kop.wiring.errors import StartupError
 from tests.gateway.memory_gateway import CLUSTER_SECRET, free_port
 from tests.sim.memory_admin import MemoryBackend
-from tests.tls_material import TokenKeys
+from tests.tls_material import Ca, TokenKeys
 
 T = TypeVar("T")
 DEFAULT = Namespace("public", "default")
@@ -244,3 +245,23 @@ async def test_a_tenant_sees_and_numbers_only_its_own_subjects(tmp_path: Path) -
         assert (await run(refused, lambda: eve_in_acme.get_schema(1)))[0] == 403
         assert (await run(refused, anonymous.get_subjects)) == (401, 40101)
         assert await backend.schemas.history(PulsarTopic(GLOBEX, "t1", "t1")) == []
+
+
+async def test_the_registry_serves_https_with_the_listeners_certificate(tmp_path: Path) -> None:
+    ca = Ca.make(tmp_path)
+    cert, key = ca.issue("server", "localhost", server=True)
+    tls = {"ssl_cert_file": str(cert), "ssl_key_file": str(key), "schema_registry_tls": True}
+    async with registry(**tls) as (plain, _, _g):
+        port = int(plain._rest_client.base_urls[0].rsplit(":", 1)[1])
+        client = SchemaRegistryClient(
+            {"url": f"https://localhost:{port}", "ssl.ca.location": str(ca.cert_file)}
+        )
+        assert await run(client.register_schema, "s-value", avro(USER_V1)) == 1
+        with pytest.raises(Exception):  # noqa: B017 - plain HTTP to a TLS port: no answer
+            await run(plain.get_subjects)
+
+
+async def test_tls_without_a_certificate_is_refused_at_start() -> None:
+    with pytest.raises(StartupError, match="schema_registry_tls needs ssl_cert_file"):
+        async with registry(schema_registry_tls=True):
+            pass
