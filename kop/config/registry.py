@@ -17,6 +17,9 @@ class RegistrySettings(BaseSettings):
     # credentials a client sends are tokens
     schema_registry_tls: bool = False
     schema_registry_fresh_s: float = Field(1.0, gt=0, le=60)
+    # How often a partition produced to asks whether its topic's schema changed (the
+    # registry here tells it at once; another instance's within this)
+    schema_registry_framing_refresh_s: float = Field(5.0, gt=0, le=3600)
     # What one namespace may hold (kop reads a namespace's records whole)
     schema_registry_max_subjects: int = Field(10_000, ge=1, le=1_000_000)
     schema_registry_max_versions: int = Field(1_000, ge=1, le=100_000)

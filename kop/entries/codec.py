@@ -33,10 +33,11 @@ docs/decisions.md), else in the Python here; both give the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from kop.entries import formats as entry_format
+from kop.entries import framing
 from kop.entries.formats import (
     P_ENTRY,
     P_PRODUCER,
@@ -68,6 +69,9 @@ from kop.protocol.records import (
 )
 from kop.storage import batch_layout
 from kop.storage.types import OutgoingEntry, OutgoingMessage, StoredEntry, StoredMessage
+
+# The topic's Pulsar schema version of a Confluent schema id (None: not one of them).
+Versions = Callable[[int], int | None]
 
 # A stamp and the offset of the last record it covers.
 StampAt = tuple[ProducerStamp, int]
@@ -127,11 +131,13 @@ def pulsar_entries(
     batching: bool,
     max_entry_bytes: int,
     max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
+    versions: Versions | None = None,
 ) -> list[OutgoingEntry]:
     """Entries for records `first_index ..` of `batch` (a retry completing a partly
     stored batch writes a suffix). Raises KafkaError: CORRUPT_MESSAGE when the
     batch does not decode, MESSAGE_TOO_LARGE when it decompresses past
-    `max_uncompressed`."""
+    `max_uncompressed`. `versions`: the topic's Pulsar schema version of a Confluent
+    id, for values in Confluent's framing (kop.entries.framing)."""
     if first_index < 0 or (stamp is not None and first_index >= stamp.count):
         raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
     codec = head.compression
@@ -139,14 +145,33 @@ def pulsar_entries(
     # batch entry's messages with their own properties only, never the entry's, and
     # filters a transaction's records by it (docs/transactions.md, the Pulsar view).
     txn = {P_TXN: str(stamp.producer_id)} if stamp is not None and stamp.transactional else {}
-    if not batching:
+    runs: list[tuple[int | None, list[Record]]] | None = None
+    if versions is not None:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
-        texts = [None if stamp is None else _stamp_text(stamp, first_index + i)
-                 for i in range(len(records))]  # fmt: skip
-        return [
-            OutgoingEntry(_with(encode_record(r, text), txn), codec=codec)
-            for r, text in zip(records, texts, strict=True)
-        ]
+        runs = framing.unframed(records, versions)
+        if all(v is None for v, _ in runs):
+            runs = None  # nothing framed in one of the topic's versions: as always
+    if runs is not None or not batching:
+        if runs is None:
+            runs = [(None, producer_records(batch, head, max_uncompressed)[first_index:])]
+        out: list[OutgoingEntry] = []
+        index = first_index
+        for version, records in runs:
+            schema = None if version is None else framing.version_bytes(version)
+            if batching:
+                out += _batched(layouts(records, max_entry_bytes, txn), stamp, index, codec,
+                                max_entry_bytes, schema)  # fmt: skip
+            else:
+                out += [
+                    OutgoingEntry(
+                        _with(encode_record(r, None if stamp is None else
+                                            _stamp_text(stamp, index + i)), txn),
+                        codec=codec, schema_version=schema,
+                    )
+                    for i, r in enumerate(records)
+                ]  # fmt: skip
+            index += len(records)
+        return out
     fast = native()
     if fast is not None:
         section = records_section(batch, head, max_uncompressed)
@@ -161,6 +186,14 @@ def pulsar_entries(
     else:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
         chunks = layouts(records, max_entry_bytes, txn)
+    return _batched(chunks, stamp, first_index, codec, max_entry_bytes, None)
+
+
+def _batched(
+    chunks: Sequence[tuple[bytes, int]], stamp: ProducerStamp | None, first_index: int,
+    codec: int, max_entry_bytes: int, schema_version: bytes | None,
+) -> list[OutgoingEntry]:  # fmt: skip
+    """An entry per layout, stamped with the index of its last record."""
     out: list[OutgoingEntry] = []
     index = first_index
     for layout, count in chunks:
@@ -168,10 +201,11 @@ def pulsar_entries(
         props = {} if stamp is None else {P_PRODUCER: _stamp_text(stamp, index - 1)}
         alone = batch_layout.single(layout) if len(layout) > max_entry_bytes else None
         if alone is not None:  # a record larger than an entry: alone, for chunking
-            out.append(OutgoingEntry(replace(alone, properties={**alone.properties, **props}),
-                                     codec=codec))  # fmt: skip
+            message = replace(alone, properties={**alone.properties, **props})
+            out.append(OutgoingEntry(message, codec=codec, schema_version=schema_version))
         else:
-            out.append(OutgoingEntry(batch=layout, count=count, properties=props, codec=codec))
+            out.append(OutgoingEntry(batch=layout, count=count, properties=props, codec=codec,
+                                     schema_version=schema_version))  # fmt: skip
     return out
 
 
@@ -215,6 +249,7 @@ def encode(
     first_index: int,
     max_entry_bytes: int,
     max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
+    versions: Versions | None = None,
 ) -> list[OutgoingEntry]:
     """The entries for records `first_index ..` of a produced batch. Either way a
     compressed batch is decompressed, within `max_uncompressed` bytes
@@ -238,6 +273,7 @@ def encode(
         batching=batching,
         max_entry_bytes=max_entry_bytes,
         max_uncompressed=max_uncompressed,
+        versions=versions,
     )
 
 

@@ -30,6 +30,7 @@ from kop.aio.futures import retrieve
 from kop.entries import codec as entries
 from kop.entries.formats import EntryFormat
 from kop.log.append_completion import Completion, Job, fail_observed
+from kop.log.framing import AGAIN_AFTER_S, TopicFraming
 from kop.log.own_writes import OwnWrites
 from kop.log.producer_state import Duplicate, InFlight, ProducerStates, Write
 from kop.log.receipts import ReceiptFeed
@@ -51,14 +52,22 @@ OFFLOAD_RECORDS = 4096
 
 
 async def _encode(
-    s: LogSettings, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int
+    s: LogSettings,
+    head: BatchHeader,
+    batch: bytes,
+    fmt: EntryFormat,
+    batching: bool,
+    first: int,
+    versions: entries.Versions | None = None,
 ) -> list[OutgoingEntry]:
     """The batch's entries; on a worker thread when that takes work per record for
     many records (a batch may decompress to `max_uncompressed_batch_bytes` of
     records of a few bytes each: over 2 million), so the event loop goes on serving
     everyone else meanwhile (it gets the GIL back every few ms)."""
     args = (head, batch, fmt, batching, first, s.max_entry_bytes)
-    encode = functools.partial(entries.encode, *args, s.max_uncompressed_batch_bytes)
+    encode = functools.partial(
+        entries.encode, *args, s.max_uncompressed_batch_bytes, versions=versions
+    )
     per_record = fmt is EntryFormat.PULSAR or head.compression
     if per_record and head.record_count > OFFLOAD_RECORDS:
         return await asyncio.to_thread(encode)
@@ -75,8 +84,10 @@ class Appender:
         caught_up: CaughtUp,
         settings: LogSettings,
         receipts: ReceiptFeed,
+        framing: TopicFraming | None = None,
     ) -> None:
         self._storage = storage
+        self._framing = framing
         self._receipts = receipts
         self._topic = topic
         self._own = own
@@ -106,8 +117,11 @@ class Appender:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Encode before touching any state: a corrupt batch leaves nothing behind.
+        versions = None
+        if self._framing is not None and fmt is EntryFormat.PULSAR:
+            versions = await self._framing.for_produce()
         encoded = [
-            (h, b, await _encode(self._settings, h, b, fmt, batching, 0)) for h, b in batches
+            (h, b, await self._encoded(h, b, fmt, batching, 0, versions)) for h, b in batches
         ]
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
@@ -120,12 +134,41 @@ class Appender:
                 for h, _, _ in encoded:
                     self._refuse(h)
                 raise
-            jobs = [await self._plan(writer, h, b, first, fmt, batching) for h, b, first in encoded]
+            jobs = [
+                await self._plan(writer, h, b, first, fmt, batching, versions)
+                for h, b, first in encoded
+            ]
         task = asyncio.ensure_future(self._completion.complete(jobs))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(retrieve)  # its connection may be gone
         return task
+
+    async def _encoded(
+        self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int,
+        versions: entries.Versions | None,
+    ) -> list[OutgoingEntry]:  # fmt: skip
+        """The batch's entries, values in Confluent's framing stored bare where their id
+        is a version of the topic's schema; an id not known yet is asked for once (a
+        serializer registers its schema just before its first record)."""
+        if versions is None or self._framing is None:
+            return await _encode(self._settings, head, batch, fmt, batching, first)
+        missed: set[int] = set()
+
+        def lookup(sid: int) -> int | None:
+            found = versions(sid)
+            if found is None:
+                missed.add(sid)
+            return found
+
+        out = await _encode(self._settings, head, batch, fmt, batching, first, lookup)
+        if missed:
+            await self._framing.learn(unless_within=AGAIN_AFTER_S, fresh=True)
+            if any(self._framing.version(sid) is not None for sid in missed):
+                out = await _encode(
+                    self._settings, head, batch, fmt, batching, first, self._framing.version
+                )
+        return out
 
     def _refuse(self, head: BatchHeader) -> None:
         """An idempotent batch that would be written failed before it was sent: its
@@ -152,6 +195,7 @@ class Appender:
         whole: list[OutgoingEntry],
         fmt: EntryFormat,
         batching: bool,
+        versions: entries.Versions | None = None,
     ) -> Job:
         job = Job(head)
         if head.is_control and head.producer_id >= 0:
@@ -171,7 +215,7 @@ class Appender:
             job.first_index = decision.first_index
         out = whole
         if job.first_index:
-            out = await _encode(self._settings, head, batch, fmt, batching, job.first_index)
+            out = await self._encoded(head, batch, fmt, batching, job.first_index, versions)
         size = sum(e.size for e in out)
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):

@@ -24,6 +24,7 @@ from kop.log.checkpoint_store import CheckpointStore
 from kop.log.compacted.part import CompactedPart
 from kop.log.counting import LogEntry
 from kop.log.floor import LogFloor
+from kop.log.framing import FramedLog, TopicFraming
 from kop.log.history import CursorPool, HistoryReader
 from kop.log.offset_index import OffsetIndex
 from kop.log.own_writes import OwnWrites
@@ -76,8 +77,11 @@ class PartitionLog:
         settings: LogSettings,
         shared: Shared | None = None,
         compaction: Compaction | None = None,
+        framing: TopicFraming | None = None,
     ) -> None:
         shared = shared or Shared.for_settings(settings)
+        if framing is not None:  # every read of the topic framed (kop.log.framing)
+            storage = FramedLog(storage, topic, framing)
         self.topic = topic
         self.leader_epoch = 0  # taken when it opens to serve (kop.cluster.epochs)
         self._storage = storage
@@ -100,8 +104,9 @@ class PartitionLog:
             self.txns,
         )  # fmt: skip
         self.appender = Appender(
-            storage, topic, own, self.producers, self.follower.caught_up, settings, receipts
-        )
+            storage, topic, own, self.producers, self.follower.caught_up, settings, receipts,
+            framing,
+        )  # fmt: skip
         self.retention = Retention(storage, topic, self.index, self.tail, self.stats, settings)
         self.history = HistoryReader(
             storage, topic, self.index, self.retention, shared.cursors, self.stats, settings

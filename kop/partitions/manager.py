@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from kop.aio.futures import side_by_side
 from kop.log.checkpoint_store import CheckpointStore
+from kop.log.framing import Framings
 from kop.log.leader_epoch import EpochSource, FirstEpoch
 from kop.log.partition_log import PartitionLog, Shared
 from kop.log.settings import LogSettings
@@ -44,6 +45,7 @@ class LogManager:
         owns: Callable[[str], bool] = lambda _topic: True,
         view: Callable[[], int] = lambda: 0,
         epochs: EpochSource | None = None,
+        framings: Framings | None = None,
     ) -> None:
         self._storage = storage
         self._epochs: EpochSource = epochs or FirstEpoch()
@@ -57,8 +59,9 @@ class LogManager:
         self.stats = self.shared.stats
         self._logs: dict[str, PartitionLog] = {}
         self._opener = PartitionOpener(
-            storage, store, settings, self.shared, compaction, owns, self._epochs, self._logs
-        )
+            storage, store, settings, self.shared, compaction, owns, self._epochs, self._logs,
+            framings,
+        )  # fmt: skip
         self._letting_go: set[asyncio.Task[None]] = set()
         self._flusher: asyncio.Task[None] | None = None
         self._index = IndexFlusher(store, settings, flush_interval_s, self._logs)

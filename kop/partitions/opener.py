@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from kop.log.checkpoint_store import CheckpointStore
+from kop.log.framing import Framings
 from kop.log.leader_epoch import EpochSource
 from kop.log.partition_log import PartitionLog, Shared
 from kop.log.settings import LogSettings
@@ -36,8 +37,10 @@ class PartitionOpener:
         owns: Callable[[str], bool],
         epochs: EpochSource,
         logs: dict[str, PartitionLog],
+        framings: Framings | None = None,
     ) -> None:
         self._storage = storage
+        self._framings = framings  # Confluent's framing at the edge (kop.log.framing)
         self._store = store
         self._settings = settings
         self._shared = shared
@@ -100,6 +103,7 @@ class PartitionOpener:
         plog = PartitionLog(
             self._storage, self._store, topic, self._settings, self._shared,
             self._compaction if compacted else None,
+            None if self._framings is None else self._framings.of(topic),
         )  # fmt: skip
         try:
             await plog.open()

@@ -99,6 +99,8 @@ def _metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
 def _plain_metadata(entry: OutgoingEntry) -> tuple[pb.MessageMetadata, bytes]:
     # The producer sets its name, the sequence id and the publish time when it sends.
     meta = pb.MessageMetadata(producer_name="", sequence_id=0, publish_time=0)
+    if entry.schema_version is not None:
+        meta.schema_version = entry.schema_version
     m = entry.message
     if m is None:
         meta.num_messages_in_batch = entry.count
@@ -135,10 +137,11 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
             None, b"", props,
         )  # fmt: skip
     codec = kafka_codec(meta.compression)
+    version = meta.schema_version if meta.HasField("schema_version") else None
     if meta.HasField("num_messages_in_batch"):
         return StoredEntry(
             position, meta.producer_name, meta.sequence_id, meta.publish_time,
-            meta.num_messages_in_batch, None, raw.payload, props, codec,
+            meta.num_messages_in_batch, None, raw.payload, props, codec, version,
         )  # fmt: skip
     message = StoredMessage(
         position=position,
@@ -152,8 +155,9 @@ def stored_entry(raw: RawEntry) -> StoredEntry:
         key_b64=meta.partition_key_b64_encoded,
     )
     return StoredEntry(
-        position, meta.producer_name, meta.sequence_id, meta.publish_time, 1, message, codec=codec
-    )
+        position, meta.producer_name, meta.sequence_id, meta.publish_time, 1, message,
+        codec=codec, schema_version=version,
+    )  # fmt: skip
 
 
 class PulsarWriter:

@@ -10,13 +10,11 @@ from aiohttp import web
 from kop.registry.askers import Askers
 from kop.registry.routes import registry_app
 from kop.registry.service import Registry
-from kop.registry.table import RegistryTable
 
 
 class RegistryServer:
-    def __init__(self, registry: Registry, askers: Askers, table: RegistryTable) -> None:
+    def __init__(self, registry: Registry, askers: Askers) -> None:
         self._app = registry_app(registry, askers)
-        self._table = table
         self._runner: web.AppRunner | None = None
 
     async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> None:
@@ -28,4 +26,3 @@ class RegistryServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self._table.close()

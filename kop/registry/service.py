@@ -18,6 +18,7 @@ tenant's admin rights; a subject that is no topic's belongs to the namespace.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kop.registry import errors, subjects
@@ -25,7 +26,7 @@ from kop.registry.schemas import AVRO, Schema, canonical_avro
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
 from kop.registry.strategies import CONFLUENT_TO_PULSAR, PULSAR_TO_CONFLUENT, check
 from kop.registry.table import RegistryTable
-from kop.security.authorizer import Access, TopicOp
+from kop.security.authorizer import ALLOW_ALL, Access, TopicOp
 from kop.storage.naming import Namespace, PulsarTopic, resolve
 from kop.storage.schemas import PulsarSchema, SchemaRefused, TopicSchemas
 from kop.storage.types import AdminError
@@ -73,6 +74,21 @@ class Registry:
         self.table = table
         self.schemas = schemas
         self.limits = limits or Limits()
+        # Told when a version of a topic's schema was registered here (the topic's
+        # partitions on this instance learn its id at once, kop.log.framing).
+        self.on_topic_schema: Callable[[PulsarTopic], None] = lambda _topic: None
+
+    async def ids(
+        self, topic: PulsarTopic, *, fresh: bool = False, from_pulsar: bool = False
+    ) -> dict[int, int]:
+        """Pulsar version -> id of each Avro version of `topic`'s schema (SchemaIds,
+        kop.storage.schemas): asked by kop itself for the partitions it serves."""
+        subject = f"{topic.local}-value"
+        state = await self.table.view(topic.namespace.path, fresh=fresh)
+        if subject not in state.subjects and not from_pulsar:
+            return {}
+        state = await self._synced(Asker(topic.namespace, ALLOW_ALL), subject, topic)
+        return {number - 1: v.id for number, v in state.subjects.get(subject, {}).items()}
 
     def _room(self, state: NamespaceState, subject: str, versions: int) -> None:
         """42205 when registering one more version of `subject` passes a limit."""
@@ -144,6 +160,7 @@ class Registry:
                     raise errors.incompatible(subject, str(exc)) from None
                 raise errors.invalid_schema(str(exc)) from None
             state = await self._synced(who, subject, topic)
+            self.on_topic_schema(topic)
             return _id_in(state, subject, schema)
         level = await self.level(who, subject)
 

@@ -14,7 +14,7 @@ such an entry means.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from google.protobuf.message import DecodeError
 
@@ -43,6 +43,39 @@ def build(messages: Sequence[OutgoingMessage]) -> bytes:
         out += _SIZE.pack(len(raw))
         out += raw
         out += m.payload or b""
+    return bytes(out)
+
+
+def with_payloads(layout: bytes, count: int, change: Callable[[bytes], bytes]) -> bytes | None:
+    """The layout with each non-null message's payload changed by `change`, every other
+    metadata field (compaction's marks included) kept; None when it does not parse."""
+    out = bytearray()
+    pos = 0
+    for _ in range(count):
+        if pos + 4 > len(layout):
+            return None
+        (size,) = _SIZE.unpack_from(layout, pos)
+        pos += 4
+        meta = SingleMessageMetadata()
+        try:
+            if pos + size > len(layout):
+                return None
+            meta.ParseFromString(layout[pos : pos + size])
+        except (DecodeError, ValueError):
+            return None
+        pos += size
+        end = pos + meta.payload_size
+        if meta.payload_size < 0 or end > len(layout):
+            return None
+        payload = layout[pos:end]
+        if not meta.null_value:
+            payload = change(payload)
+            meta.payload_size = len(payload)
+        raw = meta.SerializeToString()
+        out += _SIZE.pack(len(raw))
+        out += raw
+        out += payload
+        pos = end
     return bytes(out)
 
 

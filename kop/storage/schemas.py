@@ -96,3 +96,18 @@ class TopicSchemas(Protocol):
     async def broker_strategy(self) -> str:
         """The broker's `schemaCompatibilityStrategy` (FULL unless configured)."""
         ...
+
+
+class SchemaIds(Protocol):
+    """The Schema Registry's ids of a topic's schema versions (kop/registry serves them),
+    for the partitions that put Confluent's framing on and off (kop.log.framing)."""
+
+    async def ids(
+        self, topic: PulsarTopic, *, fresh: bool = False, from_pulsar: bool = False
+    ) -> dict[int, int]:
+        """Pulsar schema version -> Confluent id, of each Avro version of the topic's
+        schema ({}: none); ids are handed out for versions that had none. Unless
+        `from_pulsar`, a topic whose schema the registry never saw is answered {}
+        without asking Pulsar (no Kafka producer can have framed records in it);
+        `fresh`: what other instances registered up to now is seen."""
+        ...

@@ -67,6 +67,9 @@ class OutgoingEntry:
     count: int = 1
     properties: dict[str, str] = field(default_factory=dict)
     codec: int = 0
+    # The Pulsar schema version its messages are written in (8 bytes, big-endian, as
+    # Pulsar numbers them): a typed Pulsar consumer decodes them with that schema.
+    schema_version: bytes | None = None
 
     @classmethod
     def of(cls, message: OutgoingMessage) -> OutgoingEntry:
@@ -113,6 +116,7 @@ class StoredEntry:
     batch: bytes = b""
     properties: dict[str, str] = field(default_factory=dict)
     codec: int = 0
+    schema_version: bytes | None = None  # see OutgoingEntry
 
 
 def stored_as(
@@ -123,7 +127,7 @@ def stored_as(
     if out.message is None:
         return StoredEntry(
             position, producer, sequence_id, publish_time, out.count, None, out.batch,
-            dict(out.properties), out.codec,
+            dict(out.properties), out.codec, out.schema_version,
         )  # fmt: skip
     m = out.message
     message = StoredMessage(
@@ -137,7 +141,10 @@ def stored_as(
         producer_name=producer,
         key_b64=m.key_b64,
     )
-    return StoredEntry(position, producer, sequence_id, publish_time, 1, message, codec=out.codec)
+    return StoredEntry(
+        position, producer, sequence_id, publish_time, 1, message, codec=out.codec,
+        schema_version=out.schema_version,
+    )  # fmt: skip
 
 
 class Idle:

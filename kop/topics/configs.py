@@ -26,6 +26,9 @@ SHARED_WRITES = "kop.pulsar.shared.writes"
 # own config says so (kop.groups.share.dead_letters). Described only where set, so a
 # topic's description is Kafka 4.3's otherwise.
 DLQ_ENABLE = "errors.deadletterqueue.group.enable"
+# false: values in Confluent's framing pass through as they are, instead of being stored
+# bare in the topic's Pulsar schema version and framed again when read (issue 38).
+SCHEMA_FRAMING = "kop.schema.registry.framing"
 SHOWN_WHEN_SET = frozenset({DLQ_ENABLE})
 # The names a client set explicitly (DescribeConfigs reports them as the topic's own,
 # also when equal to the default, as Kafka does).
@@ -37,12 +40,14 @@ KOP_CONFIGS: dict[str, tuple[str, ...]] = {
     PULSAR_BATCHING: ("true", "false"),
     SHARED_WRITES: ("true", "false"),
     DLQ_ENABLE: ("true", "false"),
+    SCHEMA_FRAMING: ("true", "false"),
 }
 KOP_TYPES = {
     ENTRY_FORMAT: ConfigType.STRING,
     PULSAR_BATCHING: ConfigType.BOOLEAN,
     SHARED_WRITES: ConfigType.BOOLEAN,
     DLQ_ENABLE: ConfigType.BOOLEAN,
+    SCHEMA_FRAMING: ConfigType.BOOLEAN,
 }
 
 
@@ -68,6 +73,7 @@ class TopicDefaults:
                 PULSAR_BATCHING: str(self.pulsar_batching).lower(),
                 SHARED_WRITES: str(self.shared_writes).lower(),
                 DLQ_ENABLE: "false",
+                SCHEMA_FRAMING: "true",
             }
         )
         return out

@@ -42,7 +42,7 @@ from kop.wiring.parts import (
     state_topics,
     topic_catalog,
 )
-from kop.wiring.registry import schema_registry
+from kop.wiring.registry import registry_core, serve_registry
 from kop.wiring.txn import start_transactions
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,11 @@ class Gateway:
         )
         self._closes.push(epochs.close)
         await epochs.start()
-        logs = await partition_logs(c, self.backend, storage, ownership, epochs)
+        registry = await registry_core(c, self.backend, storage)
+        if registry is not None:
+            self._closes.push(registry.table.close)
+        framings = None if registry is None else registry.framings
+        logs = await partition_logs(c, self.backend, storage, ownership, epochs, framings)
         self._closes.push(logs.close)
         self.metrics.watch(logs)
         await logs.start()
@@ -192,9 +196,8 @@ class Gateway:
                 c, self.metrics, logs, groups, catalog, ownership, security, self.backend.admin
             )
             self._closes.push(http.stop)
-        registry = await schema_registry(c, self.backend, storage, security)
         if registry is not None:
-            self._closes.push(registry.stop)
+            self._closes.push((await serve_registry(c, registry, security)).stop)
         self._running = Running(services, membership, epochs, listener, security, http)
         # Pushed last, so run first at stop: the others take this instance's partitions
         # and groups over at once, then its in-flight requests finish.

@@ -24,6 +24,7 @@ from kop.groups.share.offsets import ShareOffsets, ShareTarget
 from kop.groups.share.partitions import SharePartitions
 from kop.groups.share.state import ShareStates
 from kop.log.checkpoint_store import CheckpointStore
+from kop.log.framing import Framings
 from kop.log.partition_log import PartitionLog
 from kop.log.settings import LogSettings
 from kop.ops.http import AdminServer
@@ -212,7 +213,7 @@ async def join_instances(
 
 async def partition_logs(
     c: KopConfig, backend: Backend, storage: MessageLog, ownership: Ownership,
-    epochs: LeaderEpochs,
+    epochs: LeaderEpochs, framings: Framings | None = None,
 ) -> LogManager:  # fmt: skip
     """The partition logs this instance serves (not started), over its offset index;
     a `pulsar`-format batch entry is split where Pulsar would refuse it."""
@@ -221,7 +222,7 @@ async def partition_logs(
     settings = replace(log_settings(c), max_entry_bytes=max(64 << 10, entry_limit))
     return LogManager(
         storage, store, settings, compaction=backend.compaction, owns=ownership.mine,
-        view=lambda: ownership.version, epochs=epochs,
+        view=lambda: ownership.version, epochs=epochs, framings=framings,
     )  # fmt: skip
 
 

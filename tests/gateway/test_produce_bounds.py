@@ -64,9 +64,9 @@ async def test_a_batch_of_many_records_is_encoded_off_the_event_loop(
     threads: list[bool] = []
     encode = entries.encode
 
-    def recording(*args: Any) -> Any:
+    def recording(*args: Any, **kwargs: Any) -> Any:
         threads.append(threading.current_thread() is threading.main_thread())
-        return encode(*args)
+        return encode(*args, **kwargs)
 
     monkeypatch.setattr(entries, "encode", recording)
     client = RawClient(gateway.kafka_port)

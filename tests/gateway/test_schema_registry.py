@@ -7,19 +7,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import io
 import json
+import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import fastavro
 import pytest
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from kop.config.settings import KopConfig
+from kop.entries import framing
+from kop.storage import batch_layout
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import CONSUME, PRODUCE
+from kop.storage.types import OutgoingEntry, OutgoingMessage
 from kop.wiring.app import Gateway
 from kop.wiring.errors import StartupError
 from tests.gateway.memory_gateway import CLUSTER_SECRET, free_port
@@ -265,3 +274,106 @@ async def test_tls_without_a_certificate_is_refused_at_start() -> None:
     with pytest.raises(StartupError, match="schema_registry_tls needs ssl_cert_file"):
         async with registry(schema_registry_tls=True):
             pass
+
+
+def _consume(bootstrap: str, topic: str, n: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < n and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.close()
+    return got
+
+
+async def test_kafka_records_are_stored_bare_for_pulsar_and_read_back_framed() -> None:
+    """A registry serializer's records are Pulsar messages of the topic's schema version
+    (their value the bare Avro a Pulsar `AvroSchema` consumer decodes), and read back
+    through Kafka with Confluent's framing; a typed Pulsar producer's message is read
+    through Kafka framed with its version's id."""
+    async with registry() as (client, backend, gateway):
+        orders = PulsarTopic(DEFAULT, "orders", "orders")
+        await backend.admin.create_partitioned(orders, 1, {})
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        serialize = AvroSerializer(client, json.dumps(USER_V1))
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        framed = [await run(serialize, {"name": n}, ctx) for n in ("ada", "bob")]
+
+        def produce() -> None:
+            producer = Producer({"bootstrap.servers": bootstrap})
+            for value in framed:
+                producer.produce("orders", value)
+            assert producer.flush(20) == 0
+
+        await run(produce)
+        stored = [e for e in backend.log.topic(orders.partition(0)).entries() if e.count]
+        pulsar_view = [
+            (e.schema_version, m.payload) for e in stored for m in batch_layout.messages(e)
+        ]
+        parsed = fastavro.parse_schema(USER_V1)
+        assert [v for v, _ in pulsar_view] == [framing.version_bytes(0)] * 2
+        assert [fastavro.schemaless_reader(io.BytesIO(p), parsed) for _, p in pulsar_view] == [
+            {"name": "ada"}, {"name": "bob"},
+        ]  # fmt: skip
+        assert await run(_consume, bootstrap, "orders", 2) == framed
+        # a typed Pulsar producer's message, in version 0
+        bare = io.BytesIO()
+        fastavro.schemaless_writer(bare, parsed, {"name": "eve"})
+        message = OutgoingMessage(bare.getvalue(), {}, None, None)
+        entry = OutgoingEntry.of(message)
+        typed = dataclasses.replace(entry, schema_version=framing.version_bytes(0))
+        backend.log.topic(orders.partition(0)).append([typed], "pulsar-app", 0)
+        deserialize = AvroDeserializer(client)
+        values = await run(_consume, bootstrap, "orders", 3)
+        assert [await run(deserialize, v, ctx) for v in values] == [
+            {"name": "ada"}, {"name": "bob"}, {"name": "eve"},
+        ]  # fmt: skip
+
+
+async def test_a_topic_whose_config_says_so_keeps_the_framing_as_it_came() -> None:
+    async with registry() as (client, backend, gateway):
+        raw = PulsarTopic(DEFAULT, "raw", "raw")
+        await backend.admin.create_partitioned(
+            raw, 1, {"kafka.kop.schema.registry.framing": "false"}
+        )
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        serialize = AvroSerializer(client, json.dumps(USER_V1))
+        value = await run(
+            serialize, {"name": "ada"}, SerializationContext("raw", MessageField.VALUE)
+        )
+
+        def produce() -> None:
+            producer = Producer({"bootstrap.servers": bootstrap})
+            producer.produce("raw", value)
+            assert producer.flush(20) == 0
+
+        await run(produce)
+        stored = [e for e in backend.log.topic(raw.partition(0)).entries() if e.count]
+        assert [
+            (e.schema_version, m.payload) for e in stored for m in batch_layout.messages(e)
+        ] == [(None, value)]
+        assert await run(_consume, bootstrap, "raw", 1) == [value]
+
+
+async def test_a_pulsar_producers_schema_kop_never_saw_is_read_framed_with_a_new_id() -> None:
+    async with registry() as (client, backend, gateway):
+        events = PulsarTopic(DEFAULT, "events", "events")
+        await backend.admin.create_partitioned(events, 1, {})
+        # a typed Pulsar producer made the topic's schema; kop's registry never heard of it
+        assert await backend.schemas.upload(events, "AVRO", json.dumps(USER_V1, indent=1)) == 0
+        parsed = fastavro.parse_schema(USER_V1)
+        bare = io.BytesIO()
+        fastavro.schemaless_writer(bare, parsed, {"name": "eve"})
+        entry = OutgoingEntry.of(OutgoingMessage(bare.getvalue(), {}, None, None))
+        typed = dataclasses.replace(entry, schema_version=framing.version_bytes(0))
+        backend.log.topic(events.partition(0)).append([typed], "pulsar-app", 0)
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        (value,) = await run(_consume, bootstrap, "events", 1)
+        assert framing.schema_id(value) == 1
+        ctx = SerializationContext("events", MessageField.VALUE)
+        assert await run(AvroDeserializer(client), value, ctx) == {"name": "eve"}
+        assert await run(client.get_versions, "events-value") == [1]

@@ -6,6 +6,7 @@ next version, and ids survive kop's restart (they are in Pulsar)."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -13,7 +14,11 @@ from typing import Any
 
 import pulsar
 import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 from pulsar.schema import AvroSchema, Record, String
 
 from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL, KopProcess, free_port
@@ -61,6 +66,52 @@ def test_a_subject_registered_through_kop_is_the_topics_schema_in_pulsar(tmp_pat
         again = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
         assert json.loads(again.get_schema(schema_id).schema_str) == Reading.schema()
         assert again.get_latest_version(f"{topic}-value").schema_id == newer.schema_id
+    finally:
+        client.close()
+        kop.stop()
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> None:
+    """A Kafka producer's Avro records (a registry serializer) are typed values to a Pulsar
+    consumer with `AvroSchema`; a typed Pulsar producer's values are records a Kafka
+    consumer's registry deserializer reads."""
+    port = free_port()
+    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
+    kop.start()
+    topic = f"sr-{uuid.uuid4().hex[:10]}"
+    full = f"persistent://public/default/{topic}"
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        serialize = AvroSerializer(registry, json.dumps(Reading.schema()))
+        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+        pulsar_consumer = client.subscribe(
+            full, "typed", schema=AvroSchema(Reading),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        producer = Producer({"bootstrap.servers": kop.bootstrap})
+        for sensor in ("s1", "s2"):
+            producer.produce(topic, serialize({"sensor": sensor}, ctx))
+        assert producer.flush(30) == 0
+        got = [pulsar_consumer.receive(30_000).value().sensor for _ in range(2)]
+        assert got == ["s1", "s2"]
+        typed = client.create_producer(full, schema=AvroSchema(Reading))
+        typed.send(Reading(sensor="s3"))
+        deserialize = AvroDeserializer(registry)
+        consumer = Consumer({"bootstrap.servers": kop.bootstrap, "group.id": "typed-reader",
+                             "auto.offset.reset": "earliest"})  # fmt: skip
+        consumer.subscribe([topic])
+        values: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(values) < 3 and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is not None and msg.error() is None:
+                values.append(deserialize(msg.value(), ctx)["sensor"])
+        consumer.close()
+        assert values == ["s1", "s2", "s3"]
     finally:
         client.close()
         kop.stop()

@@ -1,0 +1,244 @@
+"""A topic's Confluent framing at the edge of its partitions' logs (issue 38,
+kop.entries.framing says what is converted): which Confluent id each Pulsar schema
+version of the topic has, learned from the Schema Registry, and the partition's storage
+seen through it, so every read of the log (a tail, history, compaction, kop's own write
+receipts) serves framed values, and what the Kafka side wrote is stored bare.
+
+The map is learned when a partition opens, again at most every `refresh_s` while
+records are produced, at once when a produced record names an id it does not know (a
+serializer registers its schema just before its first record) or an entry names a
+version it does not know (a typed Pulsar producer evolved the schema), and when this
+instance's registry registered a version of the topic's schema. A schema registered
+through another instance that a record names before this instance learned of it is
+learned by the refresh on the unknown id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+from kop.entries import framing as frames
+from kop.storage.naming import Namespace, PulsarTopic, split_full, topic_of_partition
+from kop.storage.port import MessageLog, TopicReader, TopicWriter
+from kop.storage.schemas import SchemaIds
+from kop.storage.types import Idle, OutgoingEntry, Position, StoredEntry, WriteRef, WriterMode
+
+log = logging.getLogger(__name__)
+
+AGAIN_AFTER_S = 0.5  # an unknown id or version asks the registry at most this often
+
+
+# Whether a topic's config lets its values be converted (`kop.schema.registry.framing`).
+Switch = Callable[[PulsarTopic], Awaitable[bool]]
+
+
+async def _always(_topic: PulsarTopic) -> bool:
+    return True
+
+
+class TopicFraming:
+    def __init__(
+        self, ids: SchemaIds, topic: PulsarTopic, refresh_s: float,
+        clock: Callable[[], float] = time.monotonic, switch: Switch = _always,
+    ) -> None:  # fmt: skip
+        self._switch = switch
+        self._source = ids
+        self.topic = topic
+        self._refresh_s = refresh_s
+        self._clock = clock
+        self._id_of: dict[int, int] = {}  # Pulsar version -> Confluent id
+        self._version_of: dict[int, int] = {}  # Confluent id -> Pulsar version
+        self._at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    @property
+    def active(self) -> bool:
+        """Whether the topic has a schema whose records are converted."""
+        return bool(self._id_of)
+
+    def version(self, sid: int) -> int | None:
+        return self._version_of.get(sid)
+
+    def id_of(self, version: int) -> int | None:
+        return self._id_of.get(version)
+
+    def forget(self) -> None:
+        """Learn again before the next use (this instance registered a version)."""
+        self._at = float("-inf")
+
+    async def learn(
+        self, *, unless_within: float = 0.0, fresh: bool = False, from_pulsar: bool = False
+    ) -> None:
+        """Ask the registry (not if it was asked within `unless_within` seconds; `fresh`
+        and `from_pulsar` as SchemaIds takes them). A registry that cannot answer leaves
+        the map as it was: what it does not know passes unconverted, and the next
+        produce asks again."""
+        async with self._lock:
+            if self._clock() - self._at < unless_within:
+                return
+            try:
+                found = await self._source.ids(self.topic, fresh=fresh, from_pulsar=from_pulsar)
+                if found and not await self._switch(self.topic):
+                    found = {}
+            except Exception as exc:  # the registry's storage away: try again later
+                log.warning("schema ids of %s: %s", self.topic.full, exc)
+                return
+            self._id_of = dict(found)
+            self._version_of = {}
+            for version in sorted(found):  # an id of two versions names the newer
+                self._version_of[found[version]] = version
+            self._at = self._clock()
+
+    async def for_produce(self) -> Callable[[int], int | None] | None:
+        """The id -> version lookup a produce encodes with (None: nothing to convert)."""
+        if self._clock() - self._at >= self._refresh_s:
+            await self.learn()
+        return self.version if self.active else None
+
+
+class Framings:
+    """Each topic's framing on this instance, shared by its partitions."""
+
+    def __init__(self, ids: SchemaIds, refresh_s: float, switch: Switch = _always) -> None:
+        self._ids = ids
+        self._refresh_s = refresh_s
+        self._switch = switch
+        self._topics: dict[str, TopicFraming] = {}
+
+    def of(self, partition: str) -> TopicFraming:
+        base = topic_of_partition(partition)
+        found = self._topics.get(base)
+        if found is None:
+            tenant, namespace, local = split_full(base)
+            topic = PulsarTopic(Namespace(tenant, namespace), local, local)
+            found = self._topics[base] = TopicFraming(
+                self._ids, topic, self._refresh_s, switch=self._switch
+            )
+        return found
+
+    def changed(self, topic: PulsarTopic) -> None:
+        """The registry registered a version of `topic`'s schema here."""
+        found = self._topics.get(topic.full)
+        if found is not None:
+            found.forget()
+
+
+class FramedLog:
+    """The partition's storage, its own topic's entries framed on the way out."""
+
+    def __init__(self, storage: MessageLog, topic: str, framing: TopicFraming) -> None:
+        self._storage = storage
+        self._topic = topic
+        self.framing = framing
+        self._wrapped: tuple[TopicWriter, _FramedWriter] | None = None
+
+    async def writer(
+        self, topic: str, *, mode: WriterMode = WriterMode.SHARED, name: str | None = None
+    ) -> TopicWriter:
+        writer = await self._storage.writer(topic, mode=mode, name=name)
+        if topic != self._topic:
+            return writer
+        if self._wrapped is None or self._wrapped[0] is not writer:  # one face per writer
+            self._wrapped = (writer, _FramedWriter(writer, self.framing))
+        return self._wrapped[1]
+
+    async def close_writer(self, topic: str, name: str | None = None) -> None:
+        await self._storage.close_writer(topic, name)
+
+    async def hand_over_writer(self, topic: str, name: str | None = None) -> None:
+        await self._storage.hand_over_writer(topic, name)
+
+    async def earliest(self, topic: str) -> Position | None:
+        return await self._storage.earliest(topic)
+
+    async def end(self, topic: str) -> Position | None:
+        return await self._storage.end(topic)
+
+    async def close(self) -> None:
+        """Nothing: the storage is shared, this is one partition's view of it."""
+
+    async def reader(
+        self, topic: str, start: Position | None, *, compacted: bool = False, prefetch: int = 1000
+    ) -> TopicReader:
+        reader = await self._storage.reader(topic, start, compacted=compacted, prefetch=prefetch)
+        return reader if topic != self._topic else _FramedReader(reader, self.framing)
+
+
+def reframe(entry: StoredEntry, framing: TopicFraming) -> StoredEntry | None:
+    """The entry framed with its version's id; None when the version is not known."""
+    if entry.schema_version is None:
+        return entry
+    version = frames.version_of(entry.schema_version)
+    sid = None if version is None else framing.id_of(version)
+    return None if sid is None else frames.reframed(entry, sid)
+
+
+class _FramedReader:
+    def __init__(self, reader: TopicReader, framing: TopicFraming) -> None:
+        self._reader = reader
+        self._framing = framing
+
+    async def read(self) -> StoredEntry | Idle:
+        entry = await self._reader.read()
+        if isinstance(entry, Idle) or entry.schema_version is None:
+            return entry
+        framed = reframe(entry, self._framing)
+        if framed is None:  # a version it has not learned of yet
+            await self._framing.learn(unless_within=AGAIN_AFTER_S, from_pulsar=True)
+            framed = reframe(entry, self._framing)
+        return entry if framed is None else framed  # not an Avro version: as it is
+
+    def report_idle(self) -> None:
+        self._reader.report_idle()
+
+    async def close(self) -> None:
+        await self._reader.close()
+
+
+class _FramedWriter:
+    def __init__(self, writer: TopicWriter, framing: TopicFraming) -> None:
+        self._writer = writer
+        self._framing = framing
+
+    @property
+    def name(self) -> str:
+        return self._writer.name
+
+    @property
+    def epoch(self) -> int:
+        return self._writer.epoch
+
+    @property
+    def resumed_after(self) -> int:
+        return self._writer.resumed_after
+
+    def send_all(
+        self, entries: Sequence[OutgoingEntry]
+    ) -> tuple[WriteRef, asyncio.Future[list[StoredEntry | None]]]:
+        ref, stored = self._writer.send_all(entries)
+        if not any(e.schema_version is not None for e in entries):
+            return ref, stored
+        framed: asyncio.Future[list[StoredEntry | None]] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        def done(f: asyncio.Future[list[StoredEntry | None]]) -> None:
+            if f.cancelled():
+                framed.cancel()
+            elif (exc := f.exception()) is not None:
+                framed.set_exception(exc)
+            else:
+                framed.set_result([None if e is None else (reframe(e, self._framing) or e)
+                                   for e in f.result()])  # fmt: skip
+
+        stored.add_done_callback(done)
+        return ref, framed
+
+    async def wait_capacity(self, size: int) -> None:
+        await self._writer.wait_capacity(size)
+
+    async def close(self) -> None:
+        await self._writer.close()
