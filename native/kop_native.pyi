@@ -9,6 +9,15 @@ def records_to_layouts(
     max_bytes: int,
     extra: tuple[str, str] | None = None,
 ) -> list[tuple[bytes, int]]: ...
+def records_to_framed_layouts(
+    records: bytes,
+    count: int,
+    base_timestamp: int,
+    first_index: int,
+    max_bytes: int,
+    extra: tuple[str, str] | None,
+    versions: dict[int, int],
+) -> tuple[list[tuple[bytes, int, int | None]], list[int]]: ...
 def decode_layout(
     layout: bytes, count: int, base_offset: int, publish_time: int
 ) -> tuple[int, int, bytes, list[tuple[int, int, int, int, int, int]], list[str]]: ...

@@ -33,7 +33,7 @@ docs/decisions.md), else in the Python here; both give the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from kop.entries import formats as entry_format
@@ -70,8 +70,8 @@ from kop.protocol.records import (
 from kop.storage import batch_layout
 from kop.storage.types import OutgoingEntry, OutgoingMessage, StoredEntry, StoredMessage
 
-# The topic's Pulsar schema version of a Confluent schema id (None: not one of them).
-Versions = Callable[[int], int | None]
+# The topic's Pulsar schema version of each Confluent schema id it has.
+Versions = Mapping[int, int]
 
 # A stamp and the offset of the last record it covers.
 StampAt = tuple[ProducerStamp, int]
@@ -132,12 +132,14 @@ def pulsar_entries(
     max_entry_bytes: int,
     max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
     versions: Versions | None = None,
+    unknown: set[int] | None = None,
 ) -> list[OutgoingEntry]:
     """Entries for records `first_index ..` of `batch` (a retry completing a partly
     stored batch writes a suffix). Raises KafkaError: CORRUPT_MESSAGE when the
     batch does not decode, MESSAGE_TOO_LARGE when it decompresses past
-    `max_uncompressed`. `versions`: the topic's Pulsar schema version of a Confluent
-    id, for values in Confluent's framing (kop.entries.framing)."""
+    `max_uncompressed`. `versions`: the topic's Pulsar schema version of each
+    Confluent id, for values in Confluent's framing (kop.entries.framing); the ids of
+    framed-looking values it does not know go into `unknown`."""
     if first_index < 0 or (stamp is not None and first_index >= stamp.count):
         raise ValueError(f"record {first_index} is outside a batch of {head.record_count}")
     codec = head.compression
@@ -145,67 +147,98 @@ def pulsar_entries(
     # batch entry's messages with their own properties only, never the entry's, and
     # filters a transaction's records by it (docs/transactions.md, the Pulsar view).
     txn = {P_TXN: str(stamp.producer_id)} if stamp is not None and stamp.transactional else {}
-    runs: list[tuple[int | None, list[Record]]] | None = None
-    if versions is not None:
+    missed: set[int] = set() if unknown is None else unknown
+    if not batching:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
-        runs = framing.unframed(records, versions)
-        if all(v is None for v, _ in runs):
-            runs = None  # nothing framed in one of the topic's versions: as always
-    if runs is not None or not batching:
-        if runs is None:
-            runs = [(None, producer_records(batch, head, max_uncompressed)[first_index:])]
+        runs: list[tuple[int | None, list[Record]]] = [(None, records)]
+        if versions:
+            runs = framing.unframed(records, lambda sid: _seen(versions, sid, missed))
         out: list[OutgoingEntry] = []
         index = first_index
-        for version, records in runs:
+        for version, run in runs:
             schema = None if version is None else framing.version_bytes(version)
-            if batching:
-                out += _batched(layouts(records, max_entry_bytes, txn), stamp, index, codec,
-                                max_entry_bytes, schema)  # fmt: skip
-            else:
-                out += [
-                    OutgoingEntry(
-                        _with(encode_record(r, None if stamp is None else
-                                            _stamp_text(stamp, index + i)), txn),
-                        codec=codec, schema_version=schema,
-                    )
-                    for i, r in enumerate(records)
-                ]  # fmt: skip
-            index += len(records)
+            for r in run:
+                text = None if stamp is None else _stamp_text(stamp, index)
+                out.append(OutgoingEntry(_with(encode_record(r, text), txn), codec=codec,
+                                         schema_version=schema))  # fmt: skip
+                index += 1
         return out
     fast = native()
+    extra = next(iter(txn.items()), None)
+    chunks: Sequence[tuple[bytes, int, int | None]]
     if fast is not None:
         section = records_section(batch, head, max_uncompressed)
-        extra = next(iter(txn.items()), None)
         try:
-            chunks = fast.records_to_layouts(
-                section, head.record_count, head.base_timestamp, first_index, max_entry_bytes,
-                extra,
-            )  # fmt: skip
+            if versions:
+                chunks, found = fast.records_to_framed_layouts(
+                    section, head.record_count, head.base_timestamp, first_index,
+                    max_entry_bytes, extra, dict(versions),
+                )  # fmt: skip
+                missed.update(found)
+            else:
+                chunks = [
+                    (layout, count, None)
+                    for layout, count in fast.records_to_layouts(
+                        section, head.record_count, head.base_timestamp, first_index,
+                        max_entry_bytes, extra,
+                    )
+                ]  # fmt: skip
         except ValueError as exc:
             raise KafkaError(ErrorCode.corrupt_message, f"undecodable record batch: {exc}") from exc
     else:
         records = producer_records(batch, head, max_uncompressed)[first_index:]
-        chunks = layouts(records, max_entry_bytes, txn)
-    return _batched(chunks, stamp, first_index, codec, max_entry_bytes, None)
+        chunks, found = framed_layouts(records, max_entry_bytes, txn, versions or {})
+        missed.update(found)
+    return _batched(chunks, stamp, first_index, codec, max_entry_bytes)
+
+
+def framed_layouts(
+    records: Sequence[Record], max_entry_bytes: int, extra: dict[str, str] | None,
+    versions: Versions,
+) -> tuple[list[tuple[bytes, int, int | None]], list[int]]:  # fmt: skip
+    """`layouts` of each run of records in one Pulsar schema version (their framing off,
+    kop.entries.framing), with that version; and the ids of framed-looking values
+    `versions` did not know, each once, in order. The Python twin of the native kernel."""
+    missed: dict[int, None] = {}  # ordered, once each
+    runs = framing.unframed(records, lambda sid: _seen(versions, sid, missed))
+    out = [
+        (layout, count, version)
+        for version, run in runs
+        for layout, count in layouts(run, max_entry_bytes, extra)
+    ]
+    return out, list(missed)
+
+
+def _seen(versions: Versions, sid: int, missed: dict[int, None] | set[int]) -> int | None:
+    """`versions[sid]`, noting in `missed` an id it does not know."""
+    found = versions.get(sid)
+    if found is None:
+        if isinstance(missed, set):
+            missed.add(sid)
+        else:
+            missed.setdefault(sid)
+    return found
 
 
 def _batched(
-    chunks: Sequence[tuple[bytes, int]], stamp: ProducerStamp | None, first_index: int,
-    codec: int, max_entry_bytes: int, schema_version: bytes | None,
+    chunks: Sequence[tuple[bytes, int, int | None]], stamp: ProducerStamp | None,
+    first_index: int, codec: int, max_entry_bytes: int,
 ) -> list[OutgoingEntry]:  # fmt: skip
-    """An entry per layout, stamped with the index of its last record."""
+    """An entry per layout, stamped with the index of its last record, naming the schema
+    version its values are in."""
     out: list[OutgoingEntry] = []
     index = first_index
-    for layout, count in chunks:
+    for layout, count, version in chunks:
         index += count
+        schema = None if version is None else framing.version_bytes(version)
         props = {} if stamp is None else {P_PRODUCER: _stamp_text(stamp, index - 1)}
         alone = batch_layout.single(layout) if len(layout) > max_entry_bytes else None
         if alone is not None:  # a record larger than an entry: alone, for chunking
             message = replace(alone, properties={**alone.properties, **props})
-            out.append(OutgoingEntry(message, codec=codec, schema_version=schema_version))
+            out.append(OutgoingEntry(message, codec=codec, schema_version=schema))
         else:
             out.append(OutgoingEntry(batch=layout, count=count, properties=props, codec=codec,
-                                     schema_version=schema_version))  # fmt: skip
+                                     schema_version=schema))  # fmt: skip
     return out
 
 
@@ -250,6 +283,7 @@ def encode(
     max_entry_bytes: int,
     max_uncompressed: int = MAX_UNCOMPRESSED_BYTES,
     versions: Versions | None = None,
+    unknown: set[int] | None = None,
 ) -> list[OutgoingEntry]:
     """The entries for records `first_index ..` of a produced batch. Either way a
     compressed batch is decompressed, within `max_uncompressed` bytes
@@ -274,6 +308,7 @@ def encode(
         max_entry_bytes=max_entry_bytes,
         max_uncompressed=max_uncompressed,
         versions=versions,
+        unknown=unknown,
     )
 
 

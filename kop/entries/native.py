@@ -29,6 +29,15 @@ class Kernels(Protocol):
         `extra`, a (name, value) property every record's message gets."""
         ...
 
+    def records_to_framed_layouts(
+        self, records: bytes, count: int, base_timestamp: int, first_index: int, max_bytes: int,
+        extra: tuple[str, str] | None, versions: dict[int, int],
+    ) -> tuple[list[tuple[bytes, int, int | None]], list[int]]:  # fmt: skip
+        """`records_to_layouts`, values in Confluent's framing whose id `versions` maps
+        stored bare, a layout per run of one version: ([(layout, records, version)],
+        ids of framed-looking values it did not know)."""
+        ...
+
     def decode_layout(
         self, layout: bytes, count: int, base_offset: int, publish_time: int
     ) -> tuple[int, int, bytes, list[NativeStamp], list[str]]:
@@ -49,6 +58,9 @@ def native() -> Kernels | None:
             "kop_native is not installed (no cargo when kop was set up): the pulsar entry "
             "format runs its Python kernels, several times slower"
         )
+        return None
+    if not hasattr(kop_native, "records_to_framed_layouts"):
+        log.warning("kop_native is older than this kop (run `make`): its Python kernels run")
         return None
     kernels: Kernels = kop_native
     return kernels

@@ -59,6 +59,7 @@ async def _encode(
     batching: bool,
     first: int,
     versions: entries.Versions | None = None,
+    unknown: set[int] | None = None,
 ) -> list[OutgoingEntry]:
     """The batch's entries; on a worker thread when that takes work per record for
     many records (a batch may decompress to `max_uncompressed_batch_bytes` of
@@ -66,7 +67,7 @@ async def _encode(
     everyone else meanwhile (it gets the GIL back every few ms)."""
     args = (head, batch, fmt, batching, first, s.max_entry_bytes)
     encode = functools.partial(
-        entries.encode, *args, s.max_uncompressed_batch_bytes, versions=versions
+        entries.encode, *args, s.max_uncompressed_batch_bytes, versions=versions, unknown=unknown
     )
     per_record = fmt is EntryFormat.PULSAR or head.compression
     if per_record and head.record_count > OFFLOAD_RECORDS:
@@ -154,20 +155,12 @@ class Appender:
         if versions is None or self._framing is None:
             return await _encode(self._settings, head, batch, fmt, batching, first)
         missed: set[int] = set()
-
-        def lookup(sid: int) -> int | None:
-            found = versions(sid)
-            if found is None:
-                missed.add(sid)
-            return found
-
-        out = await _encode(self._settings, head, batch, fmt, batching, first, lookup)
+        out = await _encode(self._settings, head, batch, fmt, batching, first, versions, missed)
         if missed:
             await self._framing.learn(unless_within=AGAIN_AFTER_S, fresh=True)
             if any(self._framing.version(sid) is not None for sid in missed):
-                out = await _encode(
-                    self._settings, head, batch, fmt, batching, first, self._framing.version
-                )
+                now = self._framing.versions
+                out = await _encode(self._settings, head, batch, fmt, batching, first, now)
         return out
 
     def _refuse(self, head: BatchHeader) -> None:

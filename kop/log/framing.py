@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from kop.entries import framing as frames
 from kop.storage.naming import Namespace, PulsarTopic, split_full, topic_of_partition
@@ -62,6 +62,11 @@ class TopicFraming:
     def version(self, sid: int) -> int | None:
         return self._version_of.get(sid)
 
+    @property
+    def versions(self) -> Mapping[int, int]:
+        """Confluent id -> Pulsar version, as last learned."""
+        return self._version_of
+
     def id_of(self, version: int) -> int | None:
         return self._id_of.get(version)
 
@@ -92,11 +97,11 @@ class TopicFraming:
                 self._version_of[found[version]] = version
             self._at = self._clock()
 
-    async def for_produce(self) -> Callable[[int], int | None] | None:
-        """The id -> version lookup a produce encodes with (None: nothing to convert)."""
+    async def for_produce(self) -> Mapping[int, int] | None:
+        """The id -> version map a produce encodes with (None: nothing to convert)."""
         if self._clock() - self._at >= self._refresh_s:
             await self.learn()
-        return self.version if self.active else None
+        return self._version_of if self.active else None
 
 
 class Framings:

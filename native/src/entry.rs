@@ -4,7 +4,7 @@
 //! `formats.read_message` + `build_batch`.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use crate::kafka::{self, OutHeader, OutRecord};
@@ -32,6 +32,10 @@ pub struct Layouts<'a> {
     pub meta: Vec<u8>,
     pub parts: Vec<Part<'a>>,
     pub chunks: Vec<(Range<usize>, usize)>,
+    /// Per chunk: the Pulsar schema version its values are in (framed layouts only).
+    pub versions: Vec<Option<i64>>,
+    /// Ids of framed-looking values that `versions` did not know, each once, in order.
+    pub unknown: Vec<u32>,
 }
 
 impl Layouts<'_> {
@@ -56,6 +60,7 @@ pub fn records_to_layouts<'a>(
     first_index: i64,
     max_bytes: i64,
     extra: Option<(&[u8], &[u8])>,
+    versions: Option<&HashMap<u32, i64>>,
 ) -> Result<Layouts<'a>, String> {
     let sec = kafka::parse_section(section, count, base_timestamp)
         .map_err(|e| format!("undecodable records: {e}"))?;
@@ -70,25 +75,49 @@ pub fn records_to_layouts<'a>(
         meta: Vec::new(),
         parts: Vec::with_capacity(sec.records.len() - first),
         chunks: Vec::new(),
+        versions: Vec::new(),
+        unknown: Vec::new(),
     };
     let mut scratch = Scratch::default();
     let (mut start, mut size) = (0usize, 0usize);
+    let mut version: Option<i64> = None; // the current chunk's
     for rec in &sec.records[first..] {
+        // `kop.entries.framing.unframed`: a value in Confluent's framing whose id is
+        // one of the topic's versions is stored without its five bytes
+        let (value, in_version) = match (versions, rec.value) {
+            (Some(map), Some(v)) if v.len() >= FRAMING && v[0] == 0 => {
+                let id = u32::from_be_bytes([v[1], v[2], v[3], v[4]]);
+                match map.get(&id) {
+                    Some(&found) => (Some(&v[FRAMING..]), Some(found)),
+                    None => {
+                        if !out.unknown.contains(&id) {
+                            out.unknown.push(id);
+                        }
+                        (rec.value, None)
+                    }
+                }
+            }
+            _ => (rec.value, None),
+        };
         let from = out.meta.len();
         encode_record(
             rec,
+            value,
             &sec.headers[rec.headers.clone()],
             &mut out.meta,
             &mut scratch,
             extra,
         )?;
-        let payload = rec.value.unwrap_or(b"");
+        let payload = value.unwrap_or(b"");
         let part_len = 4 + (out.meta.len() - from) + payload.len();
-        if out.parts.len() > start && (size + part_len) as i128 > i128::from(max_bytes) {
+        let open = out.parts.len() > start;
+        if open && (in_version != version || (size + part_len) as i128 > i128::from(max_bytes)) {
             out.chunks.push((start..out.parts.len(), size));
+            out.versions.push(version);
             start = out.parts.len();
             size = 0;
         }
+        version = in_version;
         out.parts.push(Part {
             meta: from..out.meta.len(),
             payload,
@@ -97,9 +126,13 @@ pub fn records_to_layouts<'a>(
     }
     if out.parts.len() > start {
         out.chunks.push((start..out.parts.len(), size));
+        out.versions.push(version);
     }
     Ok(out)
 }
+
+/// A magic byte and a 4-byte schema id before a value in Confluent's framing.
+const FRAMING: usize = 5;
 
 #[derive(Default)]
 struct Scratch {
@@ -111,6 +144,7 @@ struct Scratch {
 /// `extra`, one more property after the record's own (`entries._with`).
 fn encode_record(
     rec: &kafka::Record<'_>,
+    value: Option<&[u8]>,
     headers: &[(&str, Option<&[u8]>)],
     meta: &mut Vec<u8>,
     scratch: &mut Scratch,
@@ -177,7 +211,7 @@ fn encode_record(
     if let Some((k, v)) = extra {
         proto::put_property(meta, k, v);
     }
-    let payload_len = rec.value.map_or(0, <[u8]>::len);
+    let payload_len = value.map_or(0, <[u8]>::len);
     let payload_size = i32::try_from(payload_len)
         .map_err(|_| "value too large for a Pulsar message".to_string())?;
     proto::put_tail(
@@ -186,7 +220,7 @@ fn encode_record(
         payload_size,
         event_time,
         b64_key.is_some(),
-        rec.value.is_none(),
+        value.is_none(),
     );
     Ok(())
 }

@@ -16,6 +16,8 @@
 //! enough to be worth it; the result bytes are allocated as Python bytes first
 //! and filled in place, so nothing is copied twice.
 
+use std::collections::HashMap;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList, PyTuple};
@@ -98,6 +100,63 @@ fn records_to_layouts<'py>(
     max_bytes: i64,
     extra: Option<(String, String)>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let (layouts, plan) = plan_layouts(
+        py, records, count, base_timestamp, first_index, max_bytes, extra, None,
+    )?;
+    PyList::new(
+        py,
+        layouts
+            .into_iter()
+            .zip(&plan.chunks)
+            .map(|(bytes, (parts, _))| (bytes, parts.len())),
+    )
+}
+
+/// records_to_framed_layouts(records, count, base_timestamp, first_index, max_bytes, extra, versions)
+/// --
+///
+/// `records_to_layouts`, values in Confluent's framing whose id `versions` maps to a
+/// Pulsar schema version stored without the framing, a layout per run of one
+/// version: ([(layout, records in it, version or None)], ids of framed values it did
+/// not know) (kop.entries.framing).
+#[pyfunction]
+#[pyo3(signature = (records, count, base_timestamp, first_index, max_bytes, extra, versions))]
+#[allow(clippy::too_many_arguments)]
+fn records_to_framed_layouts<'py>(
+    py: Python<'py>,
+    records: &[u8],
+    count: i64,
+    base_timestamp: i64,
+    first_index: i64,
+    max_bytes: i64,
+    extra: Option<(String, String)>,
+    versions: HashMap<u32, i64>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (layouts, plan) = plan_layouts(
+        py, records, count, base_timestamp, first_index, max_bytes, extra, Some(&versions),
+    )?;
+    let chunks = PyList::new(
+        py,
+        layouts
+            .into_iter()
+            .zip(plan.chunks.iter().zip(&plan.versions))
+            .map(|(bytes, ((parts, _), version))| (bytes, parts.len(), *version)),
+    )?;
+    let unknown = PyList::new(py, &plan.unknown)?;
+    PyTuple::new(py, [chunks.into_any(), unknown.into_any()])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn plan_layouts<'py, 'a>(
+    py: Python<'py>,
+    records: &'a [u8],
+    count: i64,
+    base_timestamp: i64,
+    first_index: i64,
+    max_bytes: i64,
+    extra: Option<(String, String)>,
+    versions: Option<&HashMap<u32, i64>>,
+) -> PyResult<(Vec<Bound<'py, PyBytes>>, entry::Layouts<'a>)> {
     let detach = records.len() >= DETACH_MIN;
     let extra_ref = extra.as_ref().map(|(k, v)| (k.as_bytes(), v.as_bytes()));
     let plan = run(py, detach, || {
@@ -108,6 +167,7 @@ fn records_to_layouts<'py>(
             first_index,
             max_bytes,
             extra_ref,
+            versions,
         )
     })
     .map_err(PyValueError::new_err)?;
@@ -124,13 +184,7 @@ fn records_to_layouts<'py>(
             plan_ref.write(i, fill.slice());
         }
     });
-    PyList::new(
-        py,
-        layouts
-            .into_iter()
-            .zip(&plan.chunks)
-            .map(|(bytes, (parts, _))| (bytes, parts.len())),
-    )
+    Ok((layouts, plan))
 }
 
 /// decode_layout(layout, count, base_offset, publish_time)
@@ -215,6 +269,7 @@ fn _json_dumps(headers: Vec<(String, Option<Vec<u8>>)>) -> String {
 #[pymodule]
 fn kop_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(records_to_layouts, m)?)?;
+    m.add_function(wrap_pyfunction!(records_to_framed_layouts, m)?)?;
     m.add_function(wrap_pyfunction!(decode_layout, m)?)?;
     m.add_function(wrap_pyfunction!(_b64decode, m)?)?;
     m.add_function(wrap_pyfunction!(_int, m)?)?;

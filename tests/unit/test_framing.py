@@ -29,7 +29,7 @@ def round_trip(values: list[bytes | None], *, batching: bool, pid: int = -1) -> 
     batch = build_batch(records(*values), **extra)
     head = read_header(batch)
     out = codec.encode(head, batch, EntryFormat.PULSAR, batching, 0, 1 << 20,
-                       versions=VERSIONS.get)  # fmt: skip
+                       versions=VERSIONS)  # fmt: skip
     back: list[bytes | None] = []
     offset = 0
     for i, entry in enumerate(out):
@@ -56,7 +56,7 @@ def test_each_entry_holds_one_version_and_bare_values() -> None:
     values = [framed(7, b"a"), framed(7, b"b"), framed(9, b"c"), b"plain"]
     batch = build_batch(records(*values))
     out = codec.encode(read_header(batch), batch, EntryFormat.PULSAR, True, 0, 1 << 20,
-                       versions=VERSIONS.get)  # fmt: skip
+                       versions=VERSIONS)  # fmt: skip
     assert [(e.count, e.schema_version) for e in out] == [
         (2, framing.version_bytes(0)), (1, framing.version_bytes(1)), (1, None),
     ]  # fmt: skip
@@ -72,7 +72,7 @@ def test_without_versions_nothing_changes() -> None:
     head = read_header(batch)
     plain = codec.encode(head, batch, EntryFormat.PULSAR, True, 0, 1 << 20)
     none_known = codec.encode(head, batch, EntryFormat.PULSAR, True, 0, 1 << 20,
-                              versions=lambda _sid: None)  # fmt: skip
+                              versions={})  # fmt: skip
     assert plain == none_known
     assert all(e.schema_version is None for e in plain)
 

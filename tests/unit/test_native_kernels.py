@@ -158,6 +158,45 @@ def test_layouts_are_the_python_layouts(
     assert got == _python_layouts(batch, first_index, limit, extra)
 
 
+# values in Confluent's framing (magic 0, a 4-byte id), some of ids the topic has
+framed_values = st.one_of(
+    st.none(),
+    st.binary(max_size=12),
+    st.builds(lambda sid, body: b"\x00" + sid.to_bytes(4, "big") + body,
+              st.sampled_from([1, 2, 3, 2**32 - 1]), st.binary(max_size=12)),
+)  # fmt: skip
+
+
+@needs_native
+@examples(300)
+@given(
+    recs=st.lists(
+        st.builds(Record, st.just(0), st.integers(1, 2**40), st.none(), framed_values),
+        min_size=1,
+        max_size=10,
+    ),
+    first_index=st.integers(-2, 11),
+    limit=max_bytes,
+    versions=st.dictionaries(st.sampled_from([1, 2, 3]), st.integers(0, 5)),
+    extra=st.sampled_from([None, ("__kafka.txn", "7")]),
+)
+def test_framed_layouts_are_the_python_framed_layouts(
+    recs: list[Record], first_index: int, limit: int, versions: dict[int, int],
+    extra: tuple[str, str] | None,
+) -> None:  # fmt: skip
+    """Byte for byte, with the same runs of versions and the same unknown ids
+    (kop.entries.framing)."""
+    batch = _batch(recs)
+    head = read_header(batch)
+    section = records_section(batch, head)
+    got = _native().records_to_framed_layouts(
+        section, head.record_count, head.base_timestamp, first_index, limit, extra, versions
+    )
+    own = entries.producer_records(batch, head)[first_index:]
+    want = entries.framed_layouts(own, limit, dict([extra]) if extra else None, versions)
+    assert (list(got[0]), list(got[1])) == (want[0], want[1])
+
+
 def _with_section(batch: bytes, section: bytes, count: int) -> bytes:
     """`batch`'s header (uncompressed, CreateTime) over another records section."""
     head = bytearray(batch[:HEADER_SIZE])
