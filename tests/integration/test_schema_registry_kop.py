@@ -40,10 +40,10 @@ def pulsar_schemas(topic: str) -> list[dict[str, Any]]:
 def test_a_subject_registered_through_kop_is_the_topics_schema_in_pulsar(tmp_path: Path) -> None:
     port = free_port()
     kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    kop.start()
     topic = f"sr-{uuid.uuid4().hex[:10]}"
     client = pulsar.Client(PULSAR_URL)
     try:
+        kop.start()
         registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
         schema = Schema(json.dumps(Reading.schema()), "AVRO")
         schema_id = registry.register_schema(f"{topic}-value", schema)
@@ -78,11 +78,11 @@ def test_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> Non
     consumer's registry deserializer reads."""
     port = free_port()
     kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    kop.start()
     topic = f"sr-{uuid.uuid4().hex[:10]}"
     full = f"persistent://public/default/{topic}"
     client = pulsar.Client(PULSAR_URL)
     try:
+        kop.start()
         registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
         ctx = SerializationContext(topic, MessageField.VALUE)
         serialize = AvroSerializer(registry, json.dumps(Reading.schema()))
