@@ -36,7 +36,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from bench.common import log, pulsar_missing, pulsar_options, write_doc_section
+from bench.common import log, proc_ticks, pulsar_missing, pulsar_options, write_doc_section
 from bench.kop_process import KopProcess, free_port
 from bench.namespaces import bench_namespaces
 from conformance.registry.apicurio import VERSION as APICURIO
@@ -57,8 +57,7 @@ KINDS = ("register (already there)", "schema by id", "latest version", "lookup")
 
 
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
+    return (proc_ticks(pid) or 0) / _TICK
 
 
 def rest_latency(base: str, requests: int) -> dict[str, float]:

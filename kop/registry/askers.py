@@ -13,7 +13,7 @@ import binascii
 from aiohttp import web
 
 from kop.registry import errors
-from kop.registry.service import Asker
+from kop.registry.access import Asker
 from kop.security.authorizer import ALLOW_ALL, Authorizer
 from kop.security.errors import AuthenticationFailed
 from kop.security.principal import Principal, select_namespace

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from kop.registry import errors, subjects
+from kop.registry.access import Asker, authorize, checked_subject
 from kop.registry.askers import Askers
 from kop.registry.rest import (
     MAX_BODY_BYTES,
@@ -21,7 +22,7 @@ from kop.registry.rest import (
     schema_of_body,
     version_of,
 )
-from kop.registry.service import Asker, Registry, checked_subject
+from kop.registry.service import Registry
 from kop.registry.strategies import CONFLUENT_TO_PULSAR, check
 from kop.security.authorizer import TopicOp
 
@@ -186,7 +187,7 @@ class Handlers:
         wanted = None if given is None else version_of(given)
         schema = schema_of_body(await json_body(request))
         state = await self.r.view(who, subject)
-        level = await self.r.level(who, subject)
+        level = await self.r.levels.level(who, subject)
         strategy = CONFLUENT_TO_PULSAR.get(level, level)
         live = subjects.versions(state, subject)
         if wanted is not None and live:
@@ -202,43 +203,43 @@ class Handlers:
         return answer(body)
 
     async def get_global(self, request: web.Request) -> web.Response:
-        return answer({"compatibilityLevel": await self.r.global_level(self._who(request))})
+        return answer({"compatibilityLevel": await self.r.levels.global_level(self._who(request))})
 
     async def put_global(self, request: web.Request) -> web.Response:
         level = level_of(await json_body(request))
-        await self.r.set_global_level(self._who(request), level)
+        await self.r.levels.set_global_level(self._who(request), level)
         return answer({"compatibility": level})
 
     async def delete_global(self, request: web.Request) -> web.Response:
         who = self._who(request)
-        before = await self.r.global_level(who)
-        await self.r.set_global_level(who, None)
+        before = await self.r.levels.global_level(who)
+        await self.r.levels.set_global_level(who, None)
         return answer({"compatibilityLevel": before})
 
     async def get_config(self, request: web.Request) -> web.Response:
         subject = _subject(request)
         who = self._who(request)
-        await self.r.authorize(who, subject, TopicOp.DESCRIBE)
-        level = await self.r.subject_level(who, subject)
+        await authorize(who, subject, TopicOp.DESCRIBE)
+        level = await self.r.levels.subject_level(who, subject)
         if level is None:
             if not flag(request, "defaultToGlobal"):
                 raise errors.no_subject_config(subject)
-            level = await self.r.global_level(who)
+            level = await self.r.levels.global_level(who)
         return answer({"compatibilityLevel": level})
 
     async def put_config(self, request: web.Request) -> web.Response:
         subject = _subject(request)
         level = level_of(await json_body(request))
-        await self.r.set_subject_level(self._who(request), subject, level)
+        await self.r.levels.set_subject_level(self._who(request), subject, level)
         return answer({"compatibility": level})
 
     async def delete_config(self, request: web.Request) -> web.Response:
         subject = _subject(request)
         who = self._who(request)
-        before = await self.r.subject_level(who, subject)
+        before = await self.r.levels.subject_level(who, subject)
         if before is None:
             raise errors.subject_not_found(subject)
-        await self.r.set_subject_level(who, subject, None)
+        await self.r.levels.set_subject_level(who, subject, None)
         return answer({"compatibilityLevel": before})
 
     async def get_mode(self, request: web.Request) -> web.Response:

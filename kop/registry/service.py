@@ -17,45 +17,19 @@ tenant's admin rights; a subject that is no topic's belongs to the namespace.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kop.registry import errors, subjects
+from kop.registry.access import Asker, authorize, topic_of
+from kop.registry.levels import Levels
 from kop.registry.schemas import AVRO, Schema, canonical_avro
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
-from kop.registry.strategies import CONFLUENT_TO_PULSAR, PULSAR_TO_CONFLUENT, check
+from kop.registry.strategies import CONFLUENT_TO_PULSAR, check
 from kop.registry.table import RegistryTable
-from kop.security.authorizer import ALLOW_ALL, Access, TopicOp
-from kop.storage.naming import Namespace, PulsarTopic, resolve
+from kop.security.authorizer import ALLOW_ALL, TopicOp
+from kop.storage.naming import PulsarTopic
 from kop.storage.schemas import PulsarSchema, SchemaRefused, TopicSchemas
-from kop.storage.types import AdminError
-
-_TOPIC_SUBJECT = re.compile(r"^([a-zA-Z0-9._-]{1,249})-value$")
-MAX_SUBJECT_CHARS = 512
-_PRINTABLE = re.compile(r"^[^\x00-\x1f\x7f]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class Asker:
-    namespace: Namespace
-    access: Access
-
-    @property
-    def ns(self) -> str:
-        return self.namespace.path
-
-
-def topic_of(subject: str, ns: Namespace) -> PulsarTopic | None:
-    """The Pulsar topic whose schema `subject` is (None: a subject kop keeps)."""
-    match = _TOPIC_SUBJECT.match(subject)
-    return None if match is None else resolve(match.group(1), ns)
-
-
-def checked_subject(subject: str) -> str:
-    if len(subject) > MAX_SUBJECT_CHARS or not _PRINTABLE.match(subject):
-        raise errors.invalid_subject(subject)
-    return subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +48,7 @@ class Registry:
         self.table = table
         self.schemas = schemas
         self.limits = limits or Limits()
+        self.levels = Levels(table, schemas)
         # Told when a version of a topic's schema was registered here (the topic's
         # partitions on this instance learn its id at once, kop.log.framing).
         self.on_topic_schema: Callable[[PulsarTopic], None] = lambda _topic: None
@@ -111,7 +86,7 @@ class Registry:
     ) -> NamespaceState:
         """The namespace's state with `subject` in it as it is now (a topic's subject
         brought up to Pulsar's history), once the asker may `op` it."""
-        await self.authorize(who, subject, op)
+        await authorize(who, subject, op)
         topic = topic_of(subject, who.namespace)
         if topic is None:
             return await self.table.view(who.ns)
@@ -130,24 +105,11 @@ class Registry:
             raise errors.schema_not_found(schema_id)
         return state.schemas[schema_id]
 
-    async def authorize(self, who: Asker, subject: str, op: TopicOp) -> None:
-        topic = topic_of(checked_subject(subject), who.namespace)
-        if topic is not None:
-            allowed = await who.access.topic(topic, op)
-        elif op is TopicOp.ALTER:
-            allowed = await who.access.tenant_admin(who.namespace)
-        elif op is TopicOp.PRODUCE:
-            allowed = await who.access.idempotent_write(who.namespace)
-        else:
-            allowed = await who.access.namespace_use(who.namespace)
-        if not allowed:
-            raise errors.forbidden(f"subject {subject}")
-
     # -- registering -----------------------------------------------------------------
 
     async def register(self, who: Asker, subject: str, schema: Schema) -> int:
         """The schema's id, registered under `subject` unless it is there already."""
-        await self.authorize(who, subject, TopicOp.PRODUCE)
+        await authorize(who, subject, TopicOp.PRODUCE)
         topic = topic_of(subject, who.namespace)
         if topic is not None:
             state = await self.table.view(who.ns)
@@ -162,7 +124,7 @@ class Registry:
             state = await self._synced(who, subject, topic)
             self.on_topic_schema(topic)
             return _id_in(state, subject, schema)
-        level = await self.level(who, subject)
+        level = await self.levels.level(who, subject)
 
         def decide(state: NamespaceState) -> tuple[list[Record], int]:
             number = subjects.find(state, subject, schema)
@@ -196,49 +158,6 @@ class Registry:
 
         await self.table.change(who.ns, decide)
         return await self.table.view(who.ns)
-
-    # -- compatibility levels --------------------------------------------------------
-
-    async def global_level(self, who: Asker) -> str:
-        strategy = await self.schemas.namespace_strategy(who.namespace)
-        if strategy is None:
-            strategy = await self.schemas.broker_strategy()
-        return PULSAR_TO_CONFLUENT.get(strategy) or strategy
-
-    async def subject_level(self, who: Asker, subject: str) -> str | None:
-        """The subject's own level (None: it has none, the global one applies)."""
-        topic = topic_of(subject, who.namespace)
-        if topic is not None:
-            strategy = await self.schemas.topic_strategy(topic)
-            return None if strategy is None else (PULSAR_TO_CONFLUENT.get(strategy) or strategy)
-        return (await self.table.view(who.ns)).configs.get(subject)
-
-    async def level(self, who: Asker, subject: str) -> str:
-        return await self.subject_level(who, subject) or await self.global_level(who)
-
-    async def set_subject_level(self, who: Asker, subject: str, level: str | None) -> None:
-        await self.authorize(who, subject, TopicOp.ALTER)
-        topic = topic_of(subject, who.namespace)
-        if topic is not None:
-            strategy = None if level is None else CONFLUENT_TO_PULSAR[level]
-            try:
-                await self.schemas.set_topic_strategy(topic, strategy)
-            except AdminError as exc:  # Pulsar keeps policies of existing topics only
-                if exc.status == 404:
-                    raise errors.subject_not_found(subject) from None
-                raise
-            return
-
-        def decide(state: NamespaceState) -> tuple[list[Record], None]:
-            return [config_record(who.ns, subject, level)], None
-
-        await self.table.change(who.ns, decide)
-
-    async def set_global_level(self, who: Asker, level: str | None) -> None:
-        if not await who.access.tenant_admin(who.namespace):
-            raise errors.forbidden(f"namespace {who.ns}")
-        strategy = None if level is None else CONFLUENT_TO_PULSAR[level]
-        await self.schemas.set_namespace_strategy(who.namespace, strategy)
 
     # -- deleting --------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from kop.partitions import handover
 from kop.partitions.manager import LogManager
 from kop.pulsar.client import PulsarSession
 from kop.sasl.peer_client import PeerClient
+from kop.server.endpoints import Listener
 from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace
 from kop.txn.service import TxnService
@@ -202,14 +203,7 @@ class Gateway:
         # Pushed last, so run first at stop: the others take this instance's partitions
         # and groups over at once, then its in-flight requests finish.
         self._closes.push(lambda: self._hand_over(membership, following, logs))
-        log.info(
-            "kop ready: node %d, Kafka on %s (advertised %s), admin HTTP on %d, Pulsar %s",
-            c.node_id,
-            ", ".join(str(lst.bind) for lst in plan),
-            ", ".join(str(lst.advertised) for lst in plan),
-            c.admin_port,
-            c.pulsar_service_url,
-        )
+        _log_ready(c, plan)
 
     async def _serve(
         self, listener: KafkaListener, security: Security, default_ns: Namespace
@@ -252,6 +246,19 @@ class Gateway:
         for task in following:
             await cancel(task)
         await logs.release(list(logs.owned()))
+
+
+def _log_ready(c: KopConfig, plan: list[Listener]) -> None:
+    log.info(
+        "kop ready: node %d, Kafka on %s (advertised %s), admin HTTP on %d, Schema Registry "
+        "on %d, Pulsar %s",
+        c.node_id,
+        ", ".join(str(lst.bind) for lst in plan),
+        ", ".join(str(lst.advertised) for lst in plan),
+        c.admin_port,
+        c.schema_registry_port,
+        c.pulsar_service_url,
+    )
 
 
 @dataclass(frozen=True)

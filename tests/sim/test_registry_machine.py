@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from kop.registry import subjects
+from kop.registry.access import Asker
 from kop.registry.errors import RegistryError
 from kop.registry.schemas import Schema, parse
-from kop.registry.service import Asker, Registry
+from kop.registry.service import Registry
 from kop.registry.state import NamespaceState
 from kop.registry.table import RegistryTable
 from kop.security.authorizer import ALLOW_ALL
