@@ -16,6 +16,7 @@ learned by the refresh on the unknown id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from kop.storage.types import Idle, OutgoingEntry, Position, StoredEntry, WriteR
 log = logging.getLogger(__name__)
 
 AGAIN_AFTER_S = 0.5  # an unknown id or version asks the registry at most this often
+LEARN_WITHIN_S = 5.0  # what a produce or a tail waits for the registry at the most
 
 
 # Whether a topic's config lets its values be converted (`kop.schema.registry.framing`).
@@ -53,6 +55,7 @@ class TopicFraming:
         self._version_of: dict[int, int] = {}  # Confluent id -> Pulsar version
         self._at = float("-inf")
         self._lock = asyncio.Lock()
+        self._refreshing: asyncio.Task[None] | None = None
 
     @property
     def active(self) -> bool:
@@ -85,11 +88,13 @@ class TopicFraming:
             if self._clock() - self._at < unless_within:
                 return
             try:
-                found = await self._source.ids(self.topic, fresh=fresh, from_pulsar=from_pulsar)
-                if found and not await self._switch(self.topic):
-                    found = {}
+                async with asyncio.timeout(LEARN_WITHIN_S):  # a tail waits for it
+                    found = await self._source.ids(self.topic, fresh=fresh, from_pulsar=from_pulsar)
+                    if found and not await self._switch(self.topic):
+                        found = {}
             except Exception as exc:  # the registry's storage away: try again later
-                log.warning("schema ids of %s: %s", self.topic.full, exc)
+                log.warning("schema ids of %s: %s", self.topic.full, exc or "timed out")
+                self._at = self._clock()  # not again at once: retried at the next refresh
                 return
             self._id_of = dict(found)
             self._version_of = {}
@@ -98,10 +103,28 @@ class TopicFraming:
             self._at = self._clock()
 
     async def for_produce(self) -> Mapping[int, int] | None:
-        """The id -> version map a produce encodes with (None: nothing to convert)."""
-        if self._clock() - self._at >= self._refresh_s:
+        """The id -> version map a produce encodes with (None: nothing to convert). The
+        first use, and the first after `forget`, waits to learn; a merely old map is
+        learned again in the background (the produce goes on with it; an id it does
+        not know is learned then, `Appender`)."""
+        if self._at == float("-inf"):
             await self.learn()
+        elif self._clock() - self._at >= self._refresh_s and self._refreshing is None:
+            self._refreshing = asyncio.create_task(self._refresh(), name="schema-ids")
         return self._version_of if self.active else None
+
+    async def _refresh(self) -> None:
+        try:
+            await self.learn()
+        finally:
+            self._refreshing = None
+
+    async def close(self) -> None:
+        task = self._refreshing
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class Framings:
@@ -123,6 +146,10 @@ class Framings:
                 self._ids, topic, self._refresh_s, switch=self._switch
             )
         return found
+
+    async def close(self) -> None:
+        for framing in self._topics.values():
+            await framing.close()
 
     def changed(self, topic: PulsarTopic) -> None:
         """The registry registered a version of `topic`'s schema here."""

@@ -137,6 +137,7 @@ class Gateway:
         registry = await registry_core(c, self.backend, storage)
         if registry is not None:
             self._closes.push(registry.table.close)
+            self._closes.push(registry.framings.close)
         framings = None if registry is None else registry.framings
         logs = await partition_logs(c, self.backend, storage, ownership, epochs, framings)
         self._closes.push(logs.close)
