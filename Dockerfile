@@ -41,6 +41,6 @@ RUN pip install --no-cache-dir -c /tmp/constraints.txt /tmp/dist/*.whl \
  && rm -rf /tmp/dist /tmp/constraints.txt
 USER 10001:10001
 # Kafka, admin HTTP (/healthz, /readyz, /metrics)
-EXPOSE 9092 9094
+EXPOSE 9092 9094 8081
 ENTRYPOINT ["kop"]
 CMD ["serve", "--config", "/etc/kop/kop.toml"]

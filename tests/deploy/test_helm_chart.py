@@ -408,9 +408,22 @@ def test_bootstrap_service() -> None:
     assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {
         "kafka": 9092,
         "admin": 9094,
+        "schema-registry": 8081,
     }
     pod_labels = rendered.one("StatefulSet")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
+
+
+def test_the_schema_registry_port_is_served_and_can_be_turned_off() -> None:
+    rendered = render()
+    assert rendered.kop_toml["schema_registry_port"] == 8081
+    ports = {p["name"]: p["containerPort"] for p in rendered.container["ports"]}
+    assert ports["schema-registry"] == 8081
+    off = render(sets=("ports.schemaRegistry=0",))
+    assert off.kop_toml["schema_registry_port"] == 0
+    assert "schema-registry" not in {p["name"] for p in off.container["ports"]}
+    for service in off.kinds("Service"):
+        assert "schema-registry" not in {p["name"] for p in service["spec"]["ports"]}
 
 
 def test_node_ports_per_pod(tmp_path: Path) -> None:
@@ -516,7 +529,9 @@ def test_kafka_listeners_tls_and_token_key_from_secrets(
     assert volumes["token-key"]["secret"]["secretName"] == "pulsar-token-key"
     assert mounts["kafka-tls"]["mountPath"] == "/etc/kop/kafka-tls"
     ports = {p["name"]: p["containerPort"] for p in rendered.container["ports"]}
-    assert ports == {"kafka": 9092, "admin": 9094, "sasl-ssl": 9093, "ssl": 9096}
+    assert ports == {
+        "kafka": 9092, "admin": 9094, "schema-registry": 8081, "sasl-ssl": 9093, "ssl": 9096,
+    }  # fmt: skip
     for service in rendered.kinds("Service"):
         names = {p["name"] for p in service["spec"]["ports"]}
         assert {"sasl-ssl", "ssl"} <= names, service["metadata"]["name"]

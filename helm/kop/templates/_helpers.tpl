@@ -118,6 +118,8 @@ data:
   "port" .Values.ports.kafka
   "admin_host" "0.0.0.0"
   "admin_port" .Values.ports.admin
+  "schema_registry_host" "0.0.0.0"
+  "schema_registry_port" (.Values.ports.schemaRegistry | default 0)
   "pulsar_service_url" $p.serviceUrl
   "pulsar_http_url" $p.httpUrl
   "tenant" $p.tenant
