@@ -16,6 +16,8 @@ class RegistrySettings(BaseSettings):
     # HTTPS with the Kafka listeners' certificate (ssl_cert_file, ssl_key_file): the
     # credentials a client sends are tokens
     schema_registry_tls: bool = False
+    # Open connections at once (one more is closed when accepted)
+    schema_registry_max_connections: int = Field(1000, ge=1, le=1_000_000)
     schema_registry_fresh_s: float = Field(1.0, gt=0, le=60)
     # How often a partition produced to asks whether its topic's schema changed (the
     # registry here tells it at once; another instance's within this)

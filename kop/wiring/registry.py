@@ -61,7 +61,7 @@ async def serve_registry(c: KopConfig, parts: RegistryParts, security: Security)
         security.authorizer, security.tokens, Namespace(c.tenant, c.namespace),
         system_namespace(c),
     )  # fmt: skip
-    server = RegistryServer(parts.registry, askers)
+    server = RegistryServer(parts.registry, askers, c.schema_registry_max_connections)
     try:
         await server.start(c.schema_registry_host, c.schema_registry_port, tls)
     except OSError as exc:

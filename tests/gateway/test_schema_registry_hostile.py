@@ -4,6 +4,7 @@ without bound, and a namespace's subjects and versions are limited."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from typing import Any
@@ -95,3 +96,21 @@ async def test_a_namespace_holds_a_bounded_number_of_subjects_and_versions() -> 
         ) == (422, 42205)
         # what is there already is still answered
         assert await run(client.register_schema, "a-value", avro(USER_V1)) == 1
+
+
+async def test_connections_past_the_limit_are_closed_and_the_others_served() -> None:
+    async with registry(schema_registry_max_connections=3) as (client, _, _g):
+        port = int(client._rest_client.base_urls[0].rsplit(":", 1)[1])
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        async with asyncio.timeout(10):
+            assert await reader.read() == b""  # closed once accepted
+        writer.close()
+        # a held one is served
+        r, w = held[0]
+        w.write(b"GET /subjects HTTP/1.1\r\nHost: x\r\n\r\n")
+        await w.drain()
+        async with asyncio.timeout(10):
+            assert (await r.readline()).startswith(b"HTTP/1.1 200")
+        for _r, w in held:
+            w.close()
