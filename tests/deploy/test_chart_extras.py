@@ -61,7 +61,8 @@ def test_the_network_policy_admits_clients_instances_and_monitoring_only() -> No
     policy = render(EXTRAS).one("NetworkPolicy")["spec"]
     assert policy["policyTypes"] == ["Ingress"]  # egress (Pulsar, DNS) stays open
     kafka, admin = policy["ingress"]
-    assert kafka["ports"] == [{"port": "kafka"}]
+    # Kafka clients reach the Schema Registry too (their serializers ask it)
+    assert kafka["ports"] == [{"port": "kafka"}, {"port": "schema-registry"}]
     peers = kafka["from"]
     assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}} in peers
     # the other kop pods: instances send each other peer requests on the Kafka listener
@@ -79,8 +80,11 @@ def test_the_network_policy_admits_clients_instances_and_monitoring_only() -> No
     # admit everyone
     closed = render(EXTRAS, sets=("tests.enabled=false", "networkPolicy.adminFrom=null"))
     assert [r["ports"] for r in closed.one("NetworkPolicy")["spec"]["ingress"]] == [
-        [{"port": "kafka"}]
+        [{"port": "kafka"}, {"port": "schema-registry"}]
     ]
+    no_registry = render(EXTRAS, sets=("ports.schemaRegistry=0",))
+    (kafka_rule, *_) = no_registry.one("NetworkPolicy")["spec"]["ingress"]
+    assert kafka_rule["ports"] == [{"port": "kafka"}]
 
 
 def test_helm_test_pod_runs_the_charts_check_with_kops_image() -> None:
