@@ -85,7 +85,7 @@ def apicurio(port: int, management_port: int, log: Path) -> Iterator[str]:
         proc = subprocess.Popen(command, cwd=home, stdout=out, stderr=out)
     base = f"http://127.0.0.1:{port}{API}"
     try:
-        _await(base + "/subjects", proc, log)
+        await_http(base + "/subjects", proc, log, "Apicurio")
         yield base
     finally:
         proc.terminate()
@@ -95,11 +95,14 @@ def apicurio(port: int, management_port: int, log: Path) -> Iterator[str]:
             proc.kill()
 
 
-def _await(url: str, proc: subprocess.Popen[bytes], log: Path, within: float = 120) -> None:
+def await_http(
+    url: str, proc: subprocess.Popen[bytes], log: Path, who: str, within: float = 120
+) -> None:
+    """Until `url` answers (RuntimeError if `proc` exits first or `within` passes)."""
     deadline = time.monotonic() + within
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"Apicurio exited with {proc.returncode}; see {log}")
+            raise RuntimeError(f"{who} exited with {proc.returncode}; see {log}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return

@@ -6,12 +6,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from conformance.registry.apicurio import await_http
 from conformance.targets import REPO, _free_port, _kop_env, _service, _stop
 
 
@@ -31,17 +30,7 @@ def kop_registry(log_dir: Path) -> Iterator[str]:
             )  # fmt: skip
         base = f"http://127.0.0.1:{registry_port}"
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"kop exited with {proc.returncode}; see {log}")
-                try:
-                    with urllib.request.urlopen(base + "/subjects", timeout=2):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"kop's registry did not answer; see {log}") from None
-                    time.sleep(0.2)
+            await_http(base + "/subjects", proc, log, "kop", within=60)
             yield base
         finally:
             _stop([proc])

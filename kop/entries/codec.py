@@ -152,7 +152,8 @@ def pulsar_entries(
         records = producer_records(batch, head, max_uncompressed)[first_index:]
         runs: list[tuple[int | None, list[Record]]] = [(None, records)]
         if versions:
-            runs = framing.unframed(records, lambda sid: _seen(versions, sid, missed))
+            runs, found = _runs(records, versions)
+            missed.update(found)
         out: list[OutgoingEntry] = []
         index = first_index
         for version, run in runs:
@@ -199,25 +200,28 @@ def framed_layouts(
     """`layouts` of each run of records in one Pulsar schema version (their framing off,
     kop.entries.framing), with that version; and the ids of framed-looking values
     `versions` did not know, each once, in order. The Python twin of the native kernel."""
-    missed: dict[int, None] = {}  # ordered, once each
-    runs = framing.unframed(records, lambda sid: _seen(versions, sid, missed))
+    runs, missed = _runs(records, versions)
     out = [
         (layout, count, version)
         for version, run in runs
         for layout, count in layouts(run, max_entry_bytes, extra)
     ]
-    return out, list(missed)
+    return out, missed
 
 
-def _seen(versions: Versions, sid: int, missed: dict[int, None] | set[int]) -> int | None:
-    """`versions[sid]`, noting in `missed` an id it does not know."""
-    found = versions.get(sid)
-    if found is None:
-        if isinstance(missed, set):
-            missed.add(sid)
-        else:
+def _runs(
+    records: Sequence[Record], versions: Versions
+) -> tuple[list[tuple[int | None, list[Record]]], list[int]]:
+    """`framing.unframed` by `versions`, and the ids it did not know, each once, in order."""
+    missed: dict[int, None] = {}  # ordered, once each
+
+    def version(sid: int) -> int | None:
+        found = versions.get(sid)
+        if found is None:
             missed.setdefault(sid)
-    return found
+        return found
+
+    return framing.unframed(records, version), list(missed)
 
 
 def _batched(

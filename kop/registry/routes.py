@@ -23,7 +23,6 @@ from kop.registry.rest import (
     version_of,
 )
 from kop.registry.service import Registry
-from kop.registry.strategies import CONFLUENT_TO_PULSAR, check
 from kop.security.authorizer import TopicOp
 
 _MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT", "FORWARD")
@@ -186,17 +185,7 @@ class Handlers:
         given = request.match_info.get("version")
         wanted = None if given is None else version_of(given)
         schema = schema_of_body(await json_body(request))
-        state = await self.r.view(who, subject)
-        level = await self.r.levels.level(who, subject)
-        strategy = CONFLUENT_TO_PULSAR.get(level, level)
-        live = subjects.versions(state, subject)
-        if wanted is not None and live:
-            live = [subjects.version(state, subject, wanted)]
-            strategy = strategy.removesuffix("_TRANSITIVE")
-        elif wanted not in (None, subjects.LATEST):
-            raise errors.subject_not_found(subject)
-        history = [subjects.schema_of(state, subject, n)[1].parsed() for n in live]
-        why = check(strategy, schema.parsed(), history)
+        why = await self.r.why_incompatible(who, subject, schema, wanted)
         body: dict[str, Any] = {"is_compatible": why is None}
         if flag(request, "verbose"):
             body["messages"] = [] if why is None else [why]

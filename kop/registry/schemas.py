@@ -18,7 +18,7 @@ from typing import Any
 import avro.errors
 import avro.schema
 
-from kop.registry.errors import RegistryError, invalid_schema, too_large
+from kop.registry.errors import invalid_schema, too_large
 
 AVRO = "AVRO"
 SERVED_TYPES = (AVRO,)
@@ -89,12 +89,3 @@ def _java_order(value: Any, field: bool = False) -> Any:
         else:
             out[k] = v
     return out
-
-
-def same_schema(a: str, b: str) -> bool:
-    """Whether two Avro texts are the same schema (for Pulsar's copy, which keeps the
-    text a Pulsar client uploaded, spacing and all)."""
-    try:
-        return canonical_avro(a) == canonical_avro(b)
-    except RegistryError:
-        return a == b

@@ -25,7 +25,6 @@ from kop.registry.access import Asker, authorize, topic_of
 from kop.registry.levels import Levels
 from kop.registry.schemas import AVRO, Schema, canonical_avro
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
-from kop.registry.strategies import CONFLUENT_TO_PULSAR, check
 from kop.registry.table import RegistryTable
 from kop.security.authorizer import ALLOW_ALL, TopicOp
 from kop.storage.naming import PulsarTopic
@@ -130,11 +129,8 @@ class Registry:
             number = subjects.find(state, subject, schema)
             if number is not None:
                 return [], state.subjects[subject][number].id
-            history = [
-                subjects.schema_of(state, subject, n)[1].parsed()
-                for n in subjects.versions(state, subject)
-            ]
-            why = check(CONFLUENT_TO_PULSAR.get(level, level), schema.parsed(), history)
+            live = subjects.versions(state, subject)
+            why = subjects.why_incompatible(state, subject, schema, level, live)
             if why is not None:
                 raise errors.incompatible(subject, why)
             self._room(state, subject, len(state.subjects.get(subject, {})))
@@ -144,6 +140,22 @@ class Registry:
             return records, schema_id
 
         return await self.table.change(who.ns, decide)
+
+    async def why_incompatible(
+        self, who: Asker, subject: str, schema: Schema, wanted: int | None
+    ) -> str | None:
+        """Why `schema` may not follow the subject's versions under its level (None: it
+        may): against one version (`wanted`) with the level's plain form, or as
+        registering would check it (None)."""
+        state = await self.view(who, subject)
+        level = await self.levels.level(who, subject)
+        live = subjects.versions(state, subject)
+        if wanted is not None and live:
+            live = [subjects.version(state, subject, wanted)]
+            level = level.removesuffix("_TRANSITIVE")
+        elif wanted not in (None, subjects.LATEST):
+            raise errors.subject_not_found(subject)
+        return subjects.why_incompatible(state, subject, schema, level, live)
 
     async def _synced(self, who: Asker, subject: str, topic: PulsarTopic) -> NamespaceState:
         """The state once the subject's records follow the topic's history in Pulsar

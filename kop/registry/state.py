@@ -68,10 +68,6 @@ def config_record(ns: str, subject: str, level: str | None) -> Record:
     return key, None if level is None else json.dumps({"compatibility": level}).encode()
 
 
-def namespace_of(key: str) -> str:
-    return key.split("|", 1)[0]
-
-
 class RegistryState:
     """Every namespace's state in one table partition."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from kop.registry import errors
 from kop.registry.schemas import Schema
 from kop.registry.state import NamespaceState, Record, Version, id_record, version_record
+from kop.registry.strategies import CONFLUENT_TO_PULSAR, check
 
 LATEST = -1
 
@@ -84,3 +85,12 @@ def delete_version(
         return [version_record(ns, subject, number, None)], number
     gone = Version(current.id, deleted=True, gone=permanent)
     return [version_record(ns, subject, number, gone)], number
+
+
+def why_incompatible(
+    state: NamespaceState, subject: str, schema: Schema, level: str, against: list[int]
+) -> str | None:
+    """Why `schema` may not follow versions `against` of `subject` under the Confluent
+    `level` (None: it may; a Pulsar strategy name is taken as it is)."""
+    history = [schema_of(state, subject, n)[1].parsed() for n in against]
+    return check(CONFLUENT_TO_PULSAR.get(level, level), schema.parsed(), history)
