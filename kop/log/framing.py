@@ -30,6 +30,7 @@ from kop.storage.types import Idle, OutgoingEntry, Position, StoredEntry, WriteR
 log = logging.getLogger(__name__)
 
 AGAIN_AFTER_S = 0.5  # an unknown id or version asks the registry at most this often
+_MAX_UNSHOWN = 1024  # versions remembered as not shown by the registry (other types)
 LEARN_WITHIN_S = 5.0  # what a produce or a tail waits for the registry at the most
 
 
@@ -54,6 +55,9 @@ class TopicFraming:
         self._id_of: dict[int, int] = {}  # Pulsar version -> Confluent id
         self._version_of: dict[int, int] = {}  # Confluent id -> Pulsar version
         self._at = float("-inf")
+        self._started = 0  # learns begun, so a reader knows whether one began after it looked
+        self._unshown: set[int] = set()  # versions a learn after their sighting did not show
+        self._sighted: dict[int, int] = {}  # unknown version -> learns begun when first seen
         self._lock = asyncio.Lock()
         self._refreshing: asyncio.Task[None] | None = None
 
@@ -78,15 +82,19 @@ class TopicFraming:
         self._at = float("-inf")
 
     async def learn(
-        self, *, unless_within: float = 0.0, fresh: bool = False, from_pulsar: bool = False
-    ) -> None:
-        """Ask the registry (not if it was asked within `unless_within` seconds; `fresh`
-        and `from_pulsar` as SchemaIds takes them). A registry that cannot answer leaves
-        the map as it was: what it does not know passes unconverted, and the next
-        produce asks again."""
+        self, *, unless_within: float = 0.0, fresh: bool = False, from_pulsar: bool = False,
+        unless_begun_after: int | None = None,
+    ) -> None:  # fmt: skip
+        """Ask the registry (not if it was asked within `unless_within` seconds, nor if
+        a learn began after the `unless_begun_after`th; `fresh` and `from_pulsar` as
+        SchemaIds takes them). A registry that cannot answer leaves the map as it was:
+        what it does not know passes unconverted, and the next produce asks again."""
         async with self._lock:
+            if unless_begun_after is not None and self._started > unless_begun_after:
+                return
             if self._clock() - self._at < unless_within:
                 return
+            self._started += 1
             try:
                 async with asyncio.timeout(LEARN_WITHIN_S):  # a tail waits for it
                     found = await self._source.ids(self.topic, fresh=fresh, from_pulsar=from_pulsar)
@@ -101,6 +109,23 @@ class TopicFraming:
             for version in sorted(found):  # an id of two versions names the newer
                 self._version_of[found[version]] = version
             self._at = self._clock()
+
+    async def learn_for(self, version: int) -> None:
+        """An entry names `version`, which the map lacks. Its first sighting asks the
+        registry even right after another learn (a typed Pulsar producer may have added
+        it a moment ago; its entries would otherwise be served unframed for good), once
+        for all the readers that saw it meanwhile. A version that a learn begun after its
+        sighting did not show (a type the registry does not show) is asked about only
+        every AGAIN_AFTER_S."""
+        if version in self._unshown:
+            await self.learn(unless_within=AGAIN_AFTER_S, from_pulsar=True)
+            return
+        # The version existed when it was first seen: a learn begun since shows it.
+        first_seen = self._sighted.setdefault(version, self._started)
+        await self.learn(unless_begun_after=first_seen, from_pulsar=True)
+        self._sighted.pop(version, None)
+        if version not in self._id_of and len(self._unshown) < _MAX_UNSHOWN:
+            self._unshown.add(version)
 
     async def for_produce(self) -> Mapping[int, int] | None:
         """The id -> version map a produce encodes with (None: nothing to convert). The
@@ -218,10 +243,11 @@ class _FramedReader:
         if isinstance(entry, Idle) or entry.schema_version is None:
             return entry
         framed = reframe(entry, self._framing)
-        if framed is None:  # a version it has not learned of yet
-            await self._framing.learn(unless_within=AGAIN_AFTER_S, from_pulsar=True)
+        version = frames.version_of(entry.schema_version)
+        if framed is None and version is not None:  # a version it has not learned of yet
+            await self._framing.learn_for(version)
             framed = reframe(entry, self._framing)
-        return entry if framed is None else framed  # not an Avro version: as it is
+        return entry if framed is None else framed  # a version the registry does not show
 
     def report_idle(self) -> None:
         self._reader.report_idle()

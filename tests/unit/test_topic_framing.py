@@ -75,3 +75,40 @@ async def test_a_registry_that_cannot_answer_is_asked_again_only_later() -> None
     assert framing.versions == {3: 0}  # kept
     await framing.learn(unless_within=0.5)  # within 0.5 s of the failure: not asked
     assert ids.asked == 2
+
+
+async def test_a_version_added_just_after_a_learn_is_learned_when_an_entry_names_it() -> None:
+    """A Pulsar producer's new version, named by an entry less than AGAIN_AFTER_S after
+    the last learn (a Kafka produce just learned the map): its first sighting asks the
+    registry anyway, or the entry would be served unframed for good. A version the
+    registry does not show (another type) is asked about only as often as before."""
+    ids, clock = Ids(), Clock()
+    framing = TopicFraming(ids, TOPIC, refresh_s=5, clock=clock)
+    ids.answer = {0: 3}
+    await framing.learn()
+    ids.answer = {0: 3, 1: 4}  # a typed Pulsar producer added version 1 just now
+    clock.now += 0.1
+    await framing.learn_for(1)
+    assert framing.id_of(1) == 4
+    assert ids.asked == 2
+    clock.now += 0.1
+    await framing.learn_for(2)  # version 2 is a STRING schema: never shown
+    await framing.learn_for(2)  # seen and asked about after its sighting: not again soon
+    assert (framing.id_of(2), ids.asked) == (None, 3)
+    clock.now += 1
+    await framing.learn_for(2)  # but still now and then
+    assert ids.asked == 4
+
+
+async def test_readers_that_meet_one_new_version_together_ask_once() -> None:
+    ids, clock = Ids(), Clock()
+    framing = TopicFraming(ids, TOPIC, refresh_s=5, clock=clock)
+    await framing.learn()
+    ids.answer = {0: 5}
+    ids.gate = asyncio.Event()
+    readers = [asyncio.create_task(framing.learn_for(0)) for _ in range(5)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    ids.gate.set()
+    await asyncio.gather(*readers)
+    assert (framing.id_of(0), ids.asked) == (5, 2)
