@@ -2,9 +2,10 @@
 that the same schema written with other spacing is recognised as already registered
 (and gets the id it has), as Confluent's registry does.
 
-Avro is parsed by Apache Avro's own library: what it refuses is refused with Confluent's
-42201. JSON Schema and Protobuf are refused for now (docs/schema-registry.md says so):
-kop has no checker for their compatibility, and a registry that accepted evolutions it
+Avro is parsed by Apache Avro's own library, a JSON Schema checked against its draft's
+metaschema by `jsonschema` (the reference implementation): what they refuse is refused
+with Confluent's 42201. Protobuf is refused for now (docs/schema-registry.md says so):
+kop has no checker for its compatibility, and a registry that accepted evolutions it
 cannot check would let incompatible data in.
 """
 
@@ -17,17 +18,20 @@ from typing import Any
 
 import avro.errors
 import avro.schema
+import jsonschema.exceptions
+import jsonschema.validators
 
 from kop.registry.errors import invalid_schema, too_large
 
 AVRO = "AVRO"
-SERVED_TYPES = (AVRO,)
+JSON = "JSON"
+SERVED_TYPES = (AVRO, JSON)
 MAX_SCHEMA_BYTES = 1 << 20  # a schema's text; Confluent's clients send far less
 
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    type: str  # AVRO
+    type: str  # AVRO or JSON
     text: str  # canonical: compact JSON of the parsed schema
 
     @property
@@ -37,6 +41,10 @@ class Schema:
 
     def parsed(self) -> avro.schema.Schema:
         return avro.schema.parse(self.text)
+
+    def document(self) -> Any:
+        """A JSON Schema's document (JSON's: as json.loads reads it)."""
+        return json.loads(self.text)
 
 
 def parse(text: object, schema_type: object = None, references: object = None) -> Schema:
@@ -49,9 +57,11 @@ def parse(text: object, schema_type: object = None, references: object = None) -
     if len(text.encode()) > MAX_SCHEMA_BYTES:
         raise too_large(MAX_SCHEMA_BYTES)
     if schema_type not in SERVED_TYPES:
-        raise invalid_schema(f"schemaType {schema_type!r} is not served by kop (AVRO is)")
+        raise invalid_schema(f"schemaType {schema_type!r} is not served by kop (AVRO and JSON are)")
     if references not in (None, []):
         raise invalid_schema("schema references are not served by kop")
+    if schema_type == JSON:
+        return Schema(JSON, canonical_json(text))
     return Schema(AVRO, canonical_avro(text))
 
 
@@ -64,6 +74,27 @@ def canonical_avro(text: str) -> str:
     except RecursionError:
         raise invalid_schema("the schema is nested too deeply") from None
     return json.dumps(_java_order(parsed.to_json()), separators=(",", ":"))
+
+
+def canonical_json(text: str) -> str:
+    """The compact JSON of a JSON Schema, its keys in the order written (as Confluent's
+    registry keeps it); RegistryError 42201 if it is no JSON Schema of its draft
+    (`$schema`; draft 7 when it names none)."""
+    try:
+        document = json.loads(text)
+        validator = jsonschema.validators.validator_for(
+            document, default=jsonschema.validators.Draft7Validator
+        )
+        validator.check_schema(document)
+    except ValueError as exc:
+        raise invalid_schema(f"not JSON: {exc}") from None
+    except jsonschema.exceptions.SchemaError as exc:
+        raise invalid_schema(f"not a JSON Schema: {exc.message}") from None
+    except RecursionError:
+        raise invalid_schema("the schema is nested too deeply") from None
+    if not isinstance(document, (dict, bool)):
+        raise invalid_schema("a JSON Schema is an object or a boolean")
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
 # Apache Avro's Java `Schema.toString()` orders keys so (what Confluent's registry

@@ -17,13 +17,15 @@ tenant's admin rights; a subject that is no topic's belongs to the namespace.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kop.registry import errors, subjects
 from kop.registry.access import Asker, authorize, topic_of
+from kop.registry.json_avro import NotAvro, avro_of, json_schema_of
 from kop.registry.levels import Levels
-from kop.registry.schemas import AVRO, Schema, canonical_avro
+from kop.registry.schemas import AVRO, JSON, Schema, canonical_avro, canonical_json
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
 from kop.registry.table import RegistryTable
 from kop.security.authorizer import ALLOW_ALL, TopicOp
@@ -55,8 +57,9 @@ class Registry:
     async def ids(
         self, topic: PulsarTopic, *, fresh: bool = False, from_pulsar: bool = False
     ) -> dict[int, int]:
-        """Pulsar version -> id of each Avro version of `topic`'s schema (SchemaIds,
-        kop.storage.schemas): asked by kop itself for the partitions it serves."""
+        """Pulsar version -> id of each version of `topic`'s schema the subject shows
+        (Avro and JSON; SchemaIds, kop.storage.schemas): asked by kop itself for the
+        partitions it serves."""
         subject = f"{topic.local}-value"
         state = await self.table.view(topic.namespace.path, fresh=fresh)
         if subject not in state.subjects and not from_pulsar:
@@ -111,18 +114,7 @@ class Registry:
         await authorize(who, subject, TopicOp.PRODUCE)
         topic = topic_of(subject, who.namespace)
         if topic is not None:
-            state = await self.table.view(who.ns)
-            if subjects.find(state, subject, schema, deleted=True) is None:
-                self._room(state, subject, len(await self.schemas.history(topic)))
-            try:
-                await self.schemas.upload(topic, AVRO, schema.text)
-            except SchemaRefused as exc:
-                if exc.incompatible:
-                    raise errors.incompatible(subject, str(exc)) from None
-                raise errors.invalid_schema(str(exc)) from None
-            state = await self._synced(who, subject, topic)
-            self.on_topic_schema(topic)
-            return _id_in(state, subject, schema)
+            return await self._register_topic(who, subject, topic, schema)
         level = await self.levels.level(who, subject)
 
         def decide(state: NamespaceState) -> tuple[list[Record], int]:
@@ -140,6 +132,31 @@ class Registry:
             return records, schema_id
 
         return await self.table.change(who.ns, decide)
+
+    async def _register_topic(
+        self, who: Asker, subject: str, topic: PulsarTopic, schema: Schema
+    ) -> int:
+        """Upload to Pulsar, which checks the Avro form; a JSON Schema is checked by
+        kop first under the topic's level, for what its Avro form does not say
+        (`maxLength`, `pattern`, a closed content model...)."""
+        state = await self._synced(who, subject, topic)
+        if subjects.find(state, subject, schema, deleted=True) is None:
+            self._room(state, subject, len(state.subjects.get(subject, {})))
+            if schema.type == JSON:
+                level = await self.levels.level(who, subject)
+                live = subjects.versions(state, subject)
+                why = subjects.why_incompatible(state, subject, schema, level, live)
+                if why is not None:
+                    raise errors.incompatible(subject, why)
+        try:
+            await self.schemas.upload(topic, schema.type, _pulsar_data(schema))
+        except SchemaRefused as exc:
+            if exc.incompatible:
+                raise errors.incompatible(subject, str(exc)) from None
+            raise errors.invalid_schema(str(exc)) from None
+        state = await self._synced(who, subject, topic)
+        self.on_topic_schema(topic)
+        return _id_in(state, subject, schema)
 
     async def why_incompatible(
         self, who: Asker, subject: str, schema: Schema, wanted: int | None
@@ -160,7 +177,7 @@ class Registry:
     async def _synced(self, who: Asker, subject: str, topic: PulsarTopic) -> NamespaceState:
         """The state once the subject's records follow the topic's history in Pulsar
         (ids for versions a Pulsar producer added; none for versions Pulsar dropped)."""
-        history = _avro_history(await self.schemas.history(topic))
+        history = _shown_history(await self.schemas.history(topic))
         state = await self.table.view(who.ns)
         if not _behind(state, subject, history):
             return state
@@ -217,43 +234,61 @@ def _id_in(state: NamespaceState, subject: str, schema: Schema) -> int:
     return state.subjects[subject][number].id
 
 
-def _avro_history(history: list[PulsarSchema]) -> list[PulsarSchema]:
-    """The versions the subject shows: Avro ones (a Pulsar producer may have set another
-    type; Pulsar checked what it took, so these parse)."""
-    shown = []
-    for h in history:
+def _pulsar_data(schema: Schema) -> str:
+    """What Pulsar keeps for a topic's version: an Avro schema as it is, a JSON Schema
+    as the Avro record that reads its documents (kop.registry.json_avro)."""
+    if schema.type != JSON:
+        return schema.text
+    try:
+        return avro_of(schema.document(), schema.text)
+    except NotAvro as exc:
+        raise errors.invalid_schema(
+            f"a topic's JSON Schema is kept by Pulsar in Avro, and this one has no Avro form: {exc}"
+        ) from None
+
+
+def _shown(h: PulsarSchema) -> Schema | None:
+    """The schema a version of the topic's history is to the registry: Avro as it is,
+    JSON as the JSON Schema kop stored on it (or that its Avro record reads); None for
+    the types the registry does not show. Pulsar checked what it took, so an Avro
+    definition parses; kop's own JSON Schema on it is checked again all the same (a
+    Pulsar client may have written any property)."""
+    try:
         if h.type == AVRO:
-            try:
-                canonical_avro(h.data)
-            except errors.RegistryError:
-                continue
-            shown.append(h)
-    return shown
+            return Schema(AVRO, canonical_avro(h.data))
+        if h.type == JSON:
+            document = json_schema_of(json.loads(canonical_avro(h.data)))
+            return Schema(JSON, canonical_json(json.dumps(document)))
+    except errors.RegistryError:
+        return None
+    return None
 
 
-def _pulsar_schema(h: PulsarSchema) -> Schema:
-    return Schema(AVRO, canonical_avro(h.data))
+def _shown_history(history: list[PulsarSchema]) -> list[tuple[PulsarSchema, Schema]]:
+    """The versions the subject shows, with what each is to the registry."""
+    return [(h, shown) for h in history if (shown := _shown(h)) is not None]
 
 
-def _behind(state: NamespaceState, subject: str, history: list[PulsarSchema]) -> bool:
+def _behind(
+    state: NamespaceState, subject: str, history: list[tuple[PulsarSchema, Schema]]
+) -> bool:
     have = state.subjects.get(subject, {})
-    wanted = {h.version + 1 for h in history}
+    wanted = {h.version + 1 for h, _ in history}
     if set(have) != wanted:
         return True
-    return any(state.schemas.get(have[h.version + 1].id) != _pulsar_schema(h) for h in history)
+    return any(state.schemas.get(have[h.version + 1].id) != shown for h, shown in history)
 
 
 def _follow(
-    state: NamespaceState, ns: str, subject: str, history: list[PulsarSchema]
+    state: NamespaceState, ns: str, subject: str, history: list[tuple[PulsarSchema, Schema]]
 ) -> list[Record]:
     records: list[Record] = []
     have = state.subjects.get(subject, {})
-    wanted = {h.version + 1 for h in history}
+    wanted = {h.version + 1 for h, _ in history}
     for number in have:
         if number not in wanted:
             records.append(version_record(ns, subject, number, None))
-    for h in history:
-        schema = _pulsar_schema(h)
+    for h, schema in history:
         number = h.version + 1
         new, schema_id = subjects.with_id(state, ns, schema)
         if new:  # the next id must count this one

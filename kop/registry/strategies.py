@@ -18,13 +18,18 @@ Directions, as Pulsar's and Confluent's documentation define them:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
+from typing import TypeVar
 
 import avro.schema
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
+from kop.registry.json_compat import Budget, why_cannot_read
+from kop.registry.schemas import JSON, Schema
 from kop.storage.schemas import STRATEGIES
+
+T = TypeVar("T")
 
 # Confluent's compatibility levels as Pulsar strategies: the same names, but NONE is
 # Pulsar's ALWAYS_COMPATIBLE (the one level that checks nothing).
@@ -59,9 +64,34 @@ def check(
     not, in one line. Equal schemas are the caller's business: Pulsar answers an upload
     equal to a version in the history with that version before it checks anything,
     whatever the strategy (ALWAYS_INCOMPATIBLE too)."""
+    return _decide(strategy, _cannot_read, new, history)
+
+
+def check_schema(strategy: str, new: Schema, history: Sequence[Schema]) -> str | None:
+    """`check` for the registry's schemas of any type it serves: Avro's rules for Avro,
+    kop.registry.json_compat's for JSON Schema; a change of type is refused as Pulsar
+    refuses it (but where the strategy checks nothing)."""
+    if strategy == "ALWAYS_COMPATIBLE" or not history:
+        return _decide(strategy, _cannot_read, None, [])
+    for old in history if strategy.endswith("_TRANSITIVE") else history[-1:]:
+        if old.type != new.type:
+            return f"{strategy}: the schema type {new.type} differs from the latest's {old.type}"
+    if new.type == JSON:
+        budget = Budget()  # one for the request, however long the history
+
+        def cannot_read(reader: object, writer: object) -> str | None:
+            return why_cannot_read(reader, writer, budget)
+
+        return _decide(strategy, cannot_read, new.document(), [h.document() for h in history])
+    return _decide(strategy, _cannot_read, new.parsed(), [h.parsed() for h in history])
+
+
+def _decide(
+    strategy: str, cannot_read: Callable[[T, T], str | None], new: T | None, history: Sequence[T]
+) -> str | None:
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown compatibility strategy {strategy!r}")
-    if not history or strategy == "ALWAYS_COMPATIBLE":
+    if not history or new is None or strategy == "ALWAYS_COMPATIBLE":
         return None
     if strategy == "ALWAYS_INCOMPATIBLE":
         return "the strategy ALWAYS_INCOMPATIBLE lets no schema follow another"
@@ -73,11 +103,11 @@ def check(
     for index, old in reversed(compared):
         which = "the latest schema" if index == len(history) - 1 else f"history[{index}]"
         if base in ("BACKWARD", "FULL"):
-            why = _cannot_read(reader=new, writer=old)
+            why = cannot_read(new, old)
             if why is not None:
                 return f"{strategy}: the new schema cannot read data written with {which}: {why}"
         if base in ("FORWARD", "FULL"):
-            why = _cannot_read(reader=old, writer=new)
+            why = cannot_read(old, new)
             if why is not None:
                 return f"{strategy}: {which} cannot read data written with the new schema: {why}"
     return None

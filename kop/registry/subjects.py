@@ -7,7 +7,7 @@ from __future__ import annotations
 from kop.registry import errors
 from kop.registry.schemas import Schema
 from kop.registry.state import NamespaceState, Record, Version, id_record, version_record
-from kop.registry.strategies import CONFLUENT_TO_PULSAR, check
+from kop.registry.strategies import CONFLUENT_TO_PULSAR, check_schema
 
 LATEST = -1
 
@@ -92,5 +92,5 @@ def why_incompatible(
 ) -> str | None:
     """Why `schema` may not follow versions `against` of `subject` under the Confluent
     `level` (None: it may; a Pulsar strategy name is taken as it is)."""
-    history = [schema_of(state, subject, n)[1].parsed() for n in against]
-    return check(CONFLUENT_TO_PULSAR.get(level, level), schema.parsed(), history)
+    history = [schema_of(state, subject, n)[1] for n in against]
+    return check_schema(CONFLUENT_TO_PULSAR.get(level, level), schema, history)

@@ -5,84 +5,41 @@ every refusal carries Confluent's status and error code."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import io
 import json
-import time
-import uuid
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import fastavro
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient, SchemaRegistryError
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from kop.config.settings import KopConfig
 from kop.entries import framing
 from kop.storage import batch_layout
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.permissions import CONSUME, PRODUCE
 from kop.storage.types import OutgoingEntry, OutgoingMessage
-from kop.wiring.app import Gateway
 from kop.wiring.errors import StartupError
-from tests.gateway.memory_gateway import CLUSTER_SECRET, free_port
+from tests.gateway.memory_gateway import CLUSTER_SECRET
+from tests.gateway.registry_harness import (
+    USER_BAD,
+    USER_V1,
+    USER_V2,
+    avro,
+    consume,
+    produce,
+    refused,
+    registry,
+    run,
+)
 from tests.sim.memory_admin import MemoryBackend
 from tests.tls_material import Ca, TokenKeys
 
-T = TypeVar("T")
 DEFAULT = Namespace("public", "default")
 ACME = Namespace("acme", "orders")
 GLOBEX = Namespace("globex", "main")
-
-USER_V1 = {
-    "type": "record",
-    "name": "User",
-    "namespace": "com.example",
-    "fields": [{"name": "name", "type": "string"}],
-}
-# v2 adds a field with a default: BACKWARD and FORWARD compatible with v1
-USER_V2 = {**USER_V1, "fields": [*USER_V1["fields"], {"name": "age", "type": "int", "default": 0}]}
-# the name's type changed: nothing reads the other
-USER_BAD = {**USER_V1, "fields": [{"name": "name", "type": "int"}]}
-
-
-def avro(value: dict[str, Any]) -> Schema:
-    return Schema(json.dumps(value), "AVRO")
-
-
-async def run(fn: Callable[..., T], *args: Any) -> T:
-    """The client is synchronous; the gateway runs on this loop."""
-    return await asyncio.to_thread(fn, *args)
-
-
-@contextlib.asynccontextmanager
-async def registry(
-    backend: MemoryBackend | None = None, **config: Any
-) -> AsyncIterator[tuple[SchemaRegistryClient, MemoryBackend, Gateway]]:
-    backend = backend or MemoryBackend()
-    port = free_port()
-    settings = {
-        "listen_host": "127.0.0.1", "port": free_port(), "admin_port": 0,
-        "schema_registry_host": "127.0.0.1", "schema_registry_port": port, **config,
-    }  # fmt: skip
-    gateway = Gateway(KopConfig(**settings), backend)
-    await gateway.start()
-    try:
-        yield SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"}), backend, gateway
-    finally:
-        await gateway.stop()
-
-
-def refused(call: Callable[[], Any]) -> tuple[int, int]:
-    with pytest.raises(SchemaRegistryError) as caught:
-        call()
-    return caught.value.http_status_code, caught.value.error_code
 
 
 async def test_a_topic_value_subject_is_the_topics_schema_in_pulsar() -> None:
@@ -276,20 +233,6 @@ async def test_tls_without_a_certificate_is_refused_at_start() -> None:
             pass
 
 
-def _consume(bootstrap: str, topic: str, n: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
-                         "auto.offset.reset": "earliest"})  # fmt: skip
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < n and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.close()
-    return got
-
-
 async def test_kafka_records_are_stored_bare_for_pulsar_and_read_back_framed() -> None:
     """A registry serializer's records are Pulsar messages of the topic's schema version
     (their value the bare Avro a Pulsar `AvroSchema` consumer decodes), and read back
@@ -303,13 +246,7 @@ async def test_kafka_records_are_stored_bare_for_pulsar_and_read_back_framed() -
         ctx = SerializationContext("orders", MessageField.VALUE)
         framed = [await run(serialize, {"name": n}, ctx) for n in ("ada", "bob")]
 
-        def produce() -> None:
-            producer = Producer({"bootstrap.servers": bootstrap})
-            for value in framed:
-                producer.produce("orders", value)
-            assert producer.flush(20) == 0
-
-        await run(produce)
+        await run(produce, bootstrap, "orders", framed)
         stored = [e for e in backend.log.topic(orders.partition(0)).entries() if e.count]
         pulsar_view = [
             (e.schema_version, m.payload) for e in stored for m in batch_layout.messages(e)
@@ -319,7 +256,7 @@ async def test_kafka_records_are_stored_bare_for_pulsar_and_read_back_framed() -
         assert [fastavro.schemaless_reader(io.BytesIO(p), parsed) for _, p in pulsar_view] == [
             {"name": "ada"}, {"name": "bob"},
         ]  # fmt: skip
-        assert await run(_consume, bootstrap, "orders", 2) == framed
+        assert await run(consume, bootstrap, "orders", 2) == framed
         # a typed Pulsar producer's message, in version 0
         bare = io.BytesIO()
         fastavro.schemaless_writer(bare, parsed, {"name": "eve"})
@@ -328,7 +265,7 @@ async def test_kafka_records_are_stored_bare_for_pulsar_and_read_back_framed() -
         typed = dataclasses.replace(entry, schema_version=framing.version_bytes(0))
         backend.log.topic(orders.partition(0)).append([typed], "pulsar-app", 0)
         deserialize = AvroDeserializer(client)
-        values = await run(_consume, bootstrap, "orders", 3)
+        values = await run(consume, bootstrap, "orders", 3)
         assert [await run(deserialize, v, ctx) for v in values] == [
             {"name": "ada"}, {"name": "bob"}, {"name": "eve"},
         ]  # fmt: skip
@@ -346,17 +283,12 @@ async def test_a_topic_whose_config_says_so_keeps_the_framing_as_it_came() -> No
             serialize, {"name": "ada"}, SerializationContext("raw", MessageField.VALUE)
         )
 
-        def produce() -> None:
-            producer = Producer({"bootstrap.servers": bootstrap})
-            producer.produce("raw", value)
-            assert producer.flush(20) == 0
-
-        await run(produce)
+        await run(produce, bootstrap, "raw", [value])
         stored = [e for e in backend.log.topic(raw.partition(0)).entries() if e.count]
         assert [
             (e.schema_version, m.payload) for e in stored for m in batch_layout.messages(e)
         ] == [(None, value)]
-        assert await run(_consume, bootstrap, "raw", 1) == [value]
+        assert await run(consume, bootstrap, "raw", 1) == [value]
 
 
 async def test_a_pulsar_producers_schema_kop_never_saw_is_read_framed_with_a_new_id() -> None:
@@ -372,7 +304,7 @@ async def test_a_pulsar_producers_schema_kop_never_saw_is_read_framed_with_a_new
         typed = dataclasses.replace(entry, schema_version=framing.version_bytes(0))
         backend.log.topic(events.partition(0)).append([typed], "pulsar-app", 0)
         bootstrap = f"127.0.0.1:{gateway.kafka_port}"
-        (value,) = await run(_consume, bootstrap, "events", 1)
+        (value,) = await run(consume, bootstrap, "events", 1)
         assert framing.schema_id(value) == 1
         ctx = SerializationContext("events", MessageField.VALUE)
         assert await run(AvroDeserializer(client), value, ctx) == {"name": "eve"}

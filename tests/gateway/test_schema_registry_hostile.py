@@ -11,7 +11,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.gateway.test_schema_registry import USER_V1, USER_V2, avro, refused, registry, run
+from tests.gateway.registry_harness import USER_V1, USER_V2, avro, refused, registry, run
 
 WORDS = [
     "subjects", "versions", "schemas", "ids", "config", "mode", "compatibility", "latest",
@@ -25,7 +25,31 @@ BODIES: list[Any] = [
     {"schema": json.dumps(USER_V1), "references": [{"name": "x", "subject": "y", "version": 1}]},
     {"schema": json.dumps(USER_V1)}, {"compatibility": "FULL"}, {"compatibility": 7},
     {"mode": "IMPORT"}, {"mode": "READWRITE"}, {"schema": "[" * 20000 + "]" * 20000},
+    {"schema": '{"type": 5}', "schemaType": "JSON"}, {"schema": "true", "schemaType": "JSON"},
+    {"schema": json.dumps(USER_V1), "schemaType": "JSON"},
 ]  # fmt: skip
+
+
+def _deep(n: int) -> str:
+    """An object nested n deep, as text (json.dumps itself would not go that deep)."""
+    return '{"type":"object","required":["a"],"properties":{"a":' * n + "{}" + "}}" * n
+
+
+# JSON Schemas built to cost: deep, wide, self-referring, referring in a loop
+HOSTILE_JSON = [
+    _deep(600),
+    _deep(5000),
+    json.dumps(
+        {"anyOf": [{"type": "object", "properties": {f"p{i}": {"minimum": i}}}
+                   for i in range(3000)]}
+    ),
+    json.dumps({"$ref": "#"}),
+    json.dumps(
+        {"definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}},
+         "type": "object", "properties": {"x": {"$ref": "#/definitions/a"}}}
+    ),
+]  # fmt: skip
+BODIES += [{"schema": h, "schemaType": "JSON"} for h in HOSTILE_JSON]
 
 
 # The API's own paths, with client-chosen parts filled from WORDS (most requests reach a
@@ -114,3 +138,34 @@ async def test_connections_past_the_limit_are_closed_and_the_others_served() -> 
             assert (await r.readline()).startswith(b"HTTP/1.1 200")
         for _r, w in held:
             w.close()
+
+
+async def test_hostile_json_schemas_are_answered_and_checked_against_each_other() -> None:
+    """Schemas a client shaped to cost kop: each is answered (registered or refused with
+    Confluent's codes), and checking each against every other registered one ends."""
+    async with registry() as (client, _, _g):
+        url = client._rest_client.base_urls[0]
+        async with aiohttp.ClientSession() as http:
+            async with http.put(url + "/config", json={"compatibility": "NONE"}) as a:
+                assert a.status == 200
+            answers = []
+            for hostile in HOSTILE_JSON:
+                for subject in ("h-key", "h-value"):
+                    body = {"schema": hostile, "schemaType": "JSON"}
+                    async with http.post(f"{url}/subjects/{subject}/versions", json=body) as a:
+                        answers.append((subject, a.status, await a.json()))
+            assert all(status in (200, 409, 422) for _, status, _ in answers), answers
+            # no Avro form, so never a topic's schema
+            assert {status for subject, status, _ in answers if subject == "h-value"} == {422}
+            level = {"compatibility": "FULL_TRANSITIVE"}
+            async with http.put(url + "/config", json=level) as a:
+                assert a.status == 200
+            keyed = [status for subject, status, _ in answers if subject == "h-key"]
+            taken = [h for h, status in zip(HOSTILE_JSON, keyed, strict=True) if status == 200]
+            assert len(taken) >= 3  # the rest are no JSON Schema (too deep for the metaschema)
+            for hostile in taken:
+                body = {"schema": hostile, "schemaType": "JSON"}
+                check = f"{url}/compatibility/subjects/h-key/versions?verbose=true"
+                async with http.post(check, json=body) as a:
+                    assert a.status == 200, await a.text()
+                    assert isinstance((await a.json())["is_compatible"], bool)

@@ -147,6 +147,23 @@ async def test_versions_from_zero_and_an_equal_schema_keeps_its_version(side: Si
     ]
 
 
+async def test_json_is_an_avro_record_and_its_own_properties_tell_versions_apart(
+    side: Side,
+) -> None:
+    """What kop's JSON Schema subjects rely on (kop.registry.json_avro): a JSON topic's
+    schema is an Avro record, checked by Avro's rules, and the JSON Schema kept on it as
+    a property makes another version of the same record."""
+    topic = side.topic()
+    assert await side.schemas.upload(topic, "JSON", avro(NAME, **{"kop.jsonSchema": "1"})) == 0
+    assert await side.schemas.upload(topic, "JSON", avro(NAME, **{"kop.jsonSchema": "1"})) == 0
+    assert await side.schemas.upload(topic, "JSON", avro(NAME, **{"kop.jsonSchema": "2"})) == 1
+    assert await side.schemas.upload(topic, "JSON", avro(NAME)) == 2
+    with pytest.raises(SchemaRefused) as refused:  # FULL: a new field without a default
+        await side.schemas.upload(topic, "JSON", avro(NAME, {"name": "age", "type": "int"}))
+    assert refused.value.incompatible
+    assert [h.type for h in await side.schemas.history(topic)] == ["JSON"] * 3
+
+
 async def test_the_broker_default_full_refuses_a_one_way_evolution(side: Side) -> None:
     topic = side.topic()
     await side.schemas.upload(topic, "AVRO", avro(NAME))

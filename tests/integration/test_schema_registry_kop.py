@@ -6,7 +6,6 @@ next version, and ids survive kop's restart (they are in Pulsar)."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -14,19 +13,40 @@ from typing import Any
 
 import pulsar
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from pulsar.schema import AvroSchema, Record, String
+from pulsar.schema import AvroSchema, JsonSchema, Long, Record, String
 
+from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL, KopProcess, free_port
 
 
 class Reading(Record):  # type: ignore[misc]  # pulsar-client is untyped
     _avro_namespace = "kop.it"
     sensor = String(required=True)
+
+
+class Ticket(Record):  # type: ignore[misc]
+    code = String(required=True)
+    count = Long(required=True)
+    note = String()
+
+
+# The JSON Schema a Kafka application registers for Ticket's documents
+TICKET_JSON = {
+    "title": "Ticket",
+    "type": "object",
+    "properties": {
+        "code": {"type": "string"},
+        "count": {"type": "integer"},
+        "note": {"type": ["string", "null"]},
+    },
+    "required": ["code", "count"],
+}
 
 
 def pulsar_schemas(topic: str) -> list[dict[str, Any]]:
@@ -101,17 +121,51 @@ def test_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> Non
         typed = client.create_producer(full, schema=AvroSchema(Reading))
         typed.send(Reading(sensor="s3"))
         deserialize = AvroDeserializer(registry)
-        consumer = Consumer({"bootstrap.servers": kop.bootstrap, "group.id": "typed-reader",
-                             "auto.offset.reset": "earliest"})  # fmt: skip
-        consumer.subscribe([topic])
-        values: list[str] = []
-        deadline = time.monotonic() + 60
-        while len(values) < 3 and time.monotonic() < deadline:
-            msg = consumer.poll(1)
-            if msg is not None and msg.error() is None:
-                values.append(deserialize(msg.value(), ctx)["sensor"])
-        consumer.close()
-        assert values == ["s1", "s2", "s3"]
+        records = cf_consume(kop.bootstrap, topic, 3, reset="earliest")
+        assert [deserialize(r.value, ctx)["sensor"] for r in records] == ["s1", "s2", "s3"]
+    finally:
+        client.close()
+        kop.stop()
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_json_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> None:
+    """A Kafka producer's JSON Schema records are typed values to a Pulsar consumer with
+    `JsonSchema`, which subscribes to the topic's schema kop made; a Pulsar JSON
+    producer's values are records the Kafka JSON deserializer reads and validates."""
+    port = free_port()
+    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
+    topic = f"sr-json-{uuid.uuid4().hex[:10]}"
+    full = f"persistent://public/default/{topic}"
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        kop.start()
+        registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+        registry.register_schema(f"{topic}-value", Schema(json.dumps(TICKET_JSON), "JSON"))
+        (stored,) = pulsar_schemas(topic)
+        assert stored["type"] == "JSON"
+        pulsar_consumer = client.subscribe(
+            full, "typed", schema=JsonSchema(Ticket),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        serialize = JSONSerializer(json.dumps(TICKET_JSON), registry)
+        producer = Producer({"bootstrap.servers": kop.bootstrap})
+        for code in ("a1", "a2"):
+            producer.produce(topic, serialize({"code": code, "count": 1}, ctx))
+        assert producer.flush(30) == 0
+        got = [pulsar_consumer.receive(30_000).value() for _ in range(2)]
+        assert [(t.code, t.count, t.note) for t in got] == [("a1", 1, None), ("a2", 1, None)]
+        typed = client.create_producer(full, schema=JsonSchema(Ticket))
+        typed.send(Ticket(code="p3", count=3, note="from pulsar"))
+        values = [r.value for r in cf_consume(kop.bootstrap, topic, 3, reset="earliest")]
+        deserialize = JSONDeserializer(None, schema_registry_client=registry)
+        assert [deserialize(v, ctx) for v in values] == [
+            {"code": "a1", "count": 1}, {"code": "a2", "count": 1},
+            {"code": "p3", "count": 3, "note": "from pulsar"},
+        ]  # fmt: skip
     finally:
         client.close()
         kop.stop()
