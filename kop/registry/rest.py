@@ -21,6 +21,7 @@ from kop.storage.types import AdminError, StorageError
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+APICURIO_PREFIX = "/apis/registry/v2"  # Apicurio's face (kop/registry/apicurio.py)
 MAX_BODY_BYTES = 2 << 20  # a schema (kop.registry.schemas.MAX_SCHEMA_BYTES) and its JSON
 _MAX_VERSION = 2**31 - 1
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -77,18 +78,25 @@ def schema_body(
 @web.middleware
 async def refusals(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every refusal as Confluent's JSON: the registry's, aiohttp's own (no such path,
-    method, too large a body) and the storage's (50001)."""
+    method, too large a body) and the storage's (50001); under Apicurio's paths with the
+    `name` its Java clients read too."""
     try:
         return await handler(request)
     except RegistryError as exc:
-        return answer(exc.body(), exc.http)
+        return _refused(request, exc.body(), exc.http)
     except web.HTTPException as exc:
         if exc.status >= 400:
-            return answer({"error_code": exc.status, "message": exc.reason}, exc.status)
+            return _refused(request, {"error_code": exc.status, "message": exc.reason}, exc.status)
         raise
     except (StorageError, AdminError, TimeoutError) as exc:
         log.warning("schema registry %s %s: %s", request.method, request.path, exc)
-        return answer(errors.store_error(str(exc) or "timed out").body(), 500)
+        return _refused(request, errors.store_error(str(exc) or "timed out").body(), 500)
+
+
+def _refused(request: web.Request, body: dict[str, object], status: int) -> web.Response:
+    if request.path.startswith(APICURIO_PREFIX):
+        body = {**body, "error_code": status, "name": "RegistryException"}
+    return answer(body, status)
 
 
 async def json_body(request: web.Request) -> Any:

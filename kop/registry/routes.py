@@ -9,6 +9,7 @@ from aiohttp import web
 
 from kop.registry import errors, subjects
 from kop.registry.access import Asker, authorize, checked_subject
+from kop.registry.apicurio import add_apicurio_routes
 from kop.registry.askers import Askers
 from kop.registry.rest import (
     MAX_BODY_BYTES,
@@ -58,6 +59,7 @@ def registry_app(registry: Registry, askers: Askers) -> web.Application:
     r.add_put("/mode", h.put_mode)
     r.add_get("/mode/{subject}", h.get_mode)
     r.add_put("/mode/{subject}", h.put_mode)
+    add_apicurio_routes(app, registry, askers)  # Apicurio's Java serdes (Maven Central's)
     return app
 
 

@@ -59,6 +59,11 @@ SHAPES = [
     "/subjects/{}/versions/{}/schema", "/schemas/ids/{}", "/schemas/ids/{}/subjects",
     "/schemas/ids/{}/versions", "/compatibility/subjects/{}/versions/{}", "/config",
     "/config/{}", "/mode", "/mode/{}", "/subjects?deleted={}", "/subjects/{}?permanent={}",
+    # Apicurio's v2 face (kop/registry/apicurio.py)
+    "/apis/registry/v2/groups/{}/artifacts", "/apis/registry/v2/groups/{}/artifacts/{}/meta",
+    "/apis/registry/v2/groups/default/artifacts?ifExists={}",
+    "/apis/registry/v2/groups/default/artifacts/{}/versions/{}/meta",
+    "/apis/registry/v2/ids/globalIds/{}", "/apis/registry/v2/ids/contentIds/{}/references",
 ]  # fmt: skip
 
 
@@ -89,6 +94,8 @@ async def test_whatever_is_sent_the_answer_is_confluents_json_below_500() -> Non
                         error = json.loads(text)
                         assert isinstance(error["error_code"], int), text
                         assert isinstance(error["message"], str), text
+                        if path.startswith("/apis/"):
+                            assert isinstance(error["name"], str), text  # Apicurio's
             # too large a body is refused before it is read whole
             big = json.dumps({"schema": "x" * (3 << 20)})
             async with http.post(url + "/subjects/x-value/versions", data=big) as answer:
