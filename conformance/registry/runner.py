@@ -32,8 +32,8 @@ _VERSION = (
 # scenario -> step -> why kop answers otherwise (a reason, never a shrug)
 KNOWN: dict[str, dict[str, str]] = {
     "types-and-mode": {
-        "types": "kop serves Avro only (docs/schema-registry.md): JSON Schema and Protobuf "
-        "are refused until kop can check their compatibility",
+        "types": "kop serves Avro and JSON Schema (docs/schema-registry.md): Protobuf is "
+        "refused until kop can check its compatibility",
     },
     "evolve-under-backward": {"global level": _ECHO},
     "subject-level-of-a-kept-subject": {
@@ -51,6 +51,14 @@ KNOWN: dict[str, dict[str, str]] = {
         "with deleted": "likewise `subjectPrefix`",
     },
     "check-compatibility": {"set BACKWARD": _ECHO},
+    "json-schema-subjects": {
+        "global level": _ECHO,
+        "lookup": "Apicurio leaves `schemaType` out of a lookup's answer; Confluent's registry "
+        "names it for every type but AVRO (its clients build the schema from it), as kop does",
+        "a key's string": "Apicurio refuses the JSON Schema {\"type\": \"string\"} with 42201; "
+        "it is valid under draft 7's metaschema, and Confluent's registry takes any valid "
+        "JSON Schema, as kop does for a subject that is no topic's",
+    },
 }  # fmt: skip
 
 

@@ -36,6 +36,22 @@ V2 = record(("sensor", "string", None), ("value", "int", 0))  # follows V1 both 
 BAD = record(("sensor", "int", None))  # reads nothing V1 wrote, nor V1 it
 
 
+def json_schema(*required: str, **properties: object) -> str:
+    return json.dumps(
+        {
+            "title": "Reading", "type": "object", "properties": properties,
+            "required": list(required), "additionalProperties": False,
+        }
+    )  # fmt: skip
+
+
+J1 = json_schema("sensor", sensor={"type": "string"})
+# an optional property added to a closed content model: BACKWARD compatible
+J2 = json_schema("sensor", sensor={"type": "string"}, value={"type": "integer"})
+# the sensor's length narrowed: V1's documents may not all be read
+J_NARROWED = json_schema("sensor", sensor={"type": "string", "maxLength": 4})
+
+
 def _s(r: Registry, name: str) -> str:
     return quote(r.subject(name), safe="")
 
@@ -186,3 +202,26 @@ def check_compatibility(r: Registry) -> None:
     r.call("against a missing version", "POST",
            f"/compatibility/subjects/{_s(r, name)}/versions/9", {"schema": V2})  # fmt: skip
     r.call("an invalid schema", "POST", check, {"schema": "{"})
+
+
+@scenario
+def json_schema_subjects(r: Registry) -> None:
+    def body(schema: str) -> dict[str, str]:
+        return {"schema": schema, "schemaType": "JSON"}
+
+    versions = f"/subjects/{_s(r, 'j-value')}/versions"
+    r.call("global level", "PUT", "/config", {"compatibility": "BACKWARD"})
+    r.call("v1", "POST", versions, body(J1))
+    r.call("v1 again", "POST", versions, body(J1))
+    found = r.call("latest", "GET", f"{versions}/latest")
+    schema_id = found["id"] if isinstance(found, dict) else 0
+    r.call("by id", "GET", f"/schemas/ids/{schema_id}")
+    r.call("lookup", "POST", f"/subjects/{_s(r, 'j-value')}", body(J1))
+    check = f"/compatibility/subjects/{_s(r, 'j-value')}/versions/latest"
+    r.call("check compatible", "POST", check, body(J2))
+    r.call("check narrowed", "POST", check, body(J_NARROWED))
+    r.call("compatible v2", "POST", versions, body(J2))
+    r.call("narrowed", "POST", versions, body(J_NARROWED))
+    key = f"/subjects/{_s(r, 'j-key')}/versions"
+    r.call("a key's string", "POST", key, body(json.dumps({"type": "string"})))
+    r.call("not a JSON Schema", "POST", key, body(json.dumps({"type": 5})))
