@@ -29,12 +29,13 @@ _VERSION = (
     "Confluent's registry refuses a version that is not `latest`, -1 or 1..2^31-1 with "
     "422/42202 (its VersionId); Apicurio answers 40402"
 )
+_STRING_TO_BYTES = (
+    "Confluent's Protobuf rules put string and bytes in one wire group, so a reader of "
+    "bytes reads what a writer of strings wrote (kop follows them); Apicurio's checker "
+    "refuses any change of a field's type"
+)
 # scenario -> step -> why kop answers otherwise (a reason, never a shrug)
 KNOWN: dict[str, dict[str, str]] = {
-    "types-and-mode": {
-        "types": "kop serves Avro and JSON Schema (docs/schema-registry.md): Protobuf is "
-        "refused until kop can check its compatibility",
-    },
     "evolve-under-backward": {"global level": _ECHO},
     "subject-level-of-a-kept-subject": {
         "set FULL": _ECHO, "no level yet": _NO_LEVEL, "gone": _NO_LEVEL,
@@ -58,6 +59,14 @@ KNOWN: dict[str, dict[str, str]] = {
         "a key's string": "Apicurio refuses the JSON Schema {\"type\": \"string\"} with 42201; "
         "it is valid under draft 7's metaschema, and Confluent's registry takes any valid "
         "JSON Schema, as kop does for a subject that is no topic's",
+    },
+    "protobuf-subjects": {
+        "global level": _ECHO,
+        "lookup": "as for JSON Schema: Apicurio leaves `schemaType` out of a lookup's answer",
+        "check string to bytes": _STRING_TO_BYTES,
+        "string to bytes": _STRING_TO_BYTES,
+        "not a descriptor": "Confluent's registry refuses a schema it cannot parse with "
+        "422/42201 (invalid schema), as kop does; Apicurio answers 409 as if incompatible",
     },
 }  # fmt: skip
 

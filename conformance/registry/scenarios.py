@@ -4,9 +4,12 @@ ones are Pulsar topics' schemas on kop, the others kop's alone."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from urllib.parse import quote
+
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
 
 from conformance.registry.client import Registry
 
@@ -50,6 +53,22 @@ J1 = json_schema("sensor", sensor={"type": "string"})
 J2 = json_schema("sensor", sensor={"type": "string"}, value={"type": "integer"})
 # the sensor's length narrowed: V1's documents may not all be read
 J_NARROWED = json_schema("sensor", sensor={"type": "string", "maxLength": 4})
+
+
+def protobuf(note_type: int) -> str:
+    """A Protobuf schema as confluent-kafka's serializers send it: the base64 of its
+    FileDescriptorProto (message Reading {string sensor = 1; <note_type> note = 2;})."""
+    file = FileDescriptorProto(name="conf/reading.proto", package="conf", syntax="proto3")
+    reading = file.message_type.add(name="Reading")
+    label = FieldDescriptorProto.LABEL_OPTIONAL
+    reading.field.add(name="sensor", number=1, type=FieldDescriptorProto.TYPE_STRING, label=label)
+    reading.field.add(name="note", number=2, type=note_type, label=label)
+    return base64.standard_b64encode(file.SerializeToString()).decode()
+
+
+P1 = protobuf(FieldDescriptorProto.TYPE_STRING)
+P_BYTES = protobuf(FieldDescriptorProto.TYPE_BYTES)  # one wire group with string
+P_NUMBER = protobuf(FieldDescriptorProto.TYPE_INT64)  # reads no string
 
 
 def _s(r: Registry, name: str) -> str:
@@ -225,3 +244,22 @@ def json_schema_subjects(r: Registry) -> None:
     key = f"/subjects/{_s(r, 'j-key')}/versions"
     r.call("a key's string", "POST", key, body(json.dumps({"type": "string"})))
     r.call("not a JSON Schema", "POST", key, body(json.dumps({"type": 5})))
+
+
+@scenario
+def protobuf_subjects(r: Registry) -> None:
+    def body(schema: str) -> dict[str, str]:
+        return {"schema": schema, "schemaType": "PROTOBUF"}
+
+    subject = _s(r, "conf.Reading")
+    versions = f"/subjects/{subject}/versions"
+    r.call("global level", "PUT", "/config", {"compatibility": "BACKWARD"})
+    r.call("v1", "POST", versions, body(P1))
+    r.call("v1 again", "POST", versions, body(P1))
+    r.call("lookup", "POST", f"/subjects/{subject}", body(P1))
+    check = f"/compatibility/subjects/{subject}/versions/latest"
+    r.call("check string to bytes", "POST", check, body(P_BYTES))
+    r.call("check string to int64", "POST", check, body(P_NUMBER))
+    r.call("string to bytes", "POST", versions, body(P_BYTES))
+    r.call("string to int64", "POST", versions, body(P_NUMBER))
+    r.call("not a descriptor", "POST", versions, body("////"))

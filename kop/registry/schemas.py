@@ -4,9 +4,8 @@ that the same schema written with other spacing is recognised as already registe
 
 Avro is parsed by Apache Avro's own library, a JSON Schema checked against its draft's
 metaschema by `jsonschema` (the reference implementation): what they refuse is refused
-with Confluent's 42201. Protobuf is refused for now (docs/schema-registry.md says so):
-kop has no checker for its compatibility, and a registry that accepted evolutions it
-cannot check would let incompatible data in.
+with Confluent's 42201. A Protobuf schema is the base64 of its FileDescriptorProto
+(kop.registry.protobuf.descriptors), built by protobuf's own descriptor pool.
 """
 
 from __future__ import annotations
@@ -22,17 +21,19 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from kop.registry.errors import invalid_schema, too_large
+from kop.registry.protobuf.descriptors import canonical_protobuf
 
 AVRO = "AVRO"
 JSON = "JSON"
-SERVED_TYPES = (AVRO, JSON)
+PROTOBUF = "PROTOBUF"
+SERVED_TYPES = (AVRO, JSON, PROTOBUF)
 MAX_SCHEMA_BYTES = 1 << 20  # a schema's text; Confluent's clients send far less
 
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    type: str  # AVRO or JSON
-    text: str  # canonical: compact JSON of the parsed schema
+    type: str  # AVRO, JSON or PROTOBUF
+    text: str  # canonical: compact JSON of the parsed schema; a Protobuf's descriptor in base64
 
     @property
     def fingerprint(self) -> str:
@@ -57,11 +58,15 @@ def parse(text: object, schema_type: object = None, references: object = None) -
     if len(text.encode()) > MAX_SCHEMA_BYTES:
         raise too_large(MAX_SCHEMA_BYTES)
     if schema_type not in SERVED_TYPES:
-        raise invalid_schema(f"schemaType {schema_type!r} is not served by kop (AVRO and JSON are)")
+        raise invalid_schema(
+            f"schemaType {schema_type!r} is not served by kop (AVRO, JSON and PROTOBUF are)"
+        )
     if references not in (None, []):
         raise invalid_schema("schema references are not served by kop")
     if schema_type == JSON:
         return Schema(JSON, canonical_json(text))
+    if schema_type == PROTOBUF:
+        return Schema(PROTOBUF, canonical_protobuf(text))
     return Schema(AVRO, canonical_avro(text))
 
 

@@ -25,7 +25,7 @@ from kop.registry import errors, subjects
 from kop.registry.access import Asker, authorize, topic_of
 from kop.registry.json_avro import NotAvro, avro_of, json_schema_of
 from kop.registry.levels import Levels
-from kop.registry.schemas import AVRO, JSON, Schema, canonical_avro, canonical_json
+from kop.registry.schemas import AVRO, JSON, PROTOBUF, Schema, canonical_avro, canonical_json
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
 from kop.registry.table import RegistryTable
 from kop.security.authorizer import ALLOW_ALL, TopicOp
@@ -236,7 +236,14 @@ def _id_in(state: NamespaceState, subject: str, schema: Schema) -> int:
 
 def _pulsar_data(schema: Schema) -> str:
     """What Pulsar keeps for a topic's version: an Avro schema as it is, a JSON Schema
-    as the Avro record that reads its documents (kop.registry.json_avro)."""
+    as the Avro record that reads its documents (kop.registry.json_avro). A Protobuf
+    schema has no form in Pulsar yet (PROTOBUF_NATIVE, and the message indexes of
+    Confluent's framing at the edge, are still to come)."""
+    if schema.type == PROTOBUF:
+        raise errors.invalid_schema(
+            "a topic's schema cannot be Protobuf yet: kop keeps Protobuf schemas under "
+            "subjects that name no topic (RecordNameStrategy, TopicRecordNameStrategy)"
+        )
     if schema.type != JSON:
         return schema.text
     try:

@@ -26,7 +26,9 @@ import avro.schema
 from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
 
 from kop.registry.json_compat import Budget, why_cannot_read
-from kop.registry.schemas import JSON, Schema
+from kop.registry.protobuf import compat as protobuf_compat
+from kop.registry.protobuf.descriptors import file_of
+from kop.registry.schemas import JSON, PROTOBUF, Schema
 from kop.storage.schemas import STRATEGIES
 
 T = TypeVar("T")
@@ -83,6 +85,9 @@ def check_schema(strategy: str, new: Schema, history: Sequence[Schema]) -> str |
             return why_cannot_read(reader, writer, budget)
 
         return _decide(strategy, cannot_read, new.document(), [h.document() for h in history])
+    if new.type == PROTOBUF:
+        reads = protobuf_compat.why_cannot_read
+        return _decide(strategy, reads, file_of(new.text), [file_of(h.text) for h in history])
     return _decide(strategy, _cannot_read, new.parsed(), [h.parsed() for h in history])
 
 

@@ -50,6 +50,11 @@ HOSTILE_JSON = [
     ),
 ]  # fmt: skip
 BODIES += [{"schema": h, "schemaType": "JSON"} for h in HOSTILE_JSON]
+BODIES += [
+    {"schema": "CgVhLnByb3Rv", "schemaType": "PROTOBUF"},  # a file with a name alone
+    {"schema": "////", "schemaType": "PROTOBUF"}, {"schema": "{", "schemaType": "PROTOBUF"},
+    {"schema": "Cg" * 1000, "schemaType": "PROTOBUF"},
+]  # fmt: skip
 
 
 # The API's own paths, with client-chosen parts filled from WORDS (most requests reach a

@@ -67,7 +67,7 @@ async def test_a_topic_value_subject_in_json_schema_is_the_topics_json_schema() 
         assert (by_id.schema_type, json.loads(by_id.schema_str)) == ("JSON", ORDER_V1)
         found = await run(client.lookup_schema, "orders-value", json_schema(ORDER_V1))
         assert (found.version, found.schema_id) == (1, first)
-        assert await run(client.get_schema_types) == ["AVRO", "JSON"]
+        assert await run(client.get_schema_types) == ["AVRO", "JSON", "PROTOBUF"]
 
 
 async def test_json_evolutions_are_checked_by_kop_and_by_pulsar() -> None:

@@ -1,0 +1,1 @@
+"""Protobuf schemas: their descriptors (descriptors.py) and compatibility (compat.py)."""
