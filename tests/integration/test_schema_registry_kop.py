@@ -5,9 +5,12 @@ next version, and ids survive kop's restart (they are in Pulsar)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,41 +94,68 @@ def test_a_subject_registered_through_kop_is_the_topics_schema_in_pulsar(tmp_pat
         kop.stop()
 
 
+@dataclass
+class TopicSide:
+    """A kop with its registry over real Pulsar, a fresh one-partition topic and a
+    Pulsar client: what the both-sides tests share."""
+
+    kop: KopProcess
+    registry: SchemaRegistryClient
+    client: pulsar.Client
+    topic: str
+    ctx: SerializationContext
+
+    @property
+    def full(self) -> str:
+        return f"persistent://public/default/{self.topic}"
+
+    def produce(self, values: list[bytes]) -> None:
+        producer = Producer({"bootstrap.servers": self.kop.bootstrap})
+        for value in values:
+            producer.produce(self.topic, value)
+        assert producer.flush(30) == 0
+
+    def consume(self, n: int) -> list[bytes | None]:
+        return [r.value for r in cf_consume(self.kop.bootstrap, self.topic, n, reset="earliest")]
+
+
+@contextlib.contextmanager
+def topic_side(tmp_path: Path, prefix: str) -> Iterator[TopicSide]:
+    port = free_port()
+    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
+    topic = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        kop.start()
+        registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
+        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        yield TopicSide(kop, registry, client, topic, ctx)
+    finally:
+        client.close()
+        kop.stop()
+
+
 @pytest.mark.usefixtures("pulsar")
 def test_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> None:
     """A Kafka producer's Avro records (a registry serializer) are typed values to a Pulsar
     consumer with `AvroSchema`; a typed Pulsar producer's values are records a Kafka
     consumer's registry deserializer reads."""
-    port = free_port()
-    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    topic = f"sr-{uuid.uuid4().hex[:10]}"
-    full = f"persistent://public/default/{topic}"
-    client = pulsar.Client(PULSAR_URL)
-    try:
-        kop.start()
-        registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
-        ctx = SerializationContext(topic, MessageField.VALUE)
-        serialize = AvroSerializer(registry, json.dumps(Reading.schema()))
-        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
-        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        pulsar_consumer = client.subscribe(
-            full, "typed", schema=AvroSchema(Reading),
+    with topic_side(tmp_path, "sr") as side:
+        serialize = AvroSerializer(side.registry, json.dumps(Reading.schema()))
+        pulsar_consumer = side.client.subscribe(
+            side.full, "typed", schema=AvroSchema(Reading),
             initial_position=pulsar.InitialPosition.Earliest,
         )  # fmt: skip
-        producer = Producer({"bootstrap.servers": kop.bootstrap})
-        for sensor in ("s1", "s2"):
-            producer.produce(topic, serialize({"sensor": sensor}, ctx))
-        assert producer.flush(30) == 0
+        side.produce([serialize({"sensor": sensor}, side.ctx) for sensor in ("s1", "s2")])
         got = [pulsar_consumer.receive(30_000).value().sensor for _ in range(2)]
         assert got == ["s1", "s2"]
-        typed = client.create_producer(full, schema=AvroSchema(Reading))
+        typed = side.client.create_producer(side.full, schema=AvroSchema(Reading))
         typed.send(Reading(sensor="s3"))
-        deserialize = AvroDeserializer(registry)
-        records = cf_consume(kop.bootstrap, topic, 3, reset="earliest")
-        assert [deserialize(r.value, ctx)["sensor"] for r in records] == ["s1", "s2", "s3"]
-    finally:
-        client.close()
-        kop.stop()
+        deserialize = AvroDeserializer(side.registry)
+        values = [deserialize(v, side.ctx)["sensor"] for v in side.consume(3)]
+        assert values == ["s1", "s2", "s3"]
 
 
 @pytest.mark.usefixtures("pulsar")
@@ -133,39 +163,23 @@ def test_json_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -
     """A Kafka producer's JSON Schema records are typed values to a Pulsar consumer with
     `JsonSchema`, which subscribes to the topic's schema kop made; a Pulsar JSON
     producer's values are records the Kafka JSON deserializer reads and validates."""
-    port = free_port()
-    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    topic = f"sr-json-{uuid.uuid4().hex[:10]}"
-    full = f"persistent://public/default/{topic}"
-    client = pulsar.Client(PULSAR_URL)
-    try:
-        kop.start()
-        registry = SchemaRegistryClient({"url": f"http://127.0.0.1:{port}"})
-        ctx = SerializationContext(topic, MessageField.VALUE)
-        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
-        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        registry.register_schema(f"{topic}-value", Schema(json.dumps(TICKET_JSON), "JSON"))
-        (stored,) = pulsar_schemas(topic)
+    with topic_side(tmp_path, "sr-json") as side:
+        value_subject = f"{side.topic}-value"
+        side.registry.register_schema(value_subject, Schema(json.dumps(TICKET_JSON), "JSON"))
+        (stored,) = pulsar_schemas(side.topic)
         assert stored["type"] == "JSON"
-        pulsar_consumer = client.subscribe(
-            full, "typed", schema=JsonSchema(Ticket),
+        pulsar_consumer = side.client.subscribe(
+            side.full, "typed", schema=JsonSchema(Ticket),
             initial_position=pulsar.InitialPosition.Earliest,
         )  # fmt: skip
-        serialize = JSONSerializer(json.dumps(TICKET_JSON), registry)
-        producer = Producer({"bootstrap.servers": kop.bootstrap})
-        for code in ("a1", "a2"):
-            producer.produce(topic, serialize({"code": code, "count": 1}, ctx))
-        assert producer.flush(30) == 0
+        serialize = JSONSerializer(json.dumps(TICKET_JSON), side.registry)
+        side.produce([serialize({"code": c, "count": 1}, side.ctx) for c in ("a1", "a2")])
         got = [pulsar_consumer.receive(30_000).value() for _ in range(2)]
         assert [(t.code, t.count, t.note) for t in got] == [("a1", 1, None), ("a2", 1, None)]
-        typed = client.create_producer(full, schema=JsonSchema(Ticket))
+        typed = side.client.create_producer(side.full, schema=JsonSchema(Ticket))
         typed.send(Ticket(code="p3", count=3, note="from pulsar"))
-        values = [r.value for r in cf_consume(kop.bootstrap, topic, 3, reset="earliest")]
-        deserialize = JSONDeserializer(None, schema_registry_client=registry)
-        assert [deserialize(v, ctx) for v in values] == [
+        deserialize = JSONDeserializer(None, schema_registry_client=side.registry)
+        assert [deserialize(v, side.ctx) for v in side.consume(3)] == [
             {"code": "a1", "count": 1}, {"code": "a2", "count": 1},
             {"code": "p3", "count": 3, "note": "from pulsar"},
         ]  # fmt: skip
-    finally:
-        client.close()
-        kop.stop()
