@@ -2,10 +2,12 @@
 Apicurio's Avro serdes (Maven Central's; Confluent's are not there) and Kafka
 Connect's AvroConverter, speaking Apicurio's v2 REST API to kop with Confluent's
 framing in the value. What they write is read by confluent-kafka's deserializer and by
-a Pulsar consumer with the matching `AvroSchema`: one id, one schema, every client."""
+a Pulsar consumer with the matching `AvroSchema`: one id, one schema, every client. And
+a Kafka Connect worker with the converter on its plugin path, as operators install it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,6 +24,14 @@ from pulsar.schema import AvroSchema, Integer, Record, String
 
 from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_URL, KopProcess, free_port
+from tests.integration.streams_connect.connect import (
+    ConnectWorker,
+    append_lines,
+    complete_lines,
+    create_connector,
+)
+from tests.integration.streams_connect.jvm import build_classpath, wait_until
+from tests.integration.streams_connect.wordcount import create_topics
 
 JAVA_DIR = Path(__file__).resolve().parent / "java_registry"
 CACHES = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser()
@@ -33,6 +43,11 @@ class Reading(Record):  # type: ignore[misc]  # pulsar-client is untyped
     _avro_namespace = "kop.it"
     sensor = String(required=True)
     value = Integer(required=True)
+
+
+@pytest.fixture(scope="session")
+def apps_classpath() -> str:
+    return build_classpath()
 
 
 @pytest.fixture(scope="session")
@@ -101,4 +116,85 @@ def test_java_serdes_and_connect_converter_share_one_registry_with_every_client(
         assert [(r.sensor, r.value) for r in got] == expected
     finally:
         client.close()
+        kop.stop()
+
+
+# What a Connect plugin directory leaves to the worker: Kafka's own classes (Connect
+# loads org.apache.kafka.* from the worker, not the plugin) and the logging binding.
+_WORKERS_OWN = ("kafka-clients-", "connect-api-", "connect-json-", "slf4j-")
+CONVERTER = {
+    "value.converter": "io.apicurio.registry.utils.converter.AvroConverter",
+    "value.converter.apicurio.registry.auto-register": "true",
+    "value.converter.apicurio.registry.as-confluent": "true",
+    "value.converter.apicurio.registry.headers.enabled": "false",
+}
+
+
+def _plugin_dir(serdes_classpath: str, root: Path) -> Path:
+    """Apicurio's converter installed as an operator installs a Connect plugin: its
+    jars in a directory of its own under `plugin.path`."""
+    plugin = root / "plugins" / "apicurio-converter"
+    plugin.mkdir(parents=True)
+    for jar in Path(serdes_classpath.removesuffix("/*")).glob("*.jar"):
+        if not jar.name.startswith(_WORKERS_OWN):
+            (plugin / jar.name).symlink_to(jar)
+    return plugin.parent
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.usefixtures("pulsar")
+def test_a_connect_worker_with_the_converter_writes_and_reads_through_kops_registry(
+    tmp_path: Path, serdes_classpath: str, apps_classpath: str
+) -> None:
+    """Kafka Connect 4.3.1, unmodified, with Apicurio's AvroConverter from its plugin
+    path: a FileStreamSource writes each line as an Avro string framed with the id kop's
+    registry gave `<topic>-value` (the Pulsar topic's schema), a FileStreamSink reads
+    them back through the same converter, confluent-kafka's deserializer reads what the
+    worker wrote, and Pulsar holds each value bare (the framing is kop's edge)."""
+    port = free_port()
+    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
+    topic = f"sr-connect-{uuid.uuid4().hex[:10]}"
+    client = pulsar.Client(PULSAR_URL)
+    url = f"http://127.0.0.1:{port}"
+    converter = {**CONVERTER, "value.converter.apicurio.registry.url": f"{url}/apis/registry/v2"}
+    source, sink = tmp_path / "source.txt", tmp_path / "sink.txt"
+    append_lines(source, 0, N * 4)
+    kop.start()
+    plugins = _plugin_dir(serdes_classpath, tmp_path)
+    worker = ConnectWorker(
+        apps_classpath, kop.bootstrap, tmp_path, extra={"plugin.path": str(plugins)}
+    )
+    try:
+        create_topics(kop.bootstrap, {topic: 1})
+        worker.start()
+        wait_until("the REST API", lambda: worker.rest("GET", "/connectors")[0] == 200, 120,
+                   lambda: str(worker.rest("GET", "/connectors")), [worker])  # fmt: skip
+        connectors = {
+            "avro-source": {"connector.class": "FileStreamSource", "tasks.max": "1",
+                            "file": str(source), "topic": topic, **converter},
+            "avro-sink": {"connector.class": "FileStreamSink", "tasks.max": "1",
+                          "file": str(sink), "topics": topic, **converter},
+        }  # fmt: skip
+        for name, config in connectors.items():
+            create_connector(worker, name, config)
+        wait_until(f"{N * 4} lines in the sink", lambda: len(complete_lines(sink)) >= N * 4, 180,
+                   lambda: worker.statuses(list(connectors)), [worker])  # fmt: skip
+        assert complete_lines(sink) == complete_lines(source)
+        registry = SchemaRegistryClient({"url": url})
+        assert (
+            json.loads(registry.get_latest_version(f"{topic}-value").schema.schema_str) == "string"
+        )
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        deserialize = AvroDeserializer(registry)
+        records = cf_consume(kop.bootstrap, topic, N * 4, reset="earliest")
+        assert [deserialize(r.value, ctx) for r in records] == complete_lines(source)
+        # stored bare in Pulsar: an Avro string (its zigzag length, then its bytes)
+        reader = client.create_reader(
+            f"persistent://public/default/{topic}", pulsar.MessageId.earliest
+        )
+        line = complete_lines(source)[0]
+        assert reader.read_next(30_000).data() == bytes([2 * len(line)]) + line.encode()
+    finally:
+        client.close()
+        worker.stop()
         kop.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.conftest import free_port
-from tests.integration.streams_connect.jvm import JavaApp
+from tests.integration.streams_connect.jvm import JavaApp, wait_until
 
 MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 
@@ -20,10 +20,12 @@ class ConnectWorker(JavaApp):
     """One worker of a Connect cluster of its own (group, internal topics)."""
 
     def __init__(
-        self, classpath: str, bootstrap: str, work: Path, exactly_once: bool = False
-    ) -> None:
+        self, classpath: str, bootstrap: str, work: Path, exactly_once: bool = False,
+        extra: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
         """`exactly_once`: exactly.once.source.support=enabled (KIP-618): source tasks
-        write their records and their offsets in one transaction each."""
+        write their records and their offsets in one transaction each. `extra`: more
+        worker settings (`plugin.path`, ...)."""
         cluster = f"connect-{uuid.uuid4().hex[:8]}"
         self.port = free_port()
         self.internal_topics = {
@@ -43,6 +45,7 @@ class ConnectWorker(JavaApp):
             "listeners": f"http://127.0.0.1:{self.port}",
             "rest.advertised.host.name": "127.0.0.1",
         }
+        settings.update(extra or {})
         if exactly_once:
             settings["exactly.once.source.support"] = "enabled"
             # A task killed -9 mid-transaction leaves it open in the offsets topic, and a
@@ -91,3 +94,25 @@ class ConnectWorker(JavaApp):
 
     def statuses(self, names: list[str]) -> str:
         return "; ".join(f"{n}: {self.rest('GET', f'/connectors/{n}/status')}" for n in names)
+
+
+def complete_lines(path: Path) -> list[str]:
+    """Its complete lines (the sink may be caught halfway through writing one)."""
+    text = path.read_text() if path.exists() else ""
+    return text[: text.rfind("\n") + 1].splitlines()
+
+
+def append_lines(path: Path, first: int, count: int) -> None:
+    with open(path, "a") as f:
+        f.writelines(f"line {i:05d} {uuid.uuid4().hex}\n" for i in range(first, first + count))
+
+
+def create_connector(worker: ConnectWorker, name: str, config: dict[str, str]) -> None:
+    """PUT until accepted: a worker still joining its group answers 409 for a while."""
+    answers: list[tuple[int, object]] = []
+
+    def accepted() -> bool:
+        answers.append(worker.put_connector(name, config))
+        return answers[-1][0] in (200, 201)
+
+    wait_until(f"{name} accepted", accepted, 60, lambda: str(answers[-1:]), [worker])

@@ -18,7 +18,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from tests.integration.streams_connect.connect import ConnectWorker
+from tests.integration.streams_connect.connect import (
+    ConnectWorker,
+    append_lines,
+    complete_lines,
+    create_connector,
+)
 from tests.integration.streams_connect.jvm import wait_until
 from tests.integration.streams_connect.wordcount import create_topics
 
@@ -30,28 +35,6 @@ def worker(apps_classpath: str, app_bootstrap: str, tmp_path: Path) -> Iterator[
     connect = ConnectWorker(apps_classpath, app_bootstrap, tmp_path)
     yield connect
     connect.stop()
-
-
-def _lines(path: Path) -> list[str]:
-    """Its complete lines (the sink may be caught halfway through writing one)."""
-    text = path.read_text() if path.exists() else ""
-    return text[: text.rfind("\n") + 1].splitlines()
-
-
-def _append(path: Path, first: int, count: int) -> None:
-    with open(path, "a") as f:
-        f.writelines(f"line {i:05d} {uuid.uuid4().hex}\n" for i in range(first, first + count))
-
-
-def _create(worker: ConnectWorker, name: str, config: dict[str, str]) -> None:
-    """PUT until accepted: a worker still joining its group answers 409 for a while."""
-    answers: list[tuple[int, object]] = []
-
-    def accepted() -> bool:
-        answers.append(worker.put_connector(name, config))
-        return answers[-1][0] in (200, 201)
-
-    wait_until(f"{name} accepted", accepted, 60, lambda: str(answers[-1:]), [worker])
 
 
 def _cleanup_policies(bootstrap: str, topics: list[str]) -> dict[str, str]:
@@ -69,7 +52,7 @@ def test_file_source_to_file_sink_survives_a_worker_restart(
     topic = f"connect-{uuid.uuid4().hex[:8]}"
     create_topics(app_bootstrap, {topic: 1})  # one partition: the sink keeps the order
     source, sink = tmp_path / "source.txt", tmp_path / "sink.txt"
-    _append(source, 0, 500)
+    append_lines(source, 0, 500)
     connectors = {
         "file-source": {"connector.class": "FileStreamSource", "tasks.max": "1",
                         "file": str(source), "topic": topic},
@@ -82,25 +65,25 @@ def test_file_source_to_file_sink_survives_a_worker_restart(
                       lambda: str(worker.rest("GET", "/connectors")), [worker])  # fmt: skip
     print(f"[apps] Connect worker answering after {took:.1f} s", flush=True)
     for name, config in connectors.items():
-        _create(worker, name, config)
+        create_connector(worker, name, config)
     wait_until("connectors RUNNING", lambda: worker.all_running(names), 120,
                lambda: worker.statuses(names), [worker])  # fmt: skip
-    wait_until("500 lines in the sink", lambda: len(_lines(sink)) >= 500, 120,
-               lambda: f"{len(_lines(sink))} lines", [worker])  # fmt: skip
-    assert _lines(sink) == _lines(source)
+    wait_until("500 lines in the sink", lambda: len(complete_lines(sink)) >= 500, 120,
+               lambda: f"{len(complete_lines(sink))} lines", [worker])  # fmt: skip
+    assert complete_lines(sink) == complete_lines(source)
     topics = list(worker.internal_topics.values())
     assert set(_cleanup_policies(app_bootstrap, topics).values()) == {"compact"}
 
     assert worker.stop() in (0, 143), worker.diagnosis()  # 143: SIGTERM, after a clean shutdown
-    _append(source, 500, 300)  # written while the worker is down
+    append_lines(source, 500, 300)  # written while the worker is down
     worker.start()
     wait_until("connectors RUNNING after the restart", lambda: worker.all_running(names), 180,
                lambda: worker.statuses(names), [worker])  # fmt: skip
-    _append(source, 800, 200)  # and while it runs again
-    took = wait_until("1000 lines in the sink", lambda: len(_lines(sink)) >= 1000, 180,
-                      lambda: f"{len(_lines(sink))} lines", [worker])  # fmt: skip
+    append_lines(source, 800, 200)  # and while it runs again
+    took = wait_until("1000 lines in the sink", lambda: len(complete_lines(sink)) >= 1000, 180,
+                      lambda: f"{len(complete_lines(sink))} lines", [worker])  # fmt: skip
     print(f"[apps] the sink caught up {took:.1f} s after the last lines", flush=True)
-    assert _lines(sink) == _lines(source)
+    assert complete_lines(sink) == complete_lines(source)
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[str]:
@@ -131,7 +114,7 @@ def test_an_exactly_once_source_writes_every_line_once_across_a_kill9(
     topic = f"connect-eos-{uuid.uuid4().hex[:8]}"
     create_topics(app_bootstrap, {topic: 1})
     source = tmp_path / "source.txt"
-    _append(source, 0, 2000)
+    append_lines(source, 0, 2000)
     config = {"connector.class": "FileStreamSource", "tasks.max": "1", "file": str(source),
               "topic": topic, "exactly.once.support": "required",
               "transaction.boundary": "poll", "batch.size": "50"}  # fmt: skip
@@ -139,13 +122,13 @@ def test_an_exactly_once_source_writes_every_line_once_across_a_kill9(
         worker.start()
         wait_until("the REST API", lambda: worker.rest("GET", "/connectors")[0] == 200, 120,
                    lambda: str(worker.rest("GET", "/connectors")), [worker])  # fmt: skip
-        _create(worker, "eos-source", config)
+        create_connector(worker, "eos-source", config)
         wait_until("eos-source RUNNING", lambda: worker.all_running(["eos-source"]), 120,
                    lambda: worker.statuses(["eos-source"]), [worker])  # fmt: skip
         wait_until("some lines committed", lambda: len(_read_committed(app_bootstrap, topic)) > 0,
                    120, lambda: "none yet", [worker])  # fmt: skip
         worker.kill9()  # mid-way: a transaction may be open, its offsets not committed
-        _append(source, 2000, 500)
+        append_lines(source, 2000, 500)
         worker.start()
         wait_until("eos-source RUNNING after the kill", lambda: worker.all_running(["eos-source"]),
                    180, lambda: worker.statuses(["eos-source"]), [worker])  # fmt: skip
@@ -154,6 +137,6 @@ def test_an_exactly_once_source_writes_every_line_once_across_a_kill9(
                           lambda: f"{len(_read_committed(app_bootstrap, topic))} lines",
                           [worker])  # fmt: skip
         print(f"[apps] exactly-once source caught up {took:.1f} s after the restart", flush=True)
-        assert _read_committed(app_bootstrap, topic) == _lines(source)
+        assert _read_committed(app_bootstrap, topic) == complete_lines(source)
     finally:
         worker.stop()
