@@ -17,6 +17,7 @@ tenant's admin rights; a subject that is no topic's belongs to the namespace.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -116,13 +117,19 @@ class Registry:
         if topic is not None:
             return await self._register_topic(who, subject, topic, schema)
         level = await self.levels.level(who, subject)
+        # Checked before the write, off the event loop; again inside it only if the
+        # subject's history changed meanwhile (another request registered or deleted).
+        seen = await self.table.view(who.ns)
+        before = subjects.history(seen, subject, subjects.versions(seen, subject))
+        checked = await _off_loop(schema, level, before)
 
         def decide(state: NamespaceState) -> tuple[list[Record], int]:
             number = subjects.find(state, subject, schema)
             if number is not None:
                 return [], state.subjects[subject][number].id
             live = subjects.versions(state, subject)
-            why = subjects.why_incompatible(state, subject, schema, level, live)
+            now = subjects.history(state, subject, live)
+            why = checked if now == before else subjects.why_not_after(schema, level, now)
             if why is not None:
                 raise errors.incompatible(subject, why)
             self._room(state, subject, len(state.subjects.get(subject, {})))
@@ -145,7 +152,7 @@ class Registry:
             if schema.type == JSON:
                 level = await self.levels.level(who, subject)
                 live = subjects.versions(state, subject)
-                why = subjects.why_incompatible(state, subject, schema, level, live)
+                why = await _off_loop(schema, level, subjects.history(state, subject, live))
                 if why is not None:
                     raise errors.incompatible(subject, why)
         try:
@@ -172,7 +179,7 @@ class Registry:
             level = level.removesuffix("_TRANSITIVE")
         elif wanted not in (None, subjects.LATEST):
             raise errors.subject_not_found(subject)
-        return subjects.why_incompatible(state, subject, schema, level, live)
+        return await _off_loop(schema, level, subjects.history(state, subject, live))
 
     async def _synced(self, who: Asker, subject: str, topic: PulsarTopic) -> NamespaceState:
         """The state once the subject's records follow the topic's history in Pulsar
@@ -232,6 +239,16 @@ def _id_in(state: NamespaceState, subject: str, schema: Schema) -> int:
     if number is None:  # Pulsar had it; its history moved on between the two reads
         raise errors.store_error("the topic's schema changed while it was registered")
     return state.subjects[subject][number].id
+
+
+async def _off_loop(schema: Schema, level: str, history: list[Schema]) -> str | None:
+    """subjects.why_not_after, for a JSON Schema in a worker thread: its check may take
+    up to its budget (some 300 ms of CPU), which on the event loop would stall every
+    Kafka connection of the instance; in a thread the loop still runs between its
+    slices. Avro's and Protobuf's checks are linear in the schemas and stay here."""
+    if schema.type != JSON or not history:
+        return subjects.why_not_after(schema, level, history)
+    return await asyncio.to_thread(subjects.why_not_after, schema, level, history)
 
 
 def _pulsar_data(schema: Schema) -> str:

@@ -87,10 +87,14 @@ def delete_version(
     return [version_record(ns, subject, number, gone)], number
 
 
-def why_incompatible(
-    state: NamespaceState, subject: str, schema: Schema, level: str, against: list[int]
-) -> str | None:
-    """Why `schema` may not follow versions `against` of `subject` under the Confluent
-    `level` (None: it may; a Pulsar strategy name is taken as it is)."""
-    history = [schema_of(state, subject, n)[1] for n in against]
+def history(state: NamespaceState, subject: str, against: list[int]) -> list[Schema]:
+    """The schemas of versions `against` of `subject`."""
+    return [schema_of(state, subject, n)[1] for n in against]
+
+
+def why_not_after(schema: Schema, level: str, history: list[Schema]) -> str | None:
+    """Why `schema` may not follow `history` (those versions' schemas, oldest first)
+    under the Confluent `level` (None: it may; a Pulsar strategy name is taken as it
+    is). A pure function of immutable schemas, so that a costly check (a JSON Schema's,
+    up to its budget) can run off the event loop."""
     return check_schema(CONFLUENT_TO_PULSAR.get(level, level), schema, history)

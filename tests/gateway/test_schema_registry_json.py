@@ -168,3 +168,29 @@ async def test_json_records_are_stored_bare_for_pulsar_and_read_back_framed() ->
         assert [await run(deserialize, v, ctx) for v in values] == [
             *orders, {"id": 3, "item": None, "note": "hot"},
         ]  # fmt: skip
+
+
+async def test_a_json_schemas_check_runs_off_the_event_loop(monkeypatch: Any) -> None:
+    """A JSON Schema's compatibility check may spend its whole budget (some 300 ms of
+    CPU): on the event loop that would stall every Kafka connection of the instance, so
+    it runs in a worker thread (it ran on the loop before)."""
+    import threading
+
+    from kop.registry import subjects
+
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+    check = subjects.why_not_after
+
+    def recorded(schema: Any, level: str, history: list[Any]) -> str | None:
+        if history:  # nothing to check against: nothing costly
+            threads.append(threading.get_ident())
+        return check(schema, level, history)
+
+    monkeypatch.setattr(subjects, "why_not_after", recorded)
+    async with registry() as (client, _, _g):
+        await run(client.set_compatibility, "order.Json", "BACKWARD")
+        await run(client.register_schema, "order.Json", json_schema(ORDER_V1))
+        await run(client.register_schema, "order.Json", json_schema(ORDER_V2))
+        assert await run(client.test_compatibility, "order.Json", json_schema(ORDER_V2))
+    assert len(threads) >= 2 and loop_thread not in threads
