@@ -3,8 +3,6 @@ admin create, idempotent produce with each codec, consume, offsetsForTimes."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,34 +10,14 @@ import pytest
 
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
+from tests.integration.maven import cached_classpath
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
-CACHE = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser() / "kafka-clients-3.9.1"
 
 
 @pytest.fixture(scope="session")
 def java_classpath() -> str:
-    marker = CACHE / ".complete"
-    if not marker.exists():
-        assert shutil.which("mvn") and shutil.which("java"), "Java 17 and Maven are required"
-        staging = CACHE.with_suffix(".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        subprocess.run(
-            [
-                "mvn",
-                "-B",
-                "-q",
-                "-f",
-                str(JAVA_DIR / "pom.xml"),
-                "dependency:copy-dependencies",
-                f"-DoutputDirectory={staging}",
-            ],
-            check=True,
-        )
-        shutil.rmtree(CACHE, ignore_errors=True)
-        staging.rename(CACHE)
-        marker.touch()
-    return f"{CACHE}/*"
+    return cached_classpath(JAVA_DIR / "pom.xml", "kafka-clients-3.9.1")
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])

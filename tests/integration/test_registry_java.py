@@ -8,8 +8,6 @@ a Kafka Connect worker with the converter on its plugin path, as operators insta
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -24,6 +22,7 @@ from pulsar.schema import AvroSchema, Integer, Record, String
 
 from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_URL, KopProcess, free_port
+from tests.integration.maven import cached_classpath
 from tests.integration.streams_connect.connect import (
     ConnectWorker,
     append_lines,
@@ -34,8 +33,6 @@ from tests.integration.streams_connect.jvm import build_classpath, wait_until
 from tests.integration.streams_connect.wordcount import create_topics
 
 JAVA_DIR = Path(__file__).resolve().parent / "java_registry"
-CACHES = Path(os.environ.get("KOP_CACHE_DIR", "~/.cache/kop")).expanduser()
-CACHE = CACHES / "apicurio-serdes-2.6.13"
 N = 5
 
 
@@ -52,21 +49,7 @@ def apps_classpath() -> str:
 
 @pytest.fixture(scope="session")
 def serdes_classpath() -> str:
-    marker = CACHE / ".complete"
-    if not marker.exists():
-        assert shutil.which("mvn") and shutil.which("java"), "Java 17 and Maven are required"
-        staging = CACHE.with_suffix(".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        pom = str(JAVA_DIR / "pom.xml")
-        subprocess.run(
-            ["mvn", "-B", "-q", "-f", pom, "dependency:copy-dependencies",
-             f"-DoutputDirectory={staging}"],
-            check=True,
-        )  # fmt: skip
-        shutil.rmtree(CACHE, ignore_errors=True)
-        staging.rename(CACHE)
-        marker.touch()
-    return f"{CACHE}/*"
+    return cached_classpath(JAVA_DIR / "pom.xml", "apicurio-serdes-2.6.13")
 
 
 def _values(bootstrap: str, topic: str) -> list[bytes | None]:
