@@ -164,7 +164,9 @@ def pulsar_entries(
                                          schema_version=schema))  # fmt: skip
                 index += 1
         return out
-    fast = native()
+    # The native kernel strips the five bytes of Avro's and JSON's framing; Protobuf's
+    # message indexes after them (IdVersions.tails) are the Python path's.
+    fast = None if versions and _tails(versions) else native()
     extra = next(iter(txn.items()), None)
     chunks: Sequence[tuple[bytes, int, int | None]]
     if fast is not None:
@@ -221,7 +223,11 @@ def _runs(
             missed.setdefault(sid)
         return found
 
-    return framing.unframed(records, version), list(missed)
+    return framing.unframed(records, version, _tails(versions)), list(missed)
+
+
+def _tails(versions: Versions) -> Mapping[int, bytes]:
+    return versions.tails if isinstance(versions, framing.IdVersions) else {}
 
 
 def _batched(

@@ -12,12 +12,17 @@ a null value.
 
 A Pulsar entry names one schema version for all its messages, so records of different
 versions go to different entries.
+
+A Protobuf value carries more after the id: the message indexes that name which message
+of the schema's file it is (b"\x00" for the first). Pulsar's PROTOBUF_NATIVE schema names
+one root message, so a value is stored bare only when its indexes are those of its
+version's root (`tails`); one naming another message keeps its framing.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from kop.entries.formats import P_ENTRY
@@ -47,21 +52,39 @@ def schema_id(value: bytes | None) -> int | None:
     return int(_ID.unpack_from(value)[1])
 
 
-def framed(payload: bytes, sid: int) -> bytes:
-    return _ID.pack(MAGIC, sid) + payload
+class IdVersions(dict[int, int]):
+    """Confluent id -> the topic's Pulsar version, and `tails`: what a framed value
+    carries after an id whose values carry more (Protobuf's message indexes)."""
+
+    def __init__(
+        self, versions: Mapping[int, int] | None = None, tails: Mapping[int, bytes] | None = None
+    ) -> None:
+        super().__init__(versions or {})
+        self.tails = {sid: tail for sid, tail in (tails or {}).items() if tail}
+
+
+def framed(payload: bytes, sid: int, tail: bytes = b"") -> bytes:
+    return _ID.pack(MAGIC, sid) + tail + payload
 
 
 def unframed(
-    records: Sequence[Record], version: Callable[[int], int | None]
+    records: Sequence[Record],
+    version: Callable[[int], int | None],
+    tails: Mapping[int, bytes] | None = None,
 ) -> list[tuple[int | None, list[Record]]]:
     """Runs of consecutive records by the Pulsar version their values are in (None: kept
-    as they are), values without their framing. `version`: the topic's version of an id."""
+    as they are), values without their framing. `version`: the topic's version of an id;
+    `tails`: what must follow an id for its value to be that version's (IdVersions)."""
     runs: list[tuple[int | None, list[Record]]] = []
     for r in records:
         sid = schema_id(r.value)
         v = None if sid is None else version(sid)
         if v is not None and r.value is not None:
-            r = replace(r, value=r.value[PREFIX:])
+            tail = b"" if tails is None or sid is None else tails.get(sid, b"")
+            if r.value.startswith(tail, PREFIX):
+                r = replace(r, value=r.value[PREFIX + len(tail) :])
+            else:
+                v = None  # another message of the file than the version's root
         if runs and runs[-1][0] == v:
             runs[-1][1].append(r)
         else:
@@ -69,12 +92,13 @@ def unframed(
     return runs
 
 
-def reframed(entry: StoredEntry, sid: int) -> StoredEntry:
-    """`entry` with every non-null message value framed with `sid` (its version's id)."""
+def reframed(entry: StoredEntry, sid: int, tail: bytes = b"") -> StoredEntry:
+    """`entry` with every non-null message value framed with `sid` (its version's id)
+    and `tail` (its version's message indexes, for Protobuf)."""
     if entry.message is not None:
         m = entry.message
         if m.null_value or m.properties.get(P_ENTRY) == "batch":  # a kafka-format entry
             return entry
-        return replace(entry, message=replace(m, payload=framed(m.payload, sid)))
-    out = batch_layout.with_payloads(entry.batch, entry.count, lambda p: framed(p, sid))
+        return replace(entry, message=replace(m, payload=framed(m.payload, sid, tail)))
+    out = batch_layout.with_payloads(entry.batch, entry.count, lambda p: framed(p, sid, tail))
     return entry if out is None else replace(entry, batch=out)

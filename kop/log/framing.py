@@ -53,7 +53,7 @@ class TopicFraming:
         self._refresh_s = refresh_s
         self._clock = clock
         self._id_of: dict[int, int] = {}  # Pulsar version -> Confluent id
-        self._version_of: dict[int, int] = {}  # Confluent id -> Pulsar version
+        self._version_of = frames.IdVersions()  # Confluent id -> Pulsar version (and tail)
         self._at = float("-inf")
         self._started = 0  # learns begun, so a reader knows whether one began after it looked
         self._unshown: set[int] = set()  # versions a learn after their sighting did not show
@@ -76,6 +76,10 @@ class TopicFraming:
 
     def id_of(self, version: int) -> int | None:
         return self._id_of.get(version)
+
+    def tail_of(self, sid: int) -> bytes:
+        """What a framed value carries after `sid` (Protobuf's message indexes)."""
+        return self._version_of.tails.get(sid, b"")
 
     def forget(self) -> None:
         """Learn again before the next use (this instance registered a version)."""
@@ -104,10 +108,12 @@ class TopicFraming:
                 log.warning("schema ids of %s: %s", self.topic.full, exc or "timed out")
                 self._at = self._clock()  # not again at once: retried at the next refresh
                 return
-            self._id_of = dict(found)
-            self._version_of = {}
+            self._id_of = {version: framing.id for version, framing in found.items()}
+            by_id = {}
             for version in sorted(found):  # an id of two versions names the newer
-                self._version_of[found[version]] = version
+                by_id[found[version].id] = version
+            tails = {f.id: f.tail for f in found.values()}
+            self._version_of = frames.IdVersions(by_id, tails)
             self._at = self._clock()
 
     async def learn_for(self, version: int) -> None:
@@ -230,7 +236,7 @@ def reframe(entry: StoredEntry, framing: TopicFraming) -> StoredEntry | None:
         return entry
     version = frames.version_of(entry.schema_version)
     sid = None if version is None else framing.id_of(version)
-    return None if sid is None else frames.reframed(entry, sid)
+    return None if sid is None else frames.reframed(entry, sid, framing.tail_of(sid))
 
 
 class _FramedReader:

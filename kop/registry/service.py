@@ -26,12 +26,18 @@ from kop.registry import errors, subjects
 from kop.registry.access import Asker, authorize, topic_of
 from kop.registry.json_avro import NotAvro, avro_of, json_schema_of
 from kop.registry.levels import Levels
+from kop.registry.protobuf.native import (
+    FIRST_MESSAGE,
+    PROTOBUF_NATIVE,
+    native_data,
+    schema_of_native,
+)
 from kop.registry.schemas import AVRO, JSON, PROTOBUF, Schema, canonical_avro, canonical_json
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
 from kop.registry.table import RegistryTable
 from kop.security.authorizer import ALLOW_ALL, TopicOp
 from kop.storage.naming import PulsarTopic
-from kop.storage.schemas import PulsarSchema, SchemaRefused, TopicSchemas
+from kop.storage.schemas import FramedAs, PulsarSchema, SchemaRefused, TopicSchemas
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,16 +63,19 @@ class Registry:
 
     async def ids(
         self, topic: PulsarTopic, *, fresh: bool = False, from_pulsar: bool = False
-    ) -> dict[int, int]:
-        """Pulsar version -> id of each version of `topic`'s schema the subject shows
-        (Avro and JSON; SchemaIds, kop.storage.schemas): asked by kop itself for the
-        partitions it serves."""
+    ) -> dict[int, FramedAs]:
+        """Pulsar version -> its id (and a Protobuf version's message indexes) of each
+        version of `topic`'s schema the subject shows (SchemaIds, kop.storage.schemas):
+        asked by kop itself for the partitions it serves."""
         subject = f"{topic.local}-value"
         state = await self.table.view(topic.namespace.path, fresh=fresh)
         if subject not in state.subjects and not from_pulsar:
             return {}
         state = await self._synced(Asker(topic.namespace, ALLOW_ALL), subject, topic)
-        return {number - 1: v.id for number, v in state.subjects.get(subject, {}).items()}
+        return {
+            number - 1: FramedAs(v.id, _tail(state.schemas.get(v.id)))
+            for number, v in state.subjects.get(subject, {}).items()
+        }
 
     def _room(self, state: NamespaceState, subject: str, versions: int) -> None:
         """42205 when registering one more version of `subject` passes a limit."""
@@ -145,18 +154,20 @@ class Registry:
     ) -> int:
         """Upload to Pulsar, which checks the Avro form; a JSON Schema is checked by
         kop first under the topic's level, for what its Avro form does not say
-        (`maxLength`, `pattern`, a closed content model...)."""
+        (`maxLength`, `pattern`, a closed content model...), and a Protobuf schema too
+        (Pulsar checks only that its root message keeps its name)."""
         state = await self._synced(who, subject, topic)
         if subjects.find(state, subject, schema, deleted=True) is None:
             self._room(state, subject, len(state.subjects.get(subject, {})))
-            if schema.type == JSON:
+            if schema.type in (JSON, PROTOBUF):
                 level = await self.levels.level(who, subject)
                 live = subjects.versions(state, subject)
                 why = await _off_loop(schema, level, subjects.history(state, subject, live))
                 if why is not None:
                     raise errors.incompatible(subject, why)
         try:
-            await self.schemas.upload(topic, schema.type, _pulsar_data(schema))
+            pulsar_type = PROTOBUF_NATIVE if schema.type == PROTOBUF else schema.type
+            await self.schemas.upload(topic, pulsar_type, _pulsar_data(schema))
         except SchemaRefused as exc:
             if exc.incompatible:
                 raise errors.incompatible(subject, str(exc)) from None
@@ -241,6 +252,12 @@ def _id_in(state: NamespaceState, subject: str, schema: Schema) -> int:
     return state.subjects[subject][number].id
 
 
+def _tail(schema: Schema | None) -> bytes:
+    """What Confluent's framing puts after the id of a topic's version: a Protobuf
+    value's message indexes of the root (the file's first message); nothing else."""
+    return FIRST_MESSAGE if schema is not None and schema.type == PROTOBUF else b""
+
+
 async def _off_loop(schema: Schema, level: str, history: list[Schema]) -> str | None:
     """subjects.why_not_after, for a JSON Schema in a worker thread: its check may take
     up to its budget (some 300 ms of CPU), which on the event loop would stall every
@@ -253,14 +270,14 @@ async def _off_loop(schema: Schema, level: str, history: list[Schema]) -> str | 
 
 def _pulsar_data(schema: Schema) -> str:
     """What Pulsar keeps for a topic's version: an Avro schema as it is, a JSON Schema
-    as the Avro record that reads its documents (kop.registry.json_avro). A Protobuf
-    schema has no form in Pulsar yet (PROTOBUF_NATIVE, and the message indexes of
-    Confluent's framing at the edge, are still to come)."""
+    as the Avro record that reads its documents (kop.registry.json_avro), a Protobuf
+    schema as PROTOBUF_NATIVE with its first message the root
+    (kop.registry.protobuf.native)."""
     if schema.type == PROTOBUF:
-        raise errors.invalid_schema(
-            "a topic's schema cannot be Protobuf yet: kop keeps Protobuf schemas under "
-            "subjects that name no topic (RecordNameStrategy, TopicRecordNameStrategy)"
-        )
+        try:
+            return native_data(schema.text)
+        except ValueError as exc:
+            raise errors.invalid_schema(str(exc)) from None
     if schema.type != JSON:
         return schema.text
     try:
@@ -283,6 +300,9 @@ def _shown(h: PulsarSchema) -> Schema | None:
         if h.type == JSON:
             document = json_schema_of(json.loads(canonical_avro(h.data)))
             return Schema(JSON, canonical_json(json.dumps(document)))
+        if h.type == PROTOBUF_NATIVE:
+            text = schema_of_native(h.data)
+            return None if text is None else Schema(PROTOBUF, text)
     except errors.RegistryError:
         return None
     return None

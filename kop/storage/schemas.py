@@ -98,15 +98,25 @@ class TopicSchemas(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class FramedAs:
+    """How Confluent's framing names one version of a topic's schema: its id, and the
+    bytes a framed value carries after the id (Protobuf's message indexes, which name
+    the message of the file: b"\x00" for the first; empty for Avro and JSON)."""
+
+    id: int
+    tail: bytes = b""
+
+
 class SchemaIds(Protocol):
     """The Schema Registry's ids of a topic's schema versions (kop/registry serves them),
     for the partitions that put Confluent's framing on and off (kop.log.framing)."""
 
     async def ids(
         self, topic: PulsarTopic, *, fresh: bool = False, from_pulsar: bool = False
-    ) -> dict[int, int]:
-        """Pulsar schema version -> Confluent id, of each Avro version of the topic's
-        schema ({}: none); ids are handed out for versions that had none. Unless
+    ) -> dict[int, FramedAs]:
+        """Pulsar schema version -> its framing, of each version of the topic's schema
+        the registry shows ({}: none); ids are handed out for versions that had none. Unless
         `from_pulsar`, a topic whose schema the registry never saw is answered {}
         without asking Pulsar (no Kafka producer can have framed records in it);
         `fresh`: what other instances registered up to now is seen."""

@@ -1,11 +1,14 @@
 """Protobuf subjects, driven by confluent-kafka's ProtobufSerializer and
-ProtobufDeserializer over the in-memory storage: kop keeps them under subjects that
-name no topic (RecordNameStrategy), checks evolutions with Confluent's Protobuf rules,
-and refuses a topic's subject with a one-line 42201 until Pulsar holds Protobuf."""
+ProtobufDeserializer over the in-memory storage: `<topic>-value` is the Pulsar topic's
+PROTOBUF_NATIVE schema (its first message the root), records are stored bare for
+Pulsar's Protobuf consumers and read back framed, a subject of another strategy is
+kop's, and evolutions are checked with Confluent's Protobuf rules."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import json
 from typing import Any
 
 from confluent_kafka.schema_registry import Schema, record_subject_name_strategy
@@ -14,9 +17,14 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
 
+from kop.entries import framing
+from kop.storage import batch_layout
+from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.types import OutgoingEntry, OutgoingMessage
 from tests.gateway.registry_harness import consume, produce, refused, registry, run
 
 T = FieldDescriptorProto
+ORDERS = PulsarTopic(Namespace("public", "default"), "orders", "orders")
 
 
 def order_file(note_type: int = T.TYPE_STRING) -> FileDescriptorProto:
@@ -71,16 +79,73 @@ async def test_an_incompatible_evolution_is_refused_and_a_compatible_one_taken()
         assert verdict is False
 
 
-async def test_a_topics_subject_and_proto_text_are_refused_with_one_line() -> None:
+async def test_proto_text_is_refused_with_one_line() -> None:
     async with registry() as (client, _, _g):
-        for subject, schema in (
-            ("orders-value", protobuf(order_file())),
-            (
-                "shop.Order",
-                Schema('syntax = "proto3"; message Order { int64 id = 1; }', "PROTOBUF"),
-            ),
-        ):
-            status, code = await run(
-                refused, lambda s=subject, x=schema: client.register_schema(s, x)
-            )
-            assert (status, code) == (422, 42201)
+        text = Schema('syntax = "proto3"; message Order { int64 id = 1; }', "PROTOBUF")
+        assert await run(refused, lambda: client.register_schema("shop.Order", text)) == (
+            422,
+            42201,
+        )
+
+
+async def test_a_topics_protobuf_records_are_stored_bare_and_read_back_framed() -> None:
+    """The serializer's records (magic, id, message index 0, payload) are Pulsar
+    messages of the topic's PROTOBUF_NATIVE version, the bare payload; a record naming
+    another message of the file keeps its framing; a Pulsar producer's messages of that
+    version are read framed by the Kafka deserializer."""
+    async with registry() as (client, backend, gateway):
+        await backend.admin.create_partitioned(ORDERS, 1, {})
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        order = order_class(order_file())
+        serialize = ProtobufSerializer(order, client, {})
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        framed = [await run(serialize, order(id=i, note=f"n{i}"), ctx) for i in (1, 2)]
+        assert framed[0][5:6] == b"\x00"  # the first message's indexes
+        other = framed[0][:5] + b"\x02\x02" + framed[0][6:]  # indexes [1]: another message
+        await run(produce, bootstrap, "orders", [*framed, other])
+        (v0,) = await backend.schemas.history(ORDERS)
+        assert v0.type == "PROTOBUF_NATIVE"
+        assert json.loads(v0.data)["rootMessageTypeName"] == "shop.Order"
+        stored = [e for e in backend.log.topic(ORDERS.partition(0)).entries() if e.count]
+        pulsar_view = [
+            (e.schema_version, m.payload) for e in stored for m in batch_layout.messages(e)
+        ]
+        assert pulsar_view == [
+            (framing.version_bytes(0), order(id=1, note="n1").SerializeToString()),
+            (framing.version_bytes(0), order(id=2, note="n2").SerializeToString()),
+            (None, other),
+        ]
+        assert await run(consume, bootstrap, "orders", 3) == [*framed, other]
+        # a Pulsar producer's message of that version
+        message = OutgoingMessage(order(id=3, note="pulsar").SerializeToString(), {}, None, None)
+        typed = dataclasses.replace(
+            OutgoingEntry.of(message), schema_version=framing.version_bytes(0)
+        )
+        backend.log.topic(ORDERS.partition(0)).append([typed], "pulsar-app", 0)
+        values = await run(consume, bootstrap, "orders", 4)
+        deserialize = ProtobufDeserializer(order, {})
+        read = await run(deserialize, values[3], ctx)
+        assert (read.id, read.note) == (3, "pulsar")
+
+
+async def test_a_topics_protobuf_evolution_is_checked_by_kop_then_pulsar() -> None:
+    """Pulsar checks only that the root keeps its name; kop checks the fields first, and
+    a new first message is Pulsar's refusal, both 409."""
+    async with registry() as (client, backend, _g):
+        await run(client.set_compatibility, "orders-value", "BACKWARD")
+        await run(client.register_schema, "orders-value", protobuf(order_file()))
+        as_number = protobuf(order_file(T.TYPE_INT64))
+        assert await run(refused, lambda: client.register_schema("orders-value", as_number)) == (
+            409,
+            409,
+        )
+        renamed = order_file()
+        renamed.message_type[0].name = "Purchase"
+        status = await run(
+            refused, lambda: client.register_schema("orders-value", protobuf(renamed))
+        )
+        assert status == (409, 409)
+        assert [h.type for h in await backend.schemas.history(ORDERS)] == ["PROTOBUF_NATIVE"]
+        as_bytes = protobuf(order_file(T.TYPE_BYTES))
+        assert await run(client.register_schema, "orders-value", as_bytes) > 0
+        assert len(await backend.schemas.history(ORDERS)) == 2

@@ -20,15 +20,19 @@ from typing import Any
 
 import pulsar
 import pytest
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto
 from pulsar.schema import AvroSchema, Integer, Record, String
 
 from kop.pulsar.admin import PulsarAdmin
 from kop.pulsar.schemas import PulsarTopicSchemas
+from kop.registry.protobuf.descriptors import canonical_protobuf
+from kop.registry.protobuf.native import native_data
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.schemas import SchemaRefused, TopicSchemas
 from kop.storage.types import AdminError
 from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL, _drop_namespace
 from tests.sim.memory_schemas import MemoryTopicSchemas
+from tests.unit.test_registry_protobuf import proto, text
 
 SETTLE_S = 30.0  # policies reach the broker's caches through its metadata and system topic
 
@@ -384,3 +388,49 @@ async def test_a_typed_pulsar_producer_meets_the_schema_uploaded_through_rest(
         assert [h.version for h in await schemas.history(topic)] == [0]
     finally:
         client.close()
+
+
+def _native(root: str = "Order", note_type: int = FieldDescriptorProto.TYPE_STRING) -> str:
+    """PROTOBUF_NATIVE data as kop uploads it: `root` first in its file."""
+    fields = [("id", 1, FieldDescriptorProto.TYPE_INT64), ("note", 2, note_type)]
+    file = proto({"name": root, "fields": fields}, {"name": "Other"})
+    return native_data(canonical_protobuf(text(file)))
+
+
+async def test_protobuf_native_keeps_its_root_message_and_checks_nothing_else(
+    side: Side,
+) -> None:
+    topic = await side.made_topic()
+    assert await side.schemas.upload(topic, "PROTOBUF_NATIVE", _native()) == 0
+    assert await side.schemas.upload(topic, "PROTOBUF_NATIVE", _native()) == 0
+    # a field's type changed: Pulsar's checker looks at the root's name alone
+    changed = _native(note_type=FieldDescriptorProto.TYPE_INT32)
+    assert await side.schemas.upload(topic, "PROTOBUF_NATIVE", changed) == 1
+    with pytest.raises(SchemaRefused) as refused:
+        await side.schemas.upload(topic, "PROTOBUF_NATIVE", _native(root="Refund"))
+    assert refused.value.incompatible
+    assert "root message change is not allowed under the 'FULL' strategy" in str(refused.value)
+    await side.set_topic(topic, "ALWAYS_INCOMPATIBLE")
+    assert await side.schemas.upload(topic, "PROTOBUF_NATIVE", changed) == 1
+    assert await side.schemas.upload(topic, "PROTOBUF_NATIVE", _native()) == 0  # equal: kept
+    with pytest.raises(SchemaRefused) as refused:
+        await side.schemas.upload(
+            topic, "PROTOBUF_NATIVE", _native(note_type=FieldDescriptorProto.TYPE_BYTES)
+        )
+    assert "Unknown SchemaCompatibilityStrategy" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "not json",
+        _native().replace('Name":"shop.Order"', 'Name":"shop.Nope"'),  # no such root
+        _native().replace('Name":"shop.proto"', 'Name":"x.proto"'),  # no such file
+        _native().replace('","rootMessage', 'x","rootMessage'),  # base64 of a wrong length
+    ],
+)
+async def test_protobuf_native_data_pulsar_cannot_read_is_invalid(side: Side, data: str) -> None:
+    topic = side.topic()
+    with pytest.raises(SchemaRefused) as refused:
+        await side.schemas.upload(topic, "PROTOBUF_NATIVE", data)
+    assert not refused.value.incompatible

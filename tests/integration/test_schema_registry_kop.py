@@ -21,8 +21,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from pulsar.schema import AvroSchema, JsonSchema, Long, Record, String
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
+from pulsar.schema import AvroSchema, JsonSchema, Long, ProtobufNativeSchema, Record, String
 
 from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL, KopProcess, free_port
@@ -183,3 +186,41 @@ def test_json_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -
             {"code": "a1", "count": 1}, {"code": "a2", "count": 1},
             {"code": "p3", "count": 3, "note": "from pulsar"},
         ]  # fmt: skip
+
+
+def _order_class() -> Any:
+    """A message class as generated code gives it: shop.Order {int64 id = 1; string note = 2;}."""
+    file = FileDescriptorProto(name="shop/order.proto", package="shop", syntax="proto3")
+    order = file.message_type.add(name="Order")
+    label = FieldDescriptorProto.LABEL_OPTIONAL
+    order.field.add(name="id", number=1, type=FieldDescriptorProto.TYPE_INT64, label=label)
+    order.field.add(name="note", number=2, type=FieldDescriptorProto.TYPE_STRING, label=label)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_protobuf_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> None:
+    """A Kafka producer's Protobuf records (TopicNameStrategy) are typed values to a
+    Pulsar consumer with `ProtobufNativeSchema`: the topic's schema is PROTOBUF_NATIVE
+    with the message as root; a Pulsar producer's are records the Kafka Protobuf
+    deserializer reads."""
+    order = _order_class()
+    with topic_side(tmp_path, "sr-proto") as side:
+        serialize = ProtobufSerializer(order, side.registry, {})
+        side.produce([serialize(order(id=i, note=f"k{i}"), side.ctx) for i in (1, 2)])
+        (stored,) = pulsar_schemas(side.topic)
+        assert stored["type"] == "PROTOBUF_NATIVE"
+        assert json.loads(stored["data"])["rootMessageTypeName"] == "shop.Order"
+        pulsar_consumer = side.client.subscribe(
+            side.full, "typed", schema=ProtobufNativeSchema(order),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        got = [pulsar_consumer.receive(30_000).value() for _ in range(2)]
+        assert [(o.id, o.note) for o in got] == [(1, "k1"), (2, "k2")]
+        typed = side.client.create_producer(side.full, schema=ProtobufNativeSchema(order))
+        typed.send(order(id=3, note="from pulsar"))
+        deserialize = ProtobufDeserializer(order, {})
+        read = [deserialize(v, side.ctx) for v in side.consume(3)]
+        assert [(o.id, o.note) for o in read] == [(1, "k1"), (2, "k2"), (3, "from pulsar")]

@@ -10,8 +10,11 @@ behaves (tests/integration/test_pulsar_schemas.py runs the same cases on both).
 - else the applied strategy decides (topic policy, else namespace policy, else the
   broker's, FULL): the type must be the latest's (all versions', transitive), then
   kop.registry.strategies.check against the latest (all, transitive) for Avro-based
-  types; other types are refused only by ALWAYS_INCOMPATIBLE (Pulsar's default check;
-  PROTOBUF_NATIVE's own checker is not modelled);
+  types; PROTOBUF_NATIVE's checker refuses a new root message name (and, under
+  ALWAYS_INCOMPATIBLE, anything new, as an "Unknown SchemaCompatibilityStrategy");
+  other types are refused only by ALWAYS_INCOMPATIBLE (Pulsar's default check);
+- PROTOBUF_NATIVE data must be Pulsar's JSON whose padded base64 descriptor set holds
+  the root file, its imports and the root message, else 422;
 - a topic policy needs the topic to exist, when `exists` is given.
 
 `down` (or the MemoryLog's) makes every call raise StorageUnavailable, as MemoryAdmin.
@@ -19,12 +22,17 @@ behaves (tests/integration/test_pulsar_schemas.py runs the same cases on both).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import avro.errors
 import avro.schema
+from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
 
 from kop.registry.strategies import check
 from kop.storage.naming import Namespace, PulsarTopic
@@ -101,7 +109,7 @@ class MemoryTopicSchemas:
             if e.type == type_ and _same(type_, parsed, data, e.data):
                 return version
         if history:
-            why = _refusal(await self._applied(topic), type_, parsed, history)
+            why = _refusal(await self._applied(topic), type_, parsed, history, data)
             if why is not None:
                 raise SchemaRefused(why, incompatible=True)
         entries = self.entries.setdefault(topic.full, [])
@@ -162,6 +170,8 @@ def _validated(type_: str, data: str) -> avro.schema.Schema | None:
         raise SchemaRefused(
             f"Invalid schema definition data for {type_} schema", incompatible=False
         )
+    if type_ == "PROTOBUF_NATIVE":
+        _root_of_native(data)
     if type_ not in AVRO_PARSED:
         return None
     try:
@@ -186,6 +196,7 @@ def _refusal(
     type_: str,
     parsed: avro.schema.Schema | None,
     history: list[tuple[int, _Entry]],
+    data: str = "",
 ) -> str | None:
     """Why Pulsar refuses a schema not in the history (None: it takes it)."""
     if strategy == "ALWAYS_COMPATIBLE":
@@ -195,6 +206,17 @@ def _refusal(
     for e in compared:
         if e.type != type_:
             return f"Incompatible schema: exists schema type {e.type}, new schema type {type_}"
+    if type_ == "PROTOBUF_NATIVE" and strategy != "ALWAYS_INCOMPATIBLE":
+        new = _root_of_native(data)
+        for e in compared:
+            if (old := _root_of_native(e.data)) != new:
+                return (
+                    f"Protobuf root message change is not allowed under the '{strategy}' "
+                    f"strategy. Original message name: '{old}', new message name: '{new}'."
+                )
+        return None
+    if type_ == "PROTOBUF_NATIVE":
+        return "Unknown SchemaCompatibilityStrategy."
     if parsed is None or type_ not in AVRO_CHECKED:
         if strategy == "ALWAYS_INCOMPATIBLE":
             return "Schema compatibility strategy is ALWAYS_INCOMPATIBLE"
@@ -231,3 +253,28 @@ def _field_form(f: dict[str, Any]) -> dict[str, Any]:
         del out["order"]
     out["type"] = _java_form(f["type"])
     return out
+
+
+def _root_of_native(data: str) -> str:
+    """The root message's full name of PROTOBUF_NATIVE data, as Pulsar's
+    ProtobufNativeSchemaUtils.deserialize finds it (422 when it cannot)."""
+    try:
+        native = json.loads(data)
+        files = {
+            f.name: f
+            for f in descriptor_pb2.FileDescriptorSet.FromString(
+                base64.b64decode(native["fileDescriptorSet"], validate=True)
+            ).file
+        }
+        root_file, root = files[native["rootFileDescriptorName"]], native["rootMessageTypeName"]
+        missing = [d for d in root_file.dependency if d not in files]
+        local = root.removeprefix(root_file.package + ".") if root_file.package else root
+        first, *nested = local.split(".")
+        message = next(m for m in root_file.message_type if m.name == first)
+        for name in nested:
+            message = next(m for m in message.nested_type if m.name == name)
+    except (ValueError, KeyError, TypeError, StopIteration, binascii.Error, DecodeError):
+        missing = ["?"]
+    if missing:
+        raise SchemaRefused("deserialize ProtobufNative Schema failed", incompatible=False)
+    return str(root)

@@ -84,3 +84,28 @@ def test_versions_are_eight_bytes_big_endian() -> None:
     assert framing.schema_id(b"\x00\x00\x00\x01\x00") == 256
     assert framing.schema_id(b"\x01\x00\x00\x00\x01") is None
     assert framing.schema_id(b"\x00\x00\x00\x01") is None
+
+
+PROTO = framing.IdVersions({7: 0, 9: 1}, tails={9: b"\x00"})  # id 9: a Protobuf version
+
+
+@pytest.mark.parametrize("batching", [True, False])
+def test_a_protobuf_value_is_stored_bare_only_with_its_roots_message_indexes(
+    batching: bool,
+) -> None:
+    """Id 9's values carry message indexes after the id: [0] (its root) is taken off with
+    the framing, others ([1]: b"\\x02\\x02", or none at all) keep theirs. The native kernel
+    knows only five bytes, so such a map takes the Python path, in either layout."""
+    root, other, short = framed(9, b"\x00pb"), framed(9, b"\x02\x02pb"), framed(9, b"")
+    values = [framed(7, b"avro"), root, other, short, root]
+    batch = build_batch(records(*values))
+    out = codec.encode(read_header(batch), batch, EntryFormat.PULSAR, batching, 0, 1 << 20,
+                       versions=PROTO)  # fmt: skip
+    stored = [stored_as(e, Position(1, i), "p", i, 0) for i, e in enumerate(out)]
+    from kop.storage import batch_layout
+
+    view = [(s.schema_version, m.payload) for s in stored for m in batch_layout.messages(s)]
+    v0, v1 = framing.version_bytes(0), framing.version_bytes(1)
+    assert view == [(v0, b"avro"), (v1, b"pb"), (None, other), (None, short), (v1, b"pb")]
+    back = [framing.reframed(s, 9, b"\x00") if s.schema_version == v1 else s for s in stored]
+    assert [m.payload for s in back for m in batch_layout.messages(s)][1] == root

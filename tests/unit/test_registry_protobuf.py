@@ -4,16 +4,22 @@ built by protobuf's pool) and which evolutions it lets through (Confluent's rule
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
-from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
+from google.protobuf.descriptor_pb2 import (
+    FieldDescriptorProto,
+    FileDescriptorProto,
+    FileDescriptorSet,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kop.registry.errors import RegistryError
 from kop.registry.protobuf.compat import why_cannot_read
 from kop.registry.protobuf.descriptors import canonical_protobuf, file_of
+from kop.registry.protobuf.native import native_data, schema_of_native
 from kop.registry.schemas import PROTOBUF, parse
 from kop.registry.strategies import check_schema
 
@@ -269,3 +275,44 @@ def test_any_bytes_are_a_schema_or_refused_with_42201(data: bytes, mutate: bool)
         assert exc.code == 42201
     else:
         assert why_cannot_read(file_of(canonical), file_of(canonical)) is None
+
+
+# -- a topic's schema in Pulsar (PROTOBUF_NATIVE) ----------------------------------------
+
+
+def test_a_topics_schema_is_pulsars_protobuf_native_with_the_first_message_as_root() -> None:
+    api = ("api", 3, T.TYPE_MESSAGE, OPTIONAL, ".google.protobuf.Api")
+    file = proto(
+        {"name": "Order", "fields": [*ORDER["fields"], api]},
+        {"name": "Refund"},
+        deps=("google/protobuf/api.proto",),
+    )
+    canonical = canonical_protobuf(text(file))
+    data = native_data(canonical)
+    native = json.loads(data)
+    assert (native["rootMessageTypeName"], native["rootFileDescriptorName"]) == (
+        "shop.Order",
+        "shop.proto",
+    )
+    files = FileDescriptorSet.FromString(base64.b64decode(native["fileDescriptorSet"]))
+    # every import, also the imports' own, each before its importers, then the file
+    assert [f.name for f in files.file] == [
+        "google/protobuf/source_context.proto",
+        "google/protobuf/any.proto",
+        "google/protobuf/type.proto",
+        "google/protobuf/api.proto",
+        "shop.proto",
+    ]
+    assert native_data(canonical) == data  # the same bytes: Pulsar keeps its version
+    assert schema_of_native(data) == canonical
+
+
+def test_a_pulsar_version_is_shown_only_when_its_root_is_its_files_first_message() -> None:
+    data = json.loads(native_data(canonical_protobuf(text(proto(ORDER, {"name": "Refund"})))))
+    pretty = json.dumps(data, indent=2)  # as pulsar-client's ProtobufNativeSchema writes it
+    assert schema_of_native(pretty) is not None
+    assert schema_of_native(json.dumps({**data, "rootMessageTypeName": "shop.Refund"})) is None
+    assert schema_of_native(json.dumps({**data, "rootFileDescriptorName": "x.proto"})) is None
+    assert schema_of_native("not json") is None
+    with pytest.raises(ValueError, match="needs a message"):
+        native_data(canonical_protobuf(text(proto())))

@@ -8,6 +8,7 @@ import asyncio
 
 from kop.log.framing import TopicFraming
 from kop.storage.naming import Namespace, PulsarTopic
+from kop.storage.schemas import FramedAs
 
 TOPIC = PulsarTopic(Namespace("t", "ns"), "orders", "orders")
 
@@ -21,13 +22,13 @@ class Ids:
 
     async def ids(
         self, topic: PulsarTopic, *, fresh: bool = False, from_pulsar: bool = False
-    ) -> dict[int, int]:
+    ) -> dict[int, FramedAs]:
         self.asked += 1
         if self.gate is not None:
             await self.gate.wait()
         if self.fail:
             raise OSError("registry away")
-        return dict(self.answer)
+        return {version: FramedAs(sid) for version, sid in self.answer.items()}
 
 
 class Clock:

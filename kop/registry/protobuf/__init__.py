@@ -1,1 +1,2 @@
-"""Protobuf schemas: their descriptors (descriptors.py) and compatibility (compat.py)."""
+"""Protobuf schemas: their descriptors (descriptors.py), compatibility (compat.py), and a
+topic's schema as Pulsar's PROTOBUF_NATIVE (native.py)."""

@@ -34,7 +34,7 @@ from kop.registry.errors import invalid_schema
 
 # The well-known types a schema may import: their modules register them in protobuf's
 # default pool.
-_WELL_KNOWN = {
+WELL_KNOWN = {
     module.DESCRIPTOR.name: module.DESCRIPTOR
     for module in (
         any_pb2, api_pb2, descriptor_pb2, duration_pb2, empty_pb2, field_mask_pb2,
@@ -72,18 +72,40 @@ def _checked(text: str) -> descriptor_pb2.FileDescriptorProto:
         file.name = "default.proto"  # as Confluent's clients name a schema of no file
     pool = descriptor_pool.DescriptorPool()
     for dependency in file.dependency:
-        known = _WELL_KNOWN.get(dependency)
-        if known is None:
+        if dependency not in WELL_KNOWN:
             raise invalid_schema(
                 f"the schema imports {dependency!r}: schema references are not served by kop "
                 "yet (Protobuf's well-known types are)"
             )
-        proto = descriptor_pb2.FileDescriptorProto()
-        known.CopyToProto(proto)
-        pool.Add(proto)
+    for imported in imports_of(file):
+        pool.Add(imported)
     try:
         pool.Add(file)
         pool.FindFileByName(file.name)
     except (TypeError, KeyError, ValueError, RuntimeError) as exc:
         raise invalid_schema(f"not a valid Protobuf schema: {exc}") from None
     return file
+
+
+def imports_of(
+    file: descriptor_pb2.FileDescriptorProto,
+) -> list[descriptor_pb2.FileDescriptorProto]:
+    """The well-known files `file` imports, also through one another, each before the
+    files that import it (as a descriptor pool and Pulsar's PROTOBUF_NATIVE need them)."""
+    out: list[descriptor_pb2.FileDescriptorProto] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        done.add(name)
+        known = WELL_KNOWN[name]
+        for dependency in known.dependencies:
+            visit(dependency.name)
+        proto = descriptor_pb2.FileDescriptorProto()
+        known.CopyToProto(proto)
+        out.append(proto)
+
+    for name in file.dependency:
+        visit(name)
+    return out
