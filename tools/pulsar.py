@@ -549,6 +549,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         else "namespace public/default is missing (run `start` to create it)"
     )
     if pid is not None and not p.healthy:
+        # kop standalone (kop/cli/main.py, pulsar_running) reads this phrase
         detail += f"; a Pulsar started by this tool is running (pid {pid}), log {s.log_file}"
     print(f"not healthy: {detail}")
     return 1

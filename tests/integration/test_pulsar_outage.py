@@ -66,7 +66,10 @@ def test_pulsar_outage_gives_retriable_errors_then_recovers(
         client.close()
         assert gateway.proc is not None and gateway.proc.poll() is None, "kop must stay up"
     finally:
-        subprocess.run([*PULSAR_TOOL, "start"], check=True)
+        started = subprocess.run([*PULSAR_TOOL, "start"])
+        if started.returncode != 0:
+            gateway.stop()  # not left running against a Pulsar that will not come back
+    assert started.returncode == 0, "Pulsar did not start again (its log is above)"
     try:
         deadline = time.monotonic() + 90
         offsets: list[int] = []
