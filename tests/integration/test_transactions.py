@@ -19,11 +19,12 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from conformance.clients.transactional import FLOWS
 from tests.integration.admin import create_topic
 from tests.integration.conftest import KopProcess
-from tests.integration.test_java_client import CACHE, JAVA_DIR, java_classpath  # noqa: F401
+from tests.integration.maven import CACHES
+from tests.integration.test_java_client import JAVA_DIR, java_classpath  # noqa: F401
 
 PARTITIONS = 2
 REPO = Path(__file__).resolve().parents[2]
-KAFKA_LIB = CACHE.parent / "kafka-4.3.1" / "lib"
+KAFKA_LIB = CACHES / "kafka-4.3.1" / "lib"
 
 
 def read_committed(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[bytes]:
