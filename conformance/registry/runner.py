@@ -34,6 +34,10 @@ _STRING_TO_BYTES = (
     "bytes reads what a writer of strings wrote (kop follows them); Apicurio's checker "
     "refuses any change of a field's type"
 )
+_UNPARSEABLE = (
+    "Confluent's registry refuses a schema it cannot parse with 422/42201 (invalid "
+    "schema), as kop does; Apicurio answers 409 as if incompatible"
+)
 # scenario -> step -> why kop answers otherwise (a reason, never a shrug)
 KNOWN: dict[str, dict[str, str]] = {
     "evolve-under-backward": {"global level": _ECHO},
@@ -65,8 +69,13 @@ KNOWN: dict[str, dict[str, str]] = {
         "lookup": "as for JSON Schema: Apicurio leaves `schemaType` out of a lookup's answer",
         "check string to bytes": _STRING_TO_BYTES,
         "string to bytes": _STRING_TO_BYTES,
-        "not a descriptor": "Confluent's registry refuses a schema it cannot parse with "
-        "422/42201 (invalid schema), as kop does; Apicurio answers 409 as if incompatible",
+        "not a descriptor": _UNPARSEABLE,
+    },
+    "protobuf-text": {
+        "global level": _ECHO,
+        "unknown type": _UNPARSEABLE,
+        "imports a file": _UNPARSEABLE + "; the file imported is no subject's (kop serves "
+        "no schema references yet)",
     },
 }  # fmt: skip
 

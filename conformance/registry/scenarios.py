@@ -263,3 +263,32 @@ def protobuf_subjects(r: Registry) -> None:
     r.call("string to bytes", "POST", versions, body(P_BYTES))
     r.call("string to int64", "POST", versions, body(P_NUMBER))
     r.call("not a descriptor", "POST", versions, body("////"))
+
+
+def proto_text(note_type: str) -> str:
+    """The same schema as `.proto` text, what Java's serializers send."""
+    return (
+        'syntax = "proto3";\npackage conf;\n\n'
+        f"message Reading {{\n  string sensor = 1;\n  {note_type} note = 2;\n}}\n"
+    )
+
+
+@scenario
+def protobuf_text(r: Registry) -> None:
+    def body(schema: str) -> dict[str, str]:
+        return {"schema": schema, "schemaType": "PROTOBUF"}
+
+    subject = _s(r, "conf.ReadingText")
+    versions = f"/subjects/{subject}/versions"
+    r.call("global level", "PUT", "/config", {"compatibility": "BACKWARD"})
+    r.call("v1", "POST", versions, body(proto_text("string")))
+    r.call("v1 respaced", "POST", versions, body(proto_text("string").replace("\n", "\n\n")))
+    check = f"/compatibility/subjects/{subject}/versions/latest"
+    r.call("check string to int64", "POST", check, body(proto_text("int64")))
+    r.call("string to int64", "POST", versions, body(proto_text("int64")))
+    r.call("v2 a field more", "POST", versions,
+           body(proto_text("string").replace("}\n", "  int32 more = 3;\n}\n")))  # fmt: skip
+    r.call("versions", "GET", versions)
+    r.call("unknown type", "POST", versions, body(proto_text("strin")))
+    r.call("imports a file", "POST", versions,
+           body('syntax = "proto3";\nimport "team/other.proto";\nmessage A {}\n'))  # fmt: skip

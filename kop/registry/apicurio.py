@@ -29,7 +29,7 @@ from kop.registry.askers import Askers
 from kop.registry.errors import RegistryError
 from kop.registry.rest import APICURIO_PREFIX as PREFIX
 from kop.registry.rest import version_of
-from kop.registry.schemas import AVRO, SERVED_TYPES, Schema, parse
+from kop.registry.schemas import AVRO, SERVED_TYPES, Schema, parse, shown
 from kop.registry.service import Registry
 from kop.registry.state import NamespaceState
 
@@ -86,11 +86,11 @@ def _artifact(request: web.Request, name: str | None = None) -> str:
     return checked_subject(name if name is not None else request.match_info["artifact"])
 
 
-def _schema(text: str, artifact_type: str | None) -> Schema:
+async def _schema(text: str, artifact_type: str | None) -> Schema:
     kind = (artifact_type or AVRO).upper()
     if kind not in SERVED_TYPES:
         raise errors.invalid_schema(f"artifact type {kind!r} is not served by kop")
-    return parse(text, kind)
+    return await parse(text, kind)
 
 
 def _meta(state: NamespaceState, subject: str, number: int) -> dict[str, Any]:
@@ -115,7 +115,7 @@ class ApicurioHandlers:
         if_exists = request.query.get("ifExists", "FAIL").upper()
         if if_exists not in _IF_EXISTS:
             raise RegistryError(400, 400, f"ifExists {if_exists!r} is not one of {_IF_EXISTS}")
-        schema = _schema(await request.text(), request.headers.get("X-Registry-ArtifactType"))
+        schema = await _schema(await request.text(), request.headers.get("X-Registry-ArtifactType"))
         if if_exists in ("FAIL", "RETURN"):
             state = await self.r.view(who, subject)
             live = subjects.versions(state, subject)
@@ -133,7 +133,7 @@ class ApicurioHandlers:
     async def by_content(self, request: web.Request) -> web.Response:
         who = self.askers.asker(request)
         subject = _artifact(request)
-        schema = _schema(await request.text(), request.headers.get("X-Registry-ArtifactType"))
+        schema = await _schema(await request.text(), request.headers.get("X-Registry-ArtifactType"))
         state = await self.r.view(who, subject)
         number = subjects.find(state, subject, schema)
         if number is None:
@@ -169,7 +169,7 @@ class ApicurioHandlers:
 
     async def _raw(self, request: web.Request, schema_id: int) -> web.Response:
         schema = await self.r.schema_by_id(self.askers.asker(request), schema_id)
-        return web.Response(text=schema.text, content_type="application/json")
+        return web.Response(text=shown(schema), content_type="application/json")
 
     async def references(self, request: web.Request) -> web.Response:
         """No schema kop serves has references (they are refused on registering)."""

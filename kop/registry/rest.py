@@ -14,7 +14,7 @@ from aiohttp import web
 
 from kop.registry import errors, subjects
 from kop.registry.errors import RegistryError
-from kop.registry.schemas import AVRO, SERVED_TYPES, Schema, parse
+from kop.registry.schemas import AVRO, SERVED_TYPES, Schema, parse, shown
 from kop.registry.strategies import CONFLUENT_TO_PULSAR
 from kop.storage.types import AdminError, StorageError
 
@@ -60,9 +60,10 @@ def level_of(body: Any) -> str:
 
 
 def schema_body(
-    subject: str | None, version: int | None, schema_id: int, s: Schema
+    subject: str | None, version: int | None, schema_id: int, s: Schema, fmt: str | None = None
 ) -> dict[str, Any]:
-    """A schema as Confluent answers it (`schemaType` only when it is not AVRO)."""
+    """A schema as Confluent answers it (`schemaType` only when it is not AVRO; `fmt`:
+    the request's `format`, see `schemas.shown`)."""
     out: dict[str, Any] = {}
     if subject is not None:
         out["subject"] = subject
@@ -71,7 +72,7 @@ def schema_body(
     out["id"] = schema_id
     if s.type != AVRO:
         out["schemaType"] = s.type
-    out["schema"] = s.text
+    out["schema"] = shown(s, fmt)
     return out
 
 
@@ -106,10 +107,10 @@ async def json_body(request: web.Request) -> Any:
         raise RegistryError(400, 400, "the request body is not JSON") from None
 
 
-def schema_of_body(body: Any) -> Schema:
+async def schema_of_body(body: Any) -> Schema:
     if not isinstance(body, dict):
         raise errors.invalid_schema("the body must be a JSON object")
-    return parse(body.get("schema"), body.get("schemaType"), body.get("references"))
+    return await parse(body.get("schema"), body.get("schemaType"), body.get("references"))
 
 
 SCHEMA_TYPES = list(SERVED_TYPES)

@@ -23,6 +23,7 @@ from kop.registry.rest import (
     schema_of_body,
     version_of,
 )
+from kop.registry.schemas import shown
 from kop.registry.service import Registry
 from kop.security.authorizer import TopicOp
 
@@ -112,7 +113,7 @@ class Handlers:
         state = await self.r.view(self._who(request), subject)
         number = subjects.version(state, subject, wanted, flag(request, "deleted"))
         schema_id, schema = subjects.schema_of(state, subject, number)
-        return schema_body(subject, number, schema_id, schema)
+        return schema_body(subject, number, schema_id, schema, request.query.get("format"))
 
     async def get_version(self, request: web.Request) -> web.Response:
         return answer(await self._version(request))
@@ -122,12 +123,12 @@ class Handlers:
 
     async def register(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = schema_of_body(await json_body(request))
+        schema = await schema_of_body(await json_body(request))
         return answer({"id": await self.r.register(self._who(request), subject, schema)})
 
     async def lookup(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = schema_of_body(await json_body(request))
+        schema = await schema_of_body(await json_body(request))
         state = await self.r.view(self._who(request), subject)
         deleted = flag(request, "deleted")
         if not subjects.versions(state, subject, deleted):
@@ -136,7 +137,7 @@ class Handlers:
         if number is None:
             raise errors.schema_not_found()
         schema_id, stored = subjects.schema_of(state, subject, number)
-        return answer(schema_body(subject, number, schema_id, stored))
+        return answer(schema_body(subject, number, schema_id, stored, request.query.get("format")))
 
     async def delete_subject(self, request: web.Request) -> web.Response:
         subject = _subject(request)
@@ -154,13 +155,13 @@ class Handlers:
 
     async def by_id(self, request: web.Request) -> web.Response:
         schema = await self.r.schema_by_id(self._who(request), _id(request))
-        body = schema_body(None, None, 0, schema)
+        body = schema_body(None, None, 0, schema, request.query.get("format"))
         del body["id"]
         return answer(body)
 
     async def by_id_schema(self, request: web.Request) -> web.Response:
         schema = await self.r.schema_by_id(self._who(request), _id(request))
-        return web.Response(text=schema.text)
+        return web.Response(text=shown(schema, request.query.get("format")))
 
     async def _uses(self, request: web.Request) -> list[tuple[str, int]]:
         who, schema_id = self._who(request), _id(request)
@@ -186,7 +187,7 @@ class Handlers:
         who = self._who(request)
         given = request.match_info.get("version")
         wanted = None if given is None else version_of(given)
-        schema = schema_of_body(await json_body(request))
+        schema = await schema_of_body(await json_body(request))
         why = await self.r.why_incompatible(who, subject, schema, wanted)
         body: dict[str, Any] = {"is_compatible": why is None}
         if flag(request, "verbose"):

@@ -4,8 +4,9 @@ that the same schema written with other spacing is recognised as already registe
 
 Avro is parsed by Apache Avro's own library, a JSON Schema checked against its draft's
 metaschema by `jsonschema` (the reference implementation): what they refuse is refused
-with Confluent's 42201. A Protobuf schema is the base64 of its FileDescriptorProto
-(kop.registry.protobuf.descriptors), built by protobuf's own descriptor pool.
+with Confluent's 42201. A Protobuf schema is kept as the base64 of its FileDescriptorProto
+(kop.registry.protobuf.descriptors), built by protobuf's own descriptor pool, and shown
+as `.proto` text unless the client asks for `format=serialized`, as Confluent's does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from kop.registry.errors import invalid_schema, too_large
-from kop.registry.protobuf.descriptors import canonical_protobuf
+from kop.registry.protobuf.descriptors import canonical_protobuf_any, file_of
+from kop.registry.protobuf.text import proto_text
 
 AVRO = "AVRO"
 JSON = "JSON"
@@ -48,9 +50,10 @@ class Schema:
         return json.loads(self.text)
 
 
-def parse(text: object, schema_type: object = None, references: object = None) -> Schema:
+async def parse(text: object, schema_type: object = None, references: object = None) -> Schema:
     """The schema a client sent, checked and canonical; RegistryError (42201) if it is
-    not one kop serves."""
+    not one kop serves. Async: a Protobuf schema in `.proto` text is compiled in a
+    worker process."""
     if schema_type in (None, ""):
         schema_type = AVRO
     if not isinstance(text, str) or not text.strip():
@@ -66,8 +69,17 @@ def parse(text: object, schema_type: object = None, references: object = None) -
     if schema_type == JSON:
         return Schema(JSON, canonical_json(text))
     if schema_type == PROTOBUF:
-        return Schema(PROTOBUF, canonical_protobuf(text))
+        return Schema(PROTOBUF, await canonical_protobuf_any(text))
     return Schema(AVRO, canonical_avro(text))
+
+
+def shown(schema: Schema, fmt: str | None = None) -> str:
+    """The schema's text as the registry answers it: a Protobuf schema as `.proto` text,
+    or with `fmt` "serialized" as the base64 of its descriptor (the other types have one
+    form)."""
+    if schema.type == PROTOBUF and fmt != "serialized":
+        return proto_text(file_of(schema.text))
+    return schema.text
 
 
 def canonical_avro(text: str) -> str:

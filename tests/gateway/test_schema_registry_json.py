@@ -115,8 +115,11 @@ async def test_what_has_no_avro_form_is_refused_for_a_topic_and_kept_for_a_key()
         )  # fmt: skip
         wider = json_schema({"type": ["string", "null"]})
         assert await run(client.register_schema, "orders-key", wider) == key_id + 1
-        # not a JSON Schema at all, and .proto text (kop reads Protobuf as descriptors)
-        for bad in (Schema('{"type": 5}', "JSON"), Schema("syntax = 'proto3';", "PROTOBUF")):
+        # not a JSON Schema at all, and .proto text protoc refuses
+        for bad in (
+            Schema('{"type": 5}', "JSON"),
+            Schema("syntax = 'proto3'; message {", "PROTOBUF"),
+        ):
             assert await run(refused, lambda b=bad: client.register_schema("x-key", b)) == (
                 422, 42201,
             )  # fmt: skip

@@ -11,7 +11,11 @@ import dataclasses
 import json
 from typing import Any
 
-from confluent_kafka.schema_registry import Schema, record_subject_name_strategy
+from confluent_kafka.schema_registry import (
+    Schema,
+    SchemaRegistryClient,
+    record_subject_name_strategy,
+)
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
@@ -79,9 +83,50 @@ async def test_an_incompatible_evolution_is_refused_and_a_compatible_one_taken()
         assert verdict is False
 
 
-async def test_proto_text_is_refused_with_one_line() -> None:
+ORDER_TEXT = """syntax = "proto3";
+package shop;
+message Order {
+  int64 id = 1;
+  string note = 2;
+}
+"""
+
+
+async def test_proto_text_is_a_schema_shown_as_text_or_serialized() -> None:
+    """What Java's serializers send: `.proto` text, compiled by protoc. Confluent's answer
+    is text unless `format=serialized`; confluent-kafka's serializer, told to use the
+    latest version, frames records with the text schema's id."""
+    async with registry() as (client, _, gateway):
+        schema_id = await run(client.register_schema, "shop.Order", Schema(ORDER_TEXT, "PROTOBUF"))
+        shown = await run(client.get_latest_version, "shop.Order")
+        assert "message Order {" in shown.schema.schema_str
+        assert "int64 id = 1;" in shown.schema.schema_str
+        again = await run(client.register_schema, "shop.Order", shown.schema)
+        assert again == schema_id  # the text kop shows is the schema it holds
+        # a client of its own: the first caches the latest version whatever its format
+        fresh = SchemaRegistryClient(
+            {"url": f"http://127.0.0.1:{gateway.config.schema_registry_port}"}
+        )
+        serialized = await run(fresh.get_latest_version, "shop.Order", "serialized")
+        file = FileDescriptorProto.FromString(base64.b64decode(serialized.schema.schema_str))
+        assert [f.name for f in file.message_type[0].field] == ["id", "note"]
+        assert await run(fresh.register_schema, "shop.Order", serialized.schema) == schema_id
+        order = order_class(file)
+        conf = {**RECORD_NAMES, "auto.register.schemas": False, "use.latest.version": True}
+        serialize = ProtobufSerializer(order, fresh, conf)
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        value = await run(serialize, order(id=7, note="text"), ctx)
+        assert int.from_bytes(value[1:5], "big") == schema_id
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        await run(produce, bootstrap, "orders", [value])
+        (read,) = await run(consume, bootstrap, "orders", 1)
+        got = ProtobufDeserializer(order, RECORD_NAMES)(read, ctx)
+        assert (got.id, got.note) == (7, "text")
+
+
+async def test_proto_text_protoc_refuses_is_42201() -> None:
     async with registry() as (client, _, _g):
-        text = Schema('syntax = "proto3"; message Order { int64 id = 1; }', "PROTOBUF")
+        text = Schema('syntax = "proto3"; message Order { int64 id = 1 }', "PROTOBUF")
         assert await run(refused, lambda: client.register_schema("shop.Order", text)) == (
             422,
             42201,

@@ -1,5 +1,5 @@
 """Java applications on kop's registry, unmodified: a producer and a consumer with
-Apicurio's Avro serdes (Maven Central's; Confluent's are not there) and Kafka
+Apicurio's Avro and Protobuf serdes (Maven Central's; Confluent's are not there) and Kafka
 Connect's AvroConverter, speaking Apicurio's v2 REST API to kop with Confluent's
 framing in the value. What they write is read by confluent-kafka's deserializer and by
 a Pulsar consumer with the matching `AvroSchema`: one id, one schema, every client. And
@@ -7,6 +7,7 @@ a Kafka Connect worker with the converter on its plugin path, as operators insta
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import uuid
@@ -18,6 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf.descriptor_pb2 import FileDescriptorProto
 from pulsar.schema import AvroSchema, Integer, Record, String
 
 from tests.integration.clients import cf_consume
@@ -49,7 +51,7 @@ def apps_classpath() -> str:
 
 @pytest.fixture(scope="session")
 def serdes_classpath() -> str:
-    return cached_classpath(JAVA_DIR / "pom.xml", "apicurio-serdes-2.6.13")
+    return cached_classpath(JAVA_DIR / "pom.xml", "apicurio-serdes-2.6.13-protobuf")
 
 
 def _values(bootstrap: str, topic: str) -> list[bytes | None]:
@@ -99,6 +101,48 @@ def test_java_serdes_and_connect_converter_share_one_registry_with_every_client(
         assert [(r.sensor, r.value) for r in got] == expected
     finally:
         client.close()
+        kop.stop()
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_java_protobuf_serdes_read_back_the_proto_text_kop_writes(
+    tmp_path: Path, serdes_classpath: str
+) -> None:
+    """Apicurio's Protobuf serializer registers `.proto` text, which kop compiles with
+    protoc; its deserializer reads every record through the `.proto` text kop writes back
+    from the descriptor, parsed by its own parser (Square's Wire), not protoc's. The
+    Confluent API shows the same schema as text and as a descriptor."""
+    port = free_port()
+    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
+    topic = f"sr-java-pb-{uuid.uuid4().hex[:10]}"
+    try:
+        kop.start()
+        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+        url = f"http://127.0.0.1:{port}"
+        out = subprocess.run(
+            ["java", "-cp", serdes_classpath, str(JAVA_DIR / "ApicurioProtobuf.java"),
+             kop.bootstrap, f"{url}/apis/registry/v2", topic, str(N)],
+            capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        lines = out.stdout.splitlines()
+        assert f"PRODUCED {N}" in lines
+        assert [line for line in lines if line.startswith("RECORD ")] == [
+            f"RECORD s{i}|{i * 10}" for i in range(N)
+        ]
+        registry = SchemaRegistryClient({"url": url})
+        text = registry.get_latest_version(f"{topic}-value").schema
+        assert text.schema_type == "PROTOBUF"
+        assert "message Reading {" in text.schema_str
+        described = SchemaRegistryClient({"url": url}).get_latest_version(
+            f"{topic}-value", "serialized"
+        )
+        file = FileDescriptorProto.FromString(base64.b64decode(described.schema.schema_str))
+        assert [(f.name, f.number) for f in file.message_type[0].field] == [
+            ("sensor", 1), ("value", 2),
+        ]  # fmt: skip
+    finally:
         kop.stop()
 
 

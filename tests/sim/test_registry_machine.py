@@ -76,7 +76,8 @@ class RegistryMachine(RuleBasedStateMachine):
 
     @rule(at=st.integers(0, 1), subject=st.sampled_from(SUBJECTS), which=st.integers(0, 3))
     def register(self, at: int, subject: str, which: int) -> None:
-        schema = parse(POOL[which])
+        schema = self._run(parse(POOL[which]))
+        assert isinstance(schema, Schema)
         try:
             schema_id = self._run(self.registries[at].register(self.who, subject, schema))
         except (StorageError, RegistryError) as exc:
@@ -135,7 +136,9 @@ class RegistryMachine(RuleBasedStateMachine):
         assert shown == [h.version + 1 for h in history]
         for h in history:
             stored = view.schemas[view.subjects["a-value"][h.version + 1].id]
-            assert stored.text == parse(h.data).text
+            parsed = self._run(parse(h.data))
+            assert isinstance(parsed, Schema)
+            assert stored.text == parsed.text
 
     def teardown(self) -> None:
         self.store.set_down(False)

@@ -75,29 +75,30 @@ def with_fields(
 # -- what is a Protobuf schema -------------------------------------------------------
 
 
-def test_a_descriptor_in_base64_is_a_schema_and_one_version_however_encoded() -> None:
+async def test_a_descriptor_in_base64_is_a_schema_and_one_version_however_encoded() -> None:
     file = proto(ORDER)
     canonical = canonical_protobuf(text(file))
     assert file_of(canonical) == file
     spaced = "\n".join(text(file)[i : i + 10] for i in range(0, len(text(file)), 10))
     assert canonical_protobuf(spaced) == canonical
-    assert parse(text(file), PROTOBUF).text == canonical
+    assert (await parse(text(file), PROTOBUF)).text == canonical
 
 
 @pytest.mark.parametrize(
     ("sent", "said"),
     [
-        ('syntax = "proto3"; message A { int32 a = 1; }', ".proto text is not parsed yet"),
-        ("not base64 at all!", "not base64"),
+        ('syntax = "proto3";\nmessage A { strin a = 1; }', '2:13: "strin" is not defined'),
+        ('syntax = "proto3"; import "other/team.proto"; message A {}', "other/team.proto"),
+        ("not base64 at all!", "not a valid .proto schema: 1:1: Expected top-level"),
         (base64.b64encode(b"\xff\xff\xff").decode(), "not a FileDescriptorProto"),
         (text(with_fields(("c", 1, T.TYPE_MESSAGE, OPTIONAL, "Nowhere"))), "not a valid Protobuf"),
         (text(with_fields(("a", 1, T.TYPE_INT32), ("b", 1, T.TYPE_INT32))), "not a valid Protobuf"),
         (text(proto(ORDER, deps=("other/team.proto",))), "schema references are not served"),
     ],
 )
-def test_what_is_no_schema_kop_serves_is_refused_with_42201(sent: str, said: str) -> None:
+async def test_what_is_no_schema_kop_serves_is_refused_with_42201(sent: str, said: str) -> None:
     with pytest.raises(RegistryError) as refused:
-        parse(sent, PROTOBUF)
+        (await parse(sent, PROTOBUF))
     assert refused.value.code == 42201
     assert said in refused.value.message
 
@@ -249,15 +250,15 @@ def test_a_message_that_holds_itself_is_compared_once() -> None:
     assert "Node.weight (2)" in str(why_cannot_read(tree(T.TYPE_FLOAT), tree(T.TYPE_INT64)))
 
 
-def test_levels_check_both_directions_as_for_avro() -> None:
-    old = parse(text(proto(ORDER, syntax="proto2")), PROTOBUF)
+async def test_levels_check_both_directions_as_for_avro() -> None:
+    old = await parse(text(proto(ORDER, syntax="proto2")), PROTOBUF)
     fields = [("id", 1, T.TYPE_INT64), ("note", 2, T.TYPE_STRING), ("x", 3, T.TYPE_BOOL, REQUIRED)]
-    wider = parse(text(with_fields(*fields, syntax="proto2")), PROTOBUF)
+    wider = await parse(text(with_fields(*fields, syntax="proto2")), PROTOBUF)
     assert "new schema cannot read" in str(check_schema("BACKWARD", wider, [old]))
     assert "required field added" in str(check_schema("BACKWARD", wider, [old]))
     # Confluent's rule: the old schema lacks a field the new one requires
     assert "required field removed" in str(check_schema("FORWARD", wider, [old]))
-    renamed = parse(text(proto(ORDER, package="x", syntax="proto2")), PROTOBUF)
+    renamed = await parse(text(proto(ORDER, package="x", syntax="proto2")), PROTOBUF)
     assert check_schema("FULL_TRANSITIVE", renamed, [old]) is None
 
 

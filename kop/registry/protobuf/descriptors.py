@@ -2,9 +2,11 @@
 own descriptor pool so that what it refuses (an unknown type, a name twice, a bad
 number) is refused with 42201 before any compatibility is checked.
 
-Why base64 descriptors first: confluent-kafka's serializers register a schema as the
-base64 of its compiled FileDescriptorProto and read it back with `format=serialized`;
-parsing `.proto` text needs a compiler (protoc), which kop does not carry yet. A file
+A schema comes either as the base64 of its compiled FileDescriptorProto (what
+confluent-kafka's serializers send, reading it back with `format=serialized`) or as
+`.proto` text (what Java's serializers and people send), compiled by protoc in a worker
+process (kop.registry.protobuf.compiler). Either way the registry keeps the base64 of
+the descriptor, and writes text back when asked (kop.registry.protobuf.text). A file
 may import Protobuf's own well-known types (google/protobuf/*.proto, as protobuf's
 runtime holds them); other imports are schema references, not served yet.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from typing import overload
 
 from google.protobuf import (
     any_pb2,
@@ -31,6 +34,7 @@ from google.protobuf import (
 from google.protobuf.message import DecodeError
 
 from kop.registry.errors import invalid_schema
+from kop.registry.protobuf.compiler import COMPILER
 
 # The well-known types a schema may import: their modules register them in protobuf's
 # default pool.
@@ -46,7 +50,19 @@ WELL_KNOWN = {
 def canonical_protobuf(text: str) -> str:
     """The base64 of the schema's FileDescriptorProto serialized deterministically (the
     same schema sent twice is one version); RegistryError 42201 if it is none."""
-    return base64.standard_b64encode(_checked(text).SerializeToString(deterministic=True)).decode()
+    return _canonical(_checked(_decoded(text)))
+
+
+async def canonical_protobuf_any(text: str) -> str:
+    """canonical_protobuf's, for a schema given as base64 or as `.proto` text."""
+    file = _decoded(text, strict=False)
+    if file is None:
+        file = await COMPILER.compile(text)
+    return _canonical(_checked(file))
+
+
+def _canonical(file: descriptor_pb2.FileDescriptorProto) -> str:
+    return base64.standard_b64encode(file.SerializeToString(deterministic=True)).decode()
 
 
 def file_of(text: str) -> descriptor_pb2.FileDescriptorProto:
@@ -54,20 +70,26 @@ def file_of(text: str) -> descriptor_pb2.FileDescriptorProto:
     return descriptor_pb2.FileDescriptorProto.FromString(base64.standard_b64decode(text))
 
 
-def _checked(text: str) -> descriptor_pb2.FileDescriptorProto:
+@overload
+def _decoded(text: str) -> descriptor_pb2.FileDescriptorProto: ...
+@overload
+def _decoded(text: str, strict: bool) -> descriptor_pb2.FileDescriptorProto | None: ...
+def _decoded(text: str, strict: bool = True) -> descriptor_pb2.FileDescriptorProto | None:
+    """The descriptor a base64 schema holds; None (not `strict`) when the text is not
+    base64, which `.proto` text never is (it holds `;`)."""
     try:
         data = base64.b64decode("".join(text.split()).encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError, ValueError):
-        if "{" in text or ";" in text:
-            raise invalid_schema(
-                "kop reads a Protobuf schema as the base64 of its FileDescriptorProto (what "
-                "confluent-kafka's serializers send); .proto text is not parsed yet"
-            ) from None
+        if not strict:
+            return None
         raise invalid_schema("not base64") from None
     try:
-        file = descriptor_pb2.FileDescriptorProto.FromString(data)
+        return descriptor_pb2.FileDescriptorProto.FromString(data)
     except DecodeError as exc:
         raise invalid_schema(f"not a FileDescriptorProto: {exc}") from None
+
+
+def _checked(file: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
     if not file.name:
         file.name = "default.proto"  # as Confluent's clients name a schema of no file
     pool = descriptor_pool.DescriptorPool()

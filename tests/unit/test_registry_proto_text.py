@@ -1,0 +1,125 @@
+"""Protobuf schemas as `.proto` text: protoc compiles them (in a worker process), and the
+registry writes a descriptor back as text that protoc compiles to the very same
+descriptor, which is what Java's deserializers parse when they ask for a schema."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from google.protobuf import descriptor_pb2
+
+from kop.registry.errors import RegistryError
+from kop.registry.protobuf.compiler import ProtoCompiler, ProtoErrors, compile_text
+from kop.registry.protobuf.descriptors import WELL_KNOWN, file_of
+from kop.registry.protobuf.text import proto_text
+from kop.registry.schemas import PROTOBUF, parse, shown
+
+CORPUS = sorted((Path(__file__).parent / "proto_corpus").glob("*.proto"))
+
+
+def compiled(text: str) -> descriptor_pb2.FileDescriptorProto:
+    return descriptor_pb2.FileDescriptorProto.FromString(compile_text(text))
+
+
+def as_protoc_writes(
+    file: descriptor_pb2.FileDescriptorProto,
+) -> descriptor_pb2.FileDescriptorProto:
+    """`file` as protoc compiles it from text: named as a text schema is, and without the
+    json_name of map entries' fields that protobuf's runtime adds to its own copies."""
+    out = descriptor_pb2.FileDescriptorProto()
+    out.CopyFrom(file)
+    out.name = "default.proto"
+    out.ClearField("source_code_info")
+
+    def strip(message: descriptor_pb2.DescriptorProto) -> None:
+        for nested in message.nested_type:
+            if nested.options.map_entry:
+                for field in nested.field:
+                    field.ClearField("json_name")
+            strip(nested)
+
+    for message in out.message_type:
+        strip(message)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(WELL_KNOWN))
+def test_the_well_known_types_print_as_text_protoc_compiles_back_to_them(name: str) -> None:
+    """descriptor.proto among them: proto2 with defaults, extension ranges, nested enums
+    and every kind of option."""
+    file = descriptor_pb2.FileDescriptorProto()
+    WELL_KNOWN[name].CopyToProto(file)
+    assert compiled(proto_text(file)) == as_protoc_writes(file)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_proto2_proto3_and_editions_schemas_print_back_to_themselves(path: Path) -> None:
+    """Groups, maps between nested types, oneofs, defaults with escapes, extensions,
+    reserved names, services and edition 2023's features."""
+    file = compiled(path.read_text())
+    again = proto_text(file)
+    assert compiled(again) == file
+    assert proto_text(compiled(again)) == again
+
+
+def test_a_map_entry_keeps_its_place_among_nested_types() -> None:
+    file = compiled(
+        'syntax = "proto3"; message A { message B {} map<string, B> m = 1; message C {} }'
+    )
+    assert [n.name for n in file.message_type[0].nested_type] == ["B", "MEntry", "C"]
+    assert compiled(proto_text(file)) == file
+    assert "map<string, .A.B> m = 1;" in proto_text(file)
+
+
+async def test_text_and_base64_of_one_file_are_one_schema_shown_either_way() -> None:
+    text = 'syntax = "proto3";\npackage shop;\nmessage Order { int64 id = 1; string note = 2; }\n'
+    schema = await parse(text, PROTOBUF)
+    assert file_of(schema.text) == compiled(text)
+    assert (await parse(shown(schema, "serialized"), PROTOBUF)) == schema
+    assert (await parse(shown(schema), PROTOBUF)) == schema
+    assert "message Order {" in shown(schema)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('syntax = "proto3";\nmessage A { strin a = 1; }', '2:13: "strin" is not defined'),
+        ('syntax = "proto3"; import "team/x.proto"; message A {}', "imports 'team/x.proto'"),
+        ('syntax = "proto3"; import "../../etc/passwd"; message A {}', '".." are not allowed'),
+        ('syntax = "proto3"; import "/etc/passwd"; message A {}', "imports '/etc/passwd'"),
+        ('syntax = "proto3"; message A { int32 a = 1; int32 b = 1; }', "has already been used"),
+    ],
+)
+async def test_what_protoc_refuses_is_42201_with_its_message(text: str, said: str) -> None:
+    with pytest.raises(RegistryError) as refused:
+        await parse(text, PROTOBUF)
+    assert refused.value.code == 42201
+    assert said in refused.value.message
+    assert "root:" not in refused.value.message  # no line of /etc/passwd quoted
+
+
+async def test_a_compile_past_its_deadline_is_refused_and_its_worker_replaced() -> None:
+    slow = ProtoCompiler(timeout_s=0.001)  # the worker's start alone takes longer
+    with pytest.raises(RegistryError) as refused:
+        await slow.compile('syntax = "proto3"; message A {}')
+    assert "took over" in refused.value.message
+    slow._timeout_s = 60.0
+    file = await slow.compile('syntax = "proto3"; message A { int32 a = 1; }')
+    assert file.message_type[0].field[0].name == "a"
+    slow.close()
+
+
+async def test_registrations_waiting_for_the_worker_are_bounded() -> None:
+    compiler = ProtoCompiler(max_waiting=2)
+    texts = [f'syntax = "proto3"; message A{i} {{}}' for i in range(4)]
+    results = await asyncio.gather(*(compiler.compile(t) for t in texts), return_exceptions=True)
+    refused = [r for r in results if isinstance(r, RegistryError)]
+    assert len(refused) == 2 and "try again" in refused[0].message
+    compiler.close()
+
+
+def test_protoc_messages_name_the_schemas_line_and_column() -> None:
+    with pytest.raises(ProtoErrors, match=r"^3:1: Expected"):
+        compile_text('syntax = "proto3";\nmessage A {}\n}')
