@@ -5,16 +5,19 @@ descriptor, which is what Java's deserializers parse when they ask for a schema.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kop.registry.errors import RegistryError
 from kop.registry.protobuf.compiler import ProtoCompiler, ProtoErrors, compile_text
 from kop.registry.protobuf.descriptors import WELL_KNOWN, file_of
 from kop.registry.protobuf.text import proto_text
-from kop.registry.schemas import PROTOBUF, parse, shown
+from kop.registry.schemas import PROTOBUF, Schema, parse, shown
 
 CORPUS = sorted((Path(__file__).parent / "proto_corpus").glob("*.proto"))
 
@@ -123,3 +126,109 @@ async def test_registrations_waiting_for_the_worker_are_bounded() -> None:
 def test_protoc_messages_name_the_schemas_line_and_column() -> None:
     with pytest.raises(ProtoErrors, match=r"^3:1: Expected"):
         compile_text('syntax = "proto3";\nmessage A {}\n}')
+
+
+_SCALAR = ["double", "float", "int32", "int64", "uint32", "uint64", "sint32", "sint64",
+           "fixed32", "fixed64", "sfixed32", "sfixed64", "bool", "string", "bytes"]  # fmt: skip
+_TEXTS = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
+
+
+def _literal(value: str) -> str:
+    """A string literal for protoc, every character escaped as octal UTF-8 bytes: how the
+    schema is written must not matter, only what it holds."""
+    return '"' + "".join(f"\\{b:03o}" for b in value.encode()) + '"'
+
+
+@st.composite
+def _schemas(draw: st.DrawFn) -> str:
+    """A proto2 or proto3 file: messages with scalar, enum, message, map, repeated and
+    oneof fields, nested messages and enums, reserved numbers and names, string defaults
+    and json_names of any characters."""
+    proto2 = draw(st.booleans())
+    names = iter(f"N{i}" for i in range(10_000))
+    lines = [f'syntax = "{"proto2" if proto2 else "proto3"}";', "package gen.v1;"]
+
+    def message(depth: int) -> list[str]:
+        name = next(names)
+        body: list[str] = []
+        numbers = iter(range(1, 10_000))
+        enum = next(names)
+        body.append(f"enum {enum} {{ {enum}_ZERO = 0; {enum}_ONE = 1; }}")
+        nested = [message(depth + 1) for _ in range(draw(st.integers(0, 2 if depth < 2 else 0)))]
+        kinds = [*_SCALAR, enum, *(n[0].split()[1] for n in nested)]
+        for nest in nested:
+            body.extend(nest)
+        in_oneof: list[str] = []
+        for _ in range(draw(st.integers(0, 6))):
+            field, number = next(names).lower(), next(numbers)
+            shape = draw(st.sampled_from(["plain", "repeated", "map", "oneof", "optional"]))
+            kind = draw(st.sampled_from(kinds))
+            options = []
+            if draw(st.booleans()):
+                options.append(f"json_name = {_literal(draw(_TEXTS) + field)}")  # unique
+            if shape == "map":
+                key = draw(st.sampled_from(["string", "int32", "uint64", "bool", "sfixed64"]))
+                body.append(f"map<{key}, {kind}> {field} = {number};")
+                continue
+            if shape == "oneof":
+                in_oneof.append(f"{kind} {field} = {number}{_opts(options)};")
+                continue
+            if proto2 and kind == "string" and shape != "repeated" and draw(st.booleans()):
+                options.append(f"default = {_literal(draw(_TEXTS))}")
+            label = {"repeated": "repeated ", "optional": "optional ", "plain": ""}[shape]
+            if proto2 and not label:
+                label = "optional "
+            body.append(f"{label}{kind} {field} = {number}{_opts(options)};")
+        if in_oneof:
+            body.append(f"oneof {next(names).lower()} {{ {' '.join(in_oneof)} }}")
+        if draw(st.booleans()):
+            body.append(f"reserved 9000 to 9010, 9100; reserved {_literal(draw(_TEXTS))};")
+        return [f"message {name} {{", *("  " + b for b in body), "}"]
+
+    for _ in range(draw(st.integers(1, 3))):
+        lines.extend(message(0))
+    return "\n".join(lines) + "\n"
+
+
+def _opts(options: list[str]) -> str:
+    return f" [{', '.join(options)}]" if options else ""
+
+
+@settings(max_examples=200, deadline=None)
+@given(_schemas())
+def test_generated_schemas_print_back_to_themselves(text: str) -> None:
+    try:
+        file = compiled(text)
+    except ProtoErrors as refused:  # a reserved name that is no identifier, say: a warning
+        raise AssertionError(f"{refused}\n{text}") from None
+    assert compiled(proto_text(file)) == file, proto_text(file)
+
+
+_PIECES = st.sampled_from(
+    ["{", "}", ";", "=", '"', "\\", "message", "enum", "map<", ">", "1", "-1", "0x7fffffff",
+     "optional", "repeated", "group", "oneof", "import", "[default = ", "]", "\n", "\x00", "é"]
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_any_edit_of_a_schema_is_a_schema_that_prints_back_or_a_42201(data: st.DataObject) -> None:
+    """Schemas cut and spliced at random: protoc takes one (whose text then compiles back
+    to it) or refuses it with 42201; nothing else comes out, and the worker lives on."""
+    text = data.draw(st.sampled_from([p.read_text() for p in CORPUS]))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text)))
+        cut = data.draw(st.integers(0, 12))
+        text = text[:at] + data.draw(_PIECES) + text[at + cut :]
+    try:
+        schema = _parsed(text)
+    except RegistryError as refused:
+        assert refused.code == 42201
+        return
+    assert _parsed(shown(schema)) == schema
+
+
+def _parsed(text: str) -> Schema:
+    """`parse` on a loop of its own thread (the tests keep the main thread's loop)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as one:
+        return one.submit(asyncio.run, parse(text, PROTOBUF)).result()

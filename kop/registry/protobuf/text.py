@@ -85,7 +85,7 @@ class _Printer:
         yield from self._extensions(message.extension, pad)
         for r in message.extension_range:
             yield f"{pad}extensions {_range(r.start, r.end - 1)}{_inline(r.options)};"
-        names = [f'"{n}"' if self._syntax != "editions" else n for n in message.reserved_name]
+        names = [_quoted(n) if self._syntax != "editions" else n for n in message.reserved_name]
         yield from _reserved([(r.start, r.end - 1) for r in message.reserved_range], names, pad)
 
     def _members(
@@ -278,7 +278,7 @@ def _enum(enum: descriptor_pb2.EnumDescriptorProto, pad: str, editions: bool) ->
     yield from _options(enum.options, inner)
     for value in enum.value:
         yield f"{inner}{value.name} = {value.number}{_inline(value.options)};"
-    names = [n if editions else f'"{n}"' for n in enum.reserved_name]
+    names = [n if editions else _quoted(n) for n in enum.reserved_name]
     yield from _reserved([(r.start, r.end) for r in enum.reserved_range], names, inner)
     yield f"{pad}}}"
 
