@@ -22,8 +22,9 @@ class Registry:
     def subject(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
-    def call(self, label: str, method: str, path: str, body: Any = None) -> Any:
-        """Send, observe (under `label`), and return the decoded answer."""
+    def call(self, label: str, method: str, path: str, body: Any = None, ids: bool = False) -> Any:
+        """Send, observe (under `label`), and return the decoded answer; `ids`: the
+        answer is a list of schema ids (named as ids are, not compared as numbers)."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method)
         request.add_header("Accept", CONTENT_TYPE)
@@ -38,7 +39,10 @@ class Registry:
             decoded: Any = json.loads(text) if text else None
         except ValueError:
             decoded = text
-        self.seen.append((label, self._observed(status, decoded)))
+        shown = decoded
+        if ids and status < 400 and isinstance(decoded, list):
+            shown = [{"id": one} for one in decoded]
+        self.seen.append((label, self._observed(status, shown)))
         return decoded
 
     def _observed(self, status: int, body: Any) -> Any:

@@ -74,8 +74,7 @@ KNOWN: dict[str, dict[str, str]] = {
     "protobuf-text": {
         "global level": _ECHO,
         "unknown type": _UNPARSEABLE,
-        "imports a file": _UNPARSEABLE + "; the file imported is no subject's (kop serves "
-        "no schema references yet)",
+        "imports a file": _UNPARSEABLE + "; here the file imported is named by no reference",
     },
 }  # fmt: skip
 

@@ -292,3 +292,28 @@ def protobuf_text(r: Registry) -> None:
     r.call("unknown type", "POST", versions, body(proto_text("strin")))
     r.call("imports a file", "POST", versions,
            body('syntax = "proto3";\nimport "team/other.proto";\nmessage A {}\n'))  # fmt: skip
+
+
+MONEY = record(("cents", "long", None))
+
+
+@scenario
+def references(r: Registry) -> None:
+    money, order = _s(r, "ref.Money"), _s(r, "ref.Order")
+    r.call("money", "POST", f"/subjects/{money}/versions", {"schema": MONEY})
+    named = json.loads(MONEY)
+    full = f"{named.get('namespace', '')}.{named['name']}".lstrip(".")
+    order_schema = json.dumps({
+        "type": "record", "name": "Order", "namespace": "conf.ref",
+        "fields": [{"name": "price", "type": full}],
+    })  # fmt: skip
+    ref = [{"name": full, "subject": r.subject("ref.Money"), "version": 1}]
+    versions = f"/subjects/{order}/versions"
+    r.call("order without its reference", "POST", versions, {"schema": order_schema})
+    r.call("order", "POST", versions, {"schema": order_schema, "references": ref})
+    r.call("order again", "POST", versions, {"schema": order_schema, "references": ref})
+    r.call("order's version", "GET", f"{versions}/1")
+    r.call("referenced by", "GET", f"/subjects/{money}/versions/1/referencedby", ids=True)
+    r.call("delete the referenced version", "DELETE", f"/subjects/{money}/versions/1")
+    r.call("a reference to no version", "POST", versions,
+           {"schema": order_schema, "references": [{**ref[0], "version": 9}]})  # fmt: skip

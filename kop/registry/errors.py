@@ -84,6 +84,15 @@ def incompatible(subject: str, why: str) -> RegistryError:
     )
 
 
+def reference_exists(subject: str, version: int, by: list[int]) -> RegistryError:
+    return RegistryError(
+        422,
+        42206,
+        f"One or more references exist to the schema {{subject={subject}, version={version}}}: "
+        f"ids {by}",
+    )
+
+
 def invalid_schema(why: str) -> RegistryError:
     return RegistryError(422, 42201, f"Invalid schema: {why}")
 

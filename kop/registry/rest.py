@@ -14,6 +14,7 @@ from aiohttp import web
 
 from kop.registry import errors, subjects
 from kop.registry.errors import RegistryError
+from kop.registry.references import Resolve
 from kop.registry.schemas import AVRO, SERVED_TYPES, Schema, parse, shown
 from kop.registry.strategies import CONFLUENT_TO_PULSAR
 from kop.storage.types import AdminError, StorageError
@@ -72,6 +73,8 @@ def schema_body(
     out["id"] = schema_id
     if s.type != AVRO:
         out["schemaType"] = s.type
+    if s.references:
+        out["references"] = [r.to_json() for r in s.references]
     out["schema"] = shown(s, fmt)
     return out
 
@@ -107,10 +110,10 @@ async def json_body(request: web.Request) -> Any:
         raise RegistryError(400, 400, "the request body is not JSON") from None
 
 
-async def schema_of_body(body: Any) -> Schema:
+async def schema_of_body(body: Any, resolve: Resolve) -> Schema:
     if not isinstance(body, dict):
         raise errors.invalid_schema("the body must be a JSON object")
-    return await parse(body.get("schema"), body.get("schemaType"), body.get("references"))
+    return await parse(body.get("schema"), body.get("schemaType"), body.get("references"), resolve)
 
 
 SCHEMA_TYPES = list(SERVED_TYPES)

@@ -3,6 +3,7 @@ answering as Confluent's registry does."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from aiohttp import web
@@ -11,6 +12,7 @@ from kop.registry import errors, subjects
 from kop.registry.access import Asker, authorize, checked_subject
 from kop.registry.apicurio import add_apicurio_routes
 from kop.registry.askers import Askers
+from kop.registry.references import Resolve
 from kop.registry.rest import (
     MAX_BODY_BYTES,
     SCHEMA_TYPES,
@@ -40,6 +42,7 @@ def registry_app(registry: Registry, askers: Askers) -> web.Application:
     r.add_post("/subjects/{subject}/versions", h.register)
     r.add_get("/subjects/{subject}/versions/{version}", h.get_version)
     r.add_get("/subjects/{subject}/versions/{version}/schema", h.get_version_schema)
+    r.add_get("/subjects/{subject}/versions/{version}/referencedby", h.referenced_by)
     r.add_delete("/subjects/{subject}/versions/{version}", h.delete_version)
     r.add_post("/subjects/{subject}", h.lookup)
     r.add_delete("/subjects/{subject}", h.delete_subject)
@@ -83,6 +86,9 @@ class Handlers:
     def _who(self, request: web.Request) -> Asker:
         return self.askers.asker(request)
 
+    def _resolve(self, request: web.Request) -> Resolve:
+        return functools.partial(self.r.resolved, self._who(request))
+
     async def root(self, request: web.Request) -> web.Response:
         return answer({})
 
@@ -118,17 +124,24 @@ class Handlers:
     async def get_version(self, request: web.Request) -> web.Response:
         return answer(await self._version(request))
 
+    async def referenced_by(self, request: web.Request) -> web.Response:
+        subject = _subject(request)
+        wanted = version_of(request.match_info["version"])
+        state = await self.r.view(self._who(request), subject)
+        number = subjects.version(state, subject, wanted)
+        return answer(subjects.referenced_by(state, subject, number))
+
     async def get_version_schema(self, request: web.Request) -> web.Response:
         return web.Response(text=(await self._version(request))["schema"])
 
     async def register(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = await schema_of_body(await json_body(request))
+        schema = await schema_of_body(await json_body(request), self._resolve(request))
         return answer({"id": await self.r.register(self._who(request), subject, schema)})
 
     async def lookup(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = await schema_of_body(await json_body(request))
+        schema = await schema_of_body(await json_body(request), self._resolve(request))
         state = await self.r.view(self._who(request), subject)
         deleted = flag(request, "deleted")
         if not subjects.versions(state, subject, deleted):
@@ -187,7 +200,7 @@ class Handlers:
         who = self._who(request)
         given = request.match_info.get("version")
         wanted = None if given is None else version_of(given)
-        schema = await schema_of_body(await json_body(request))
+        schema = await schema_of_body(await json_body(request), self._resolve(request))
         why = await self.r.why_incompatible(who, subject, schema, wanted)
         body: dict[str, Any] = {"is_compatible": why is None}
         if flag(request, "verbose"):

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import avro.errors
+import avro.name
 import avro.schema
 import jsonschema.exceptions
 import jsonschema.validators
@@ -24,6 +25,7 @@ import jsonschema.validators
 from kop.registry.errors import invalid_schema, too_large
 from kop.registry.protobuf.descriptors import canonical_protobuf_any, file_of
 from kop.registry.protobuf.text import proto_text
+from kop.registry.references import Imports, Reference, Resolve, imports_of, references_of
 
 AVRO = "AVRO"
 JSON = "JSON"
@@ -36,24 +38,40 @@ MAX_SCHEMA_BYTES = 1 << 20  # a schema's text; Confluent's clients send far less
 class Schema:
     type: str  # AVRO, JSON or PROTOBUF
     text: str  # canonical: compact JSON of the parsed schema; a Protobuf's descriptor in base64
+    references: tuple[Reference, ...] = ()
+    # what the references resolved to when it was registered (kop.registry.references):
+    # fixed by them, so no part of the schema's identity
+    imports: Imports = field(default=(), compare=False)
 
     @property
     def fingerprint(self) -> str:
-        """Equal for schemas the registry treats as one (one id per namespace)."""
-        return hashlib.sha256(f"{self.type}\0{self.text}".encode()).hexdigest()
+        """Equal for schemas the registry treats as one (one id per namespace): the same
+        text with other references is another schema, as in Confluent's registry."""
+        named = "".join(f"\0{r.name}\0{r.subject}\0{r.version}" for r in self.references)
+        return hashlib.sha256(f"{self.type}\0{self.text}{named}".encode()).hexdigest()
 
     def parsed(self) -> avro.schema.Schema:
-        return avro.schema.parse(self.text)
+        """An Avro schema with the types its references define."""
+        names = avro.name.Names()
+        for _name, text in self.imports:
+            avro.schema.make_avsc_object(json.loads(text), names)
+        return avro.schema.make_avsc_object(json.loads(self.text), names)
 
     def document(self) -> Any:
         """A JSON Schema's document (JSON's: as json.loads reads it)."""
         return json.loads(self.text)
 
 
-async def parse(text: object, schema_type: object = None, references: object = None) -> Schema:
+async def parse(
+    text: object,
+    schema_type: object = None,
+    references: object = None,
+    resolve: Resolve | None = None,
+) -> Schema:
     """The schema a client sent, checked and canonical; RegistryError (42201) if it is
     not one kop serves. Async: a Protobuf schema in `.proto` text is compiled in a
-    worker process."""
+    worker process, and `resolve` finds the versions its references name (none may
+    be named without it)."""
     if schema_type in (None, ""):
         schema_type = AVRO
     if not isinstance(text, str) or not text.strip():
@@ -64,13 +82,19 @@ async def parse(text: object, schema_type: object = None, references: object = N
         raise invalid_schema(
             f"schemaType {schema_type!r} is not served by kop (AVRO, JSON and PROTOBUF are)"
         )
-    if references not in (None, []):
-        raise invalid_schema("schema references are not served by kop")
+    refs = references_of(references, protobuf=schema_type == PROTOBUF)
+    imports: Imports = ()
+    if refs:
+        if schema_type == JSON:
+            raise invalid_schema("references of a JSON Schema are not served by kop yet")
+        if resolve is None:
+            raise invalid_schema("references are not served here")
+        imports = await imports_of(refs, schema_type, resolve)
     if schema_type == JSON:
         return Schema(JSON, canonical_json(text))
     if schema_type == PROTOBUF:
-        return Schema(PROTOBUF, await canonical_protobuf_any(text))
-    return Schema(AVRO, canonical_avro(text))
+        return Schema(PROTOBUF, await canonical_protobuf_any(text, imports), refs, imports)
+    return Schema(AVRO, canonical_avro(text, imports), refs, imports)
 
 
 def shown(schema: Schema, fmt: str | None = None) -> str:
@@ -82,15 +106,21 @@ def shown(schema: Schema, fmt: str | None = None) -> str:
     return schema.text
 
 
-def canonical_avro(text: str) -> str:
-    """The compact JSON of an Avro schema (RegistryError 42201 if it is not one)."""
+def canonical_avro(text: str, imports: Imports = ()) -> str:
+    """The compact JSON of an Avro schema (RegistryError 42201 if it is not one); the
+    types `imports` define are named in it, not written out again."""
     try:
-        parsed = avro.schema.parse(text)
+        names = avro.name.Names()
+        for _name, imported in imports:
+            avro.schema.make_avsc_object(json.loads(imported), names)
+        known = avro.name.Names()
+        known.names = dict(names.names)
+        parsed = avro.schema.make_avsc_object(json.loads(text), names)
+        return json.dumps(_java_order(parsed.to_json(known)), separators=(",", ":"))
     except (avro.errors.AvroException, ValueError, TypeError, KeyError) as exc:
         raise invalid_schema(str(exc) or type(exc).__name__) from None
     except RecursionError:
         raise invalid_schema("the schema is nested too deeply") from None
-    return json.dumps(_java_order(parsed.to_json()), separators=(",", ":"))
 
 
 def canonical_json(text: str) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kop.registry import errors, subjects
-from kop.registry.access import Asker, authorize, topic_of
+from kop.registry.access import Asker, authorize, checked_subject, topic_of
 from kop.registry.json_avro import NotAvro, avro_of, json_schema_of
 from kop.registry.levels import Levels
 from kop.registry.protobuf.native import (
@@ -32,6 +32,7 @@ from kop.registry.protobuf.native import (
     native_data,
     schema_of_native,
 )
+from kop.registry.references import Reference, Resolved
 from kop.registry.schemas import AVRO, JSON, PROTOBUF, Schema, canonical_avro, canonical_json
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
 from kop.registry.table import RegistryTable
@@ -109,6 +110,14 @@ class Registry:
             raise errors.forbidden(f"namespace {who.ns}")
         return await self.table.view(who.ns, fresh=fresh)
 
+    async def resolved(self, who: Asker, ref: Reference) -> Resolved:
+        """What a reference names, for a schema the asker registers or looks up: the
+        version's schema, once the asker may read its subject."""
+        state = await self.view(who, checked_subject(ref.subject))
+        number = subjects.version(state, ref.subject, ref.version)
+        _, schema = subjects.schema_of(state, ref.subject, number)
+        return Resolved(schema.type, schema.text, schema.imports)
+
     async def schema_by_id(self, who: Asker, schema_id: int) -> Schema:
         state = await self.namespace(who)
         if schema_id not in state.schemas:  # handed out by another instance just now?
@@ -136,6 +145,7 @@ class Registry:
             number = subjects.find(state, subject, schema)
             if number is not None:
                 return [], state.subjects[subject][number].id
+            subjects.still_there(state, schema.references)
             live = subjects.versions(state, subject)
             now = subjects.history(state, subject, live)
             why = checked if now == before else subjects.why_not_after(schema, level, now)
@@ -156,6 +166,11 @@ class Registry:
         kop first under the topic's level, for what its Avro form does not say
         (`maxLength`, `pattern`, a closed content model...), and a Protobuf schema too
         (Pulsar checks only that its root message keeps its name)."""
+        if schema.references:
+            raise errors.invalid_schema(
+                f"'{subject}' is the Pulsar topic's schema, and kop does not serve references "
+                "on a topic's subject yet (other subjects take them)"
+            )
         state = await self._synced(who, subject, topic)
         if subjects.find(state, subject, schema, deleted=True) is None:
             self._room(state, subject, len(state.subjects.get(subject, {})))
@@ -223,6 +238,7 @@ class Registry:
                 raise errors.subject_not_found(subject)
             if live:
                 raise errors.subject_not_soft_deleted(subject)
+            subjects.unreferenced(state, subject, every)
             records = [version_record(who.ns, subject, n, None) for n in state.subjects[subject]]
             if topic is None:
                 records.append(config_record(who.ns, subject, None))

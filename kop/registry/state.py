@@ -7,7 +7,8 @@ records in one partition (kop.registry.table). Each record's key says what it is
 payload what it holds (None: deleted), so a load applies them in order, latest wins,
 and sees the same state before and after compaction:
 
-    <tenant/ns>|id|<id>                   {"type": "AVRO", "schema": <canonical text>}
+    <tenant/ns>|id|<id>                   {"type": "AVRO", "schema": <canonical text>,
+                                           "references": [...], "imports": [[name, text]...]}
     <tenant/ns>|v|<subject>|<version>     {"id": <id>, "deleted": <bool>, "gone": <bool>}
     <tenant/ns>|cfg|<subject>             {"compatibility": <level>}
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from kop.registry.references import Imports, Reference
 from kop.registry.schemas import Schema
 
 
@@ -52,7 +54,10 @@ Record = tuple[str, bytes | None]
 
 
 def id_record(ns: str, schema_id: int, schema: Schema) -> Record:
-    body = {"type": schema.type, "schema": schema.text}
+    body: dict[str, object] = {"type": schema.type, "schema": schema.text}
+    if schema.references:  # what they resolved to is kept with them (kop.registry.references)
+        body["references"] = [r.to_json() for r in schema.references]
+        body["imports"] = [list(one) for one in schema.imports]
     return f"{ns}|id|{schema_id}", json.dumps(body).encode()
 
 
@@ -112,9 +117,35 @@ def _apply_id(state: NamespaceState, schema_id: int, payload: bytes | None) -> N
     kind, text = body["type"], body["schema"]
     if not isinstance(kind, str) or not isinstance(text, str):
         raise TypeError("type and schema must be strings")
-    schema = Schema(kind, text)
+    schema = Schema(kind, text, _references(body), _imports(body))
     state.schemas[schema_id] = schema
     state.ids.setdefault(schema.fingerprint, schema_id)
+
+
+def _references(body: dict[str, object]) -> tuple[Reference, ...]:
+    found = body.get("references", [])
+    if not isinstance(found, list):
+        raise TypeError("references must be a list")
+    out = []
+    for one in found:
+        name, subject, version = one["name"], one["subject"], one["version"]
+        if not isinstance(name, str) or not isinstance(subject, str) or type(version) is not int:
+            raise TypeError("a reference is a name, a subject and a version")
+        out.append(Reference(name, subject, version))
+    return tuple(out)
+
+
+def _imports(body: dict[str, object]) -> Imports:
+    found = body.get("imports", [])
+    if not isinstance(found, list):
+        raise TypeError("imports must be a list")
+    out = []
+    for one in found:
+        name, text = one
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise TypeError("an import is a name and a text")
+        out.append((name, text))
+    return tuple(out)
 
 
 def _apply_version(

@@ -5,6 +5,7 @@ subject's schemas (kop.registry.service says which)."""
 from __future__ import annotations
 
 from kop.registry import errors
+from kop.registry.references import Reference
 from kop.registry.schemas import Schema
 from kop.registry.state import NamespaceState, Record, Version, id_record, version_record
 from kop.registry.strategies import CONFLUENT_TO_PULSAR, check_schema
@@ -59,12 +60,45 @@ def with_id(state: NamespaceState, ns: str, schema: Schema) -> tuple[list[Record
     return [id_record(ns, schema_id, schema)], schema_id
 
 
+def referenced_by(state: NamespaceState, subject: str, number: int) -> list[int]:
+    """Ids of the schemas that reference version `number` of `subject` and that a
+    version of some subject still holds (deleted softly or not)."""
+    held = {v.id for found in state.subjects.values() for v in found.values() if not v.gone}
+    return sorted(
+        schema_id
+        for schema_id, schema in state.schemas.items()
+        if schema_id in held
+        and any(r.subject == subject and r.version == number for r in schema.references)
+    )
+
+
+def unreferenced(state: NamespaceState, subject: str, numbers: list[int]) -> None:
+    """42206 when a schema references one of `numbers` (Confluent keeps such a version)."""
+    for number in numbers:
+        by = referenced_by(state, subject, number)
+        if by:
+            raise errors.reference_exists(subject, number, by)
+
+
+def still_there(state: NamespaceState, references: tuple[Reference, ...]) -> None:
+    """42201 unless every version `references` name is still there when the schema is
+    written: it was read before, and a delete on another instance may have come between
+    (the delete, in turn, sees the schema once it is written: one of the two wins)."""
+    for ref in references:
+        if ref.version not in versions(state, ref.subject):
+            raise errors.invalid_schema(
+                f"reference {ref.name!r}: subject '{ref.subject}' version {ref.version} was "
+                "deleted meanwhile"
+            )
+
+
 def soft_delete(state: NamespaceState, ns: str, subject: str) -> tuple[list[Record], list[int]]:
     live = versions(state, subject)
     if not live:
         if known(state, subject):
             raise errors.subject_soft_deleted(subject)
         raise errors.subject_not_found(subject)
+    unreferenced(state, subject, live)
     found = state.subjects[subject]
     return [version_record(ns, subject, n, Version(found[n].id, deleted=True)) for n in live], live
 
@@ -81,6 +115,7 @@ def delete_version(
         raise errors.version_soft_deleted(subject, number)
     if permanent and not current.deleted:
         raise errors.version_not_soft_deleted(subject, number)
+    unreferenced(state, subject, [number])
     if permanent and tombstone:
         return [version_record(ns, subject, number, None)], number
     gone = Version(current.id, deleted=True, gone=permanent)

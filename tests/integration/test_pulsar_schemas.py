@@ -425,7 +425,7 @@ async def test_protobuf_native_keeps_its_root_message_and_checks_nothing_else(
     [
         "not json",
         _native().replace('Name":"shop.Order"', 'Name":"shop.Nope"'),  # no such root
-        _native().replace('Name":"shop.proto"', 'Name":"x.proto"'),  # no such file
+        _native().replace('Name":"default.proto"', 'Name":"x.proto"'),  # no such file
         _native().replace('","rootMessage', 'x","rootMessage'),  # base64 of a wrong length
     ],
 )

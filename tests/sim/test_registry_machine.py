@@ -8,12 +8,15 @@ Checked after every step:
 - one id never names two schemas, and one schema of the namespace is always answered
   with the same id, whichever instance handed it out or was asked;
 - both instances, reading afresh, see the same subjects, versions and ids;
-- a topic's subject shows exactly Pulsar's Avro history, version v as v+1.
+- a topic's subject shows exactly Pulsar's Avro history, version v as v+1;
+- every version a held schema references is there: a registration that references a
+  version and a delete of that version, on two instances, never both win.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 
@@ -40,7 +43,7 @@ STEPS = int(os.environ.get("KOP_SIM_STEPS", "40"))
 NS = Namespace("public", "default")
 TABLE = "persistent://public/__kop/kop-schema-registry"
 TOPIC = PulsarTopic(NS, "a", "a")
-SUBJECTS = ("a-value", "k.One", "k.Two")
+SUBJECTS = ("a-value", "k.One", "k.Two")  # and HOLDER, below
 
 
 def _record(fields: int) -> str:
@@ -51,6 +54,8 @@ def _record(fields: int) -> str:
 
 
 POOL = [_record(n) for n in range(4)]  # each follows any other under ALWAYS_COMPATIBLE
+HOLDER = "k.Holder"  # its schemas reference a version of another subject's record R
+HOLDS_R = json.dumps({"type": "record", "name": "Holder", "fields": [{"name": "r", "type": "R"}]})
 
 
 class RegistryMachine(RuleBasedStateMachine):
@@ -85,6 +90,42 @@ class RegistryMachine(RuleBasedStateMachine):
             return
         assert isinstance(schema_id, int)
         self._answered(schema_id, schema.text)
+
+    @rule(
+        at=st.integers(0, 1),
+        named=st.sampled_from(SUBJECTS),
+        back=st.integers(0, 2),
+        meanwhile=st.sampled_from(["nothing", "soft", "permanent"]),
+    )
+    def register_a_reference(self, at: int, named: str, back: int, meanwhile: str) -> None:
+        """A schema naming R as a version of `named` defines it: the newest but `back`
+        that instance `at` sees, resolved then written, as a client's request is; and
+        `meanwhile`, between the two, the other instance deletes that version."""
+        registry = self.registries[at]
+        try:
+            seen = self._run(registry.view(self.who, named))
+            assert isinstance(seen, NamespaceState)
+            live = subjects.versions(seen, named)
+            if not live:
+                return
+            ref = [{"name": "R", "subject": named, "version": live[max(0, len(live) - 1 - back)]}]
+            resolve = functools.partial(registry.resolved, self.who)
+            schema = self._run(parse(HOLDS_R, "AVRO", ref, resolve))
+            assert isinstance(schema, Schema)
+            if meanwhile != "nothing":
+                other, version = self.registries[1 - at], ref[0]["version"]
+                assert isinstance(version, int)
+                with contextlib.suppress(StorageError, RegistryError):
+                    self._run(other.delete_version(self.who, named, version, False))
+                    if meanwhile == "permanent":
+                        self._run(other.delete_version(self.who, named, version, True))
+            schema_id = self._run(registry.register(self.who, HOLDER, schema))
+        except (StorageError, RegistryError) as exc:
+            # the storage cut off, the version deleted meanwhile, or not a compatible Holder
+            assert self.store.down or getattr(exc, "code", 0) in (50001, 42201, 409), exc
+            return
+        assert isinstance(schema_id, int)
+        self._answered(schema_id, schema.text + json.dumps(ref))
 
     @rule(which=st.integers(0, 3))
     def pulsar_producer_uploads(self, which: int) -> None:
@@ -123,7 +164,20 @@ class RegistryMachine(RuleBasedStateMachine):
         assert one.subjects == two.subjects
         for schema_id, schema in one.schemas.items():
             assert isinstance(schema, Schema)
-            self._answered(schema_id, schema.text)
+            refs = [r.to_json() for r in schema.references]
+            self._answered(schema_id, schema.text + (json.dumps(refs) if refs else ""))
+
+    @invariant()
+    def what_a_held_schema_references_is_there(self) -> None:
+        if self.store.down:
+            return
+        view = self._fresh(0)
+        for versions in view.subjects.values():
+            for v in versions.values():
+                for ref in [] if v.gone else view.schemas[v.id].references:
+                    assert ref.version in subjects.versions(view, ref.subject), (
+                        f"{ref} of schema {v.id} is gone"
+                    )
 
     @invariant()
     def a_topics_subject_is_pulsars_history(self) -> None:

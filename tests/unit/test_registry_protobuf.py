@@ -72,13 +72,22 @@ def with_fields(
     return proto({"name": "Order", "fields": list(fields), **more}, syntax=syntax)
 
 
+def as_kept(file: FileDescriptorProto) -> FileDescriptorProto:
+    """`file` as the registry keeps it: every schema's own file is `default.proto` (its
+    name is how others import it, and a reference names it anew)."""
+    kept = FileDescriptorProto()
+    kept.CopyFrom(file)
+    kept.name = "default.proto"
+    return kept
+
+
 # -- what is a Protobuf schema -------------------------------------------------------
 
 
 async def test_a_descriptor_in_base64_is_a_schema_and_one_version_however_encoded() -> None:
     file = proto(ORDER)
     canonical = canonical_protobuf(text(file))
-    assert file_of(canonical) == file
+    assert file_of(canonical) == as_kept(file)
     spaced = "\n".join(text(file)[i : i + 10] for i in range(0, len(text(file)), 10))
     assert canonical_protobuf(spaced) == canonical
     assert (await parse(text(file), PROTOBUF)).text == canonical
@@ -93,7 +102,7 @@ async def test_a_descriptor_in_base64_is_a_schema_and_one_version_however_encode
         (base64.b64encode(b"\xff\xff\xff").decode(), "not a FileDescriptorProto"),
         (text(with_fields(("c", 1, T.TYPE_MESSAGE, OPTIONAL, "Nowhere"))), "not a valid Protobuf"),
         (text(with_fields(("a", 1, T.TYPE_INT32), ("b", 1, T.TYPE_INT32))), "not a valid Protobuf"),
-        (text(proto(ORDER, deps=("other/team.proto",))), "schema references are not served"),
+        (text(proto(ORDER, deps=("other/team.proto",))), "which no reference names"),
     ],
 )
 async def test_what_is_no_schema_kop_serves_is_refused_with_42201(sent: str, said: str) -> None:
@@ -106,7 +115,7 @@ async def test_what_is_no_schema_kop_serves_is_refused_with_42201(sent: str, sai
 def test_protobufs_well_known_types_may_be_imported() -> None:
     at = ("at", 3, T.TYPE_MESSAGE, OPTIONAL, ".google.protobuf.Timestamp")
     file = proto({"name": "Order", "fields": [at]}, deps=("google/protobuf/timestamp.proto",))
-    assert file_of(canonical_protobuf(text(file))) == file
+    assert file_of(canonical_protobuf(text(file))) == as_kept(file)
 
 
 # -- which evolutions read ------------------------------------------------------------
@@ -293,7 +302,7 @@ def test_a_topics_schema_is_pulsars_protobuf_native_with_the_first_message_as_ro
     native = json.loads(data)
     assert (native["rootMessageTypeName"], native["rootFileDescriptorName"]) == (
         "shop.Order",
-        "shop.proto",
+        "default.proto",
     )
     files = FileDescriptorSet.FromString(base64.b64decode(native["fileDescriptorSet"]))
     # every import, also the imports' own, each before its importers, then the file
@@ -302,7 +311,7 @@ def test_a_topics_schema_is_pulsars_protobuf_native_with_the_first_message_as_ro
         "google/protobuf/any.proto",
         "google/protobuf/type.proto",
         "google/protobuf/api.proto",
-        "shop.proto",
+        "default.proto",
     ]
     assert native_data(canonical) == data  # the same bytes: Pulsar keeps its version
     assert schema_of_native(data) == canonical

@@ -8,10 +8,12 @@ Kafka connection of the instance, and a crash in compiled code would take kop do
 worker is one process for the whole kop (registrations are rare), started on the first
 text schema, memory-capped, killed and replaced when a compile outlasts its deadline.
 
-What protoc may read: the schema is written alone into a fresh directory, and the only
-other include path is grpcio-tools' own copy of the well-known types. protoc refuses
-import paths holding `..`, so a schema cannot make it read (and quote in an error) any
-other file of the machine.
+What protoc may read: the schema is written into a fresh directory with the files its
+references name (under their import paths, which kop.registry.references allows only
+as plain relative paths, and this module checks again), and the only other include
+path is grpcio-tools' own copy of the well-known types. protoc refuses import paths
+holding `..`, so a schema cannot make it read (and quote in an error) any other file
+of the machine.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import multiprocessing
 import os
 import resource
 import tempfile
+import warnings
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -44,16 +47,26 @@ class ProtoErrors(Exception):
     """protoc's own messages (`line:column: message`), for the registry's 42201."""
 
 
-def compile_text(text: str) -> bytes:
-    """The serialized FileDescriptorProto of `text` (runs in the worker)."""
+def compile_text(text: str, files: tuple[tuple[str, str], ...] = ()) -> bytes:
+    """The serialized FileDescriptorProto of `text`, which may import `files` (import
+    path, `.proto` text: its references'); runs in the worker."""
     import grpc_tools  # type: ignore[import-untyped]
     from grpc_tools import _protoc_compiler as protoc
 
     known = Path(grpc_tools.__file__).parent / "_proto"
     with tempfile.TemporaryDirectory(prefix="kop-proto-") as here:
-        (Path(here) / FILE_NAME).write_text(text, encoding="utf-8")
+        root = Path(here).resolve()
+        for name, imported in files:
+            path = (root / name).resolve()
+            if root not in path.parents or name == FILE_NAME:  # checked before, and again
+                raise ProtoErrors(f"{name!r} is no path inside the schema's directory")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(imported, encoding="utf-8")
+        (root / FILE_NAME).write_text(text, encoding="utf-8")
         try:
-            generated = protoc.get_protos(FILE_NAME.encode(), [here.encode(), str(known).encode()])
+            with warnings.catch_warnings():  # protoc's warnings: it took the schema
+                warnings.simplefilter("ignore")
+                generated = protoc.get_protos(FILE_NAME.encode(), [bytes(root), bytes(known)])
         except protoc.ProtocErrors as exc:
             raise ProtoErrors(_messages(exc.errors())) from None
     own = FILE_NAME.removesuffix(".proto") + "_pb2.py"
@@ -118,21 +131,23 @@ class ProtoCompiler:
         self._waiting = 0
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
 
-    async def compile(self, text: str) -> descriptor_pb2.FileDescriptorProto:
+    async def compile(
+        self, text: str, files: tuple[tuple[str, str], ...] = ()
+    ) -> descriptor_pb2.FileDescriptorProto:
         """The schema's FileDescriptorProto; RegistryError 42201 with protoc's messages
         when it is none, or when compiling it took too long or too much."""
         if self._waiting >= self._max_waiting:
             raise invalid_schema("too many .proto schemas are being compiled; try again")
         self._waiting += 1
         try:
-            data = await self._run(text)
+            data = await self._run(text, files)
         finally:
             self._waiting -= 1
         return descriptor_pb2.FileDescriptorProto.FromString(data)
 
-    async def _run(self, text: str) -> bytes:
+    async def _run(self, text: str, files: tuple[tuple[str, str], ...]) -> bytes:
         pool = self._worker()
-        future = asyncio.get_running_loop().run_in_executor(pool, compile_text, text)
+        future = asyncio.get_running_loop().run_in_executor(pool, compile_text, text, files)
         try:
             async with asyncio.timeout(self._timeout_s):
                 return await future

@@ -8,7 +8,7 @@ confluent-kafka's serializers send, reading it back with `format=serialized`) or
 process (kop.registry.protobuf.compiler). Either way the registry keeps the base64 of
 the descriptor, and writes text back when asked (kop.registry.protobuf.text). A file
 may import Protobuf's own well-known types (google/protobuf/*.proto, as protobuf's
-runtime holds them); other imports are schema references, not served yet.
+runtime holds them) and the files its references name (kop.registry.references).
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ from google.protobuf import (
 from google.protobuf.message import DecodeError
 
 from kop.registry.errors import invalid_schema
-from kop.registry.protobuf.compiler import COMPILER
+from kop.registry.protobuf.compiler import COMPILER, FILE_NAME
+from kop.registry.protobuf.text import proto_text
+from kop.registry.references import Imports
 
 # The well-known types a schema may import: their modules register them in protobuf's
 # default pool.
@@ -53,12 +55,24 @@ def canonical_protobuf(text: str) -> str:
     return _canonical(_checked(_decoded(text)))
 
 
-async def canonical_protobuf_any(text: str) -> str:
-    """canonical_protobuf's, for a schema given as base64 or as `.proto` text."""
+async def canonical_protobuf_any(text: str, imports: Imports = ()) -> str:
+    """canonical_protobuf's, for a schema given as base64 or as `.proto` text, which
+    may import the files `imports` hold (its references, kop.registry.references)."""
+    files = referenced(imports)
     file = _decoded(text, strict=False)
     if file is None:
-        file = await COMPILER.compile(text)
-    return _canonical(_checked(file))
+        file = await COMPILER.compile(text, tuple((n, proto_text(f)) for n, f in files))
+    return _canonical(_checked(file, files))
+
+
+def referenced(imports: Imports) -> list[tuple[str, descriptor_pb2.FileDescriptorProto]]:
+    """The files of a schema's references, each under the name it is imported by."""
+    out = []
+    for name, text in imports:
+        file = file_of(text)
+        file.name = name
+        out.append((name, file))
+    return out
 
 
 def _canonical(file: descriptor_pb2.FileDescriptorProto) -> str:
@@ -89,19 +103,34 @@ def _decoded(text: str, strict: bool = True) -> descriptor_pb2.FileDescriptorPro
         raise invalid_schema(f"not a FileDescriptorProto: {exc}") from None
 
 
-def _checked(file: descriptor_pb2.FileDescriptorProto) -> descriptor_pb2.FileDescriptorProto:
-    if not file.name:
-        file.name = "default.proto"  # as Confluent's clients name a schema of no file
-    pool = descriptor_pool.DescriptorPool()
+def _checked(
+    file: descriptor_pb2.FileDescriptorProto,
+    files: list[tuple[str, descriptor_pb2.FileDescriptorProto]] = [],  # noqa: B006 (read only)
+) -> descriptor_pb2.FileDescriptorProto:
+    # One name for every schema's own file: a file's name is how others import it, and
+    # a reference names it anew (kop.registry.references), so the same messages sent as
+    # text or as a descriptor named otherwise are one schema, as in Confluent's registry
+    # (whose clients rename the file too). A Pulsar producer's file is renamed likewise.
+    file.name = FILE_NAME
+    names = {name for name, _ in files}
+    for name in names & (set(WELL_KNOWN) | {file.name}):
+        raise invalid_schema(f"reference {name!r} would stand for the file {name!r} itself")
     for dependency in file.dependency:
-        if dependency not in WELL_KNOWN:
+        if dependency not in WELL_KNOWN and dependency not in names:
             raise invalid_schema(
-                f"the schema imports {dependency!r}: schema references are not served by kop "
-                "yet (Protobuf's well-known types are)"
+                f"the schema imports {dependency!r}, which no reference names (Protobuf's "
+                "well-known types need none)"
             )
-    for imported in imports_of(file):
-        pool.Add(imported)
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+    every = [*(one for _, one in files), file]
+    for imported in [known for one in every for known in imports_of(one)]:
+        if imported.name not in added:
+            added.add(imported.name)
+            pool.Add(imported)
     try:
+        for _, one in files:
+            pool.Add(one)
         pool.Add(file)
         pool.FindFileByName(file.name)
     except (TypeError, KeyError, ValueError, RuntimeError) as exc:
@@ -129,5 +158,6 @@ def imports_of(
         out.append(proto)
 
     for name in file.dependency:
-        visit(name)
+        if name in WELL_KNOWN:  # the others are the schema's references
+            visit(name)
     return out
