@@ -18,27 +18,21 @@ tenant's admin rights; a subject that is no topic's belongs to the namespace.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kop.registry import errors, subjects
 from kop.registry.access import Asker, authorize, checked_subject, topic_of
-from kop.registry.json_avro import NotAvro, avro_of, json_schema_of
 from kop.registry.levels import Levels
-from kop.registry.protobuf.native import (
-    FIRST_MESSAGE,
-    PROTOBUF_NATIVE,
-    native_data,
-    schema_of_native,
-)
+from kop.registry.protobuf.native import FIRST_MESSAGE, PROTOBUF_NATIVE
 from kop.registry.references import Reference, Resolved
-from kop.registry.schemas import AVRO, JSON, PROTOBUF, Schema, canonical_avro, canonical_json
+from kop.registry.schemas import JSON, PROTOBUF, Schema
 from kop.registry.state import NamespaceState, Record, Version, config_record, version_record
 from kop.registry.table import RegistryTable
+from kop.registry.topic_history import behind, follow, kept_versions, pulsar_data, shown_history
 from kop.security.authorizer import ALLOW_ALL, TopicOp
 from kop.storage.naming import PulsarTopic
-from kop.storage.schemas import FramedAs, PulsarSchema, SchemaRefused, TopicSchemas
+from kop.storage.schemas import FramedAs, SchemaRefused, TopicSchemas
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,11 +160,6 @@ class Registry:
         kop first under the topic's level, for what its Avro form does not say
         (`maxLength`, `pattern`, a closed content model...), and a Protobuf schema too
         (Pulsar checks only that its root message keeps its name)."""
-        if schema.references:
-            raise errors.invalid_schema(
-                f"'{subject}' is the Pulsar topic's schema, and kop does not serve references "
-                "on a topic's subject yet (other subjects take them)"
-            )
         state = await self._synced(who, subject, topic)
         if subjects.find(state, subject, schema, deleted=True) is None:
             self._room(state, subject, len(state.subjects.get(subject, {})))
@@ -182,11 +171,15 @@ class Registry:
                     raise errors.incompatible(subject, why)
         try:
             pulsar_type = PROTOBUF_NATIVE if schema.type == PROTOBUF else schema.type
-            await self.schemas.upload(topic, pulsar_type, _pulsar_data(schema))
+            version = await self.schemas.upload(topic, pulsar_type, pulsar_data(schema))
         except SchemaRefused as exc:
             if exc.incompatible:
                 raise errors.incompatible(subject, str(exc)) from None
             raise errors.invalid_schema(str(exc)) from None
+        if schema.references:  # Pulsar's version alone would be the schema without them
+            await self.table.change(
+                who.ns, lambda state: _with_references(state, who.ns, subject, version, schema)
+            )
         state = await self._synced(who, subject, topic)
         self.on_topic_schema(topic)
         return _id_in(state, subject, schema)
@@ -210,13 +203,15 @@ class Registry:
     async def _synced(self, who: Asker, subject: str, topic: PulsarTopic) -> NamespaceState:
         """The state once the subject's records follow the topic's history in Pulsar
         (ids for versions a Pulsar producer added; none for versions Pulsar dropped)."""
-        history = _shown_history(await self.schemas.history(topic))
+        pulsar = await self.schemas.history(topic)
         state = await self.table.view(who.ns)
-        if not _behind(state, subject, history):
+        history = shown_history(pulsar, kept_versions(state, subject))
+        if not behind(state, subject, history):
             return state
 
         def decide(state: NamespaceState) -> tuple[list[Record], None]:
-            return _follow(state, who.ns, subject, history), None
+            history = shown_history(pulsar, kept_versions(state, subject))
+            return follow(state, who.ns, subject, history), None
 
         await self.table.change(who.ns, decide)
         return await self.table.view(who.ns)
@@ -268,6 +263,21 @@ def _id_in(state: NamespaceState, subject: str, schema: Schema) -> int:
     return state.subjects[subject][number].id
 
 
+def _with_references(
+    state: NamespaceState, ns: str, subject: str, version: int, schema: Schema
+) -> tuple[list[Record], int]:
+    """Pulsar's `version` is `schema`, registered with its references: its record, unless
+    the table holds it already as a schema with references (one uploading the same)."""
+    current = state.subjects.get(subject, {}).get(version + 1)
+    held = None if current is None else state.schemas.get(current.id)
+    if current is not None and held is not None and (held == schema or held.references):
+        return [], current.id
+    subjects.still_there(state, schema.references)
+    records, schema_id = subjects.with_id(state, ns, schema)
+    records.append(version_record(ns, subject, version + 1, Version(schema_id)))
+    return records, schema_id
+
+
 def _tail(schema: Schema | None) -> bytes:
     """What Confluent's framing puts after the id of a topic's version: a Protobuf
     value's message indexes of the root (the file's first message); nothing else."""
@@ -282,88 +292,3 @@ async def _off_loop(schema: Schema, level: str, history: list[Schema]) -> str | 
     if schema.type != JSON or not history:
         return subjects.why_not_after(schema, level, history)
     return await asyncio.to_thread(subjects.why_not_after, schema, level, history)
-
-
-def _pulsar_data(schema: Schema) -> str:
-    """What Pulsar keeps for a topic's version: an Avro schema as it is, a JSON Schema
-    as the Avro record that reads its documents (kop.registry.json_avro), a Protobuf
-    schema as PROTOBUF_NATIVE with its first message the root
-    (kop.registry.protobuf.native)."""
-    if schema.type == PROTOBUF:
-        try:
-            return native_data(schema.text)
-        except ValueError as exc:
-            raise errors.invalid_schema(str(exc)) from None
-    if schema.type != JSON:
-        return schema.text
-    try:
-        return avro_of(schema.document(), schema.text)
-    except NotAvro as exc:
-        raise errors.invalid_schema(
-            f"a topic's JSON Schema is kept by Pulsar in Avro, and this one has no Avro form: {exc}"
-        ) from None
-
-
-def _shown(h: PulsarSchema) -> Schema | None:
-    """The schema a version of the topic's history is to the registry: Avro as it is,
-    JSON as the JSON Schema kop stored on it (or that its Avro record reads); None for
-    the types the registry does not show. Pulsar checked what it took, so an Avro
-    definition parses; kop's own JSON Schema on it is checked again all the same (a
-    Pulsar client may have written any property)."""
-    try:
-        if h.type == AVRO:
-            return Schema(AVRO, canonical_avro(h.data))
-        if h.type == JSON:
-            document = json_schema_of(json.loads(canonical_avro(h.data)))
-            return Schema(JSON, canonical_json(json.dumps(document)))
-        if h.type == PROTOBUF_NATIVE:
-            text = schema_of_native(h.data)
-            return None if text is None else Schema(PROTOBUF, text)
-    except errors.RegistryError:
-        return None
-    return None
-
-
-def _shown_history(history: list[PulsarSchema]) -> list[tuple[PulsarSchema, Schema]]:
-    """The versions the subject shows, with what each is to the registry."""
-    return [(h, shown) for h in history if (shown := _shown(h)) is not None]
-
-
-def _behind(
-    state: NamespaceState, subject: str, history: list[tuple[PulsarSchema, Schema]]
-) -> bool:
-    have = state.subjects.get(subject, {})
-    wanted = {h.version + 1 for h, _ in history}
-    if set(have) != wanted:
-        return True
-    return any(state.schemas.get(have[h.version + 1].id) != shown for h, shown in history)
-
-
-def _follow(
-    state: NamespaceState, ns: str, subject: str, history: list[tuple[PulsarSchema, Schema]]
-) -> list[Record]:
-    records: list[Record] = []
-    have = state.subjects.get(subject, {})
-    wanted = {h.version + 1 for h, _ in history}
-    for number in have:
-        if number not in wanted:
-            records.append(version_record(ns, subject, number, None))
-    for h, schema in history:
-        number = h.version + 1
-        new, schema_id = subjects.with_id(state, ns, schema)
-        if new:  # the next id must count this one
-            state = _with_schema(state, schema_id, schema)
-        records += new
-        current = have.get(number)
-        if current is None or current.id != schema_id:
-            records.append(version_record(ns, subject, number, Version(schema_id)))
-    return records
-
-
-def _with_schema(state: NamespaceState, schema_id: int, schema: Schema) -> NamespaceState:
-    """A copy of `state` that knows `schema` by `schema_id` (a decision that hands out
-    several ids at once)."""
-    copy = NamespaceState(dict(state.schemas), dict(state.ids), state.subjects, state.configs)
-    copy.schemas[schema_id] = schema
-    copy.ids[schema.fingerprint] = schema_id
-    return copy

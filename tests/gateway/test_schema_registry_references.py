@@ -1,11 +1,13 @@
 """Schema references, driven by confluent-kafka's own serializers over the in-memory
 storage: a Protobuf message whose file imports another file (the serializer registers
 the imported file under its own subject and the message's file with a reference to it),
-and an Avro record of a record another subject defines. A referenced version is not
-deleted while a schema references it (42206), as in Confluent's registry."""
+and an Avro record of a record another subject defines, on subjects kop keeps and on a
+topic's subject (Pulsar's version holds what the references name). A referenced version
+is not deleted while a schema references it (42206), as in Confluent's registry."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -19,9 +21,17 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
-from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
+from google.protobuf.descriptor_pb2 import (
+    FieldDescriptorProto,
+    FileDescriptorProto,
+    FileDescriptorSet,
+)
 
+from kop.entries import framing
+from kop.storage import batch_layout
+from kop.storage.naming import Namespace, PulsarTopic
 from tests.gateway.registry_harness import consume, produce, refused, registry, run
+from tests.sim.memory_admin import MemoryBackend
 
 T = FieldDescriptorProto
 OPTIONAL = T.LABEL_OPTIONAL
@@ -144,12 +154,71 @@ async def test_an_avro_record_of_a_record_another_subject_defines() -> None:
         )
 
 
-async def test_a_topics_subject_refuses_references_for_now() -> None:
-    async with registry() as (client, _, _g):
+ORDERS = PulsarTopic(Namespace("public", "default"), "orders", "orders")
+
+
+def pulsar_payloads(backend: MemoryBackend) -> list[tuple[bytes | None, bytes]]:
+    stored = [e for e in backend.log.topic(ORDERS.partition(0)).entries() if e.count]
+    return [(e.schema_version, m.payload) for e in stored for m in batch_layout.messages(e)]
+
+
+async def test_a_topics_protobuf_subject_with_an_imported_file_is_pulsars_whole_schema() -> None:
+    """The serializer's default (TopicNameStrategy): `orders-value` references
+    `common/money.proto`. Pulsar's PROTOBUF_NATIVE version holds both files, records are
+    stored bare in it and read back framed with the id of the schema with its reference."""
+    async with registry() as (client, backend, gateway):
+        await backend.admin.create_partitioned(ORDERS, 1, {})
+        order = order_class()
+        serialize = ProtobufSerializer(order, client, {})
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        sent = order(id=5)
+        sent.price.cents = 100
+        framed = await run(serialize, sent, ctx)
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        await run(produce, bootstrap, "orders", [framed])
+        registered = await run(client.get_latest_version, "orders-value")
+        assert registered.schema.references == [
+            SchemaReference("common/money.proto", "common/money.proto", 1)
+        ]
+        assert int.from_bytes(framed[1:5], "big") == registered.schema_id
+        (v0,) = await backend.schemas.history(ORDERS)
+        native = json.loads(v0.data)
+        files = FileDescriptorSet.FromString(base64.b64decode(native["fileDescriptorSet"]))
+        assert [f.name for f in files.file] == ["common/money.proto", "default.proto"]
+        assert native["rootMessageTypeName"] == "shop.Order"
+        assert pulsar_payloads(backend) == [(framing.version_bytes(0), sent.SerializeToString())]
+        (read,) = await run(consume, bootstrap, "orders", 1)
+        assert read == framed
+        got = await run(ProtobufDeserializer(order, {}), read, ctx)
+        assert (got.id, got.price.cents) == (5, 100)
+        # the subject keeps showing the schema with its reference, on any later look
+        again = SchemaRegistryClient(
+            {"url": f"http://127.0.0.1:{gateway.config.schema_registry_port}"}
+        )
+        latest = await run(again.get_latest_version, "orders-value")
+        assert (latest.schema_id, latest.version) == (registered.schema_id, 1)
+        assert await run(again.get_referenced_by, "common/money.proto", 1) == [latest.schema_id]
+
+
+async def test_a_topics_avro_subject_with_a_reference_gives_pulsar_the_types_written_out() -> None:
+    async with registry() as (client, backend, gateway):
+        await backend.admin.create_partitioned(ORDERS, 1, {})
         await run(client.register_schema, "com.shop.Money", Schema(json.dumps(MONEY), "AVRO"))
         ref = SchemaReference("com.shop.Money", "com.shop.Money", 1)
         order = Schema(json.dumps(ORDER), "AVRO", [ref])
-        assert await run(refused, lambda: client.register_schema("orders-value", order)) == (
-            422,
-            42201,
-        )
+        order_id = await run(client.register_schema, "orders-value", order)
+        assert await run(client.register_schema, "orders-value", order) == order_id
+        (v0,) = await backend.schemas.history(ORDERS)
+        whole = json.loads(v0.data)
+        assert whole["fields"][1]["type"]["name"] == "Money"  # written out for Pulsar
+        conf = {"auto.register.schemas": False, "use.latest.version": True}
+        serialize = await run(lambda: AvroSerializer(client, order, conf=conf))
+        ctx = SerializationContext("orders", MessageField.VALUE)
+        record = {"id": 1, "price": {"cents": 5, "currency": "EUR"}}
+        framed = await run(serialize, record, ctx)
+        assert int.from_bytes(framed[1:5], "big") == order_id
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        await run(produce, bootstrap, "orders", [framed])
+        assert pulsar_payloads(backend) == [(framing.version_bytes(0), framed[5:])]
+        (read,) = await run(consume, bootstrap, "orders", 1)
+        assert await run(AvroDeserializer(client), read, ctx) == record

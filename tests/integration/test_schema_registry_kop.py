@@ -18,7 +18,7 @@ import pulsar
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
@@ -224,3 +224,83 @@ def test_protobuf_records_are_read_as_typed_values_from_both_sides(tmp_path: Pat
         deserialize = ProtobufDeserializer(order, {})
         read = [deserialize(v, side.ctx) for v in side.consume(3)]
         assert [(o.id, o.note) for o in read] == [(1, "k1"), (2, "k2"), (3, "from pulsar")]
+
+
+class Price(Record):  # type: ignore[misc]
+    _avro_namespace = "kop.it"
+    cents = Long(required=True)
+
+
+class Purchase(Record):  # type: ignore[misc]
+    _avro_namespace = "kop.it"
+    item = String(required=True)
+    price = Price(required=True)
+
+
+def _purchase_class() -> Any:
+    """shop.Purchase {string item = 1; common.Price price = 2;}, Price in a file of its own."""
+    label = FieldDescriptorProto.LABEL_OPTIONAL
+    price = FileDescriptorProto(name="common/price.proto", package="common", syntax="proto3")
+    price.message_type.add(name="Price").field.add(
+        name="cents", number=1, type=FieldDescriptorProto.TYPE_INT64, label=label
+    )
+    file = FileDescriptorProto(name="shop/purchase.proto", package="shop", syntax="proto3")
+    file.dependency.append("common/price.proto")
+    purchase = file.message_type.add(name="Purchase")
+    purchase.field.add(name="item", number=1, type=FieldDescriptorProto.TYPE_STRING, label=label)
+    purchase.field.add(
+        name="price", number=2, type=FieldDescriptorProto.TYPE_MESSAGE, label=label,
+        type_name=".common.Price",
+    )  # fmt: skip
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(price)
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Purchase"))
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_schemas_with_references_are_the_topics_whole_schema(tmp_path: Path) -> None:
+    """A Protobuf file importing another (the serializer registers both, the topic's
+    subject with a reference) is Pulsar's PROTOBUF_NATIVE version holding both files, and a
+    Pulsar consumer reads the Kafka producer's records as typed values. An Avro record of
+    a record another subject defines is Pulsar's schema with that record written out:
+    typed values both ways."""
+    purchase = _purchase_class()
+    with topic_side(tmp_path, "sr-refs-pb") as side:
+        serialize = ProtobufSerializer(purchase, side.registry, {})
+        sent = purchase(item="tea")
+        sent.price.cents = 250
+        side.produce([serialize(sent, side.ctx)])
+        latest = side.registry.get_latest_version(f"{side.topic}-value")
+        assert [r.name for r in latest.schema.references] == ["common/price.proto"]
+        pulsar_consumer = side.client.subscribe(
+            side.full, "typed", schema=ProtobufNativeSchema(purchase),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        got = pulsar_consumer.receive(30_000).value()
+        assert (got.item, got.price.cents) == ("tea", 250)
+    with topic_side(tmp_path, "sr-refs-avro") as side:
+        price = json.dumps(Price.schema())
+        side.registry.register_schema("kop.it.Price", Schema(price, "AVRO"))
+        ref = SchemaReference("kop.it.Price", "kop.it.Price", 1)
+        whole = Purchase.schema()
+        named = {**whole, "fields": [whole["fields"][0], {"name": "price", "type": "kop.it.Price"}]}
+        schema = Schema(json.dumps(named), "AVRO", [ref])
+        side.registry.register_schema(f"{side.topic}-value", schema)
+        conf = {"auto.register.schemas": False, "use.latest.version": True}
+        serialize = AvroSerializer(side.registry, schema, conf=conf)
+        side.produce([serialize({"item": "tea", "price": {"cents": 250}}, side.ctx)])
+        pulsar_consumer = side.client.subscribe(
+            side.full, "typed", schema=AvroSchema(Purchase),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        got = pulsar_consumer.receive(30_000).value()
+        assert (got.item, got.price.cents) == ("tea", 250)
+        typed = side.client.create_producer(side.full, schema=AvroSchema(Purchase))
+        typed.send(Purchase(item="milk", price=Price(cents=99)))
+        deserialize = AvroDeserializer(side.registry)
+        assert [deserialize(v, side.ctx) for v in side.consume(2)] == [
+            {"item": "tea", "price": {"cents": 250}},
+            {"item": "milk", "price": {"cents": 99}},
+        ]
+        assert len(pulsar_schemas(side.topic)) == 1  # the typed producer's is kop's version

@@ -31,6 +31,7 @@ from kop.registry.schemas import Schema, parse
 from kop.registry.service import Registry
 from kop.registry.state import NamespaceState
 from kop.registry.table import RegistryTable
+from kop.registry.topic_history import is_uploaded, shown
 from kop.security.authorizer import ALLOW_ALL
 from kop.storage.naming import Namespace, PulsarTopic
 from kop.storage.types import StorageError
@@ -54,7 +55,10 @@ def _record(fields: int) -> str:
 
 
 POOL = [_record(n) for n in range(4)]  # each follows any other under ALWAYS_COMPATIBLE
-HOLDER = "k.Holder"  # its schemas reference a version of another subject's record R
+# their schemas reference a version of another subject's record R: a subject kop keeps,
+# and a topic's (Pulsar's version holds R written out)
+HOLDERS = ("k.Holder", "h-value")
+HOLDING_TOPIC = PulsarTopic(NS, "h", "h")
 HOLDS_R = json.dumps({"type": "record", "name": "Holder", "fields": [{"name": "r", "type": "R"}]})
 
 
@@ -93,11 +97,14 @@ class RegistryMachine(RuleBasedStateMachine):
 
     @rule(
         at=st.integers(0, 1),
+        holder=st.sampled_from(HOLDERS),
         named=st.sampled_from(SUBJECTS),
         back=st.integers(0, 2),
         meanwhile=st.sampled_from(["nothing", "soft", "permanent"]),
     )
-    def register_a_reference(self, at: int, named: str, back: int, meanwhile: str) -> None:
+    def register_a_reference(
+        self, at: int, holder: str, named: str, back: int, meanwhile: str
+    ) -> None:
         """A schema naming R as a version of `named` defines it: the newest but `back`
         that instance `at` sees, resolved then written, as a client's request is; and
         `meanwhile`, between the two, the other instance deletes that version."""
@@ -119,13 +126,21 @@ class RegistryMachine(RuleBasedStateMachine):
                     self._run(other.delete_version(self.who, named, version, False))
                     if meanwhile == "permanent":
                         self._run(other.delete_version(self.who, named, version, True))
-            schema_id = self._run(registry.register(self.who, HOLDER, schema))
+            schema_id = self._run(registry.register(self.who, holder, schema))
         except (StorageError, RegistryError) as exc:
             # the storage cut off, the version deleted meanwhile, or not a compatible Holder
             assert self.store.down or getattr(exc, "code", 0) in (50001, 42201, 409), exc
             return
         assert isinstance(schema_id, int)
         self._answered(schema_id, schema.text + json.dumps(ref))
+
+    @rule(which=st.integers(0, 3))
+    def pulsar_producer_uploads_a_holder(self, which: int) -> None:
+        """What kop uploads for a holder of R, written out, as a Pulsar producer would."""
+        whole = json.loads(HOLDS_R)
+        whole["fields"][0]["type"] = json.loads(POOL[which])
+        if not self.store.down:
+            self._run(self.schemas.upload(HOLDING_TOPIC, "AVRO", json.dumps(whole)))
 
     @rule(which=st.integers(0, 3))
     def pulsar_producer_uploads(self, which: int) -> None:
@@ -150,8 +165,11 @@ class RegistryMachine(RuleBasedStateMachine):
         self.store.set_down(down)
 
     def _fresh(self, at: int) -> NamespaceState:
+        return self._fresh_subject(at, "a-value")
+
+    def _fresh_subject(self, at: int, subject: str) -> NamespaceState:
         self.registries[at].table._read_at.clear()  # read afresh
-        view = self._run(self.registries[at].view(self.who, "a-value"))
+        view = self._run(self.registries[at].view(self.who, subject))
         assert isinstance(view, NamespaceState)
         return view
 
@@ -193,6 +211,24 @@ class RegistryMachine(RuleBasedStateMachine):
             parsed = self._run(parse(h.data))
             assert isinstance(parsed, Schema)
             assert stored.text == parsed.text
+
+    @invariant()
+    def a_holding_topics_subject_is_its_history(self) -> None:
+        """Each version of `h-value` is Pulsar's of that number: a schema with its
+        reference where kop registered it so, else what Pulsar's version is alone."""
+        if self.store.down:
+            return
+        view = self._fresh_subject(0, "h-value")
+        history = self._run(self.schemas.history(HOLDING_TOPIC))
+        assert isinstance(history, list)
+        found = view.subjects.get("h-value", {})
+        assert sorted(found) == [h.version + 1 for h in history]
+        for h in history:
+            stored = view.schemas[found[h.version + 1].id]
+            if stored.references:
+                assert is_uploaded(stored, h)
+            else:
+                assert stored == shown(h)
 
     def teardown(self) -> None:
         self.store.set_down(False)

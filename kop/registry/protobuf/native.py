@@ -22,19 +22,27 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from kop.registry.errors import RegistryError
-from kop.registry.protobuf.descriptors import canonical_protobuf, file_of, imports_of
+from kop.registry.protobuf.descriptors import canonical_protobuf, file_of, imports_of, referenced
+from kop.registry.references import Imports
 
 PROTOBUF_NATIVE = "PROTOBUF_NATIVE"
 FIRST_MESSAGE = b"\x00"  # Confluent's message indexes of a file's first message
 
 
-def native_data(text: str) -> str:
-    """The PROTOBUF_NATIVE data of a canonical Protobuf schema (canonical_protobuf's);
-    ValueError when the file has no message to be the root."""
+def native_data(text: str, imports: Imports = ()) -> str:
+    """The PROTOBUF_NATIVE data of a canonical Protobuf schema (canonical_protobuf's),
+    with the files its references name (`imports`) and every well-known file any of
+    them imports, each before its importers; ValueError when the file has no message
+    to be the root."""
     file = file_of(text)
     if not file.message_type:
         raise ValueError("a topic's Protobuf schema needs a message: its file has none")
-    files = descriptor_pb2.FileDescriptorSet(file=[*imports_of(file), file])
+    named = referenced(imports)
+    known: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+    for one in [*(f for _, f in named), file]:
+        for imported in imports_of(one):
+            known.setdefault(imported.name, imported)
+    files = descriptor_pb2.FileDescriptorSet(file=[*known.values(), *(f for _, f in named), file])
     root = file.message_type[0].name
     return json.dumps(
         {
