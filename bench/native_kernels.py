@@ -7,7 +7,11 @@ against their Python twins (`kop.entries.codec`), in one process, no server:
 - encode: a produced Kafka batch -> batch layouts (`records_to_layouts` vs
   `layouts(list(iter_records(batch)))`, what `entries.pulsar_entries` runs);
 - decode: a batch entry -> Kafka batches (`decode_layout` vs
-  `entries.decode_layout`, what `entries.decode` runs).
+  `entries.decode_layout`, what `entries.decode` runs);
+- unframe: the same batch with each value in Confluent's framing of a Protobuf topic's
+  version (magic, id, message indexes [0]) -> layouts of bare values
+  (`records_to_framed_layouts` with the version's tail vs `entries.framed_layouts`,
+  what a topic with a Protobuf schema in Pulsar runs).
 
 Shapes: `1k` (1 KiB values, no key, no headers) and `small` (a 12-byte key,
 2 headers, 100-byte values). Prints records/s and MB/s (10^6 bytes of the
@@ -22,9 +26,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from kop.entries import codec as entries
+from kop.entries import framing
+from kop.entries.framing import IdVersions
 from kop.protocol.records import Record, build_batch, iter_records, read_header, records_section
 from kop.storage.types import Position, StoredEntry
 
@@ -92,6 +99,35 @@ def measure(
     mb = len(section) / MB
     yield "encode", n, mb, rate(py_encode, args.seconds), rate(native_encode, args.seconds)
     yield "decode", n, mb, rate(py_decode, args.seconds), rate(native_decode, args.seconds)
+
+    sid, tail = 7, b"\x00"  # a Protobuf root's id and message indexes
+    framed_batch = build_batch(
+        [
+            replace(r, value=framing.framed(r.value or b"", sid, tail))
+            for r in shape_records(shape, n)
+        ]
+    )
+    framed_head = read_header(framed_batch)
+    framed_section = records_section(framed_batch, framed_head)
+    versions = IdVersions({sid: 0}, {sid: tail})
+
+    def py_unframe() -> Any:
+        return entries.framed_layouts(list(iter_records(framed_batch)), limit, None, versions)
+
+    def native_unframe() -> Any:
+        return kop_native.records_to_framed_layouts(
+            framed_section, n, framed_head.base_timestamp, 0, limit, None, {sid: 0}, {sid: tail}
+        )
+
+    assert list(native_unframe()[0]) == py_unframe()[0], "the kernels disagree"
+    framed_mb = len(framed_section) / MB
+    yield (
+        "unframe",
+        n,
+        framed_mb,
+        rate(py_unframe, args.seconds),
+        rate(native_unframe, args.seconds),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,10 @@ def records_to_framed_layouts(
     max_bytes: int,
     extra: tuple[str, str] | None,
     versions: dict[int, int],
+    tails: dict[int, bytes] | None = None,
 ) -> tuple[list[tuple[bytes, int, int | None]], list[int]]: ...
+
+FRAMING_TAILS: bool
 def decode_layout(
     layout: bytes, count: int, base_offset: int, publish_time: int
 ) -> tuple[int, int, bytes, list[tuple[int, int, int, int, int, int]], list[str]]: ...

@@ -164,9 +164,7 @@ def pulsar_entries(
                                          schema_version=schema))  # fmt: skip
                 index += 1
         return out
-    # The native kernel strips the five bytes of Avro's and JSON's framing; Protobuf's
-    # message indexes after them (IdVersions.tails) are the Python path's.
-    fast = None if versions and _tails(versions) else native()
+    fast = native()
     extra = next(iter(txn.items()), None)
     chunks: Sequence[tuple[bytes, int, int | None]]
     if fast is not None:
@@ -175,7 +173,7 @@ def pulsar_entries(
             if versions:
                 chunks, found = fast.records_to_framed_layouts(
                     section, head.record_count, head.base_timestamp, first_index,
-                    max_entry_bytes, extra, dict(versions),
+                    max_entry_bytes, extra, dict(versions), dict(_tails(versions)),
                 )  # fmt: skip
                 missed.update(found)
             else:

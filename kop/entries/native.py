@@ -32,10 +32,12 @@ class Kernels(Protocol):
     def records_to_framed_layouts(
         self, records: bytes, count: int, base_timestamp: int, first_index: int, max_bytes: int,
         extra: tuple[str, str] | None, versions: dict[int, int],
+        tails: dict[int, bytes] | None = None,
     ) -> tuple[list[tuple[bytes, int, int | None]], list[int]]:  # fmt: skip
         """`records_to_layouts`, values in Confluent's framing whose id `versions` maps
-        stored bare, a layout per run of one version: ([(layout, records, version)],
-        ids of framed-looking values it did not know)."""
+        stored bare (and without what `tails` says follows the id: a Protobuf root's
+        message indexes), a layout per run of one version: ([(layout, records,
+        version)], ids of framed-looking values it did not know)."""
         ...
 
     def decode_layout(
@@ -59,7 +61,7 @@ def native() -> Kernels | None:
             "format runs its Python kernels, several times slower"
         )
         return None
-    if not hasattr(kop_native, "records_to_framed_layouts"):
+    if not getattr(kop_native, "FRAMING_TAILS", False):
         log.warning("kop_native is older than this kop (run `make`): its Python kernels run")
         return None
     kernels: Kernels = kop_native

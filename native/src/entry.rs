@@ -61,6 +61,7 @@ pub fn records_to_layouts<'a>(
     max_bytes: i64,
     extra: Option<(&[u8], &[u8])>,
     versions: Option<&HashMap<u32, i64>>,
+    tails: Option<&HashMap<u32, Vec<u8>>>,
 ) -> Result<Layouts<'a>, String> {
     let sec = kafka::parse_section(section, count, base_timestamp)
         .map_err(|e| format!("undecodable records: {e}"))?;
@@ -83,12 +84,18 @@ pub fn records_to_layouts<'a>(
     let mut version: Option<i64> = None; // the current chunk's
     for rec in &sec.records[first..] {
         // `kop.entries.framing.unframed`: a value in Confluent's framing whose id is
-        // one of the topic's versions is stored without its five bytes
+        // one of the topic's versions is stored without its five bytes, and without
+        // the tail its version names (a Protobuf root's message indexes); a value
+        // without that tail (another message of the file) is kept as it is
         let (value, in_version) = match (versions, rec.value) {
             (Some(map), Some(v)) if v.len() >= FRAMING && v[0] == 0 => {
                 let id = u32::from_be_bytes([v[1], v[2], v[3], v[4]]);
+                let tail = tails.and_then(|t| t.get(&id)).map_or(&[][..], Vec::as_slice);
                 match map.get(&id) {
-                    Some(&found) => (Some(&v[FRAMING..]), Some(found)),
+                    Some(&found) if v[FRAMING..].starts_with(tail) => {
+                        (Some(&v[FRAMING + tail.len()..]), Some(found))
+                    }
+                    Some(_) => (rec.value, None),
                     None => {
                         if !out.unknown.contains(&id) {
                             out.unknown.push(id);

@@ -101,7 +101,7 @@ fn records_to_layouts<'py>(
     extra: Option<(String, String)>,
 ) -> PyResult<Bound<'py, PyList>> {
     let (layouts, plan) = plan_layouts(
-        py, records, count, base_timestamp, first_index, max_bytes, extra, None,
+        py, records, count, base_timestamp, first_index, max_bytes, extra, None, None,
     )?;
     PyList::new(
         py,
@@ -112,15 +112,16 @@ fn records_to_layouts<'py>(
     )
 }
 
-/// records_to_framed_layouts(records, count, base_timestamp, first_index, max_bytes, extra, versions)
+/// records_to_framed_layouts(records, count, base_timestamp, first_index, max_bytes, extra, versions, tails=None)
 /// --
 ///
 /// `records_to_layouts`, values in Confluent's framing whose id `versions` maps to a
-/// Pulsar schema version stored without the framing, a layout per run of one
-/// version: ([(layout, records in it, version or None)], ids of framed values it did
-/// not know) (kop.entries.framing).
+/// Pulsar schema version stored without the framing (and without the bytes `tails`
+/// says follow that id: a Protobuf root's message indexes; a value without them keeps
+/// its framing), a layout per run of one version: ([(layout, records in it, version or
+/// None)], ids of framed values it did not know) (kop.entries.framing).
 #[pyfunction]
-#[pyo3(signature = (records, count, base_timestamp, first_index, max_bytes, extra, versions))]
+#[pyo3(signature = (records, count, base_timestamp, first_index, max_bytes, extra, versions, tails=None))]
 #[allow(clippy::too_many_arguments)]
 fn records_to_framed_layouts<'py>(
     py: Python<'py>,
@@ -131,9 +132,11 @@ fn records_to_framed_layouts<'py>(
     max_bytes: i64,
     extra: Option<(String, String)>,
     versions: HashMap<u32, i64>,
+    tails: Option<HashMap<u32, Vec<u8>>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (layouts, plan) = plan_layouts(
         py, records, count, base_timestamp, first_index, max_bytes, extra, Some(&versions),
+        tails.as_ref(),
     )?;
     let chunks = PyList::new(
         py,
@@ -156,6 +159,7 @@ fn plan_layouts<'py, 'a>(
     max_bytes: i64,
     extra: Option<(String, String)>,
     versions: Option<&HashMap<u32, i64>>,
+    tails: Option<&HashMap<u32, Vec<u8>>>,
 ) -> PyResult<(Vec<Bound<'py, PyBytes>>, entry::Layouts<'a>)> {
     let detach = records.len() >= DETACH_MIN;
     let extra_ref = extra.as_ref().map(|(k, v)| (k.as_bytes(), v.as_bytes()));
@@ -168,6 +172,7 @@ fn plan_layouts<'py, 'a>(
             max_bytes,
             extra_ref,
             versions,
+            tails,
         )
     })
     .map_err(PyValueError::new_err)?;
@@ -275,5 +280,7 @@ fn kop_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_int, m)?)?;
     m.add_function(wrap_pyfunction!(_json_headers, m)?)?;
     m.add_function(wrap_pyfunction!(_json_dumps, m)?)?;
+    // records_to_framed_layouts takes `tails` (a kop older than this checks for it)
+    m.add("FRAMING_TAILS", true)?;
     Ok(())
 }

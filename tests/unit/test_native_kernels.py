@@ -28,6 +28,7 @@ from kop.entries import codec as entries
 from kop.entries import formats as entry_format
 from kop.entries.codec import MAX_NULL_RECORDS
 from kop.entries.formats import P_ENTRY, P_HEADERS, P_KEY, P_PRODUCER, P_TS, ProducerStamp
+from kop.entries.framing import IdVersions
 from kop.protocol.errors import KafkaError
 from kop.protocol.records import (
     HEADER_SIZE,
@@ -164,6 +165,10 @@ framed_values = st.one_of(
     st.binary(max_size=12),
     st.builds(lambda sid, body: b"\x00" + sid.to_bytes(4, "big") + body,
               st.sampled_from([1, 2, 3, 2**32 - 1]), st.binary(max_size=12)),
+    # a Protobuf value: the id, message indexes (the root's [0], or [1]), the payload
+    st.builds(lambda sid, tail, body: b"\x00" + sid.to_bytes(4, "big") + tail + body,
+              st.sampled_from([1, 2, 3]), st.sampled_from([b"\x00", b"\x02\x02"]),
+              st.binary(max_size=8)),
 )  # fmt: skip
 
 
@@ -179,21 +184,25 @@ framed_values = st.one_of(
     limit=max_bytes,
     versions=st.dictionaries(st.sampled_from([1, 2, 3]), st.integers(0, 5)),
     extra=st.sampled_from([None, ("__kafka.txn", "7")]),
+    tails=st.dictionaries(st.sampled_from([1, 2, 3]), st.sampled_from([b"\x00", b"\x02\x02"])),
 )
 def test_framed_layouts_are_the_python_framed_layouts(
     recs: list[Record], first_index: int, limit: int, versions: dict[int, int],
-    extra: tuple[str, str] | None,
+    extra: tuple[str, str] | None, tails: dict[int, bytes],
 ) -> None:  # fmt: skip
     """Byte for byte, with the same runs of versions and the same unknown ids
-    (kop.entries.framing)."""
+    (kop.entries.framing); a Protobuf root's message indexes (`tails`) come off with the
+    id, and a value of another message of the file keeps its framing."""
     batch = _batch(recs)
     head = read_header(batch)
     section = records_section(batch, head)
     got = _native().records_to_framed_layouts(
-        section, head.record_count, head.base_timestamp, first_index, limit, extra, versions
-    )
+        section, head.record_count, head.base_timestamp, first_index, limit, extra, versions,
+        tails,
+    )  # fmt: skip
     own = entries.producer_records(batch, head)[first_index:]
-    want = entries.framed_layouts(own, limit, dict([extra]) if extra else None, versions)
+    known = IdVersions(versions, tails)
+    want = entries.framed_layouts(own, limit, dict([extra]) if extra else None, known)
     assert (list(got[0]), list(got[1])) == (want[0], want[1])
 
 
