@@ -37,7 +37,7 @@ $(NATIVE_STAMP): $(NATIVE_SRC) | $(RUN_STAMP)
 setup: $(STAMP) $(NATIVE_STAMP)
 
 ## make run's own: kop and the README's demo clients, without the test extras (pyspark,
-## pandas, grpcio-tools, mypy, ...)
+## pandas, mypy, ...)
 setup-serving: $(RUN_STAMP) $(NATIVE_STAMP)
 
 pulsar-fetch: setup
