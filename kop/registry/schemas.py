@@ -85,13 +85,11 @@ async def parse(
     refs = references_of(references, protobuf=schema_type == PROTOBUF)
     imports: Imports = ()
     if refs:
-        if schema_type == JSON:
-            raise invalid_schema("references of a JSON Schema are not served by kop yet")
         if resolve is None:
             raise invalid_schema("references are not served here")
         imports = await imports_of(refs, schema_type, resolve)
-    if schema_type == JSON:
-        return Schema(JSON, canonical_json(text))
+    if schema_type == JSON:  # a `$ref` to a reference's name is checked by its text
+        return Schema(JSON, canonical_json(text), refs, imports)
     if schema_type == PROTOBUF:
         return Schema(PROTOBUF, await canonical_protobuf_any(text, imports), refs, imports)
     return Schema(AVRO, canonical_avro(text, imports), refs, imports)

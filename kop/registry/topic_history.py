@@ -90,7 +90,11 @@ def is_uploaded(schema: Schema, h: PulsarSchema) -> bool:
     if schema.type == PROTOBUF:
         return h.type == PROTOBUF_NATIVE and h.data == data
     alone = shown(h)
-    return alone is not None and alone.type == schema.type and alone.text == canonical_avro(data)
+    if alone is None or alone.type != schema.type:
+        return False
+    if schema.type == JSON:  # the version keeps the JSON Schema itself (json_avro)
+        return alone.text == schema.text
+    return alone.text == canonical_avro(data)
 
 
 def kept_versions(state: NamespaceState, subject: str) -> dict[int, Schema]:

@@ -18,6 +18,7 @@ from confluent_kafka.schema_registry import (
     record_subject_name_strategy,
 )
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pool, message_factory
@@ -222,3 +223,39 @@ async def test_a_topics_avro_subject_with_a_reference_gives_pulsar_the_types_wri
         assert pulsar_payloads(backend) == [(framing.version_bytes(0), framed[5:])]
         (read,) = await run(consume, bootstrap, "orders", 1)
         assert await run(AvroDeserializer(client), read, ctx) == record
+
+
+ADDRESS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+CUSTOMER = {
+    "title": "com.shop.Customer",  # the record name strategy's subject
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "address.json"}},
+    "required": ["name", "address"],
+}
+
+
+async def test_a_json_schema_names_another_subjects_schema_by_its_reference() -> None:
+    """confluent-kafka's JSON serializer and deserializer resolve `address.json` through
+    the reference kop keeps; a topic's subject refuses it, since Pulsar keeps a topic's
+    JSON Schema as an Avro record and kop follows no `$ref` out of the schema into Avro."""
+    async with registry() as (client, _, gateway):
+        await run(client.register_schema, "address", Schema(json.dumps(ADDRESS), "JSON"))
+        ref = SchemaReference("address.json", "address", 1)
+        customer = Schema(json.dumps(CUSTOMER), "JSON", [ref])
+        customer_id = await run(client.register_schema, "com.shop.Customer", customer)
+        latest = await run(client.get_latest_version, "com.shop.Customer")
+        assert latest.schema.references == [ref]
+        conf = {**RECORD_NAMES, "auto.register.schemas": False, "use.latest.version": True}
+        serialize = await run(lambda: JSONSerializer(customer, client, conf=conf))
+        ctx = SerializationContext("customers", MessageField.VALUE)
+        value = {"name": "Ada", "address": {"city": "London"}}
+        framed = await run(serialize, value, ctx)
+        assert int.from_bytes(framed[1:5], "big") == customer_id
+        bootstrap = f"127.0.0.1:{gateway.kafka_port}"
+        await run(produce, bootstrap, "customers", [framed])
+        (read,) = await run(consume, bootstrap, "customers", 1)
+        assert await run(JSONDeserializer(None, schema_registry_client=client), read, ctx) == value
+        assert await run(refused, lambda: client.register_schema("customers-value", customer)) == (
+            422,
+            42201,
+        )
