@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import web
 
 from kop.registry import errors, subjects
-from kop.registry.access import checked_subject
+from kop.registry.access import Asker, checked_subject
 from kop.registry.askers import Askers
 from kop.registry.errors import RegistryError
 from kop.registry.rest import APICURIO_PREFIX as PREFIX
@@ -86,11 +86,11 @@ def _artifact(request: web.Request, name: str | None = None) -> str:
     return checked_subject(name if name is not None else request.match_info["artifact"])
 
 
-async def _schema(text: str, artifact_type: str | None) -> Schema:
+async def _schema(text: str, artifact_type: str | None, who: Asker) -> Schema:
     kind = (artifact_type or AVRO).upper()
     if kind not in SERVED_TYPES:
         raise errors.invalid_schema(f"artifact type {kind!r} is not served by kop")
-    return await parse(text, kind)
+    return await parse(text, kind, owner=who.ns)
 
 
 def _meta(state: NamespaceState, subject: str, number: int) -> dict[str, Any]:
@@ -115,7 +115,8 @@ class ApicurioHandlers:
         if_exists = request.query.get("ifExists", "FAIL").upper()
         if if_exists not in _IF_EXISTS:
             raise RegistryError(400, 400, f"ifExists {if_exists!r} is not one of {_IF_EXISTS}")
-        schema = await _schema(await request.text(), request.headers.get("X-Registry-ArtifactType"))
+        kind = request.headers.get("X-Registry-ArtifactType")
+        schema = await _schema(await request.text(), kind, who)
         if if_exists in ("FAIL", "RETURN"):
             state = await self.r.view(who, subject)
             live = subjects.versions(state, subject)
@@ -133,7 +134,8 @@ class ApicurioHandlers:
     async def by_content(self, request: web.Request) -> web.Response:
         who = self.askers.asker(request)
         subject = _artifact(request)
-        schema = await _schema(await request.text(), request.headers.get("X-Registry-ArtifactType"))
+        kind = request.headers.get("X-Registry-ArtifactType")
+        schema = await _schema(await request.text(), kind, who)
         state = await self.r.view(who, subject)
         number = subjects.find(state, subject, schema)
         if number is None:

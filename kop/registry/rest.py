@@ -110,10 +110,13 @@ async def json_body(request: web.Request) -> Any:
         raise RegistryError(400, 400, "the request body is not JSON") from None
 
 
-async def schema_of_body(body: Any, resolve: Resolve) -> Schema:
+async def schema_of_body(body: Any, resolve: Resolve, owner: str) -> Schema:
+    """The schema a request's body holds; `owner`, the asking namespace (its compiles of
+    `.proto` text are bounded, kop.registry.protobuf.compiler)."""
     if not isinstance(body, dict):
         raise errors.invalid_schema("the body must be a JSON object")
-    return await parse(body.get("schema"), body.get("schemaType"), body.get("references"), resolve)
+    schema, kind, refs = body.get("schema"), body.get("schemaType"), body.get("references")
+    return await parse(schema, kind, refs, resolve, owner)
 
 
 SCHEMA_TYPES = list(SERVED_TYPES)

@@ -136,12 +136,16 @@ class Handlers:
 
     async def register(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = await schema_of_body(await json_body(request), self._resolve(request))
+        schema = await schema_of_body(
+            await json_body(request), self._resolve(request), self._who(request).ns
+        )
         return answer({"id": await self.r.register(self._who(request), subject, schema)})
 
     async def lookup(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = await schema_of_body(await json_body(request), self._resolve(request))
+        schema = await schema_of_body(
+            await json_body(request), self._resolve(request), self._who(request).ns
+        )
         state = await self.r.view(self._who(request), subject)
         deleted = flag(request, "deleted")
         if not subjects.versions(state, subject, deleted):
@@ -200,7 +204,9 @@ class Handlers:
         who = self._who(request)
         given = request.match_info.get("version")
         wanted = None if given is None else version_of(given)
-        schema = await schema_of_body(await json_body(request), self._resolve(request))
+        schema = await schema_of_body(
+            await json_body(request), self._resolve(request), self._who(request).ns
+        )
         why = await self.r.why_incompatible(who, subject, schema, wanted)
         body: dict[str, Any] = {"is_compatible": why is None}
         if flag(request, "verbose"):

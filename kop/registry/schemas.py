@@ -67,11 +67,12 @@ async def parse(
     schema_type: object = None,
     references: object = None,
     resolve: Resolve | None = None,
+    owner: str = "",
 ) -> Schema:
     """The schema a client sent, checked and canonical; RegistryError (42201) if it is
     not one kop serves. Async: a Protobuf schema in `.proto` text is compiled in a
-    worker process, and `resolve` finds the versions its references name (none may
-    be named without it)."""
+    worker process (`owner`: the namespace asking, whose compiles are bounded), and
+    `resolve` finds the versions its references name (none may be named without it)."""
     if schema_type in (None, ""):
         schema_type = AVRO
     if not isinstance(text, str) or not text.strip():
@@ -91,7 +92,7 @@ async def parse(
     if schema_type == JSON:  # a `$ref` to a reference's name is checked by its text
         return Schema(JSON, canonical_json(text), refs, imports)
     if schema_type == PROTOBUF:
-        return Schema(PROTOBUF, await canonical_protobuf_any(text, imports), refs, imports)
+        return Schema(PROTOBUF, await canonical_protobuf_any(text, imports, owner), refs, imports)
     return Schema(AVRO, canonical_avro(text, imports), refs, imports)
 
 

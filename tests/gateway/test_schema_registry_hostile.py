@@ -54,6 +54,18 @@ BODIES += [
     {"schema": "CgVhLnByb3Rv", "schemaType": "PROTOBUF"},  # a file with a name alone
     {"schema": "////", "schemaType": "PROTOBUF"}, {"schema": "{", "schemaType": "PROTOBUF"},
     {"schema": "Cg" * 1000, "schemaType": "PROTOBUF"},
+    # .proto text: refused by protoc, importing files that are not there or outside
+    {"schema": 'syntax = "proto3"; message {', "schemaType": "PROTOBUF"},
+    {"schema": 'syntax = "proto3"; import "/etc/passwd"; message A {}', "schemaType": "PROTOBUF"},
+    {"schema": 'syntax = "proto3"; import "../../x.proto"; message A {}',
+     "schemaType": "PROTOBUF",
+     "references": [{"name": "../../x.proto", "subject": "x-value", "version": 1}]},
+    {"schema": 'syntax = "proto3"; message A {' + "message B {" * 200 + "}" * 201,
+     "schemaType": "PROTOBUF"},
+    {"schema": json.dumps(USER_V1),
+     "references": [{"name": f"n{i}", "subject": "x-value", "version": 1} for i in range(500)]},
+    {"schema": json.dumps(USER_V1), "references": [{"name": "n", "subject": "x-value",
+                                                    "version": 2**40}]},
 ]  # fmt: skip
 
 

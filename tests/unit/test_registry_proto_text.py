@@ -114,10 +114,25 @@ async def test_a_compile_past_its_deadline_is_refused_and_its_worker_replaced() 
     slow.close()
 
 
-async def test_registrations_waiting_for_the_worker_are_bounded() -> None:
-    compiler = ProtoCompiler(max_waiting=2)
+async def test_registrations_waiting_for_the_worker_are_bounded_per_namespace() -> None:
+    """One namespace has two compiles waiting at most: another's is taken meanwhile."""
+    compiler = ProtoCompiler(max_waiting=16, max_per_owner=2)
     texts = [f'syntax = "proto3"; message A{i} {{}}' for i in range(4)]
-    results = await asyncio.gather(*(compiler.compile(t) for t in texts), return_exceptions=True)
+    asked = [compiler.compile(t, owner="hostile/ns") for t in texts]
+    other = compiler.compile('syntax = "proto3"; message B {}', owner="other/ns")
+    *results, theirs = await asyncio.gather(*asked, other, return_exceptions=True)
+    refused = [r for r in results if isinstance(r, RegistryError)]
+    assert len(refused) == 2 and "this namespace's" in refused[0].message
+    assert isinstance(theirs, descriptor_pb2.FileDescriptorProto)
+    assert theirs.message_type[0].name == "B"
+    compiler.close()
+
+
+async def test_registrations_waiting_for_the_worker_are_bounded_in_all() -> None:
+    compiler = ProtoCompiler(max_waiting=2, max_per_owner=16)
+    texts = [f'syntax = "proto3"; message A{i} {{}}' for i in range(4)]
+    asked = [compiler.compile(t, owner=f"ns{i}") for i, t in enumerate(texts)]
+    results = await asyncio.gather(*asked, return_exceptions=True)
     refused = [r for r in results if isinstance(r, RegistryError)]
     assert len(refused) == 2 and "try again" in refused[0].message
     compiler.close()

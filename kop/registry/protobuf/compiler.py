@@ -38,8 +38,11 @@ FILE_NAME = "default.proto"
 COMPILE_TIMEOUT_S = 10.0
 WORKER_MEMORY_BYTES = 2 << 30
 # Registrations waiting for the one worker past this are refused at once (42201): a
-# tenant sending text schemas in a loop queues behind itself, not forever.
+# tenant sending text schemas in a loop queues behind itself, not forever; and one
+# tenant (the asker's namespace) has at most this many of them, so that another's
+# registration waits for two compiles at most, whatever the first sends.
 MAX_WAITING = 16
+MAX_WAITING_PER_OWNER = 2
 _MAX_ERRORS = 5  # protoc's messages quoted in a refusal
 
 
@@ -125,25 +128,50 @@ def _limit_worker() -> None:
 class ProtoCompiler:
     """The one worker process and the registrations waiting for it."""
 
-    def __init__(self, timeout_s: float = COMPILE_TIMEOUT_S, max_waiting: int = MAX_WAITING):
+    def __init__(
+        self,
+        timeout_s: float = COMPILE_TIMEOUT_S,
+        max_waiting: int = MAX_WAITING,
+        max_per_owner: int = MAX_WAITING_PER_OWNER,
+    ) -> None:
         self._timeout_s = timeout_s
         self._max_waiting = max_waiting
-        self._waiting = 0
+        self._max_per_owner = max_per_owner
+        self._waiting: dict[str, int] = {}  # owner -> its registrations waiting
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        # One compile at a time, in the order asked: a compile's deadline then counts
+        # its own time, not the queue's (a deadline kills the worker). Per event loop.
+        self._turns: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
     async def compile(
-        self, text: str, files: tuple[tuple[str, str], ...] = ()
+        self, text: str, files: tuple[tuple[str, str], ...] = (), owner: str = ""
     ) -> descriptor_pb2.FileDescriptorProto:
         """The schema's FileDescriptorProto; RegistryError 42201 with protoc's messages
-        when it is none, or when compiling it took too long or too much."""
-        if self._waiting >= self._max_waiting:
+        when it is none, when compiling it took too long or too much, or when too many
+        of the owner's (or everyone's) wait already."""
+        if sum(self._waiting.values()) >= self._max_waiting:
             raise invalid_schema("too many .proto schemas are being compiled; try again")
-        self._waiting += 1
+        if self._waiting.get(owner, 0) >= self._max_per_owner:
+            raise invalid_schema(
+                f"{self._max_per_owner} of this namespace's .proto schemas are being compiled "
+                "already; try again"
+            )
+        self._waiting[owner] = self._waiting.get(owner, 0) + 1
         try:
-            data = await self._run(text, files)
+            async with self._turn():
+                data = await self._run(text, files)
         finally:
-            self._waiting -= 1
+            self._waiting[owner] -= 1
+            if not self._waiting[owner]:
+                del self._waiting[owner]
         return descriptor_pb2.FileDescriptorProto.FromString(data)
+
+    def _turn(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if loop not in self._turns:
+            self._turns = {k: v for k, v in self._turns.items() if not k.is_closed()}
+            self._turns[loop] = asyncio.Lock()
+        return self._turns[loop]
 
     async def _run(self, text: str, files: tuple[tuple[str, str], ...]) -> bytes:
         pool = self._worker()

@@ -55,13 +55,15 @@ def canonical_protobuf(text: str) -> str:
     return _canonical(_checked(_decoded(text)))
 
 
-async def canonical_protobuf_any(text: str, imports: Imports = ()) -> str:
+async def canonical_protobuf_any(text: str, imports: Imports = (), owner: str = "") -> str:
     """canonical_protobuf's, for a schema given as base64 or as `.proto` text, which
-    may import the files `imports` hold (its references, kop.registry.references)."""
+    may import the files `imports` hold (its references, kop.registry.references);
+    `owner`, the namespace whose compiles it counts among (ProtoCompiler)."""
     files = referenced(imports)
     file = _decoded(text, strict=False)
     if file is None:
-        file = await COMPILER.compile(text, tuple((n, proto_text(f)) for n, f in files))
+        texts = tuple((n, proto_text(f)) for n, f in files)
+        file = await COMPILER.compile(text, texts, owner)
     return _canonical(_checked(file, files))
 
 
