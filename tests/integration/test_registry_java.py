@@ -1,9 +1,10 @@
-"""Java applications on kop's registry, unmodified: a producer and a consumer with
-Apicurio's Avro and Protobuf serdes (Maven Central's; Confluent's are not there) and Kafka
-Connect's AvroConverter, speaking Apicurio's v2 REST API to kop with Confluent's
-framing in the value. What they write is read by confluent-kafka's deserializer and by
-a Pulsar consumer with the matching `AvroSchema`: one id, one schema, every client. And
-a Kafka Connect worker with the converter on its plugin path, as operators install it."""
+"""Java applications on kop's registry, unmodified: producers and consumers with
+Apicurio's Avro, Protobuf and JSON Schema serdes (Maven Central's; Confluent's are not
+there) and Kafka Connect's AvroConverter, speaking Apicurio's v2 REST API to kop with
+Confluent's framing in the value. What they write is read by confluent-kafka's
+deserializers and by Pulsar consumers with the matching schema: one id, one schema,
+every client. And a Kafka Connect worker with the converter on its plugin path, as
+operators install it."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from pathlib import Path
 import pulsar
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf.descriptor_pb2 import FileDescriptorProto
-from pulsar.schema import AvroSchema, Integer, Record, String
+from pulsar.schema import AvroSchema, Integer, JsonSchema, Record, String
 
 from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_URL, KopProcess, free_port
@@ -33,6 +35,7 @@ from tests.integration.streams_connect.connect import (
 )
 from tests.integration.streams_connect.jvm import build_classpath, wait_until
 from tests.integration.streams_connect.wordcount import create_topics
+from tests.integration.test_schema_registry_kop import TICKET_JSON, Ticket
 
 JAVA_DIR = Path(__file__).resolve().parent / "java_registry"
 N = 5
@@ -143,6 +146,55 @@ def test_java_protobuf_serdes_read_back_the_proto_text_kop_writes(
             ("sensor", 1), ("value", 2),
         ]  # fmt: skip
     finally:
+        kop.stop()
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_java_json_schema_serdes_validate_against_the_topics_schema(
+    tmp_path: Path, serdes_classpath: str
+) -> None:
+    """Apicurio's JSON Schema serializer finds the topic's latest JSON Schema (registered
+    by a Python client), validates each value against it (a value it does not allow is
+    refused in the producer) and frames it; its deserializer, confluent-kafka's and a
+    Pulsar `JsonSchema` consumer read the records."""
+    port = free_port()
+    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
+    topic = f"sr-java-json-{uuid.uuid4().hex[:10]}"
+    client = pulsar.Client(PULSAR_URL)
+    try:
+        kop.start()
+        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
+        url = f"http://127.0.0.1:{port}"
+        registry = SchemaRegistryClient({"url": url})
+        schema_id = registry.register_schema(
+            f"{topic}-value", Schema(json.dumps(TICKET_JSON), "JSON")
+        )
+        out = subprocess.run(
+            ["java", "-cp", serdes_classpath, str(JAVA_DIR / "ApicurioJson.java"),
+             kop.bootstrap, f"{url}/apis/registry/v2", topic, str(N)],
+            capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        lines = out.stdout.splitlines()
+        assert f"PRODUCED {N}" in lines and "REFUSED" in lines
+        expected = [(f"j{i}", i) for i in range(N)]
+        assert [line for line in lines if line.startswith("RECORD ")] == [
+            f"RECORD {code}|{count}" for code, count in expected
+        ]
+        values = _values(kop.bootstrap, topic)
+        assert {int.from_bytes((v or b"")[1:5], "big") for v in values} == {schema_id}
+        ctx = SerializationContext(topic, MessageField.VALUE)
+        deserialize = JSONDeserializer(None, schema_registry_client=registry)
+        assert [(d["code"], d["count"]) for d in (deserialize(v, ctx) for v in values)] == expected
+        pulsar_consumer = client.subscribe(
+            f"persistent://public/default/{topic}", "typed", schema=JsonSchema(Ticket),
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        got = [pulsar_consumer.receive(30_000).value() for _ in range(N)]
+        assert [(t.code, t.count) for t in got] == expected
+    finally:
+        client.close()
         kop.stop()
 
 
