@@ -9,10 +9,14 @@ operators install it."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import subprocess
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pulsar
 import pytest
@@ -61,26 +65,59 @@ def _values(bootstrap: str, topic: str) -> list[bytes | None]:
     return [r.value for r in cf_consume(bootstrap, topic, N, reset="earliest")]
 
 
-@pytest.mark.usefixtures("pulsar")
-def test_java_serdes_and_connect_converter_share_one_registry_with_every_client(
-    tmp_path: Path, serdes_classpath: str
-) -> None:
+@dataclass
+class JavaSide:
+    """A kop with its registry, a one-partition topic and a Pulsar client, for a Java
+    program of java_registry/ to run against."""
+
+    kop: KopProcess
+    topic: str
+    url: str
+    client: pulsar.Client
+    classpath: str
+
+    def run(self, program: str, *more: str) -> list[str]:
+        """The program's printed lines, once it exited 0: `program` <bootstrap>
+        <Apicurio v2 API> <topic> <N> `more`."""
+        out = subprocess.run(
+            ["java", "-cp", self.classpath, str(JAVA_DIR / program), self.kop.bootstrap,
+             f"{self.url}/apis/registry/v2", self.topic, str(N), *more],
+            capture_output=True, text=True, timeout=240,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]
+        return out.stdout.splitlines()
+
+    def typed(self, schema: object) -> list[Any]:
+        """The topic's N first messages to a Pulsar consumer with `schema`."""
+        consumer = self.client.subscribe(
+            f"persistent://public/default/{self.topic}", "typed", schema=schema,
+            initial_position=pulsar.InitialPosition.Earliest,
+        )  # fmt: skip
+        return [consumer.receive(30_000).value() for _ in range(N)]
+
+
+@contextlib.contextmanager
+def java_side(tmp_path: Path, classpath: str, prefix: str) -> Iterator[JavaSide]:
     port = free_port()
     kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    topic = f"sr-java-{uuid.uuid4().hex[:10]}"
+    topic = f"{prefix}-{uuid.uuid4().hex[:10]}"
     client = pulsar.Client(PULSAR_URL)
     try:
         kop.start()
         admin = AdminClient({"bootstrap.servers": kop.bootstrap})
         admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        url = f"http://127.0.0.1:{port}"
-        out = subprocess.run(
-            ["java", "-cp", serdes_classpath, str(JAVA_DIR / "ApicurioSerdes.java"),
-             kop.bootstrap, f"{url}/apis/registry/v2", topic, str(N), f"{topic}-connect"],
-            capture_output=True, text=True, timeout=240,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr[-3000:]
-        lines = out.stdout.splitlines()
+        yield JavaSide(kop, topic, f"http://127.0.0.1:{port}", client, classpath)
+    finally:
+        client.close()
+        kop.stop()
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_java_serdes_and_connect_converter_share_one_registry_with_every_client(
+    tmp_path: Path, serdes_classpath: str
+) -> None:
+    with java_side(tmp_path, serdes_classpath, "sr-java") as side:
+        lines = side.run("ApicurioSerdes.java", f"{side.topic}-connect")
         assert f"PRODUCED {N}" in lines
         expected = [(f"s{i}", i * 10) for i in range(N)]
         assert [line for line in lines if line.startswith("RECORD ")] == [
@@ -89,22 +126,14 @@ def test_java_serdes_and_connect_converter_share_one_registry_with_every_client(
         assert "CONNECT c1|7" in lines
         assert "CONNECT BYTES 00" in "\n".join(lines)  # Confluent's magic byte, then the id
         # the id the Java producer framed is the Confluent API's: confluent-kafka reads it
-        registry = SchemaRegistryClient({"url": url})
-        ctx = SerializationContext(topic, MessageField.VALUE)
+        registry = SchemaRegistryClient({"url": side.url})
+        ctx = SerializationContext(side.topic, MessageField.VALUE)
         deserialize = AvroDeserializer(registry)
-        values = [deserialize(v, ctx) for v in _values(kop.bootstrap, topic)]
+        values = [deserialize(v, ctx) for v in _values(side.kop.bootstrap, side.topic)]
         assert [(v["sensor"], v["value"]) for v in values] == expected
-        assert registry.get_versions(f"{topic}-value") == [1]
+        assert registry.get_versions(f"{side.topic}-value") == [1]
         # and the records are the topic's typed messages to a Pulsar application
-        pulsar_consumer = client.subscribe(
-            f"persistent://public/default/{topic}", "typed", schema=AvroSchema(Reading),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
-        got = [pulsar_consumer.receive(30_000).value() for _ in range(N)]
-        assert [(r.sensor, r.value) for r in got] == expected
-    finally:
-        client.close()
-        kop.stop()
+        assert [(r.sensor, r.value) for r in side.typed(AvroSchema(Reading))] == expected
 
 
 @pytest.mark.usefixtures("pulsar")
@@ -115,38 +144,23 @@ def test_java_protobuf_serdes_read_back_the_proto_text_kop_writes(
     protoc; its deserializer reads every record through the `.proto` text kop writes back
     from the descriptor, parsed by its own parser (Square's Wire), not protoc's. The
     Confluent API shows the same schema as text and as a descriptor."""
-    port = free_port()
-    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    topic = f"sr-java-pb-{uuid.uuid4().hex[:10]}"
-    try:
-        kop.start()
-        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
-        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        url = f"http://127.0.0.1:{port}"
-        out = subprocess.run(
-            ["java", "-cp", serdes_classpath, str(JAVA_DIR / "ApicurioProtobuf.java"),
-             kop.bootstrap, f"{url}/apis/registry/v2", topic, str(N)],
-            capture_output=True, text=True, timeout=240,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr[-3000:]
-        lines = out.stdout.splitlines()
+    with java_side(tmp_path, serdes_classpath, "sr-java-pb") as side:
+        lines = side.run("ApicurioProtobuf.java")
         assert f"PRODUCED {N}" in lines
         assert [line for line in lines if line.startswith("RECORD ")] == [
             f"RECORD s{i}|{i * 10}" for i in range(N)
         ]
-        registry = SchemaRegistryClient({"url": url})
-        text = registry.get_latest_version(f"{topic}-value").schema
+        subject = f"{side.topic}-value"
+        text = SchemaRegistryClient({"url": side.url}).get_latest_version(subject).schema
         assert text.schema_type == "PROTOBUF"
         assert "message Reading {" in text.schema_str
-        described = SchemaRegistryClient({"url": url}).get_latest_version(
-            f"{topic}-value", "serialized"
+        described = SchemaRegistryClient({"url": side.url}).get_latest_version(
+            subject, "serialized"
         )
         file = FileDescriptorProto.FromString(base64.b64decode(described.schema.schema_str))
         assert [(f.name, f.number) for f in file.message_type[0].field] == [
             ("sensor", 1), ("value", 2),
         ]  # fmt: skip
-    finally:
-        kop.stop()
 
 
 @pytest.mark.usefixtures("pulsar")
@@ -157,45 +171,22 @@ def test_java_json_schema_serdes_validate_against_the_topics_schema(
     by a Python client), validates each value against it (a value it does not allow is
     refused in the producer) and frames it; its deserializer, confluent-kafka's and a
     Pulsar `JsonSchema` consumer read the records."""
-    port = free_port()
-    kop = KopProcess(tmp_path, KOP_SCHEMA_REGISTRY_PORT=str(port))
-    topic = f"sr-java-json-{uuid.uuid4().hex[:10]}"
-    client = pulsar.Client(PULSAR_URL)
-    try:
-        kop.start()
-        admin = AdminClient({"bootstrap.servers": kop.bootstrap})
-        admin.create_topics([NewTopic(topic, 1)])[topic].result(30)
-        url = f"http://127.0.0.1:{port}"
-        registry = SchemaRegistryClient({"url": url})
-        schema_id = registry.register_schema(
-            f"{topic}-value", Schema(json.dumps(TICKET_JSON), "JSON")
-        )
-        out = subprocess.run(
-            ["java", "-cp", serdes_classpath, str(JAVA_DIR / "ApicurioJson.java"),
-             kop.bootstrap, f"{url}/apis/registry/v2", topic, str(N)],
-            capture_output=True, text=True, timeout=240,
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr[-3000:]
-        lines = out.stdout.splitlines()
+    with java_side(tmp_path, serdes_classpath, "sr-java-json") as side:
+        registry = SchemaRegistryClient({"url": side.url})
+        ticket = Schema(json.dumps(TICKET_JSON), "JSON")
+        schema_id = registry.register_schema(f"{side.topic}-value", ticket)
+        lines = side.run("ApicurioJson.java")
         assert f"PRODUCED {N}" in lines and "REFUSED" in lines
         expected = [(f"j{i}", i) for i in range(N)]
         assert [line for line in lines if line.startswith("RECORD ")] == [
             f"RECORD {code}|{count}" for code, count in expected
         ]
-        values = _values(kop.bootstrap, topic)
+        values = _values(side.kop.bootstrap, side.topic)
         assert {int.from_bytes((v or b"")[1:5], "big") for v in values} == {schema_id}
-        ctx = SerializationContext(topic, MessageField.VALUE)
+        ctx = SerializationContext(side.topic, MessageField.VALUE)
         deserialize = JSONDeserializer(None, schema_registry_client=registry)
         assert [(d["code"], d["count"]) for d in (deserialize(v, ctx) for v in values)] == expected
-        pulsar_consumer = client.subscribe(
-            f"persistent://public/default/{topic}", "typed", schema=JsonSchema(Ticket),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
-        got = [pulsar_consumer.receive(30_000).value() for _ in range(N)]
-        assert [(t.code, t.count) for t in got] == expected
-    finally:
-        client.close()
-        kop.stop()
+        assert [(t.code, t.count) for t in side.typed(JsonSchema(Ticket))] == expected
 
 
 # What a Connect plugin directory leaves to the worker: Kafka's own classes (Connect
