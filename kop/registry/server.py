@@ -12,6 +12,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from kop.registry.askers import Askers
+from kop.registry.protobuf.compiler import COMPILER
 from kop.registry.routes import registry_app
 from kop.registry.service import Registry
 
@@ -52,3 +53,4 @@ class RegistryServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        COMPILER.close()  # its worker process ends with the registry

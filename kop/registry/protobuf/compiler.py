@@ -25,6 +25,8 @@ import multiprocessing
 import os
 import resource
 import tempfile
+import threading
+import time
 import warnings
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -44,6 +46,7 @@ WORKER_MEMORY_BYTES = 2 << 30
 MAX_WAITING = 16
 MAX_WAITING_PER_OWNER = 2
 _MAX_ERRORS = 5  # protoc's messages quoted in a refusal
+PARENT_CHECK_S = 0.5  # how soon a worker whose kop is gone exits
 
 
 class ProtoErrors(Exception):
@@ -116,13 +119,23 @@ def _serialized_file(code: str) -> bytes:
     raise ProtoErrors("protoc's output holds no descriptor")
 
 
-def _limit_worker() -> None:
+def _start_worker() -> None:
     """The worker's memory capped; protoc's own log lines (warnings such as "no syntax
-    specified") dropped: what it refuses comes back as ProtoErrors."""
+    specified") dropped: what it refuses comes back as ProtoErrors. And the worker ends
+    with kop: a worker waits on its queue for good once kop is gone (killed, or stopped
+    without closing the compiler), so it watches whether its parent is still there."""
     resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 2)
     os.close(quiet)
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 class ProtoCompiler:
@@ -195,7 +208,7 @@ class ProtoCompiler:
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_limit_worker,
+                initializer=_start_worker,
             )
         return self._pool
 
@@ -210,8 +223,15 @@ class ProtoCompiler:
                 os.kill(process.pid, 9)
 
     def close(self) -> None:
+        """The worker stopped (a compile in flight is refused); the next starts anew."""
         if self._pool is not None:
             self._discard(self._pool)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The worker's process id, while there is one (for tests and metrics)."""
+        pool = self._pool
+        return [] if pool is None else [p.pid for p in getattr(pool, "_processes", {}).values()]
 
 
 # One per kop process: the registry's instances share it.
