@@ -7,10 +7,11 @@ Two questions, one kop (its registry on) against the shared Pulsar:
    it): `--requests` each of register (a schema already there: what a serializer's
    first record asks), get by id (a deserializer's), latest version and lookup, on one
    kept-alive connection, one at a time.
-2. **The framing at the edge**: Avro records in Confluent's framing produced and consumed
-   through kop on a topic whose schema is in Pulsar (stored bare in the schema's
-   version, framed again when read) and on a topic with `kop.schema.registry.framing`
-   false (stored as they came): records/s and kop's CPU per MB each way.
+2. **The framing at the edge**: Avro and Protobuf records in Confluent's framing
+   produced and consumed through kop on topics whose schema is in Pulsar (stored bare in
+   the schema's version, framed again when read) and Avro ones on a topic with
+   `kop.schema.registry.framing` false (stored as they came): records/s and kop's CPU
+   per MB each way.
 
 The report (markdown) on stdout, the figures in bench/results/registry.json, a plot in
 docs/images/registry.png, and with --write in docs/benchmarks.md.
@@ -34,7 +35,10 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
 
 from bench.common import log, proc_ticks, pulsar_missing, pulsar_options, write_doc_section
 from bench.kop_process import KopProcess, free_port
@@ -95,22 +99,49 @@ def rest_latency(base: str, requests: int) -> dict[str, float]:
     return out
 
 
+def _values(kind: str, client: SchemaRegistryClient, ctx: SerializationContext) -> list[bytes]:
+    """1,000 readings as the serializer of `kind` frames them (Avro unless Protobuf)."""
+    fields = [{"sensor": f"s{i % 100}", "value": i, "note": "x" * 64} for i in range(1000)]
+    if not kind.startswith("Protobuf"):
+        serialize = AvroSerializer(client, json.dumps(SCHEMA))
+        return [serialize(f, ctx) for f in fields]
+    reading = _reading_class()
+    to_proto = ProtobufSerializer(reading, client, {})
+    return [to_proto(reading(**f), ctx) for f in fields]
+
+
+def _reading_class() -> Any:
+    """bench.Reading {string sensor = 1; int64 value = 2; string note = 3;} (SCHEMA's)."""
+    t = FieldDescriptorProto
+    file = FileDescriptorProto(name="bench/reading.proto", package="bench", syntax="proto3")
+    message = file.message_type.add(name="Reading")
+    for number, (name, kind) in enumerate(
+        (("sensor", t.TYPE_STRING), ("value", t.TYPE_INT64), ("note", t.TYPE_STRING)), 1
+    ):
+        message.field.add(name=name, number=number, type=kind, label=t.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Reading"))
+
+
 def framing_cost(kop: KopProcess, registry: str, records: int) -> dict[str, dict[str, float]]:
     """Per topic kind: produce and consume records/s and kop's CPU ms per MB."""
     client = SchemaRegistryClient({"url": registry})
     admin = AdminClient({"bootstrap.servers": kop.bootstrap})
     run = uuid.uuid4().hex[:6]
-    topics = {"converted": f"framed-{run}", "framing off": f"raw-{run}"}
+    topics = {
+        "Avro, converted": f"framed-{run}",
+        "Protobuf, converted": f"proto-{run}",
+        "framing off": f"raw-{run}",
+    }
     off = {"kop.schema.registry.framing": "false"}
     for kind, topic in topics.items():
         config = off if kind == "framing off" else {}
         admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(60)
     out: dict[str, dict[str, float]] = {}
     for kind, topic in topics.items():
-        serialize = AvroSerializer(client, json.dumps(SCHEMA))
         ctx = SerializationContext(topic, MessageField.VALUE)
-        values = [serialize({"sensor": f"s{i % 100}", "value": i, "note": "x" * 64}, ctx)
-                  for i in range(1000)]  # fmt: skip
+        values = _values(kind, client, ctx)
         size = sum(len(v) for v in values) / len(values)
         producer = Producer({"bootstrap.servers": kop.bootstrap, "linger.ms": 5})
         cpu, started = _cpu_s(kop.pid), time.perf_counter()
@@ -190,9 +221,9 @@ def report(latency: dict[str, dict[str, float]], framing: dict[str, dict[str, fl
         "|---|" + "---:|" * len(names),
         *(f"| {k} | " + " | ".join(f"{latency[n][k]:.2f}" for n in names) + " |" for k in KINDS),
         "",
-        f"{records:,} Avro records in Confluent's framing through kop, produced then consumed"
-        " (confluent-kafka), on a topic whose schema is in Pulsar (converted) and on one with"
-        " `kop.schema.registry.framing=false`:",
+        f"{records:,} records in Confluent's framing through kop, produced then consumed"
+        " (confluent-kafka), Avro and Protobuf on topics whose schema is in Pulsar (converted)"
+        " and Avro on one with `kop.schema.registry.framing=false`:",
         "",
         "| | " + " | ".join(framing) + " |",
         "|---|" + "---:|" * len(framing),
