@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.descriptor_pb2 import FieldDescriptorProto, FileDescriptorProto
 from pulsar.schema import AvroSchema, JsonSchema, Long, ProtobufNativeSchema, Record, String
 
+from bench.java_side import pulsar_lib
 from tests.integration.clients import cf_consume
 from tests.integration.conftest import PULSAR_HTTP, PULSAR_URL, KopProcess, free_port
 
@@ -304,3 +306,56 @@ def test_schemas_with_references_are_the_topics_whole_schema(tmp_path: Path) -> 
             {"item": "milk", "price": {"cents": 99}},
         ]
         assert len(pulsar_schemas(side.topic)) == 1  # the typed producer's is kop's version
+
+
+JAVA_PULSAR = Path(__file__).resolve().parent / "java_pulsar" / "PulsarTyped.java"
+
+
+def _java_pulsar(side: TopicSide, n: int, send: str | None) -> list[str]:
+    """Pulsar's Java client on the topic (java_pulsar/PulsarTyped.java): the lines it
+    prints (its client's log lines, on the same stream, left out)."""
+    lib = pulsar_lib()
+    assert lib is not None, "the Pulsar jars (tools/pulsar.py fetch) are missing"
+    out = subprocess.run(
+        ["java", "-cp", f"{lib}/*", str(JAVA_PULSAR), PULSAR_URL, side.full, str(n),
+         *([send] if send else [])],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [
+        line for line in out.stdout.splitlines() if line.startswith(("RECORD", "SCHEMA", "SENT"))
+    ]
+
+
+@pytest.mark.usefixtures("pulsar")
+def test_pulsars_java_client_reads_and_writes_typed_values_on_registry_topics(
+    tmp_path: Path,
+) -> None:
+    """Pulsar's Java client with the topic's schema (AUTO_CONSUME, a generic record of the
+    version it read): Avro and JSON Schema both ways, Protobuf as PROTOBUF_NATIVE read."""
+    with topic_side(tmp_path, "sr-java-pulsar-avro") as side:
+        serialize = AvroSerializer(side.registry, json.dumps(Reading.schema()))
+        side.produce([serialize({"sensor": s}, side.ctx) for s in ("s1", "s2")])
+        lines = _java_pulsar(side, 2, "sensor=from-java")
+        assert lines == ["RECORD s1", "RECORD s2", "SCHEMA AVRO", "SENT"]
+        deserialize = AvroDeserializer(side.registry)
+        assert [deserialize(v, side.ctx)["sensor"] for v in side.consume(3)] == [
+            "s1", "s2", "from-java",
+        ]  # fmt: skip
+    with topic_side(tmp_path, "sr-java-pulsar-json") as side:
+        side.registry.register_schema(
+            f"{side.topic}-value", Schema(json.dumps(TICKET_JSON), "JSON")
+        )
+        to_json = JSONSerializer(json.dumps(TICKET_JSON), side.registry)
+        side.produce([to_json({"code": "a1", "count": 1}, side.ctx)])
+        lines = _java_pulsar(side, 1, "code=j2,count=2")
+        assert lines[1:] == ["SCHEMA JSON", "SENT"] and lines[0].startswith("RECORD a1|1")
+        from_json = JSONDeserializer(json.dumps(TICKET_JSON))
+        read = [from_json(v, side.ctx) for v in side.consume(2)]
+        assert [(t["code"], t["count"]) for t in read] == [("a1", 1), ("j2", 2)]
+    with topic_side(tmp_path, "sr-java-pulsar-proto") as side:
+        order = _order_class()
+        to_proto = ProtobufSerializer(order, side.registry, {})
+        side.produce([to_proto(order(id=i, note=f"k{i}"), side.ctx) for i in (1, 2)])
+        lines = _java_pulsar(side, 2, None)
+        assert lines == ["RECORD 1|k1", "RECORD 2|k2", "SCHEMA PROTOBUF_NATIVE"]
