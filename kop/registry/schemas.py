@@ -87,7 +87,7 @@ async def parse(
     imports: Imports = ()
     if refs:
         if resolve is None:
-            raise invalid_schema("references are not served here")
+            raise invalid_schema("references are not taken here (Confluent's API takes them)")
         imports = await imports_of(refs, schema_type, resolve)
     if schema_type == JSON:  # a `$ref` to a reference's name is checked by its text
         return Schema(JSON, canonical_json(text), refs, imports)

@@ -90,8 +90,8 @@ def _messages(found: list[object]) -> str:
     ]
     if missing:
         return (
-            f"the schema imports {missing[0]!r}: schema references are not served by kop yet "
-            "(Protobuf's well-known types are)"
+            f"the schema imports {missing[0]!r}, which no reference names (Protobuf's "
+            "well-known types need none)"
         )
     out = []
     for error in found[:_MAX_ERRORS]:
