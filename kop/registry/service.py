@@ -43,6 +43,20 @@ class Limits:
     max_subjects: int = 10_000
     max_versions: int = 1_000
 
+    def room(self, state: NamespaceState, subject: str, versions: int) -> None:
+        """42205 when registering one more version of `subject` passes a limit."""
+        live = [name for name in state.subjects if subjects.known(state, name)]
+        if subject not in live and len(live) >= self.max_subjects:
+            raise errors.not_permitted(
+                f"the namespace holds {self.max_subjects} subjects, the most it may "
+                "(schema_registry_max_subjects)"
+            )
+        if versions >= self.max_versions:
+            raise errors.not_permitted(
+                f"subject '{subject}' holds {self.max_versions} versions, the most it "
+                "may (schema_registry_max_versions)"
+            )
+
 
 class Registry:
     def __init__(
@@ -71,20 +85,6 @@ class Registry:
             number - 1: FramedAs(v.id, _tail(state.schemas.get(v.id)))
             for number, v in state.subjects.get(subject, {}).items()
         }
-
-    def _room(self, state: NamespaceState, subject: str, versions: int) -> None:
-        """42205 when registering one more version of `subject` passes a limit."""
-        live = [name for name in state.subjects if subjects.known(state, name)]
-        if subject not in live and len(live) >= self.limits.max_subjects:
-            raise errors.not_permitted(
-                f"the namespace holds {self.limits.max_subjects} subjects, the most it may "
-                "(schema_registry_max_subjects)"
-            )
-        if versions >= self.limits.max_versions:
-            raise errors.not_permitted(
-                f"subject '{subject}' holds {self.limits.max_versions} versions, the most it "
-                "may (schema_registry_max_versions)"
-            )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -145,7 +145,7 @@ class Registry:
             why = checked if now == before else subjects.why_not_after(schema, level, now)
             if why is not None:
                 raise errors.incompatible(subject, why)
-            self._room(state, subject, len(state.subjects.get(subject, {})))
+            self.limits.room(state, subject, len(state.subjects.get(subject, {})))
             records, schema_id = subjects.with_id(state, who.ns, schema)
             number = max(state.subjects.get(subject, {}), default=0) + 1
             records.append(version_record(who.ns, subject, number, Version(schema_id)))
@@ -162,7 +162,7 @@ class Registry:
         (Pulsar checks only that its root message keeps its name)."""
         state = await self._synced(who, subject, topic)
         if subjects.find(state, subject, schema, deleted=True) is None:
-            self._room(state, subject, len(state.subjects.get(subject, {})))
+            self.limits.room(state, subject, len(state.subjects.get(subject, {})))
             if schema.type in (JSON, PROTOBUF):
                 level = await self.levels.level(who, subject)
                 live = subjects.versions(state, subject)
