@@ -25,7 +25,7 @@ from kop.registry.rest import (
     schema_of_body,
     version_of,
 )
-from kop.registry.schemas import shown
+from kop.registry.schemas import Schema, shown
 from kop.registry.service import Registry
 from kop.security.authorizer import TopicOp
 
@@ -86,8 +86,11 @@ class Handlers:
     def _who(self, request: web.Request) -> Asker:
         return self.askers.asker(request)
 
-    def _resolve(self, request: web.Request) -> Resolve:
-        return functools.partial(self.r.resolved, self._who(request))
+    async def _schema(self, request: web.Request) -> Schema:
+        """The schema a request's body holds, its references resolved as the asker."""
+        who = self._who(request)
+        resolve: Resolve = functools.partial(self.r.resolved, who)
+        return await schema_of_body(await json_body(request), resolve, who.ns)
 
     async def root(self, request: web.Request) -> web.Response:
         return answer({})
@@ -136,16 +139,12 @@ class Handlers:
 
     async def register(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = await schema_of_body(
-            await json_body(request), self._resolve(request), self._who(request).ns
-        )
+        schema = await self._schema(request)
         return answer({"id": await self.r.register(self._who(request), subject, schema)})
 
     async def lookup(self, request: web.Request) -> web.Response:
         subject = _subject(request)
-        schema = await schema_of_body(
-            await json_body(request), self._resolve(request), self._who(request).ns
-        )
+        schema = await self._schema(request)
         state = await self.r.view(self._who(request), subject)
         deleted = flag(request, "deleted")
         if not subjects.versions(state, subject, deleted):
@@ -204,9 +203,7 @@ class Handlers:
         who = self._who(request)
         given = request.match_info.get("version")
         wanted = None if given is None else version_of(given)
-        schema = await schema_of_body(
-            await json_body(request), self._resolve(request), self._who(request).ns
-        )
+        schema = await self._schema(request)
         why = await self.r.why_incompatible(who, subject, schema, wanted)
         body: dict[str, Any] = {"is_compatible": why is None}
         if flag(request, "verbose"):

@@ -12,6 +12,7 @@ stays that schema as long as Pulsar's version is what that schema uploads.
 
 from __future__ import annotations
 
+import functools
 import json
 
 from kop.registry import errors, subjects
@@ -83,18 +84,27 @@ def shown_history(history: list[PulsarSchema], kept: dict[int, Schema]) -> Histo
 def is_uploaded(schema: Schema, h: PulsarSchema) -> bool:
     """Whether Pulsar's version `h` is what registering `schema` uploads (as Pulsar
     compares: Avro as parsed, PROTOBUF_NATIVE byte for byte)."""
-    try:
-        data = pulsar_data(schema)
-    except errors.RegistryError:
+    uploads = _uploaded(schema)
+    if uploads is None:
         return False
     if schema.type == PROTOBUF:
-        return h.type == PROTOBUF_NATIVE and h.data == data
+        return h.type == PROTOBUF_NATIVE and h.data == uploads
     alone = shown(h)
     if alone is None or alone.type != schema.type:
         return False
-    if schema.type == JSON:  # the version keeps the JSON Schema itself (json_avro)
-        return alone.text == schema.text
-    return alone.text == canonical_avro(data)
+    # a JSON version keeps the JSON Schema itself (json_avro)
+    return alone.text == (schema.text if schema.type == JSON else uploads)
+
+
+@functools.lru_cache(maxsize=128)
+def _uploaded(schema: Schema) -> str | None:
+    """`pulsar_data` (Avro canonical, as `shown` reads it back), once per schema: every
+    read of a topic's subject compares its versions with references against it."""
+    try:
+        data = pulsar_data(schema)
+    except errors.RegistryError:
+        return None
+    return canonical_avro(data) if schema.type == AVRO else data
 
 
 def kept_versions(state: NamespaceState, subject: str) -> dict[int, Schema]:
