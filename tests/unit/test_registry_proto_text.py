@@ -260,7 +260,7 @@ def _gone(pid: int, within_s: float = 30.0) -> bool:
             with open(f"/proc/{pid}/stat") as stat:
                 if stat.read().split(") ", 1)[1].startswith("Z"):
                     return True
-        except FileNotFoundError:
+        except OSError:  # no such file, or (ESRCH) reaped between opening and reading it
             return True
         time.sleep(0.05)
     return False
