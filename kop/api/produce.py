@@ -38,6 +38,7 @@ from kop.protocol.messages import ApiKey
 from kop.protocol.records import BatchHeader, iter_records, split_batches
 from kop.protocol.values import NO_THROTTLE
 from kop.security.authorizer import ALLOW_ALL, TopicOp
+from kop.topics.catalog import TopicView
 from kop.txn.peers import is_peer
 from kop.txn.verified_writes import verify_write
 
@@ -76,23 +77,32 @@ async def handle(
         for p in t.partition_data:
             key = (t.name, p.index)
             begin = functools.partial(_begin, services, ctx, t.name, p.index, p.records, txn)
-            if ctx.chains.busy(key) or await _to_open(services, ctx, t.name, p.index):
+            if ctx.chains.busy(key):
                 pending.append((t.name, p.index, ctx.chains.after(key, begin)))
-            else:
-                pending.append((t.name, p.index, await begin()))
+                continue
+            view = await _known(services, ctx, t.name)
+            if view is not None and _to_open(services, view, p.index):
+                pending.append((t.name, p.index, ctx.chains.after(key, begin)))
+            else:  # the view just looked up: one lookup per partition, not two
+                pending.append((t.name, p.index, await begin(view)))
     return Later(_finish(request, pending))
 
 
 ROUTES = (Route(ApiKey.PRODUCE, ProduceRequest, ProduceResponse, handle),)
 
 
-async def _to_open(services: Services, ctx: RequestContext, name: str, index: int) -> bool:
+async def _known(services: Services, ctx: RequestContext, name: str) -> TopicView | None:
+    """The topic if it exists and the client may produce to it; None otherwise (`_begin`
+    looks it up again and answers why)."""
+    try:
+        return await existing_topic(services, ctx, name, TopicOp.PRODUCE)
+    except Exception:
+        return None
+
+
+def _to_open(services: Services, view: TopicView, index: int) -> bool:
     """Whether the partition is this instance's and not open yet (`produce_order`);
     anything else is answered at once by `_begin`."""
-    try:
-        view = await existing_topic(services, ctx, name, TopicOp.PRODUCE)
-    except Exception:
-        return False
     if not 0 <= index < view.partitions:
         return False
     topic = view.partition_topic(index)
@@ -101,11 +111,13 @@ async def _to_open(services: Services, ctx: RequestContext, name: str, index: in
 
 async def _begin(
     services: Services, ctx: RequestContext, name: str, index: int, records: bytes | None,
-    txn: str | None,
+    txn: str | None, view: TopicView | None = None,
 ) -> Pending:  # fmt: skip
+    """`view`: the topic as looked up for this request a moment ago (None: look it up)."""
     try:
         refuse_produce(name)
-        view = await existing_topic(services, ctx, name, TopicOp.PRODUCE)
+        if view is None:
+            view = await existing_topic(services, ctx, name, TopicOp.PRODUCE)
         if not 0 <= index < view.partitions:
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"{name} has no partition {index}"

@@ -15,9 +15,11 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
 from kio.static.protocol import Entity
 
 from kop.protocol.bounds import FrameShapeError, check_request
+from kop.protocol.produce_writer import header_writer, produce_writer
 
 
 class ApiKey(IntEnum):
@@ -264,9 +266,9 @@ def encode_response_frame(header: RequestHeader, response: Entity) -> bytes:
 
 
 def _write_response(out: io.BytesIO, header: RequestHeader, response: Entity) -> None:
-    header_schema = type(response).__header_schema__  # type: ignore[attr-defined]
-    _writer(header_schema)(out, header_schema(correlation_id=header.correlation_id))
-    _writer(type(response))(out, response)
+    kind = type(response)
+    _header_writer(kind)(out, header.correlation_id)
+    _writer(kind)(out, response)
 
 
 _SIZE = struct.Struct(">i")
@@ -280,4 +282,14 @@ def _reader(cls: type[Entity]) -> Any:
 
 @cache
 def _writer(cls: type[Entity]) -> Any:
-    return entity_writer(cls)
+    generic = entity_writer(cls)
+    kind = getattr(cls, "__type__", None)
+    if getattr(cls, "__api_key__", None) == ApiKey.PRODUCE and kind is EntityType.response:
+        return produce_writer(cls, generic)  # per produce: by hand (D36)
+    return generic
+
+
+@cache
+def _header_writer(cls: type[Entity]) -> Any:
+    header_schema = cls.__header_schema__  # type: ignore[attr-defined]
+    return header_writer(bool(header_schema.__flexible__))

@@ -55,6 +55,7 @@ from kop.server.closing import (
     SETUP_TIMEOUT,
     ThrottledLog,
 )
+from kop.server.idle_watch import IdleWatch
 from kop.server.kafka_connection import Authenticate, Close, KafkaConnection, Reply
 from kop.server.log_context import PEER, PRINCIPAL, REQUEST
 from kop.server.loop_time import Timed
@@ -147,6 +148,7 @@ class Connection:
         self._stopping = False
         self._peer: str | None = None
         self._setup = SetupDeadline(limits.connection_setup_timeout_s)  # runs from accept
+        self._idle = IdleWatch(limits.idle_timeout_s, self._reader.feed_eof)
 
     @property
     def peer(self) -> str:
@@ -184,6 +186,7 @@ class Connection:
                 await writer_task
         finally:
             self._setup.met()
+            self._idle.close()
             for task in (reader_task, writer_task):
                 task.cancel()
             await asyncio.gather(reader_task, writer_task, return_exceptions=True)
@@ -254,11 +257,18 @@ class Connection:
 
     async def _read_frame(self) -> bytes | memoryview | None:
         """The next request frame; None at end of stream or after the idle timeout
-        (no whole frame for that long)."""
+        (no whole frame for that long: `IdleWatch` ends the stream then)."""
+        idle = self._idle
+        idle.waiting()
         try:
-            async with asyncio.timeout(self._limits.idle_timeout_s):
-                frame = await self._reader.next_frame()
-        except TimeoutError:
+            frame = await self._reader.next_frame()
+        except ConnectionResetError:
+            if not idle.fired:
+                raise
+            frame = None  # the idle timeout ended the stream inside a frame
+        finally:
+            idle.done()
+        if idle.fired:
             self._observer.connection_closed(IDLE)
             _closes(logging.INFO, IDLE, "closing idle connection %s", self.peer)
             return None

@@ -47,6 +47,21 @@ class TopicView:
     configs: dict[str, str] = field(default_factory=dict)
     # The configs a client set (DescribeConfigs: DYNAMIC_TOPIC_CONFIG), with their values.
     explicit: dict[str, str] = field(default_factory=dict)
+    # Read from `configs` once, not on every produce that asks (a view lives for the
+    # catalog's ttl and serves thousands of requests; its configs are never changed).
+    entry_format: EntryFormat = field(init=False, compare=False, repr=False)
+    max_message_bytes: int = field(init=False, compare=False, repr=False)
+    compacted: bool = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        configs = self.configs
+        fmt = EntryFormat(configs.get(ENTRY_FORMAT, EntryFormat.PULSAR.value))
+        object.__setattr__(self, "entry_format", fmt)
+        max_bytes = int(configs.get("max.message.bytes", "1048588"))
+        object.__setattr__(self, "max_message_bytes", max_bytes)
+        # cleanup.policy holds `compact` (alone or with `delete`)
+        compacted = "compact" in configs.get("cleanup.policy", "delete").split(",")
+        object.__setattr__(self, "compacted", compacted)
 
     @property
     def partitions(self) -> int:
@@ -66,10 +81,6 @@ class TopicView:
         return uuid.uuid5(uuid.NAMESPACE_URL, self.topic.full)
 
     @property
-    def entry_format(self) -> EntryFormat:
-        return EntryFormat(self.configs.get(ENTRY_FORMAT, EntryFormat.PULSAR.value))
-
-    @property
     def pulsar_batching(self) -> bool:
         """False: one Pulsar entry per message, so Pulsar's backlog counts records."""
         return self.configs.get(PULSAR_BATCHING, "true") == "true"
@@ -83,11 +94,6 @@ class TopicView:
         return self.configs.get(SHARED_WRITES, "false") == "true"
 
     @property
-    def compacted(self) -> bool:
-        """cleanup.policy holds `compact` (alone or with `delete`)."""
-        return "compact" in self.configs.get("cleanup.policy", "delete").split(",")
-
-    @property
     def compacted_expire_ms(self) -> int | None:
         """`compact,delete`: what compaction kept also expires after retention.ms."""
         policies = self.configs.get("cleanup.policy", "delete").split(",")
@@ -95,15 +101,12 @@ class TopicView:
         return ms if "compact" in policies and "delete" in policies and ms >= 0 else None
 
     @property
-    def max_message_bytes(self) -> int:
-        return int(self.configs.get("max.message.bytes", "1048588"))
-
-    @property
     def log_append_time(self) -> bool:
         return self.configs.get("message.timestamp.type") == "LogAppendTime"
 
 
 MISSING_TTL_S = 0.5
+_AS_NAMED_MAX = 10_000
 
 
 class TopicCatalog:
@@ -128,6 +131,10 @@ class TopicCatalog:
         self._names: Lookups[Namespace, list[str]] = Lookups(self._list, ttl_s, 1000)
         self._lock = asyncio.Lock()
         self._served: dict[Namespace, asyncio.Task[None]] = {}
+        # A view as a caller names the topic (`t` for `persistent://public/default/t`),
+        # kept while the view it was made from is the current one: made per produce, it
+        # cost a dataclass copy each time.
+        self._as_named: dict[PulsarTopic, tuple[TopicView, TopicView]] = {}
 
     def invalidate(self, topic: PulsarTopic) -> None:
         self._views.forget(topic.full)
@@ -147,7 +154,13 @@ class TopicCatalog:
     async def describe(self, topic: PulsarTopic) -> TopicView | None:
         view = await self._views.get(topic.full)
         if view is not None and view.topic != topic:  # as this caller names it
-            return replace(view, topic=topic)
+            named = self._as_named.get(topic)
+            if named is None or named[0] is not view:
+                if len(self._as_named) >= _AS_NAMED_MAX:
+                    self._as_named.clear()  # names a client chose: bounded
+                named = (view, replace(view, topic=topic))
+                self._as_named[topic] = named
+            return named[1]
         return view
 
     async def _view(self, full_name: str) -> TopicView | None:
