@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 # What an entry's metadata may add to its payload before the broker refuses it.
 _METADATA_ROOM = 512
+# More than any entry's metadata beyond its properties and a schema version.
+_METADATA_BOUND = 4096
 
 # The storage port's writer modes as Pulsar's producer access modes, and whether the
 # producer fences first and then shares (kop/pulsar/wire/access.py).
@@ -196,9 +198,14 @@ class PulsarWriter:
         first = (self.name, first_seq)
         built = [_metadata(e) for e in entries]
         limit = self._producer.max_message_size
-        for meta, payload in built:
+        for (meta, payload), entry in zip(built, entries, strict=True):
+            # The metadata's size is asked (it serializes it) only when the entry may be
+            # near the limit: the metadata is never much more than the entry's
+            # properties, which `entry.size` counts (with its uncompressed bytes again:
+            # an overestimate, never an under-).
+            near = len(payload) + entry.size + _METADATA_BOUND > limit
             batch = meta.HasField("num_messages_in_batch")
-            if batch and len(payload) + meta.ByteSize() + _METADATA_ROOM > limit:
+            if near and batch and len(payload) + meta.ByteSize() + _METADATA_ROOM > limit:
                 # Refused before anything is sent: a write is stored whole or not at all.
                 # A single message that large is sent in chunks.
                 too_big = f"a batch entry of {len(payload)} bytes exceeds Pulsar's limit of {limit}"

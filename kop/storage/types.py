@@ -71,16 +71,21 @@ class OutgoingEntry:
     # Pulsar numbers them): a typed Pulsar consumer decodes them with that schema.
     schema_version: bytes | None = None
 
+    # Its weight in a send queue (see `message_size`): asked several times per write
+    # (the appender's room, the writer's budget), so worked out once.
+    size: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.message is not None:
+            size = message_size(self.message)
+        else:
+            props = sum(len(k) + len(v) for k, v in self.properties.items())
+            size = 64 + len(self.batch) + props
+        object.__setattr__(self, "size", size)
+
     @classmethod
     def of(cls, message: OutgoingMessage) -> OutgoingEntry:
         return cls(message=message)
-
-    @property
-    def size(self) -> int:
-        """Its weight in a send queue (see `message_size`)."""
-        if self.message is not None:
-            return message_size(self.message)
-        return 64 + len(self.batch) + sum(len(k) + len(v) for k, v in self.properties.items())
 
 
 @dataclass(frozen=True, slots=True)
