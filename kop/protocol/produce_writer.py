@@ -22,12 +22,15 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from kop.protocol.records import uvarint
+
 _HEAD = struct.Struct(">i")
 _PART = struct.Struct(">ihqq")  # index, error code, base offset, log append time
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _NO_TAGS = b"\x00"
+_SMALL = [bytes((n,)) for n in range(128)]  # one-byte varints: most counts and lengths
 
 Writer = Callable[[io.BytesIO, Any], None]
 
@@ -125,18 +128,7 @@ def _i32_count(n: int) -> bytes:
 
 
 def _uvarint_count(n: int) -> bytes:
-    return _uvarint(n + 1)
-
-
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return _SMALL[n + 1] if n < 127 else uvarint(n + 1)
 
 
 def _legacy_string(value: str | None) -> bytes:
@@ -150,4 +142,4 @@ def _compact_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     data = value.encode()
-    return _uvarint(len(data) + 1) + data
+    return _uvarint_count(len(data)) + data

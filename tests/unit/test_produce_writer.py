@@ -70,7 +70,8 @@ def answers(draw: st.DrawFn, version: int) -> Any:
 
     fields["responses"] = tuple(
         m.TopicProduceResponse(
-            name=draw(st.text(max_size=10)),
+            # long names too: a length of 127 or more is a two-byte varint
+            name=draw(st.text(max_size=10) | st.text(min_size=120, max_size=300)),
             partition_responses=tuple(partition() for _ in range(draw(st.integers(0, 3)))),
         )
         for _ in range(draw(st.integers(0, 3)))
