@@ -258,17 +258,8 @@ class Connection:
     async def _read_frame(self) -> bytes | memoryview | None:
         """The next request frame; None at end of stream or after the idle timeout
         (no whole frame for that long: `IdleWatch` ends the stream then)."""
-        idle = self._idle
-        idle.waiting()
-        try:
-            frame = await self._reader.next_frame()
-        except ConnectionResetError:
-            if not idle.fired:
-                raise
-            frame = None  # the idle timeout ended the stream inside a frame
-        finally:
-            idle.done()
-        if idle.fired:
+        frame = await self._idle.read(self._reader)
+        if self._idle.fired:
             self._observer.connection_closed(IDLE)
             _closes(logging.INFO, IDLE, "closing idle connection %s", self.peer)
             return None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from kop.server.ports import FrameSource
+
 # A timer may fire a little before its time (the loop's clock resolution): within
 # this of the deadline counts as reached, rather than arming another timer for
 # microseconds.
@@ -26,6 +28,19 @@ class IdleWatch:
         self._since: float | None = None  # when the current wait began (None: no wait)
         self._timer: asyncio.TimerHandle | None = None
         self.fired = False
+
+    async def read(self, source: FrameSource) -> bytes | memoryview | None:
+        """The source's next frame, or None at its end; None too once the timeout
+        fired (`fired`), even if the stream ended inside a frame then."""
+        self.waiting()
+        try:
+            return await source.next_frame()
+        except ConnectionResetError:
+            if not self.fired:
+                raise
+            return None
+        finally:
+            self.done()
 
     def waiting(self) -> None:
         """A wait for the next request begins."""

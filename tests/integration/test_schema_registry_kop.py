@@ -123,6 +123,12 @@ class TopicSide:
     def consume(self, n: int) -> list[bytes | None]:
         return [r.value for r in cf_consume(self.kop.bootstrap, self.topic, n, reset="earliest")]
 
+    def typed_consumer(self, schema: Any) -> pulsar.Consumer:
+        """A Pulsar consumer of the topic with `schema`, from its first message."""
+        return self.client.subscribe(
+            self.full, "typed", schema=schema, initial_position=pulsar.InitialPosition.Earliest
+        )
+
 
 @contextlib.contextmanager
 def topic_side(tmp_path: Path, prefix: str) -> Iterator[TopicSide]:
@@ -149,10 +155,7 @@ def test_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -> Non
     consumer's registry deserializer reads."""
     with topic_side(tmp_path, "sr") as side:
         serialize = AvroSerializer(side.registry, json.dumps(Reading.schema()))
-        pulsar_consumer = side.client.subscribe(
-            side.full, "typed", schema=AvroSchema(Reading),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
+        pulsar_consumer = side.typed_consumer(AvroSchema(Reading))
         side.produce([serialize({"sensor": sensor}, side.ctx) for sensor in ("s1", "s2")])
         got = [pulsar_consumer.receive(30_000).value().sensor for _ in range(2)]
         assert got == ["s1", "s2"]
@@ -173,10 +176,7 @@ def test_json_records_are_read_as_typed_values_from_both_sides(tmp_path: Path) -
         side.registry.register_schema(value_subject, Schema(json.dumps(TICKET_JSON), "JSON"))
         (stored,) = pulsar_schemas(side.topic)
         assert stored["type"] == "JSON"
-        pulsar_consumer = side.client.subscribe(
-            side.full, "typed", schema=JsonSchema(Ticket),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
+        pulsar_consumer = side.typed_consumer(JsonSchema(Ticket))
         serialize = JSONSerializer(json.dumps(TICKET_JSON), side.registry)
         side.produce([serialize({"code": c, "count": 1}, side.ctx) for c in ("a1", "a2")])
         got = [pulsar_consumer.receive(30_000).value() for _ in range(2)]
@@ -215,10 +215,7 @@ def test_protobuf_records_are_read_as_typed_values_from_both_sides(tmp_path: Pat
         (stored,) = pulsar_schemas(side.topic)
         assert stored["type"] == "PROTOBUF_NATIVE"
         assert json.loads(stored["data"])["rootMessageTypeName"] == "shop.Order"
-        pulsar_consumer = side.client.subscribe(
-            side.full, "typed", schema=ProtobufNativeSchema(order),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
+        pulsar_consumer = side.typed_consumer(ProtobufNativeSchema(order))
         got = [pulsar_consumer.receive(30_000).value() for _ in range(2)]
         assert [(o.id, o.note) for o in got] == [(1, "k1"), (2, "k2")]
         typed = side.client.create_producer(side.full, schema=ProtobufNativeSchema(order))
@@ -275,10 +272,7 @@ def test_schemas_with_references_are_the_topics_whole_schema(tmp_path: Path) -> 
         side.produce([serialize(sent, side.ctx)])
         latest = side.registry.get_latest_version(f"{side.topic}-value")
         assert [r.name for r in latest.schema.references] == ["common/price.proto"]
-        pulsar_consumer = side.client.subscribe(
-            side.full, "typed", schema=ProtobufNativeSchema(purchase),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
+        pulsar_consumer = side.typed_consumer(ProtobufNativeSchema(purchase))
         got = pulsar_consumer.receive(30_000).value()
         assert (got.item, got.price.cents) == ("tea", 250)
     with topic_side(tmp_path, "sr-refs-avro") as side:
@@ -292,10 +286,7 @@ def test_schemas_with_references_are_the_topics_whole_schema(tmp_path: Path) -> 
         conf = {"auto.register.schemas": False, "use.latest.version": True}
         serialize = AvroSerializer(side.registry, schema, conf=conf)
         side.produce([serialize({"item": "tea", "price": {"cents": 250}}, side.ctx)])
-        pulsar_consumer = side.client.subscribe(
-            side.full, "typed", schema=AvroSchema(Purchase),
-            initial_position=pulsar.InitialPosition.Earliest,
-        )  # fmt: skip
+        pulsar_consumer = side.typed_consumer(AvroSchema(Purchase))
         got = pulsar_consumer.receive(30_000).value()
         assert (got.item, got.price.cents) == ("tea", 250)
         typed = side.client.create_producer(side.full, schema=AvroSchema(Purchase))
