@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -47,21 +48,6 @@ class TopicView:
     configs: dict[str, str] = field(default_factory=dict)
     # The configs a client set (DescribeConfigs: DYNAMIC_TOPIC_CONFIG), with their values.
     explicit: dict[str, str] = field(default_factory=dict)
-    # Read from `configs` once, not on every produce that asks (a view lives for the
-    # catalog's ttl and serves thousands of requests; its configs are never changed).
-    entry_format: EntryFormat = field(init=False, compare=False, repr=False)
-    max_message_bytes: int = field(init=False, compare=False, repr=False)
-    compacted: bool = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        configs = self.configs
-        fmt = EntryFormat(configs.get(ENTRY_FORMAT, EntryFormat.PULSAR.value))
-        object.__setattr__(self, "entry_format", fmt)
-        max_bytes = int(configs.get("max.message.bytes", "1048588"))
-        object.__setattr__(self, "max_message_bytes", max_bytes)
-        # cleanup.policy holds `compact` (alone or with `delete`)
-        compacted = "compact" in configs.get("cleanup.policy", "delete").split(",")
-        object.__setattr__(self, "compacted", compacted)
 
     @property
     def partitions(self) -> int:
@@ -81,6 +67,13 @@ class TopicView:
         return uuid.uuid5(uuid.NAMESPACE_URL, self.topic.full)
 
     @property
+    def entry_format(self) -> EntryFormat:
+        """Read on every produce, through a cache by the stored text (an enum lookup
+        per produce was measurable), and only when asked: a malformed value (a Pulsar
+        admin can set the property) fails what reads it, not every lookup of the topic."""
+        return _entry_format(self.configs.get(ENTRY_FORMAT, EntryFormat.PULSAR.value))
+
+    @property
     def pulsar_batching(self) -> bool:
         """False: one Pulsar entry per message, so Pulsar's backlog counts records."""
         return self.configs.get(PULSAR_BATCHING, "true") == "true"
@@ -94,6 +87,11 @@ class TopicView:
         return self.configs.get(SHARED_WRITES, "false") == "true"
 
     @property
+    def compacted(self) -> bool:
+        """cleanup.policy holds `compact` (alone or with `delete`)."""
+        return "compact" in self.configs.get("cleanup.policy", "delete").split(",")
+
+    @property
     def compacted_expire_ms(self) -> int | None:
         """`compact,delete`: what compaction kept also expires after retention.ms."""
         policies = self.configs.get("cleanup.policy", "delete").split(",")
@@ -101,8 +99,17 @@ class TopicView:
         return ms if "compact" in policies and "delete" in policies and ms >= 0 else None
 
     @property
+    def max_message_bytes(self) -> int:
+        return int(self.configs.get("max.message.bytes", "1048588"))
+
+    @property
     def log_append_time(self) -> bool:
         return self.configs.get("message.timestamp.type") == "LogAppendTime"
+
+
+@functools.lru_cache(maxsize=64)
+def _entry_format(value: str) -> EntryFormat:
+    return EntryFormat(value)
 
 
 MISSING_TTL_S = 0.5

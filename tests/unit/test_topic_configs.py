@@ -80,3 +80,15 @@ def test_set_without_a_value_is_an_invalid_request_as_on_kafka() -> None:
 def test_deleting_every_set_config_gives_the_defaults_back(sets: list[tuple[str, str]]) -> None:
     changed = incremental({}, DEFAULTS, [(name, SET, value) for name, value in sets])
     assert incremental(changed, DEFAULTS, [(name, DELETE, None) for name, _ in sets]) == {}
+
+
+def test_a_malformed_stored_config_fails_only_what_reads_it() -> None:
+    """Configs are Pulsar topic properties, which a Pulsar admin can set to anything:
+    the topic is still described (and deleted, listed, altered back); only what reads
+    the bad value fails."""
+    view = _view({"kop.entry.format": "neither", "max.message.bytes": "lots"})
+    assert view.partitions == 1 and not view.compacted
+    with pytest.raises(ValueError):
+        _ = view.entry_format
+    with pytest.raises(ValueError):
+        _ = view.max_message_bytes
