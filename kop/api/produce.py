@@ -13,8 +13,7 @@ import datetime
 import functools
 import logging
 import time
-from collections.abc import Awaitable
-from typing import cast
+from typing import Any, cast
 
 from kio.schema.produce.v12.request import ProduceRequest
 from kio.schema.produce.v12.response import (
@@ -44,7 +43,7 @@ from kop.txn.verified_writes import verify_write
 
 # What a partition's write becomes: its offset (awaited) and its log append time
 # (-1 for CreateTime topics), or why it was refused.
-Pending = tuple[Awaitable[int], int] | BaseException
+Pending = tuple[asyncio.Future[int], int] | BaseException
 ANSWER_WITHIN = 0.9  # of the request's timeout (`_deadline`)
 TOLD_EVERY_S = 10.0
 _told: dict[tuple[str, int], float] = {}  # partition -> when its timeouts were last logged
@@ -179,11 +178,7 @@ async def _finish(
     pending: list[tuple[str, int, Pending | asyncio.Task[Pending]]],
     error: ErrorCode | None = None,
 ) -> ProduceResponse | None:
-    # One after another: the writes are in flight already, so this takes as long as the
-    # slowest, and no task per partition is made to wait for (with gather, an answer
-    # took two more turns of the event loop).
-    deadline = _deadline(request)
-    results = [await _settle(work, deadline) for _, _, work in pending]
+    results = await _settle([work for _, _, work in pending], _deadline(request))
     if request.acks == 0:
         return None
     by_topic: dict[str, list[PartitionProduceResponse]] = {}
@@ -219,24 +214,56 @@ def _deadline(request: ProduceRequest) -> float | None:
     return now + timeout_s * ANSWER_WITHIN
 
 
-async def _settle(work: Pending | asyncio.Task[Pending], deadline: float | None) -> Answer:
-    try:
-        async with asyncio.timeout_at(deadline):
-            if isinstance(work, asyncio.Task):
-                work = await asyncio.shield(work)  # begun in the background (`produce_order`)
-            if isinstance(work, BaseException):
-                return _refused(work)
-            written, append_time = work
-            # Shielded: the write belongs to the log and completes even if the
-            # connection waiting for it goes away.
-            offset = await asyncio.shield(written)
-    except TimeoutError:
-        return _partition(
-            ErrorCode.request_timed_out, -1, "not stored within the request's timeout"
-        )
-    except Exception as exc:
+async def _settle(
+    works: list[Pending | asyncio.Task[Pending]], deadline: float | None
+) -> list[Answer]:
+    """Every partition's answer once its write is counted, or at the deadline (one for
+    the request, not one per partition). Nothing waited for is cancelled: a write
+    belongs to the log and completes even if the connection waiting for it goes away,
+    and a partition begun in the background (`produce_order`) is still begun."""
+    loop = asyncio.get_running_loop()
+    while waiting := [f for w in works if (f := _waits_on(w)) is not None and not f.done()]:
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            break
+        _, still = await asyncio.wait(waiting, timeout=left)
+        if still:
+            break
+    return [_answer(w) for w in works]
+
+
+def _waits_on(work: Pending | asyncio.Task[Pending]) -> asyncio.Future[Any] | None:
+    """What a partition's answer waits for now: its begin, then its write."""
+    if isinstance(work, asyncio.Task):
+        if not work.done():
+            return work
+        work = _begun(work)
+    return None if isinstance(work, BaseException) else work[0]
+
+
+def _answer(work: Pending | asyncio.Task[Pending]) -> Answer:
+    if isinstance(work, asyncio.Task):
+        if not work.done():
+            return _timed_out()
+        work = _begun(work)
+    if isinstance(work, BaseException):
+        return _refused(work)
+    written, append_time = work
+    if not written.done():
+        return _timed_out()
+    if (exc := written.exception()) is not None:
         return _refused(exc)
-    return _partition(ErrorCode.none, offset, None, append_time)
+    return _partition(ErrorCode.none, written.result(), None, append_time)
+
+
+def _begun(task: asyncio.Task[Pending]) -> Pending:
+    """A background begin's outcome (a cancelled one, its connection closing, raises)."""
+    exc = task.exception()
+    return task.result() if exc is None else exc
+
+
+def _timed_out() -> Answer:
+    return _partition(ErrorCode.request_timed_out, -1, "not stored within the request's timeout")
 
 
 def _tell_timed_out(name: str, index: int, why: str | None) -> None:

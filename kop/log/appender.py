@@ -2,7 +2,7 @@
 answered: kop/log/append_completion.py).
 
 `begin_append` runs in the connection's ordered part (so a connection's writes
-reach Pulsar in the order sent) and returns a task owned by the log, not by the
+reach Pulsar in the order sent) and returns a future owned by the log, not by the
 connection: a write completes, and its idempotence handle resolves, even if the
 connection that sent it has gone. A write completes when the tail follower has
 counted its last entry (its offset is then the one every reader computes);
@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable
 
 from kop.aio.futures import retrieve
 from kop.entries import codec as entries
@@ -95,7 +94,7 @@ class Appender:
         self._producers = producers
         self._settings = settings
         self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task[int]] = set()
+        self._completing: set[asyncio.Future[int]] = set()
         self._retirements = Retirements(storage, topic, own, caught_up, settings.write_timeout_s)
         self._retired = self._retirements.retired
         self._gate = WriteGate(
@@ -114,7 +113,7 @@ class Appender:
         batching: bool = True,
         *,
         shared: bool = False,
-    ) -> Awaitable[int]:
+    ) -> asyncio.Future[int]:
         if self.closed:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{self._topic} is closed")
         # Encode before touching any state: a corrupt batch leaves nothing behind.
@@ -139,11 +138,11 @@ class Appender:
                 await self._plan(writer, h, b, first, fmt, batching, versions)
                 for h, b, first in encoded
             ]
-        task = asyncio.ensure_future(self._completion.complete(jobs))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(retrieve)  # its connection may be gone
-        return task
+        done = self._completion.complete(jobs)
+        self._completing.add(done)
+        done.add_done_callback(self._completing.discard)
+        done.add_done_callback(retrieve)  # its connection may be gone
+        return done
 
     async def _encoded(
         self, head: BatchHeader, batch: bytes, fmt: EntryFormat, batching: bool, first: int,
@@ -210,19 +209,8 @@ class Appender:
         if job.first_index:
             out = await self._encoded(head, batch, fmt, batching, job.first_index, versions)
         size = sum(e.size for e in out)
-        try:
-            async with asyncio.timeout(self._settings.write_timeout_s):
-                await writer.wait_capacity(size)
-                while writer.name in self._retired:  # retired while this request waited
-                    writer = await self._writer(self._mode)
-                    await writer.wait_capacity(size)
-        except (TimeoutError, KafkaError, StorageError) as exc:
-            self._refuse(head)
-            if not isinstance(exc, TimeoutError):
-                raise
-            raise KafkaError(
-                ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
-            ) from None
+        if not writer.has_room(size) or writer.name in self._retired:
+            writer = await self._room(writer, head, size)
         ref, acked = writer.send_all(out)  # in the same step as the room was found
         acked.add_done_callback(self._acked)
         job.writer, job.acked = ref[0], acked
@@ -236,6 +224,24 @@ class Appender:
                 job.handle,
             )  # fmt: skip
         return job
+
+    async def _room(self, writer: TopicWriter, head: BatchHeader, size: int) -> TopicWriter:
+        """A writer not retired with room for `size` bytes, within `write_timeout_s`
+        (back-pressure: Pulsar is slower than the clients)."""
+        try:
+            async with asyncio.timeout(self._settings.write_timeout_s):
+                await writer.wait_capacity(size)
+                while writer.name in self._retired:  # retired while this request waited
+                    writer = await self._writer(self._mode)
+                    await writer.wait_capacity(size)
+        except (TimeoutError, KafkaError, StorageError) as exc:
+            self._refuse(head)
+            if not isinstance(exc, TimeoutError):
+                raise
+            raise KafkaError(
+                ErrorCode.request_timed_out, f"{self._topic}: Pulsar is not taking writes"
+            ) from None
+        return writer
 
     def _acked(self, acked: asyncio.Future[list[StoredEntry | None]]) -> None:
         if acked.cancelled() or acked.exception() is not None:
@@ -261,8 +267,8 @@ class Appender:
         client would retry at the new owner, which may judge the retry before it has
         counted the original, and store it twice (D15's handover window)."""
         self.closed = True
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=self._settings.write_timeout_s)
-        for task in list(self._tasks):
-            task.cancel()
+        if self._completing:
+            await asyncio.wait(list(self._completing), timeout=self._settings.write_timeout_s)
+        for done in list(self._completing):
+            done.cancel()
         self._retirements.cancel()

@@ -201,7 +201,13 @@ class FramedLog:
     async def writer(
         self, topic: str, *, mode: WriterMode = WriterMode.SHARED, name: str | None = None
     ) -> TopicWriter:
-        writer = await self._storage.writer(topic, mode=mode, name=name)
+        return self._face(topic, await self._storage.writer(topic, mode=mode, name=name))
+
+    def open_writer(self, topic: str) -> TopicWriter | None:
+        writer = self._storage.open_writer(topic)
+        return None if writer is None else self._face(topic, writer)
+
+    def _face(self, topic: str, writer: TopicWriter) -> TopicWriter:
         if topic != self._topic:
             return writer
         if self._wrapped is None or self._wrapped[0] is not writer:  # one face per writer
@@ -303,6 +309,9 @@ class _FramedWriter:
 
     async def wait_capacity(self, size: int) -> None:
         await self._writer.wait_capacity(size)
+
+    def has_room(self, size: int) -> bool:
+        return self._writer.has_room(size)
 
     async def close(self) -> None:
         await self._writer.close()

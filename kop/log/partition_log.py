@@ -15,7 +15,7 @@ import asyncio
 import functools
 import logging
 import zlib
-from collections.abc import AsyncGenerator, Awaitable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 from kop.entries.formats import EntryFormat
@@ -222,14 +222,14 @@ class PartitionLog:
         batching: bool = True,
         *,
         shared: bool = False,
-    ) -> Awaitable[int]:
-        """Check and enqueue the writes in call order; the returned awaitable gives the
+    ) -> asyncio.Future[int]:
+        """Check and enqueue the writes in call order; the returned future gives the
         first batch's base offset once counted (see `Appender`). `batching=False`
         stores each message as an entry of its own; `shared`: the topic's writer leaves
         room for Pulsar producers instead of fencing."""
         done = await self.appender.begin_append(batches, fmt, batching, shared=shared)
-        if isinstance(done, asyncio.Future):  # counted in once stored, as Kafka counts
-            done.add_done_callback(functools.partial(_took, self._flow, batches))
+        # counted in once stored, as Kafka counts
+        done.add_done_callback(functools.partial(_took, self._flow, batches))
         return done
 
     def gave(self, records: bytes) -> None:

@@ -29,19 +29,19 @@ class ReceiptFeed:
     def __init__(self, quiet_s: float = QUIET_S) -> None:
         self._quiet_s = quiet_s
         self._queue: deque[StoredEntry] = deque()
-        self._changed = asyncio.Event()
+        self._waiter: asyncio.Future[bool] | None = None  # the follower's, for a change
         self._failed = False
 
     def put(self, stored: list[StoredEntry | None]) -> None:
         """Receipts of one write, in send order (None: stored, place not said)."""
         self._queue.extend(s for s in stored if s is not None)
-        self._changed.set()
+        _wake(self._waiter, True)
 
     def failed(self) -> None:
         """A write failed: some of it may be stored, only reading can tell."""
         self._failed = True
         self._queue.clear()
-        self._changed.set()
+        _wake(self._waiter, True)
 
     def follows(self, last: Position) -> bool:
         """Whether the next receipt held is the entry right after `last` (after
@@ -63,12 +63,23 @@ class ReceiptFeed:
                 return queue.popleft() if _next_to(queue[0].position, last) else None
             if self._failed:
                 return None
-            self._changed.clear()
+            # A future and a timer, not an Event under `asyncio.timeout`: the follower
+            # waits here once per produce of a client sending one record at a time.
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            quiet = loop.call_later(self._quiet_s, _wake, waiter, False)
             try:
-                async with asyncio.timeout(self._quiet_s):
-                    await self._changed.wait()
-            except TimeoutError:
+                changed = await waiter
+            finally:
+                quiet.cancel()
+                self._waiter = None
+            if not changed:
                 return None
+
+
+def _wake(waiter: asyncio.Future[bool] | None, changed: bool) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(changed)
 
 
 def _next_to(at: Position, last: Position) -> bool:

@@ -52,6 +52,14 @@ class WriteGate:
     async def writer(self, mode: WriterMode) -> TopicWriter:
         """The topic's writer, never a retired one (its numbering is no longer trusted)."""
         retired = self._retirements.retired
+        writer = self._storage.open_writer(self._topic)
+        if (
+            writer is not None
+            and writer.name not in retired
+            and (mode not in _FENCES or writer.name == self._read_past)
+        ):  # as every write but the first finds it: nothing to wait for
+            self._own.track(writer.name)
+            return writer
         try:
             async with asyncio.timeout(self._settings.write_timeout_s):
                 writer = await self._storage.writer(self._topic, mode=mode)

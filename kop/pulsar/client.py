@@ -189,6 +189,9 @@ class PulsarWriter:
     async def wait_capacity(self, size: int) -> None:
         await self._budget.wait_for(size)
 
+    def has_room(self, size: int) -> bool:
+        return self._budget.fits(size)
+
     def send_all(
         self, entries: Sequence[OutgoingEntry]
     ) -> tuple[WriteRef, asyncio.Future[list[StoredEntry | None]]]:
@@ -381,6 +384,9 @@ class PulsarSession:
                     raise StorageError(f"cannot create producer on {topic}: {exc}") from exc
                 self._writers[topic] = PulsarWriter(producer, self._budget)
         return self._writers[topic]
+
+    def open_writer(self, topic: str) -> PulsarWriter | None:
+        return self._writers.get(topic)
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:
         writer = self._writers.get(topic)

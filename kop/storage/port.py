@@ -72,6 +72,10 @@ class TopicWriter(Protocol):
         (back-pressure); a `send_all` right after it, in the same step, is accepted."""
         ...
 
+    def has_room(self, size: int) -> bool:
+        """Whether `wait_capacity(size)` would return at once (no deadline needed)."""
+        ...
+
     async def close(self) -> None:
         """Returns once every message sent before it was stored or failed."""
         ...
@@ -99,6 +103,11 @@ class MessageLog(Protocol):
         FENCING_SHARED too and then lets shared writers write beside it (it is fenced
         by the next FENCING or FENCING_SHARED writer), EXCLUSIVE raises WriterBusy
         while another writer holds it."""
+        ...
+
+    def open_writer(self, topic: str) -> TopicWriter | None:
+        """The writer `writer` would give at once, if the topic has one open: a
+        caller that writes thousands of times a second needs no deadline for it."""
         ...
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:

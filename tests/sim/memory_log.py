@@ -278,8 +278,11 @@ class MemoryWriter:
                 send.future.set_exception(WriterFenced(why))
 
     async def wait_capacity(self, size: int) -> None:
-        while self.stalled and len(self._queue) >= 8:
+        while not self.has_room(size):
             await self._topic.changed()
+
+    def has_room(self, size: int) -> bool:
+        return not (self.stalled and len(self._queue) >= 8)
 
     def send_all(
         self, entries: Sequence[OutgoingEntry]
@@ -486,6 +489,9 @@ class MemoryLog:
         if topic not in self.writers:
             self.writers[topic] = MemoryWriter(self.topic(topic), self, mode, name)
         return self.writers[topic]
+
+    def open_writer(self, topic: str) -> MemoryWriter | None:
+        return self.writers.get(topic)
 
     async def close_writer(self, topic: str, name: str | None = None) -> None:
         writer = self.writers.get(topic)

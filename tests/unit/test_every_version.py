@@ -5,6 +5,7 @@ version can carry (kop/protocol/versions.py refuses a value it cannot), and must
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import datetime
@@ -242,8 +243,11 @@ async def _resolved(result: Any) -> Any:
             return result
 
 
-async def _appended(offset: int) -> int:
-    return offset
+def _appended(offset: int) -> asyncio.Future[int]:
+    """A write counted at `offset` (what `begin_append` gives once counted)."""
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    done.set_result(offset)
+    return done
 
 
 def _init(
