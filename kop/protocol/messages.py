@@ -19,6 +19,7 @@ from kio.static.constants import EntityType
 from kio.static.protocol import Entity
 
 from kop.protocol.bounds import FrameShapeError, check_request
+from kop.protocol.frame_pieces import Frame, FramePieces
 from kop.protocol.produce_writer import header_writer, produce_writer
 
 
@@ -254,9 +255,15 @@ def encode_response(header: RequestHeader, response: Entity) -> bytes:
     return out.getvalue()
 
 
-def encode_response_frame(header: RequestHeader, response: Entity) -> bytes:
-    """The whole frame, its size prefix written in place: a Fetch answer's megabytes of
-    records are not copied once more to put four bytes in front of them."""
+def encode_response_frame(header: RequestHeader, response: Entity) -> Frame:
+    """The whole frame, its size prefix written in place; a Fetch answer in pieces, its
+    records not copied (`FramePieces`)."""
+    kind = type(response)
+    if _pieced(kind):
+        pieces = FramePieces()
+        _header_writer(kind)(pieces, header.correlation_id)
+        _writer(kind)(pieces, response)
+        return pieces.frame()
     out = io.BytesIO()
     out.write(_NO_SIZE)
     _write_response(out, header, response)
@@ -287,6 +294,16 @@ def _writer(cls: type[Entity]) -> Any:
     if getattr(cls, "__api_key__", None) == ApiKey.PRODUCE and kind is EntityType.response:
         return produce_writer(cls, generic)  # per produce: by hand (D36)
     return generic
+
+
+@cache
+def _pieced(cls: type[Entity]) -> bool:
+    """Answers that carry records: written in pieces."""
+    kind = getattr(cls, "__type__", None)
+    return kind is EntityType.response and getattr(cls, "__api_key__", None) in _RECORDS
+
+
+_RECORDS = frozenset({ApiKey.FETCH, ApiKey.SHARE_FETCH})
 
 
 @cache

@@ -22,6 +22,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from kop.protocol.frame_pieces import Writable
 from kop.protocol.records import uvarint
 
 _HEAD = struct.Struct(">i")
@@ -35,11 +36,11 @@ _SMALL = [bytes((n,)) for n in range(128)]  # one-byte varints: most counts and 
 Writer = Callable[[io.BytesIO, Any], None]
 
 
-def header_writer(flexible: bool) -> Callable[[io.BytesIO, int], None]:
+def header_writer(flexible: bool) -> Callable[[Writable, int], None]:
     """A response header (v0, or v1 with its empty tagged fields) for a correlation id."""
     tags = _NO_TAGS if flexible else b""
 
-    def write(out: io.BytesIO, correlation_id: int) -> None:
+    def write(out: Writable, correlation_id: int) -> None:
         out.write(_HEAD.pack(correlation_id) + tags)
 
     return write

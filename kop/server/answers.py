@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 from kop.api.routes import Now, Written
 from kop.protocol.error_counts import error_counts
+from kop.protocol.frame_pieces import Frame, frame_size
 from kop.protocol.messages import RequestHeader, encode_response_frame
 from kop.server.closing import EVICTED, SEND_TIMEOUT, ThrottledLog
 from kop.server.loop_time import Timed
@@ -138,7 +139,7 @@ class AnswerWriter:
             del item
             if frame is None:  # acks=0 produce: Kafka sends no response
                 continue
-            self.room.settle(len(frame))
+            self.room.settle(frame_size(frame))
             self._sink.write(frame)
             del frame
             self.room.sending()
@@ -152,7 +153,7 @@ class AnswerWriter:
                 return
             self.room.sent()
 
-    async def _encoded(self, item: Item) -> bytes | None:
+    async def _encoded(self, item: Item) -> Frame | None:
         header, started, phase = item
         ok = True
         errors: Mapping[int, int] = _NONE

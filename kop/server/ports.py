@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from kop.protocol.frame_pieces import Frame
+
 
 class FrameSource(Protocol):
     """Where requests come from (`RequestStream`)."""
@@ -26,7 +28,8 @@ class FrameSource(Protocol):
 class ResponseSink(Protocol):
     """Where answers go: the parts of `asyncio.StreamWriter` a connection uses."""
 
-    def write(self, data: bytes) -> None: ...
+    def write(self, frame: Frame) -> None:
+        """A frame whole, or in pieces (a Fetch answer's records not copied)."""
 
     async def drain(self) -> None: ...
 

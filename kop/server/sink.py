@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
+from kop.protocol.frame_pieces import Frame
+
 
 class SendStalled(Exception):
     """The client took none of its answers' bytes for the send timeout."""
@@ -51,9 +53,13 @@ class SocketSink(asyncio.BaseProtocol):
     def _answers_backed_up(self, backed_up: bool) -> None:
         """The client is not reading its answers (or is again)."""
 
-    def write(self, data: bytes) -> None:
+    def write(self, frame: Frame) -> None:
+        """A frame whole, or in pieces: sent by one gathering write, not joined."""
         if self._transport is not None and self._lost is None:
-            self._transport.write(data)
+            if isinstance(frame, bytes):
+                self._transport.write(frame)
+            else:
+                self._transport.writelines(frame)
 
     async def drain(self) -> None:
         while not self._writable.is_set() and self._lost is None:
