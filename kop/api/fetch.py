@@ -32,6 +32,7 @@ from kop.log.partition_log import PartitionLog
 from kop.protocol.batch_epochs import NO_EPOCH
 from kop.protocol.batch_rewrite import as_log_append_time
 from kop.protocol.errors import ErrorCode
+from kop.protocol.frame_pieces import RecordPieces, records_of
 from kop.protocol.messages import ApiKey
 from kop.protocol.records import below
 from kop.protocol.values import NO_THROTTLE
@@ -198,18 +199,19 @@ async def _read_partition(
     plog, append_time = src
     stable = plog.last_stable  # before the read: what it serves stays below it
     try:
-        records = b""
+        pieces: list[bytes] = []
         # At the end (what an incremental fetch of a quiet partition asks): nothing to
         # read, and no range to check (the end is never out of range).
         at_end = offset == plog.high_watermark and plog.compacted is None
         if (budget > 0 or first) and not at_end and not (committed and offset >= stable):
             # KIP-74: a batch is served only if it fits, except the response's first.
-            records = await plog.read(offset, budget, min_one=first)
+            pieces = await plog.read_batches(offset, budget, min_one=first)
             if committed and stable < plog.high_watermark:  # else nothing is past it
-                records = below(records, stable)
+                pieces = _below(pieces, stable)
             if append_time:
-                records = as_log_append_time(records)
-            plog.gave(records)
+                pieces = [as_log_append_time(p) for p in pieces]
+            plog.gave(pieces)
+        records = records_of(pieces)
         aborted: tuple[AbortedTransaction, ...] = ()
         if committed and records:  # those below the LSO (a consumer skips by offset)
             aborted = tuple(
@@ -227,8 +229,21 @@ async def _read_partition(
         return _part(index, code, plog.high_watermark, stable, plog.log_start, b"")
 
 
+def _below(pieces: list[bytes], end: int) -> list[bytes]:
+    """The batches that end before offset `end` (`below`, piece by piece)."""
+    out: list[bytes] = []
+    for piece in pieces:
+        kept = below(piece, end)
+        if kept:
+            out.append(kept)
+        if len(kept) < len(piece):
+            break
+    return out
+
+
 def _part(
-    index: int, code: ErrorCode, hw: int, stable: int, start: int, records: bytes,
+    index: int, code: ErrorCode, hw: int, stable: int, start: int,
+    records: bytes | RecordPieces,
     aborted: tuple[AbortedTransaction, ...] = (),
 ) -> PartitionData:  # fmt: skip
     """One partition's answer. Per partition and per fetch, so the values are given

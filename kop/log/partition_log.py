@@ -232,10 +232,11 @@ class PartitionLog:
         done.add_done_callback(functools.partial(_took, self._flow, batches))
         return done
 
-    def gave(self, records: bytes) -> None:
+    def gave(self, pieces: list[bytes]) -> None:
         """A fetch served these batches of this partition (Traffic)."""
-        self._flow.bytes_out += len(records)
-        self._flow.records_out += count_records(records)
+        for records in pieces:
+            self._flow.bytes_out += len(records)
+            self._flow.records_out += count_records(records)
 
     async def delete_records(self, offset: int) -> int:
         """Kafka's DeleteRecords: `offset` (-1: the high watermark) becomes the log
@@ -247,6 +248,10 @@ class PartitionLog:
     async def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
         """See `PartitionReads.read`."""
         return await self.reads.read(offset, max_bytes, min_one)
+
+    async def read_batches(self, offset: int, max_bytes: int, min_one: bool = True) -> list[bytes]:
+        """See `PartitionReads.read_batches`."""
+        return await self.reads.read_batches(offset, max_bytes, min_one)
 
     async def offset_for_time(self, timestamp: int) -> tuple[int, int] | None:
         return await self.reads.offset_for_time(timestamp)

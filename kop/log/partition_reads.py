@@ -49,25 +49,31 @@ class PartitionReads:
         return self.index.high_watermark
 
     async def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
+        """`read_batches`, joined."""
+        return b"".join(await self.read_batches(offset, max_bytes, min_one))
+
+    async def read_batches(self, offset: int, max_bytes: int, min_one: bool = True) -> list[bytes]:
         """Record batches from the one holding `offset`, each only if it fits in what
         is left of `max_bytes`; with `min_one` the first is served whatever its size
-        (Kafka's rule, KIP-74: a fetch's first batch, so a consumer always progresses)."""
+        (Kafka's rule, KIP-74: a fetch's first batch, so a consumer always progresses).
+        As the entries hold them (each piece whole batches, back to back), not joined:
+        a fetch answer sends them as they are (`RecordPieces`)."""
         self._check_range(offset)
         items = await self._entries(offset, max_bytes, min_one)
         compacted = self.compacted
         if compacted is None or not compacted.below_live(offset):
-            return b"".join([item.entry.data for item in items])
+            return [item.entry.data for item in items]
         # Where compaction removed every record from `offset` on, up to the live
         # ledgers or to the end of the entry holding `offset`, a batch of no records
         # spans the gap: a consumer served only records below its position would ask
         # for `offset` for ever, short of the high watermark (librdkafka did; a
         # changelog ending in tombstones would never restore).
         if not items and min_one:
-            return gap_batch(offset, self.index.data_start - offset)
+            return [gap_batch(offset, self.index.data_start - offset)]
         if items and items[0].base_offset < offset and not _holds_from(items[0], offset):
             gap = gap_batch(offset, items[0].next_offset - offset)
-            return gap + b"".join([item.entry.data for item in items[1:]])
-        return b"".join([item.entry.data for item in items])
+            return [gap] + [item.entry.data for item in items[1:]]
+        return [item.entry.data for item in items]
 
     async def offset_for_time(self, timestamp: int) -> tuple[int, int] | None:
         """First (offset, timestamp) with timestamp >= `timestamp`, or None."""

@@ -26,6 +26,35 @@ class Writable(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
+class RecordPieces:
+    """A Fetch answer's records as the batches the log holds them in, not joined:
+    `FramePieces` sends each as a piece of its own. Only that writer knows it; kio
+    sees a records value with a length."""
+
+    __slots__ = ("pieces", "size")
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+        self.size = sum(len(p) for p in pieces)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RecordPieces):
+            other = b"".join(other.pieces)
+        return isinstance(other, bytes | bytearray) and b"".join(self.pieces) == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def records_of(pieces: list[bytes]) -> bytes | RecordPieces:
+    """A records value of `pieces`: one piece as it is, several unjoined."""
+    if len(pieces) == 1:
+        return pieces[0]
+    return RecordPieces(pieces) if pieces else b""
+
+
 class FramePieces:
     """A writable (the `write` kio's writers call) that keeps large writes as
     pieces; `frame()` is the frame, its size prefix first."""
@@ -34,25 +63,33 @@ class FramePieces:
 
     def __init__(self) -> None:
         self._pieces: list[bytes] = [b""]  # the size prefix, once known
-        self._small = bytearray()
+        self._small: list[bytes] = []  # small writes since the last piece: joined once
         self._size = 0
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | RecordPieces) -> int:
         n = len(data)
         self._size += n
-        if n < PIECE_FROM:
-            self._small += data
+        if isinstance(data, RecordPieces):
+            for piece in data.pieces:
+                self._add(piece)
         else:
-            if self._small:
-                self._pieces.append(bytes(self._small))
-                self._small.clear()
-            self._pieces.append(data)
+            self._add(data)
         return n
 
-    def frame(self) -> list[bytes]:
+    def _add(self, data: bytes) -> None:
+        if len(data) < PIECE_FROM:
+            self._small.append(data)
+        else:
+            self._flush()
+            self._pieces.append(data)
+
+    def _flush(self) -> None:
         if self._small:
-            self._pieces.append(bytes(self._small))
+            self._pieces.append(b"".join(self._small))
             self._small.clear()
+
+    def frame(self) -> list[bytes]:
+        self._flush()
         self._pieces[0] = _SIZE.pack(self._size)
         return self._pieces
 

@@ -21,7 +21,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from kop.config.settings import ConfigError, KopConfig, load_config
-from kop.protocol.frame_pieces import PIECE_FROM, joined
+from kop.protocol.frame_pieces import PIECE_FROM, joined, records_of
 from kop.protocol.frames import PREFIX_BYTES, FrameTooLarge, encode_frame, frame_size
 from kop.protocol.messages import RequestHeader, encode_response, encode_response_frame
 
@@ -55,6 +55,30 @@ def test_an_answer_frame_is_its_size_then_its_header_and_body(
     assert joined(frame) == encode_frame(encode_response(header, answer))
     if len(records) >= PIECE_FROM:  # a Fetch answer's records are sent as handed over
         assert isinstance(frame, list) and any(piece is records for piece in frame)
+
+
+def _fetch_answer(records: Any) -> FetchResponse:
+    return FetchResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+        session_id=i32(0), responses=(FetchableTopicResponse(topic=TopicName("t"), partitions=(
+            PartitionData(partition_index=i32(0), error_code=ErrorCode.none,
+                          high_watermark=i64(0), aborted_transactions=None, records=records),
+        )),),
+    )  # fmt: skip
+
+
+@given(pieces=st.lists(st.binary(max_size=2 * PIECE_FROM), max_size=6))
+def test_records_in_pieces_are_sent_as_the_joined_records_would_be(pieces: list[bytes]) -> None:
+    """A fetch of several entries hands their batches over unjoined (`records_of`):
+    the frame's bytes are those of the joined records, the large ones not copied."""
+    header = RequestHeader(1, 12, 7, None)
+    frame = encode_response_frame(header, _fetch_answer(records_of(pieces)))
+    whole = b"".join(pieces)
+    assert joined(frame) == encode_frame(encode_response(header, _fetch_answer(whole)))
+    sent = frame if isinstance(frame, list) else [frame]
+    for piece in pieces:
+        if len(piece) >= PIECE_FROM:
+            assert any(p is piece for p in sent)
 
 
 @pytest.mark.parametrize("size", [2049, -1, 2**31 - 1])
