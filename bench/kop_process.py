@@ -48,6 +48,7 @@ class KopProcess:
         extra_args: list[str] | None = None,
         checkout: Path = REPO,
         env: dict[str, str] | None = None,
+        cpu: int | None = None,
     ) -> None:
         self.port = free_port()
         self.log_path = log_path
@@ -69,6 +70,8 @@ class KopProcess:
                 spy, "record", "--format", "raw", "--gil", "--rate", str(profile_rate),
                 "--output", str(profile), "--", *cmd,
             ]  # fmt: skip
+        if cpu is not None:  # a core of its own (`bench.cost`): kop alone on it
+            cmd = ["taskset", "-c", str(cpu), *cmd]
         self._cmd = cmd
         self._cwd = checkout  # `python -m kop.cli.main` imports the kop of this directory
         self._env = env or {}  # KOP_* settings for this kop, over the bench's environment
