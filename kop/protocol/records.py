@@ -136,7 +136,9 @@ def split_batches(data: bytes, *, max_batch_bytes: int) -> list[tuple[BatchHeade
             )
         if head.length < HEADER_SIZE or pos + head.length > len(data):
             raise KafkaError(ErrorCode.corrupt_message, "record batch length is inconsistent")
-        batch = bytes(view[pos : pos + head.length])
+        whole = pos == 0 and head.length == len(data) and isinstance(data, bytes)
+        # One batch, as clients send per partition: the payload itself, not a copy.
+        batch = data if whole else bytes(view[pos : pos + head.length])
         if crc32c.crc32c(view[pos + _CRC_START : pos + head.length]) != head.crc:
             raise KafkaError(ErrorCode.corrupt_message, "record batch CRC32C mismatch")
         if head.record_count != head.last_offset_delta + 1 or head.record_count <= 0:
