@@ -7,7 +7,8 @@ finalized), so the epoch is 0: kop's features never change while it runs."""
 
 from __future__ import annotations
 
-import dataclasses
+import functools
+from typing import Any
 
 from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
@@ -23,8 +24,9 @@ from kio.static.primitive import i16, i64
 from kop.api.context import RequestContext, Services
 from kop.api.routes import Now, Route
 from kop.protocol.errors import ErrorCode
-from kop.protocol.messages import ADVERTISED_VERSIONS, ApiKey
+from kop.protocol.messages import ADVERTISED_VERSIONS, ApiKey, response_schema
 from kop.protocol.values import NO_THROTTLE
+from kop.protocol.versions import downgrade
 
 
 def api_keys() -> tuple[ApiVersion, ...]:
@@ -45,30 +47,53 @@ async def handle(
     """ApiVersions v3+ names the transaction versions kop serves and the one its
     transaction coordinator runs at (KIP-890); older versions drop the feature fields
     (Kafka marks them ignorable)."""
-    answer = ApiVersionsResponse(
-        error_code=ErrorCode.none, api_keys=api_keys(), throttle_time=NO_THROTTLE
-    )
+    return Now(_answer(services.txns.version))
+
+
+@functools.cache
+def _answer(level: int) -> ApiVersionsResponse:
+    """The answer at a transaction version level: made once, as it never changes
+    while kop runs. Every connection asks first (about 70 keys: made and converted
+    anew, 0.3 ms of CPU each time), so a storm of new connections costs less."""
     low, high = SUPPORTED_TRANSACTION_VERSIONS
-    level = i16(services.txns.version)
-    return Now(
-        dataclasses.replace(
-            answer,
-            supported_features=(
-                SupportedFeatureKey(
-                    name=TRANSACTION_VERSION, min_version=i16(low), max_version=i16(high)
-                ),
+    return ApiVersionsResponse(
+        error_code=ErrorCode.none,
+        api_keys=api_keys(),
+        throttle_time=NO_THROTTLE,
+        supported_features=(
+            SupportedFeatureKey(
+                name=TRANSACTION_VERSION, min_version=i16(low), max_version=i16(high)
             ),
-            finalized_features_epoch=i64(FEATURES_EPOCH),
-            finalized_features=(
-                FinalizedFeatureKey(
-                    name=TRANSACTION_VERSION, max_version_level=level, min_version_level=level
-                ),
+        ),
+        finalized_features_epoch=i64(FEATURES_EPOCH),
+        finalized_features=(
+            FinalizedFeatureKey(
+                name=TRANSACTION_VERSION, max_version_level=i16(level), min_version_level=i16(level)
             ),
-        )
+        ),
     )
 
 
-ROUTES = (Route(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, handle),)
+def _down(answer: ApiVersionsResponse, version: int) -> Any:
+    """The answer at the client's version, converted once per version (answers come
+    from `_answer`: a few objects, kept for the process's life)."""
+    key = (id(answer), version)
+    hit = _DOWN.get(key)
+    if hit is not None and hit[0] is answer:
+        return hit[1]
+    converted = downgrade(
+        answer, response_schema(ApiKey.API_VERSIONS, version), ApiKey.API_VERSIONS
+    )
+    if len(_DOWN) < _DOWN_MAX:
+        _DOWN[key] = (answer, converted)
+    return converted
+
+
+_DOWN: dict[tuple[int, int], tuple[ApiVersionsResponse, Any]] = {}
+_DOWN_MAX = 64
+
+
+ROUTES = (Route(ApiKey.API_VERSIONS, ApiVersionsRequest, ApiVersionsResponse, handle, down=_down),)
 
 
 def unsupported_version_response() -> ApiVersionsResponseV0:
