@@ -1,4 +1,4 @@
-"""Taking the outcome of a future nobody awaits.
+"""Taking the outcome of a future nobody awaits; cancelling a task and waiting for it.
 
 A future that fails while no one awaits it is logged by asyncio from its finalizer,
 whenever the garbage collector runs; on Python 3.11 that formatting can break an
@@ -18,6 +18,18 @@ def retrieve(future: asyncio.Future[Any]) -> None:
     """Mark the future's failure (if any) seen."""
     if not future.cancelled():
         future.exception()
+
+
+async def cancel_and_wait(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` and return once it is done. Cancelling the caller meanwhile is
+    raised, not taken for the task's own end: `suppress(CancelledError)` around the
+    await swallowed it, and a loop that let a loading partition go that way (kop
+    stopped while partitions still loaded) went on for ever, holding up the stop. A
+    task that had failed before raises its failure, as awaiting it would."""
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        raise exc  # it had failed before: as awaiting it would raise
 
 
 async def side_by_side(calls: Iterable[Awaitable[None]], at_once: int) -> None:

@@ -12,10 +12,10 @@ view of the instances changes: taking it back would fence the rightful owner in 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from kop.aio.futures import cancel_and_wait
 from kop.cluster.ownership import Ownership
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.types import StorageError
@@ -98,9 +98,7 @@ class CoordinatedPartitions:
         for p in sorted((self.loaded | set(self._loading)) - wanted):
             task = self._loading.pop(p, None)
             if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await cancel_and_wait(task)
             self.loaded.discard(p)
             await self._unload(p)
         for p in sorted(wanted - self.loaded - set(self._loading)):

@@ -29,12 +29,12 @@ yet is at epoch 0, as a new Kafka partition is.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from kop.aio.futures import cancel_and_wait
 from kop.cluster.member import Member
 from kop.storage import batch_layout
 from kop.storage.port import MessageLog, TopicReader
@@ -89,9 +89,7 @@ class LeaderEpochs:
 
     async def close(self) -> None:
         if self._tail is not None:
-            self._tail.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._tail
+            await cancel_and_wait(self._tail)
 
     def of(self, partition: str, leader: str) -> int:
         """The epoch the instance `leader` leads the partition in, as last read: the

@@ -16,11 +16,11 @@ learned by the refresh on the unknown id.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from kop.aio.futures import cancel_and_wait
 from kop.entries import framing as frames
 from kop.storage.naming import Namespace, PulsarTopic, split_full, topic_of_partition
 from kop.storage.port import MessageLog, TopicReader, TopicWriter
@@ -153,9 +153,7 @@ class TopicFraming:
     async def close(self) -> None:
         task = self._refreshing
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
 
 class Framings:

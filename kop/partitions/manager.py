@@ -9,11 +9,10 @@ history readers) are shared by all partitions it serves.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
-from kop.aio.futures import side_by_side
+from kop.aio.futures import cancel_and_wait, side_by_side
 from kop.log.checkpoint_store import CheckpointStore
 from kop.log.framing import Framings
 from kop.log.leader_epoch import EpochSource, FirstEpoch
@@ -194,9 +193,7 @@ class LogManager:
         for task in self._letting_go:
             task.cancel()
         if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+            await cancel_and_wait(self._flusher)
         await self.flush(final=True)
         await _side_by_side(plog.close() for plog in self._logs.values())
         self._logs.clear()

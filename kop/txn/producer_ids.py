@@ -19,11 +19,11 @@ retries, as Kafka answers while its next block is on its way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import random
 
+from kop.aio.futures import cancel_and_wait
 from kop.protocol.errors import ErrorCode, KafkaError
 from kop.storage.port import MessageLog
 from kop.storage.types import OutgoingMessage
@@ -131,7 +131,5 @@ class ProducerIdBlocks:
 
     async def close(self) -> None:
         if self._claiming is not None:
-            self._claiming.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._claiming
+            await cancel_and_wait(self._claiming)
         await self._claims.close()

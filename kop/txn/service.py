@@ -7,9 +7,9 @@ one of a partition still being read back gets COORDINATOR_LOAD_IN_PROGRESS."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
+from kop.aio.futures import cancel_and_wait
 from kop.cluster.coordinated import CoordinatedPartitions
 from kop.cluster.ownership import Ownership
 from kop.groups.scope import GroupScope
@@ -55,10 +55,7 @@ class TxnService:
 
     async def close(self) -> None:
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
         await self.coordinator.close()
         await self._store.close()
         if self._peers is not None:

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from kop.aio.futures import cancel_and_wait
 from kop.api.context import Broker, Services
 from kop.api.share_sessions import ShareSessions
 from kop.cluster.epochs import LeaderEpochs
@@ -26,7 +27,7 @@ from kop.server.listener import KafkaListener
 from kop.storage.naming import Namespace
 from kop.txn.service import TxnService
 from kop.wiring.backend import Backend, PulsarBackend
-from kop.wiring.closes import Closes, cancel
+from kop.wiring.closes import Closes
 from kop.wiring.errors import StartupError
 from kop.wiring.groups import start_groups
 from kop.wiring.listeners import ListenerSetupError, Security, advertised
@@ -245,7 +246,7 @@ class Gateway:
         partition go (its index persisted) for its next owner."""
         await self._leave(membership)
         for task in following:
-            await cancel(task)
+            await cancel_and_wait(task)
         await logs.release(list(logs.owned()))
 
 

@@ -8,6 +8,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 
+from kop.aio.futures import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 
@@ -31,14 +33,8 @@ class Closes:
     def task(self, work: Coroutine[object, object, None], name: str) -> asyncio.Task[None]:
         """`work` in the background, cancelled (and waited for) at stop."""
         task = asyncio.create_task(work, name=name)
-        self.push(lambda: cancel(task))
+        self.push(lambda: cancel_and_wait(task))
         return task
 
     async def close(self) -> None:
         await self._stack.aclose()
-
-
-async def cancel(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task

@@ -39,3 +39,60 @@ def test_a_partition_is_loaded_again_after_any_failure(loop: SimLoop) -> None:
     assert parts.all_loaded and parts.loaded == {0, 1}
     follower.cancel()
     loop.run(asyncio.gather(follower, return_exceptions=True), within=5)
+
+
+class Flip:
+    """A view of two instances that, once flipped, holds only the other one."""
+
+    def __init__(self, me: Member, other: Member) -> None:
+        self.me, self.other = me, other
+        self.version = 0
+        self._flipped = asyncio.Event()
+
+    def live(self) -> list[Member]:
+        return [self.me, self.other] if self.version == 0 else [self.other]
+
+    async def changed(self, version: int) -> int:
+        if self.version == version == 0:
+            await self._flipped.wait()
+        elif self.version == version:
+            await asyncio.get_running_loop().create_future()  # flips once only
+        return self.version
+
+    def flip(self) -> None:
+        self.version = 1
+        self._flipped.set()
+
+
+class SlowLoads:
+    """Loads that never end, and take a moment to give up once cancelled."""
+
+    async def load(self, partition: int) -> None:
+        try:
+            await asyncio.get_running_loop().create_future()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.5)
+            raise
+
+    async def unload(self, partition: int) -> None:
+        return None
+
+
+def test_cancelling_the_follower_while_it_lets_a_loading_partition_go_stops_it(
+    loop: SimLoop,
+) -> None:
+    """kop stopped right after start (its partitions still loading) did not stop: the
+    stop left the cluster, the follower let every loading partition go, and the stop's
+    cancel, arriving while it waited for one, was taken for that load's end."""
+    loads = SlowLoads()
+    me, other = Member(1, "localhost", 9092, "x"), Member(2, "localhost", 9093, "y")
+    view = Flip(me, other)
+    parts = CoordinatedPartitions(8, lambda p: f"state-partition-{p}", loads.load, loads.unload)
+    follower = loop.create_task(parts.follow(Ownership(view, me)))
+    loop.settle(0.1)
+    assert parts._loading  # some are this instance's, and loading
+    view.flip()  # this instance leaves: every loading partition is let go
+    loop.settle(0.1)  # the follower waits for the first load to give up
+    follower.cancel()
+    loop.run(asyncio.wait([follower]), within=10)
+    assert follower.cancelled()

@@ -4,10 +4,10 @@ compaction, the cycle that notes them, and the reads below the live ledgers."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 
+from kop.aio.futures import cancel_and_wait
 from kop.log.checkpoint_store import CheckpointStore, Persisted
 from kop.log.compacted.compaction import Compactor
 from kop.log.compacted.reads import CompactedReads
@@ -51,9 +51,7 @@ class CompactedPart:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
         await self._reads.close()
 
     @property
